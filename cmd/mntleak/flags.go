@@ -1,0 +1,58 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// uint32List is a repeatable, comma-separated list flag of numbers.
+type uint32List struct {
+	vals *[]uint32
+	what string
+}
+
+func (l uint32List) String() string {
+	if l.vals == nil {
+		return ""
+	}
+	parts := make([]string, len(*l.vals))
+	for i, v := range *l.vals {
+		parts[i] = strconv.FormatUint(uint64(v), 10)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (l uint32List) Set(s string) error {
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		// Accept the form readlink(1) prints for namespaces: mnt:[4026531840].
+		part = strings.TrimSuffix(strings.TrimPrefix(part, "mnt:["), "]")
+		v, err := strconv.ParseUint(part, 10, 32)
+		if err != nil || v == 0 {
+			return fmt.Errorf("invalid %s %q: want a positive number", l.what, part)
+		}
+		*l.vals = append(*l.vals, uint32(v))
+	}
+	return nil
+}
+
+// stringList is a repeatable, comma-separated list flag.
+type stringList struct{ vals *[]string }
+
+func (l stringList) String() string {
+	if l.vals == nil {
+		return ""
+	}
+	return strings.Join(*l.vals, ",")
+}
+
+func (l stringList) Set(s string) error {
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			return fmt.Errorf("empty name in %q", s)
+		}
+		*l.vals = append(*l.vals, part)
+	}
+	return nil
+}

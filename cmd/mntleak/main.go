@@ -1,0 +1,44 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1 // the command ran and failed
+	exitUsage = 2 // bad input: flags, arguments
+)
+
+const usage = `usage: mntleak <command> [flags]
+
+Commands:
+  trace    stream mount-lineage events (mount, umount2, unshare, setns,
+           new-namespace forks, pivot_root, the new mount API, EBUSY failures)
+           until SIGINT or SIGTERM
+
+Run 'mntleak <command> -h' for the flags of a command.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "trace":
+		return runTrace(args[1:], stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "mntleak: unknown command %q (see 'mntleak help')\n", args[0])
+	return exitUsage
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"go.uber.org/zap"
+	"golang.org/x/term"
+
+	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/internal/logging"
+	"github.com/mntleak/mntleak/internal/logkey"
+	"github.com/mntleak/mntleak/output"
+	"github.com/mntleak/mntleak/tracer"
+)
+
+type traceOptions struct {
+	format       output.Format
+	filter       event.Filter
+	record       string
+	ringBufBytes int
+	logLevel     string
+	logFormat    string
+}
+
+// parseTraceFlags parses the trace flags. isTerminal tells whether stdout
+// and stderr are terminals, which picks the default formats.
+func parseTraceFlags(args []string, stdoutTTY, stderrTTY bool, stderr io.Writer) (traceOptions, error) {
+	var opts traceOptions
+	fs := flag.NewFlagSet("mntleak trace", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	defaultFormat, defaultLogFormat := "json", "json"
+	if stdoutTTY {
+		defaultFormat = "text"
+	}
+	if stderrTTY {
+		defaultLogFormat = "console"
+	}
+	format := fs.String("format", defaultFormat, "event output: json (JSON lines) or text (one readable line each); json when stdout is not a terminal")
+	fs.Var(uint32List{&opts.filter.PIDs, "pid"}, "pid", "only events of these processes (thread-group ids; repeatable, comma-separated)")
+	fs.Var(stringList{&opts.filter.Comms}, "comm", "only events of processes with this command name (repeatable, comma-separated)")
+	fs.Var(uint32List{&opts.filter.MntNS, "mount namespace"}, "mntns", "only events in or naming these mount namespaces (inode numbers or mnt:[N]; repeatable)")
+	fs.StringVar(&opts.record, "record", "", "also write the events as JSON lines to this file")
+	fs.IntVar(&opts.ringBufBytes, "ringbuf-size", tracer.DefaultRingBufferBytes, "ring buffer size in bytes (a power of two)")
+	fs.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&opts.logFormat, "log-format", defaultLogFormat, "log format on stderr: json or console")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: mntleak trace [flags]\n\nStreams mount-lineage events until SIGINT or SIGTERM. Needs root.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return opts, err
+	}
+	if fs.NArg() > 0 {
+		return opts, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	var err error
+	if opts.format, err = output.ParseFormat(*format); err != nil {
+		return opts, err
+	}
+	if n := opts.ringBufBytes; n < 4096 || n&(n-1) != 0 {
+		return opts, fmt.Errorf("invalid -ringbuf-size %d: want a power of two of at least 4096", n)
+	}
+	return opts, nil
+}
+
+func runTrace(args []string, stdout, stderr io.Writer) int {
+	opts, err := parseTraceFlags(args, isTerminal(stdout), isTerminal(stderr), stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "mntleak trace: %v\n", err)
+		return exitUsage
+	}
+	log, err := logging.New(stderr, opts.logLevel, opts.logFormat)
+	if err != nil {
+		fmt.Fprintf(stderr, "mntleak trace: %v\n", err)
+		return exitUsage
+	}
+	defer log.Sync() //nolint:errcheck // stderr sync fails on terminals
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := trace(ctx, opts, stdout, log); err != nil {
+		log.Error("trace failed", zap.Error(err))
+		fmt.Fprintf(stderr, "mntleak trace: %v\n", err)
+		return exitError
+	}
+	return exitOK
+}
+
+// trace wires the tracer to the writers and runs until ctx is done.
+func trace(ctx context.Context, opts traceOptions, stdout io.Writer, log *zap.Logger) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+
+	writers := []*output.Writer{output.NewWriter(stdout, opts.format, nil)}
+	if opts.record != "" {
+		f, err := os.OpenFile(opts.record, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err != nil {
+			return fmt.Errorf("open record file: %w", err)
+		}
+		writers = append(writers, output.NewWriter(f, output.JSON, f))
+	}
+	defer func() {
+		for _, w := range writers {
+			_ = w.Close()
+		}
+	}()
+
+	sink := func(ev *event.Event) {
+		if !opts.filter.Match(ev) {
+			return
+		}
+		for _, w := range writers {
+			if err := w.Write(ev); err != nil {
+				cancel(fmt.Errorf("write events: %w", err))
+				return
+			}
+		}
+	}
+	t, err := tracer.New(tracer.Config{Sink: sink, RingBufferBytes: opts.ringBufBytes}, log.Named("tracer"))
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	log.Info("tracing", zap.Stringer(logkey.Format, opts.format), zap.String(logkey.Record, opts.record),
+		zap.Bool(logkey.Filter, !opts.filter.Empty()))
+
+	runErr := t.Run(ctx)
+	if st, err := t.Stats(); err == nil {
+		log.Info("stopped", zap.Uint64(logkey.Received, st.Received),
+			zap.Uint64(logkey.LostTotal, st.LostTotal), zap.Uint64(logkey.DecodeErrors, st.DecodeErrors))
+	}
+	if runErr != nil {
+		return runErr
+	}
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

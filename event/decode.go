@@ -1,0 +1,231 @@
+package event
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+)
+
+// Sizes of the records in bpf/mntleak.h. Each is the exact size the BPF
+// side reserves; Decode rejects anything shorter.
+const (
+	pathLen   = 512
+	fstypeLen = 32
+	dataLen   = 128
+	commLen   = 16
+
+	HeaderSize       = 72
+	sizeMount        = HeaderSize + 8 + fstypeLen + 2*pathLen + dataLen
+	sizeUmount       = HeaderSize + 8 + pathLen
+	sizeNS           = HeaderSize + 8 + 4*4
+	sizeFork         = HeaderSize + 4*4
+	sizeExit         = HeaderSize + 8
+	sizePivotRoot    = HeaderSize + 2*pathLen
+	sizeOpenTree     = HeaderSize + 8 + 2*4 + pathLen
+	sizeMoveMount    = HeaderSize + 8 + 4*4 + 2*pathLen
+	sizeFsopen       = HeaderSize + 8 + fstypeLen
+	sizeFsmount      = HeaderSize + 2*8 + 2*4
+	sizeMountSetattr = HeaderSize + 4*8 + 2*4 + pathLen
+	sizeFailure      = HeaderSize + 4*4 + pathLen
+)
+
+var recordSizes = [kindMax]int{
+	KindMount:        sizeMount,
+	KindUmount:       sizeUmount,
+	KindUnshare:      sizeNS,
+	KindSetns:        sizeNS,
+	KindNewNSFork:    sizeFork,
+	KindExit:         sizeExit,
+	KindPivotRoot:    sizePivotRoot,
+	KindOpenTree:     sizeOpenTree,
+	KindMoveMount:    sizeMoveMount,
+	KindFsopen:       sizeFsopen,
+	KindFsmount:      sizeFsmount,
+	KindMountSetattr: sizeMountSetattr,
+	KindFailure:      sizeFailure,
+}
+
+// RecordSize returns the size of the binary record of kind k, or 0.
+func RecordSize(k Kind) int {
+	if !k.Valid() {
+		return 0
+	}
+	return recordSizes[k]
+}
+
+// Bits of event_header.truncated.
+const (
+	truncPath1 = 1 << iota
+	truncPath2
+	truncFSType
+	truncData
+)
+
+// Decode turns one ring-buffer record into an Event. Time is left zero: the
+// caller maps MonoNS to the wall clock.
+func Decode(b []byte) (Event, error) {
+	var ev Event
+	if len(b) < HeaderSize {
+		return ev, fmt.Errorf("decode event: record of %d bytes is shorter than the %d-byte header", len(b), HeaderSize)
+	}
+	kind := Kind(binary.NativeEndian.Uint32(b[24:]))
+	if !kind.Valid() {
+		return ev, fmt.Errorf("decode event: unknown kind %d", uint32(kind))
+	}
+	if want := recordSizes[kind]; len(b) < want {
+		return ev, fmt.Errorf("decode %s event: record of %d bytes, want %d", kind, len(b), want)
+	}
+
+	r := cursor{b: b}
+	ev.MonoNS = r.u64()
+	ev.CgroupID = r.u64()
+	ev.Ret = r.s64()
+	ev.Kind = Kind(r.u32())
+	ev.PID = r.u32()
+	ev.TID = r.u32()
+	ev.PPID = r.u32()
+	ev.UID = r.u32()
+	ev.MntNS = r.u32()
+	ev.SyscallNr = r.s32()
+	trunc := r.u32()
+	ev.Comm = r.str(commLen)
+
+	var path1, path2 *string // which fields the truncation bits name
+	var path1Name, path2Name string
+	switch kind {
+	case KindMount:
+		ev.Flags = r.u64()
+		ev.FSType = r.str(fstypeLen)
+		ev.Source = r.str(pathLen)
+		ev.Target = r.str(pathLen)
+		ev.Data = r.str(dataLen)
+		path1, path1Name, path2, path2Name = &ev.Source, "source", &ev.Target, "target"
+	case KindUmount:
+		ev.Flags = r.u64()
+		ev.Target = r.str(pathLen)
+		path2, path2Name = &ev.Target, "target"
+	case KindUnshare, KindSetns:
+		ev.Flags = r.u64()
+		ev.FD = r.s32()
+		ev.MntNSBefore = r.u32()
+		ev.MntNSAfter = r.u32()
+		ev.TargetIno = r.u32()
+		if kind == KindUnshare {
+			ev.FD = 0 // the BPF side writes -1: unshare takes no fd
+		}
+	case KindNewNSFork:
+		ev.ChildPID = r.u32()
+		ev.ChildTID = r.u32()
+		ev.ParentMntNS = r.u32()
+		ev.ChildMntNS = r.u32()
+	case KindExit:
+		ev.ExitCode = r.s32()
+	case KindPivotRoot:
+		ev.NewRoot = r.str(pathLen)
+		ev.PutOld = r.str(pathLen)
+		path1, path1Name, path2, path2Name = &ev.NewRoot, "new_root", &ev.PutOld, "put_old"
+	case KindOpenTree:
+		ev.Flags = r.u64()
+		ev.DirFD = r.s32()
+		ev.MntID = r.s32()
+		ev.Path = r.str(pathLen)
+		path1, path1Name = &ev.Path, "path"
+	case KindMoveMount:
+		ev.Flags = r.u64()
+		ev.FromFD = r.s32()
+		ev.ToFD = r.s32()
+		ev.MntID = r.s32()
+		r.skip(4)
+		ev.FromPath = r.str(pathLen)
+		ev.ToPath = r.str(pathLen)
+		path1, path1Name, path2, path2Name = &ev.FromPath, "from_path", &ev.ToPath, "to_path"
+	case KindFsopen:
+		ev.Flags = r.u64()
+		ev.FSType = r.str(fstypeLen)
+	case KindFsmount:
+		ev.Flags = r.u64()
+		ev.AttrFlags = r.u64()
+		ev.FD = r.s32()
+		ev.MntID = r.s32()
+	case KindMountSetattr:
+		ev.Flags = r.u64()
+		ev.AttrSet = r.u64()
+		ev.AttrClr = r.u64()
+		ev.Propagation = r.u64()
+		ev.DirFD = r.s32()
+		r.skip(4)
+		ev.Path = r.str(pathLen)
+		path1, path1Name = &ev.Path, "path"
+	case KindFailure:
+		ev.FD = r.s32()
+		ev.RDev = Dev(r.u32())
+		ev.Dev = Dev(r.u32())
+		r.skip(4)
+		ev.Path = r.str(pathLen)
+		path1, path1Name = &ev.Path, "path"
+	}
+
+	if trunc&truncPath1 != 0 && path1 != nil {
+		ev.Truncated = append(ev.Truncated, path1Name)
+	}
+	if trunc&truncPath2 != 0 && path2 != nil {
+		ev.Truncated = append(ev.Truncated, path2Name)
+	}
+	if trunc&truncFSType != 0 {
+		ev.Truncated = append(ev.Truncated, "fstype")
+	}
+	if trunc&truncData != 0 {
+		ev.Truncated = append(ev.Truncated, "data")
+	}
+	ev.fillNames()
+	return ev, nil
+}
+
+// fillNames sets the fields derived from numbers: syscall, errno, flag names.
+func (e *Event) fillNames() {
+	if e.SyscallNr >= 0 {
+		e.Syscall = SyscallName(e.SyscallNr)
+	}
+	if e.Ret < 0 && e.SyscallNr >= 0 {
+		e.Errno = ErrnoName(-e.Ret)
+	}
+	e.FlagNames = FlagNames(e.Kind, e.Flags)
+	if e.Kind == KindMountSetattr {
+		e.PropagationName = PropagationName(e.Propagation)
+	}
+}
+
+// cursor reads a record front to back. Decode checks the length first, so
+// the reads cannot run past the end.
+type cursor struct {
+	b   []byte
+	off int
+}
+
+func (c *cursor) u64() uint64 {
+	v := binary.NativeEndian.Uint64(c.b[c.off:])
+	c.off += 8
+	return v
+}
+
+func (c *cursor) s64() int64 { return int64(c.u64()) }
+
+func (c *cursor) u32() uint32 {
+	v := binary.NativeEndian.Uint32(c.b[c.off:])
+	c.off += 4
+	return v
+}
+
+func (c *cursor) s32() int32 { return int32(c.u32()) }
+
+func (c *cursor) skip(n int) { c.off += n }
+
+// str reads a NUL-terminated string from a fixed-size field.
+func (c *cursor) str(n int) string {
+	field := c.b[c.off : c.off+n]
+	c.off += n
+	if i := bytes.IndexByte(field, 0); i >= 0 {
+		field = field[:i]
+	}
+	return string(field)
+}

@@ -1,0 +1,9 @@
+// Package event holds mntleak's event types: what the BPF programs report,
+// decoded into plain Go values, and their JSON and one-line text forms.
+//
+// It deliberately does not import github.com/cilium/ebpf, so the correlator
+// and the replay path can consume events (live or recorded as JSON lines)
+// without any BPF dependency. The binary layouts decoded here mirror
+// bpf/mntleak.h; tracer/layout_test.go checks them against the
+// bpf2go-generated types.
+package event
