@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"strings"
 )
 
 // Sizes of the records in bpf/mntleak.h. Each is the exact size the BPF
@@ -177,8 +178,31 @@ func Decode(b []byte) (Event, error) {
 	if trunc&truncData != 0 {
 		ev.Truncated = append(ev.Truncated, "data")
 	}
+	for _, p := range []*string{path1, path2} {
+		if p != nil {
+			*p = tidyPath(*p)
+		}
+	}
 	ev.fillNames()
 	return ev, nil
+}
+
+// tidyPath drops the "." components and doubled slashes that joining a
+// directory with a relative argument leaves ("/srv/./x//y" -> "/srv/x/y").
+// ".." is kept: after a symlink it does not mean the lexical parent.
+func tidyPath(p string) string {
+	if !strings.HasPrefix(p, "/") || (!strings.Contains(p, "/.") && !strings.Contains(p, "//")) {
+		return p
+	}
+	parts := strings.Split(p, "/")
+	kept := parts[:0]
+	for _, part := range parts {
+		if part == "" || part == "." {
+			continue
+		}
+		kept = append(kept, part)
+	}
+	return "/" + strings.Join(kept, "/")
 }
 
 // fillNames sets the fields derived from numbers: syscall, errno, flag names.

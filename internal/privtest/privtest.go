@@ -1,0 +1,176 @@
+// Package privtest gates the tests that need root and BPF, and holds the
+// small helpers they share to build real mounts, namespaces and loop
+// devices. Every helper registers its own cleanup.
+//
+// A privileged test calls Require first. Without root or BPF it skips —
+// unless MNTLEAK_REQUIRE_BPF=1 (set by .ci/run), where it fails, so CI can
+// never pass by skipping.
+package privtest
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// EnvRequire is the variable that turns skips into failures.
+const EnvRequire = "MNTLEAK_REQUIRE_BPF"
+
+// Require skips (or, under MNTLEAK_REQUIRE_BPF=1, fails) t unless the test
+// runs as root on a kernel with BTF.
+func Require(t testing.TB) {
+	t.Helper()
+	if reason := missing(); reason != "" {
+		unavailable(t, reason)
+	}
+}
+
+// RequireCommands is Require for external programs a test runs.
+func RequireCommands(t testing.TB, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		if _, err := exec.LookPath(name); err != nil {
+			unavailable(t, "command "+name+" not found")
+		}
+	}
+}
+
+func unavailable(t testing.TB, reason string) {
+	t.Helper()
+	if os.Getenv(EnvRequire) == "1" {
+		t.Fatalf("privileged test cannot run: %s (%s=1)", reason, EnvRequire)
+	}
+	t.Skipf("skipping privileged test: %s (set %s=1 to fail instead)", reason, EnvRequire)
+}
+
+func missing() string {
+	if os.Geteuid() != 0 {
+		return "not running as root"
+	}
+	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
+		return "no kernel BTF at /sys/kernel/btf/vmlinux"
+	}
+	return ""
+}
+
+// MountNS returns the inode of the mount namespace of pid ("self" allowed).
+func MountNS(t testing.TB, pid string) uint32 {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/"+pid+"/ns/mnt", &st); err != nil {
+		t.Fatalf("stat mount namespace of %s: %v", pid, err)
+	}
+	return uint32(st.Ino)
+}
+
+// Mount mounts and registers a lazy unmount as cleanup.
+func Mount(t testing.TB, source, target, fstype string, flags uintptr, data string) {
+	t.Helper()
+	if err := unix.Mount(source, target, fstype, flags, data); err != nil {
+		t.Fatalf("mount %s on %s: %v", source, target, err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(target, unix.MNT_DETACH) })
+}
+
+// Mkdir creates dir (and parents) and returns it.
+func Mkdir(t testing.TB, dir string) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// Run runs a command and fails the test if it fails.
+func Run(t testing.TB, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// Holder is a process that keeps a mount namespace alive.
+type Holder struct {
+	Cmd   *exec.Cmd
+	PID   int
+	MntNS uint32
+}
+
+// StartHolder runs `unshare -m --propagation <prop> sh -c "<script>; echo
+// ready; exec sleep 600"` and waits until the script has run. The holder is
+// killed (by pid) at cleanup, which frees its namespace and its mounts.
+func StartHolder(t testing.TB, propagation, script string) *Holder {
+	t.Helper()
+	RequireCommands(t, "unshare", "sh", "sleep")
+	cmd := exec.Command("unshare", "-m", "--propagation", propagation, "sh", "-c",
+		script+" && echo ready && exec sleep 600")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start namespace holder: %v", err)
+	}
+	h := &Holder{Cmd: cmd, PID: cmd.Process.Pid}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	ready := make(chan error, 1)
+	go func() {
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		if err == nil && strings.TrimSpace(line) != "ready" {
+			err = fmt.Errorf("unexpected output %q", line)
+		}
+		ready <- err
+	}()
+	select {
+	case err := <-ready:
+		if err != nil {
+			t.Fatalf("namespace holder %q: %v", script, err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("namespace holder %q not ready after 10s", script)
+	}
+	h.MntNS = MountNS(t, strconv.Itoa(h.PID))
+	return h
+}
+
+// LoopDevice attaches a fresh ext4 image of sizeMiB and returns the device
+// path; it is detached at cleanup.
+func LoopDevice(t testing.TB, sizeMiB int) string {
+	t.Helper()
+	RequireCommands(t, "losetup", "mkfs.ext4")
+	img := t.TempDir() + "/disk.img"
+	f, err := os.Create(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(int64(sizeMiB) << 20); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	Run(t, "mkfs.ext4", "-q", "-F", img)
+	dev := strings.TrimSpace(Run(t, "losetup", "--find", "--show", "--partscan", img))
+	t.Cleanup(func() {
+		// A holder killed just before may still be releasing the device.
+		for i := 0; i < 50; i++ {
+			if exec.Command("losetup", "-d", dev).Run() == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Errorf("losetup -d %s kept failing", dev)
+	})
+	return dev
+}
