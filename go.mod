@@ -2,7 +2,10 @@ module github.com/mntleak/mntleak
 
 go 1.26.8
 
-tool github.com/cilium/ebpf/cmd/bpf2go
+tool (
+	github.com/cilium/ebpf/cmd/bpf2go
+	honnef.co/go/tools/cmd/staticcheck
+)
 
 require (
 	github.com/cilium/ebpf v0.22.0
@@ -12,4 +15,12 @@ require (
 	golang.org/x/term v0.47.0
 )
 
-require go.uber.org/multierr v1.10.0 // indirect
+require (
+	github.com/BurntSushi/toml v1.6.0 // indirect
+	go.uber.org/multierr v1.10.0 // indirect
+	golang.org/x/exp/typeparams v0.0.0-20260209203927-2842357ff358 // indirect
+	golang.org/x/mod v0.41.0 // indirect
+	golang.org/x/sync v0.23.0 // indirect
+	golang.org/x/tools v0.51.0 // indirect
+	honnef.co/go/tools v0.8.2 // indirect
+)

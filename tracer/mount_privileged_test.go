@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -192,5 +191,3 @@ func checkHeader(t *testing.T, ev *event.Event, tid int, mntns uint32, before, a
 		t.Errorf("syscall %d %q", ev.SyscallNr, ev.Syscall)
 	}
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

@@ -89,7 +89,6 @@ func runTrace(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := trace(ctx, opts, stdout, log); err != nil {
-		log.Error("trace failed", zap.Error(err))
 		fmt.Fprintf(stderr, "mntleak trace: %v\n", err)
 		return exitError
 	}

@@ -1,0 +1,63 @@
+# mntleak: two entry points for a fresh machine (see README.md):
+#   make run    build and run the tracer (root)
+#   make test   install what the tests need, check, and run every test (root)
+
+GO       ?= go
+BIN      := bin/mntleak
+ARGS     ?= trace
+PKGS     := ./...
+# Debian packages: clang/llvm/libbpf-dev/bpftool regenerate the BPF objects;
+# util-linux, e2fsprogs and coreutils are what the privileged tests drive.
+APT_PKGS := clang llvm libbpf-dev bpftool util-linux mount e2fsprogs coreutils
+APT_CMDS := clang llvm-strip bpftool losetup unshare nsenter pivot_root mkfs.ext4 blockdev
+
+.PHONY: all build run test deps lint vet fmt-check staticcheck generate check-generated unit clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/mntleak
+
+## run: build and stream events (pass flags with ARGS="trace --format text").
+run: build
+	./$(BIN) $(ARGS)
+
+## test: everything CI runs. Privileged tests skip without root/BPF unless
+## MNTLEAK_REQUIRE_BPF=1, where they fail instead.
+test: deps lint check-generated
+	$(GO) test -count=1 -timeout 20m $(PKGS)
+
+## unit: the tests that need neither root nor BPF (privileged ones skip).
+unit:
+	MNTLEAK_REQUIRE_BPF= $(GO) test -count=1 $(PKGS)
+
+## deps: install the Debian packages the tests and generation need, only if
+## one of their commands is missing.
+deps:
+	@missing=""; for c in $(APT_CMDS); do command -v $$c >/dev/null 2>&1 || missing="$$missing $$c"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing packages for:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_PKGS) >/dev/null; \
+	fi
+
+lint: fmt-check vet staticcheck
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+staticcheck:
+	$(GO) tool staticcheck $(PKGS)
+
+## generate: compile bpf/*.bpf.c with bpf2go (needs clang); outputs are committed.
+generate:
+	cd tracer && $(GO) generate
+
+## check-generated: the committed objects must be what the sources produce.
+check-generated: generate
+	@git diff --exit-code --stat -- tracer/ || { echo "generated BPF objects are stale: run make generate and commit"; exit 1; }
+
+clean:
+	rm -rf bin

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/internal/privtest"
+)
+
+// buildBinary builds the real mntleak binary for the end-to-end tests.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "mntleak")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// lines collects a stream line by line.
+type lines struct {
+	mu  sync.Mutex
+	buf []string
+}
+
+func (l *lines) collect(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		l.mu.Lock()
+		l.buf = append(l.buf, sc.Text())
+		l.mu.Unlock()
+	}
+}
+
+func (l *lines) wait(t *testing.T, what string, match func(string) bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		l.mu.Lock()
+		for _, s := range l.buf {
+			if match(s) {
+				l.mu.Unlock()
+				return
+			}
+		}
+		l.mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no %s line within 15s", what)
+}
+
+func (l *lines) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.buf...)
+}
+
+// TestTraceBinary runs `mntleak trace` as a user would: filtered by comm,
+// recording to a file, stopped by SIGINT.
+func TestTraceBinary(t *testing.T) {
+	privtest.Require(t)
+	privtest.RequireCommands(t, "mount", "umount")
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	mnt := privtest.Mkdir(t, filepath.Join(dir, "mnt"))
+	rec := filepath.Join(dir, "events.jsonl")
+
+	// A copy of mount(8) under a distinctive name gives a distinctive comm.
+	mountPath, _ := exec.LookPath("mount")
+	prog := filepath.Join(dir, "mntleak-e2e")
+	data, err := os.ReadFile(mountPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(prog, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	cmd := exec.Command(bin, "trace", "--format", "json", "--comm", "mntleak-e2e", "--record", rec, "--log-format", "json")
+	stdout, _ := cmd.StdoutPipe()
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := false
+	t.Cleanup(func() {
+		if !exited {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	var out, logs lines
+	go out.collect(stdout)
+	go logs.collect(stderr)
+	logs.wait(t, "tracing log", func(s string) bool { return strings.Contains(s, `"msg":"tracing"`) })
+
+	if b, err := exec.Command(prog, "-t", "tmpfs", "mntleak-e2e-fs", mnt).CombinedOutput(); err != nil {
+		t.Fatalf("mount: %v\n%s", err, b)
+	}
+	if err := unix.Unmount(mnt, 0); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := exec.Command("umount", mnt).CombinedOutput(); len(b) == 0 {
+		t.Fatal("second umount succeeded")
+	}
+	out.wait(t, "mount event", func(s string) bool { return strings.Contains(s, `"target":"`+mnt+`"`) })
+
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		exited = true
+		if err != nil {
+			t.Fatalf("mntleak trace exited with %v after SIGINT\n%s", err, strings.Join(logs.all(), "\n"))
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("mntleak trace still running 2s after SIGINT")
+	}
+
+	got := out.all()
+	var kinds []string
+	for _, line := range got {
+		var ev event.Event
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("stdout line %q: %v", line, err)
+		}
+		if ev.Comm != "mntleak-e2e" {
+			t.Errorf("filter let through comm %q", ev.Comm)
+		}
+		kinds = append(kinds, ev.Kind.String())
+		if ev.Kind == event.KindMount && (ev.Source != "mntleak-e2e-fs" || ev.FSType != "tmpfs" || ev.Ret != 0) {
+			t.Errorf("mount event %+v", ev)
+		}
+	}
+	// The mount, and the exit of the process that made it; the umounts by
+	// others are filtered out.
+	if strings.Join(kinds, ",") != "mount,exit" {
+		t.Errorf("kinds %v, want [mount exit]", kinds)
+	}
+	recorded, err := os.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Join(got, "\n") + "\n"; string(recorded) != want {
+		t.Errorf("record file differs from stdout:\n%s\nvs\n%s", recorded, want)
+	}
+	if st, _ := os.Stat(rec); st.Mode().Perm() != 0o600 {
+		t.Errorf("record file mode %v, want 0600", st.Mode().Perm())
+	}
+	if !strings.Contains(strings.Join(logs.all(), "\n"), `"msg":"stopped"`) {
+		t.Error("no stopped log line with the counters")
+	}
+}
+
+// TestTraceWithoutPrivileges: as an unprivileged user the command fails with
+// one clear line naming the capabilities, and exit status 1.
+func TestTraceWithoutPrivileges(t *testing.T) {
+	privtest.Require(t)
+	built := buildBinary(t)
+	// t.TempDir's parent is 0700: put a copy where nobody can reach it.
+	dir, err := os.MkdirTemp("", "mntleak-unprivileged-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	data, err := os.ReadFile(built)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "mntleak")
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "trace")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	if code := cmd.ProcessState.ExitCode(); code != exitError {
+		t.Fatalf("exit %d (%v), want %d; stderr %q", code, err, exitError, stderr.String())
+	}
+	msg := strings.TrimSpace(stderr.String())
+	if strings.Count(msg, "\n") != 0 || !strings.HasPrefix(msg, "mntleak trace: missing capabilities") || !strings.Contains(msg, "CAP_BPF") {
+		t.Errorf("stderr %q, want one line naming CAP_BPF", msg)
+	}
+}
