@@ -88,7 +88,10 @@ func TestMountSetattrPropagation(t *testing.T) {
 		if attrErr != nil {
 			t.Fatalf("mount_setattr: %v", attrErr)
 		}
-		ev := c.waitFor(t, "mount_setattr", func(e *event.Event) bool { return e.Kind == event.KindMountSetattr && e.TID == uint32(tid) })
+		// Both rounds may run on the same OS thread: match the round too.
+		ev := c.waitFor(t, "mount_setattr", func(e *event.Event) bool {
+			return e.Kind == event.KindMountSetattr && e.TID == uint32(tid) && e.Propagation == prop
+		})
 		if ev.Path != dir || ev.Propagation != prop || ev.PropagationName != event.PropagationName(prop) ||
 			ev.AttrSet != unix.MOUNT_ATTR_NOSUID || ev.FlagNames != "AT_RECURSIVE" || ev.Ret != 0 {
 			t.Errorf("got path=%q propagation=%s attr_set=%#x flags=%q ret=%d", ev.Path, ev.PropagationName, ev.AttrSet, ev.FlagNames, ev.Ret)

@@ -124,13 +124,22 @@ func TestExitLeadersOnly(t *testing.T) {
 	}
 
 	// A goroutine that exits while locked to its thread makes the Go
-	// runtime terminate that thread.
-	tidc := make(chan int)
-	go func() {
-		runtimeLockForever()
-		tidc <- unix.Gettid()
-	}()
-	tid := <-tidc
+	// runtime terminate that thread - unless it is the main thread, which
+	// the runtime never ends; then try again on another.
+	tid := 0
+	for tid == 0 {
+		tidc := make(chan int)
+		go func() {
+			runtimeLockForever()
+			if unix.Gettid() == unix.Getpid() {
+				runtimeUnlock()
+				tidc <- 0
+				return
+			}
+			tidc <- unix.Gettid()
+		}()
+		tid = <-tidc
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if err := unix.Stat("/proc/self/task/"+strconv.Itoa(tid), new(unix.Stat_t)); err != nil {
