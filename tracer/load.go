@@ -58,6 +58,10 @@ func loadObjects(ringBufBytes int, log *zap.Logger) (*objects, error) {
 			o.close()
 			return nil, fmt.Errorf("parse BPF object %s: %w", obj.name, err)
 		}
+		// A replacement must match the spec it replaces, size included.
+		if m, ok := spec.Maps["events"]; ok {
+			m.MaxEntries = uint32(ringBufBytes)
+		}
 		repl := map[string]*ebpf.Map{}
 		for _, name := range sharedMaps {
 			if _, ok := spec.Maps[name]; ok {
