@@ -18,7 +18,9 @@ const usage = `usage: mntleak <command> [flags]
 Commands:
   trace    stream mount-lineage events (mount, umount2, unshare, setns,
            new-namespace forks, pivot_root, the new mount API, EBUSY failures)
-           until SIGINT or SIGTERM
+           until SIGINT or SIGTERM, and explain failures and leaks (findings
+           go to the log)
+  replay   run the correlator over a stream recorded with trace --record
 
 Run 'mntleak <command> -h' for the flags of a command.
 `
@@ -35,6 +37,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "trace":
 		return runTrace(args[1:], stdout, stderr)
+	case "replay":
+		return runReplay(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

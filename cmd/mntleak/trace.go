@@ -13,15 +13,19 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/term"
 
+	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/internal/logging"
 	"github.com/mntleak/mntleak/internal/logkey"
 	"github.com/mntleak/mntleak/output"
+	"github.com/mntleak/mntleak/procfs"
+	"github.com/mntleak/mntleak/stream"
 	"github.com/mntleak/mntleak/tracer"
 )
 
 type traceOptions struct {
 	format       output.Format
+	correlate    bool
 	filter       event.Filter
 	record       string
 	ringBufBytes int
@@ -46,7 +50,8 @@ func parseTraceFlags(args []string, stdoutTTY, stderrTTY bool, stderr io.Writer)
 	fs.Var(uint32List{&opts.filter.PIDs, "pid"}, "pid", "only events of these processes (thread-group ids; repeatable, comma-separated)")
 	fs.Var(stringList{&opts.filter.Comms}, "comm", "only events of processes with this command name (repeatable, comma-separated)")
 	fs.Var(uint32List{&opts.filter.MntNS, "mount namespace"}, "mntns", "only events in or naming these mount namespaces (inode numbers or mnt:[N]; repeatable)")
-	fs.StringVar(&opts.record, "record", "", "also write the events as JSON lines to this file")
+	fs.StringVar(&opts.record, "record", "", "also write every event, and the /proc snapshots the correlator read, as JSON lines to this file (for mntleak replay)")
+	fs.BoolVar(&opts.correlate, "correlate", true, "explain failures and report leaks as findings in the log")
 	fs.IntVar(&opts.ringBufBytes, "ringbuf-size", tracer.DefaultRingBufferBytes, "ring buffer size in bytes (a power of two)")
 	fs.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&opts.logFormat, "log-format", defaultLogFormat, "log format on stderr: json or console")
@@ -95,34 +100,52 @@ func runTrace(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// trace wires the tracer to the writers and runs until ctx is done.
+// trace wires the tracer to the writers and the correlator, and runs until
+// ctx is done.
 func trace(ctx context.Context, opts traceOptions, stdout io.Writer, log *zap.Logger) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
-	writers := []*output.Writer{output.NewWriter(stdout, opts.format, nil)}
+	out := output.NewWriter(stdout, opts.format, nil)
+	defer out.Close()
+	var rec *output.Writer
 	if opts.record != "" {
 		f, err := os.OpenFile(opts.record, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 		if err != nil {
 			return fmt.Errorf("open record file: %w", err)
 		}
-		writers = append(writers, output.NewWriter(f, output.JSON, f))
+		rec = output.NewWriter(f, output.JSON, f)
+		defer rec.Close()
 	}
-	defer func() {
-		for _, w := range writers {
-			_ = w.Close()
+	fail := func(err error) {
+		if err != nil {
+			cancel(fmt.Errorf("write events: %w", err))
 		}
-	}()
+	}
 
-	sink := func(ev *event.Event) {
-		if !opts.filter.Match(ev) {
-			return
+	var corr *correlate.Correlator
+	if opts.correlate {
+		var proc procfs.Proc = procfs.Host{}
+		if rec != nil {
+			proc = procfs.Recorder{Proc: proc, Write: func(r *procfs.Record) { fail(rec.WriteJSON(stream.ProcLine{Proc: r})) }}
 		}
-		for _, w := range writers {
-			if err := w.Write(ev); err != nil {
-				cancel(fmt.Errorf("write events: %w", err))
-				return
-			}
+		flog := log.Named("correlate")
+		corr = correlate.New(proc, correlate.Options{}, func(f *correlate.Finding) {
+			flog.Log(output.FindingLevel(f), f.Line(), output.FindingFields(f)...)
+		})
+	}
+
+	// The record holds every event the correlator consumes, so a replay
+	// reaches the same findings; the filters only select what is printed.
+	sink := func(ev *event.Event) {
+		if rec != nil {
+			fail(rec.Write(ev))
+		}
+		if opts.filter.Match(ev) {
+			fail(out.Write(ev))
+		}
+		if corr != nil {
+			corr.Handle(ev)
 		}
 	}
 	t, err := tracer.New(tracer.Config{Sink: sink, RingBufferBytes: opts.ringBufBytes}, log.Named("tracer"))
@@ -130,6 +153,13 @@ func trace(ctx context.Context, opts traceOptions, stdout io.Writer, log *zap.Lo
 		return err
 	}
 	defer t.Close()
+	if corr != nil {
+		// After attaching: whatever happens during the snapshot is in the
+		// ring buffer and is applied on top of it.
+		if err := corr.Start(); err != nil {
+			return fmt.Errorf("startup snapshot of /proc: %w", err)
+		}
+	}
 	log.Info("tracing", zap.Stringer(logkey.Format, opts.format), zap.String(logkey.Record, opts.record),
 		zap.Bool(logkey.Filter, !opts.filter.Empty()))
 

@@ -18,10 +18,10 @@ func TestParseTraceFlags(t *testing.T) {
 		want      traceOptions
 		wantErr   string
 	}{
-		{name: "defaults, piped", want: traceOptions{format: output.JSON, ringBufBytes: 8 << 20, logLevel: "info", logFormat: "json"}},
-		{name: "defaults, terminal", stdoutTTY: true, want: traceOptions{format: output.Text, ringBufBytes: 8 << 20, logLevel: "info", logFormat: "json"}},
+		{name: "defaults, piped", want: traceOptions{format: output.JSON, correlate: true, ringBufBytes: 8 << 20, logLevel: "info", logFormat: "json"}},
+		{name: "defaults, terminal", stdoutTTY: true, want: traceOptions{format: output.Text, correlate: true, ringBufBytes: 8 << 20, logLevel: "info", logFormat: "json"}},
 		{name: "filters", args: []string{"--pid", "10,11", "-pid=12", "--comm", "dockerd", "--mntns", "mnt:[4026532290],4026531840", "--format", "text", "--record", "/tmp/x.jsonl"},
-			want: traceOptions{format: output.Text, record: "/tmp/x.jsonl", ringBufBytes: 8 << 20, logLevel: "info", logFormat: "json",
+			want: traceOptions{format: output.Text, correlate: true, record: "/tmp/x.jsonl", ringBufBytes: 8 << 20, logLevel: "info", logFormat: "json",
 				filter: event.Filter{PIDs: []uint32{10, 11, 12}, Comms: []string{"dockerd"}, MntNS: []uint32{4026532290, 4026531840}}}},
 		{name: "bad format", args: []string{"--format", "yaml"}, wantErr: `unknown format "yaml"`},
 		{name: "bad pid", args: []string{"--pid", "abc"}, wantErr: `invalid pid "abc"`},

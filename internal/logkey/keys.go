@@ -22,4 +22,22 @@ const (
 	Attached     = "attached"
 	Elapsed      = "elapsed"
 	Signal       = "signal"
+	Replay       = "replay"
+
+	// Finding fields: the same names, upper-cased with an MNTLEAK_ prefix,
+	// are the journald fields.
+	Finding     = "finding"
+	Cause       = "cause"
+	Syscall     = "syscall"
+	Errno       = "errno"
+	Path        = "path"
+	Dev         = "dev"
+	HolderPID   = "holder_pid"
+	HolderComm  = "holder_comm"
+	HolderMntNS = "holder_mntns"
+	Container   = "container"
+	Unit        = "unit"
+	LeakEvent   = "leak_event"
+	Inferred    = "inferred"
+	Detail      = "detail"
 )

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/output"
+)
+
+type replayOptions struct {
+	format output.Format
+	file   string
+}
+
+func parseReplayFlags(args []string, stdoutTTY bool, stderr io.Writer) (replayOptions, error) {
+	var opts replayOptions
+	fs := flag.NewFlagSet("mntleak replay", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	def := "json"
+	if stdoutTTY {
+		def = "text"
+	}
+	format := fs.String("format", def, "findings output: json or text (one line each)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: mntleak replay [flags] FILE\n\nRuns the correlator over a stream recorded with `mntleak trace --record FILE`\nand prints the findings. Needs no privileges.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return opts, err
+	}
+	if fs.NArg() != 1 {
+		return opts, errors.New("want exactly one FILE")
+	}
+	opts.file = fs.Arg(0)
+	var err error
+	opts.format, err = output.ParseFormat(*format)
+	return opts, err
+}
+
+func runReplay(args []string, stdout, stderr io.Writer) int {
+	opts, err := parseReplayFlags(args, isTerminal(stdout), stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "mntleak replay: %v\n", err)
+		return exitUsage
+	}
+	f, err := os.Open(opts.file)
+	if err != nil {
+		fmt.Fprintf(stderr, "mntleak replay: %v\n", err)
+		return exitUsage
+	}
+	defer f.Close()
+	out := output.NewWriter(stdout, opts.format, nil)
+	defer out.Close()
+	var writeErr error
+	if err := correlate.Replay(f, opts.file, func(fd *correlate.Finding) {
+		if err := out.WriteFinding(fd); err != nil && writeErr == nil {
+			writeErr = err
+		}
+	}); err != nil {
+		fmt.Fprintf(stderr, "mntleak replay: %v\n", err)
+		return exitUsage
+	}
+	if err := out.Close(); err != nil || writeErr != nil {
+		fmt.Fprintf(stderr, "mntleak replay: write findings: %v\n", errors.Join(err, writeErr))
+		return exitError
+	}
+	return exitOK
+}
+

@@ -1,0 +1,180 @@
+package correlate
+
+import (
+	"strings"
+
+	"github.com/mntleak/mntleak/event"
+)
+
+// callOf describes the event as the finding's call.
+func (c *Correlator) callOf(ev *event.Event) Call {
+	call := Call{Time: ev.Time, PID: ev.PID, TID: ev.TID, Comm: ev.Comm, Syscall: ev.Syscall, Errno: ev.Errno, MntNS: ev.MntNS}
+	if n := c.lineage.Get(ev.MntNS); n != nil {
+		for _, m := range n.Members() {
+			if m.PID == int(ev.PID) {
+				call.Container, call.Unit = ContainerID(m.Cgroup), Unit(m.Cgroup)
+			}
+		}
+	}
+	return call
+}
+
+// incidentKey identifies a failure for folding retries.
+func incidentKey(ev *event.Event) string {
+	return itoa(int(ev.MntNS)) + "|" + ev.Syscall + "|" + ev.Errno + "|" + ev.Path + ev.Target + ev.Source + "|" + ev.RDev.String()
+}
+
+// repeated reports whether ev repeats a failure seen within the window.
+func (c *Correlator) repeated(ev *event.Event) bool {
+	key := incidentKey(ev)
+	last, seen := c.incidents[key]
+	c.incidents[key] = ev.Time
+	if len(c.incidents) > 4096 {
+		for k, t := range c.incidents {
+			if ev.Time.Sub(t) > c.opts.RetryWindow {
+				delete(c.incidents, k)
+			}
+		}
+	}
+	return seen && ev.Time.Sub(last) <= c.opts.RetryWindow
+}
+
+// failure explains one failing call.
+func (c *Correlator) failure(ev *event.Event) {
+	if c.repeated(ev) {
+		return
+	}
+	if (ev.Kind == event.KindMount || ev.Kind == event.KindMoveMount) && ev.Errno == "ENOENT" {
+		c.staleBind(ev)
+		return
+	}
+	missing := c.refresh(nil)
+	id, obj := c.objectOf(ev)
+	a := &analysis{trigger: ev, caller: ev.MntNS, id: id}
+	matches := c.search(id, ev.MntNS, c.opts.ExitGrace)
+	a.pins = c.pinsFor(id, matches)
+	if len(matches) == 0 && len(a.pins) == 0 {
+		return // nothing holds it: not a mount problem (or already released)
+	}
+	if ev.Kind == event.KindUmount && ev.Errno == "EINVAL" {
+		// "Not a mount point here": only a holding elsewhere explains it.
+		matches = otherThan(matches, ev.MntNS)
+		if len(matches) == 0 {
+			return
+		}
+	}
+	f := c.finding(KindFailure, ev, obj, a, matches)
+	f.Missing = append(f.Missing, missing...)
+	f.Leak = c.leakFor(id, matches)
+	c.emit(f)
+}
+
+func otherThan(ms []match, ns uint32) []match {
+	var out []match
+	for _, m := range ms {
+		if m.ns.Ino != ns {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// objectOf works out what a failing call was about.
+func (c *Correlator) objectOf(ev *event.Event) (identity, Object) {
+	p := firstNonEmpty(ev.Path, ev.Target)
+	obj := Object{Path: p}
+	if ev.RDev != 0 {
+		obj.Dev = ev.RDev
+		return identity{dev: ev.RDev, block: true, path: p}, obj
+	}
+	if strings.HasPrefix(p, "/dev/") {
+		if dev, err := c.proc.BlockDevice(p); err == nil {
+			obj.Dev = dev
+			return identity{dev: dev, block: true, path: p}, obj
+		}
+	}
+	if t := c.ledger.Table(ev.MntNS); t != nil {
+		if m := t.At(p); m != nil {
+			obj.Dev, obj.FSType, obj.Root = devOf(m), m.FSType, m.Root
+			return identityOf(m, p), obj
+		}
+	}
+	id := identity{path: p}
+	if mnt := c.mountEventFor(id, ev.Time); mnt != nil {
+		id.fs, obj.FSType = mnt.FSType, mnt.FSType
+		if mnt.FSType == "" || mnt.FSType == "none" || hasFlags(mnt, "MS_BIND") {
+			id.fs, obj.FSType = "", ""
+		}
+	}
+	return id, obj
+}
+
+// pinsFor lists the processes keeping the object's filesystem busy.
+func (c *Correlator) pinsFor(id identity, matches []match) map[uint32][]PinRef {
+	devs := map[event.Dev]bool{}
+	if id.dev != 0 {
+		devs[id.dev] = true
+	}
+	for _, m := range matches {
+		if m.mount != nil {
+			devs[devOf(m.mount)] = true
+		}
+	}
+	if len(devs) == 0 {
+		return nil
+	}
+	list := make([]event.Dev, 0, len(devs))
+	for d := range devs {
+		list = append(list, d)
+	}
+	sortDevs(list)
+	pins, err := c.proc.Pins(list)
+	if err != nil {
+		return nil
+	}
+	// Only processes that pin the object itself: on a shared filesystem
+	// such as the root fs every process has a cwd on the device.
+	var keep []PinRef
+	for _, refs := range pinRefs(pins) {
+		for _, r := range refs {
+			if id.block || r.Pin == "blockdev-fd" || pinInObject(r, matches, id) {
+				keep = append(keep, r)
+			}
+		}
+	}
+	out := map[uint32][]PinRef{}
+	for _, r := range keep {
+		out[r.MntNS] = append(out[r.MntNS], r)
+	}
+	return out
+}
+
+// pinInObject reports whether a pin's path lies inside the object as seen
+// in the pinning process's namespace.
+func pinInObject(r PinRef, matches []match, id identity) bool {
+	for _, m := range matches {
+		if m.ns.Ino == r.MntNS && m.where != "" && under(strings.TrimSuffix(r.Path, " (deleted)"), m.where) {
+			return true
+		}
+	}
+	// No mountinfo shows the object there (a detached copy): only a
+	// filesystem of its own (not a bind of a shared one) identifies it.
+	return id.root == "/" && !hasMatchIn(matches, r.MntNS)
+}
+
+func hasMatchIn(ms []match, ns uint32) bool {
+	for _, m := range ms {
+		if m.ns.Ino == ns {
+			return true
+		}
+	}
+	return false
+}
+
+func sortDevs(d []event.Dev) {
+	for i := 1; i < len(d); i++ {
+		for j := i; j > 0 && d[j] < d[j-1]; j-- {
+			d[j], d[j-1] = d[j-1], d[j]
+		}
+	}
+}

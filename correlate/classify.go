@@ -1,0 +1,276 @@
+package correlate
+
+import (
+	"strings"
+
+	"github.com/moby/sys/mountinfo"
+
+	"github.com/mntleak/mntleak/event"
+)
+
+// verdict is the classifier's answer for one holder.
+type verdict struct {
+	cause    Cause
+	summary  string
+	evidence []Evidence
+	fix      string
+	inferred bool
+	missing  []string
+}
+
+// analysis is the context of one finding being built.
+type analysis struct {
+	trigger *event.Event // the failing call, or the umount that left a copy
+	leak    bool         // a leak forming (the umount succeeded)
+	caller  uint32
+	id      identity
+	pins    map[uint32][]PinRef
+}
+
+// classify picks the cause of one holding, most specific first.
+func (c *Correlator) classify(a *analysis, m match) verdict {
+	if m.self {
+		return c.classifySelf(a, m)
+	}
+	if a.trigger.Kind == event.KindUmount && a.trigger.Errno == "EBUSY" && len(a.pins[m.ns.Ino]) > 0 {
+		return c.busyCopy(a, m)
+	}
+	for _, rule := range []func(*analysis, match) (verdict, bool){
+		c.privateTmp, c.rprivateBind, c.mountflagsRestart, c.privateParent,
+	} {
+		if v, ok := rule(a, m); ok {
+			return v
+		}
+	}
+	return c.unshareOrUnknown(a, m)
+}
+
+// label names a namespace for people: "the host" for pid 1's.
+func (c *Correlator) label(ns uint32) string {
+	if ns == c.hostNS && ns != 0 {
+		return "the host"
+	}
+	return nsName(ns)
+}
+
+// stayed is the tail of a leak summary: the unmount that left the copy.
+func (c *Correlator) stayed(a *analysis) string {
+	if !a.leak {
+		return ""
+	}
+	return "; " + c.label(a.caller) + " unmounted " + a.trigger.Target + " at " + clock(a.trigger.Time) + " and the copy stayed"
+}
+
+func (c *Correlator) busyCopy(a *analysis, m match) verdict {
+	pins := a.pins[m.ns.Ino]
+	var who []string
+	for _, p := range pins {
+		who = append(who, procName(p.Comm, p.PID)+" ("+p.Pin+" "+p.Path+")")
+	}
+	v := verdict{
+		cause:   CauseBusyCopy,
+		summary: "the unmount propagates to the copy in " + nsName(m.ns.Ino) + " at " + m.where + ", which is busy: " + strings.Join(who, ", "),
+		fix:     "stop " + procName(pins[0].Comm, pins[0].PID) + " or move its working directory and files off " + m.where + ", then retry the unmount (or unmount lazily with umount -l)",
+	}
+	v.evidence = append(v.evidence, factEvidence(mountFact(m.ns.Ino, m.mount)))
+	for _, p := range pins {
+		v.evidence = append(v.evidence, factEvidence(procName(p.Comm, p.PID)+" in "+nsName(p.MntNS)+" has its "+p.Pin+" at "+p.Path))
+	}
+	return v
+}
+
+func (c *Correlator) privateTmp(a *analysis, m match) (verdict, bool) {
+	tmp := m.table.At("/tmp")
+	if tmp == nil {
+		return verdict{}, false
+	}
+	unit := PrivateTmpUnit(tmp.Root)
+	if unit == "" {
+		return verdict{}, false
+	}
+	v := verdict{cause: CausePrivateTmp, inferred: m.ns.Event == nil}
+	v.evidence = append(v.evidence, factEvidence(nsName(m.ns.Ino)+" binds /tmp from "+tmp.Root+" (PrivateTmp=yes of "+unit+")"))
+	created := "before tracing began"
+	if m.ns.Event != nil {
+		v.evidence = append(v.evidence, eventEvidence(m.ns.Event, "namespace created: "+eventSummary(m.ns.Event)))
+		created = "by " + procName(m.ns.Creator.Comm, m.ns.Creator.PID) + " at " + clock(m.ns.Created)
+	}
+	order := ""
+	if mnt := c.mountEventFor(a.id, m.ns.Created); mnt != nil {
+		v.evidence = append(v.evidence, eventEvidence(mnt, "object mounted: "+eventSummary(mnt)))
+		if !m.ns.Created.IsZero() && mnt.Time.Before(m.ns.Created) {
+			order = ", after " + a.id.path + " was mounted at " + clock(mnt.Time) + ", so it copied it"
+		}
+	}
+	v.evidence = append(v.evidence, factEvidence(mountFact(m.ns.Ino, m.mount)))
+	v.summary = "held by the PrivateTmp namespace of " + unit + " (" + nsName(m.ns.Ino) + ", created " + created + order + ")" + c.stayed(a)
+	v.fix = "restart " + unit + " to release its copy; to prevent it, keep the mounts below " + parentDir(m.where) +
+		" shared or slave so unmounts propagate into " + unit + "'s slave namespace, or start " + unit + " before the containers"
+	return v, true
+}
+
+// hostBind returns the host directory a mount in another namespace shows,
+// when that differs from where it is mounted there (a bind).
+func (c *Correlator) hostBind(m *mountinfo.Info) (string, bool) {
+	host := c.ledger.Table(c.hostNS)
+	if host == nil {
+		return "", false
+	}
+	for _, b := range host.Mounts {
+		if devOf(b) != devOf(m) || !under(m.Root, b.Root) {
+			continue
+		}
+		hp := join(b.Mountpoint, rel(m.Root, b.Root))
+		if hp != m.Mountpoint {
+			return hp, true
+		}
+	}
+	return "", false
+}
+
+func (c *Correlator) rprivateBind(a *analysis, m match) (verdict, bool) {
+	if m.mount == nil {
+		return verdict{}, false
+	}
+	for anc := m.mount; anc != nil; anc = m.table.Parent(anc) {
+		if anc.Mountpoint == "/" || !IsPrivate(anc) {
+			continue
+		}
+		src, ok := c.hostBind(anc)
+		if !ok {
+			continue
+		}
+		return c.rprivateVerdict(a, m, anc, src), true
+	}
+	return verdict{}, false
+}
+
+func (c *Correlator) rprivateVerdict(a *analysis, m match, bind *mountinfo.Info, src string) verdict {
+	v := verdict{cause: CauseRprivateBind}
+	container := c.containerOf(m)
+	bindEv, privEv := c.bindEvents(m.ns.Ino, src, bind.Mountpoint)
+	var how string
+	if bindEv != nil {
+		container = firstNonEmpty(container, ContainerID(bindEv.Target))
+		v.evidence = append(v.evidence, eventEvidence(bindEv, "recursive bind: "+eventSummary(bindEv)))
+		target := bindEv.Target
+		if bindEv.Kind == event.KindOpenTree {
+			target = bind.Mountpoint
+		}
+		how = "leaked by rbind " + src + " → " + shortPath(target)
+		if privEv != nil {
+			v.evidence = append(v.evidence, eventEvidence(privEv, "made private: "+eventSummary(privEv)))
+			how += " + " + privateFlags(privEv)
+		}
+		how += " by " + procName(bindEv.Comm, int(bindEv.PID)) + " at " + clock(bindEv.Time)
+	} else {
+		v.inferred = true
+		how = "leaked by a private recursive bind of " + src + " at " + bind.Mountpoint + " in " + nsName(m.ns.Ino) + ", made before tracing began"
+	}
+	v.evidence = append(v.evidence,
+		factEvidence(mountFact(m.ns.Ino, bind)+": a bind of the host's "+src+" with no propagation"),
+		factEvidence(mountFact(m.ns.Ino, m.mount)))
+	what := "hostPath " + src + " with mountPropagation None"
+	if container != "" {
+		what += ", container " + ShortID(container)
+	}
+	v.summary = how + " (" + what + ")" + c.stayed(a)
+	v.fix = "mountPropagation: HostToContainer (rslave) for the " + src + " volume (docker: -v " + src + ":" + bind.Mountpoint + ":rslave)"
+	if container != "" {
+		v.fix += "; restart container " + ShortID(container) + " to drop the stale copy"
+	}
+	return v
+}
+
+// bindEvents finds the recursive bind of src that made target (a path
+// ending in the container-side mount point) and the propagation change
+// that made it private, preferring events inside the holder namespace.
+func (c *Correlator) bindEvents(ns uint32, src, target string) (bind, private *event.Event) {
+	hist := c.ledger.History()
+	isTarget := func(p string) bool { return p == target || strings.HasSuffix(p, target) && target != "/" }
+	for pass := 0; pass < 2 && bind == nil; pass++ {
+		for i := len(hist) - 1; i >= 0; i-- {
+			ev := hist[i]
+			if ev.Ret < 0 || (pass == 0 && ev.MntNS != ns) {
+				continue
+			}
+			switch {
+			case ev.Kind == event.KindMount && hasFlags(ev, "MS_BIND", "MS_REC") && ev.Source == src && isTarget(ev.Target):
+				bind = ev
+			case ev.Kind == event.KindMoveMount && isTarget(ev.ToPath) && ev.MntID != 0:
+				if ot := c.openTreeFor(ev, i, src); ot != nil {
+					bind = ot
+				}
+			}
+			if bind != nil {
+				break
+			}
+		}
+	}
+	if bind == nil {
+		return nil, nil
+	}
+	bindTarget := bind.Target
+	for _, ev := range hist {
+		if ev.Ret < 0 || ev.MonoNS < bind.MonoNS {
+			continue
+		}
+		switch {
+		case ev.Kind == event.KindMount && hasFlags(ev, "MS_PRIVATE") && (ev.Target == bindTarget || isTarget(ev.Target)):
+			return bind, ev
+		case ev.Kind == event.KindMountSetattr && ev.PropagationName == "MS_PRIVATE" && isTarget(ev.Path):
+			return bind, ev
+		}
+	}
+	return bind, nil
+}
+
+// openTreeFor returns the open_tree(OPEN_TREE_CLONE|AT_RECURSIVE) of src
+// whose tree move_mount (history index i) attached.
+func (c *Correlator) openTreeFor(mv *event.Event, i int, src string) *event.Event {
+	hist := c.ledger.History()
+	for j := i - 1; j >= 0; j-- {
+		ev := hist[j]
+		if ev.Kind == event.KindOpenTree && ev.MntID == mv.MntID && ev.PID == mv.PID &&
+			hasFlags(ev, "OPEN_TREE_CLONE", "AT_RECURSIVE") && ev.Path == src {
+			return ev
+		}
+	}
+	return nil
+}
+
+func privateFlags(ev *event.Event) string {
+	if ev.Kind == event.KindMountSetattr {
+		return "mount_setattr(" + ev.PropagationName + ")"
+	}
+	return ev.FlagNames
+}
+
+func (c *Correlator) containerOf(m match) string {
+	members := m.ns.Members()
+	if m.ns.Dead {
+		members = m.ns.Past()
+	}
+	for _, mem := range members {
+		if id := ContainerID(mem.Cgroup); id != "" {
+			return id
+		}
+	}
+	return ContainerID(m.ns.Creator.Cgroup)
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+func parentDir(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i > 0 {
+		return p[:i]
+	}
+	return "/"
+}

@@ -1,0 +1,219 @@
+package correlate
+
+import (
+	"strings"
+	"time"
+
+	"github.com/mntleak/mntleak/event"
+)
+
+// mountflagsRestart: the caller runs in a namespace its daemon made by
+// unshare after a restart, while survivors of the earlier generation keep
+// the namespace the daemon made before (systemd MountFlags=slave with
+// live-restore).
+func (c *Correlator) mountflagsRestart(a *analysis, m match) (verdict, bool) {
+	cur := c.lineage.Get(a.caller)
+	old := m.ns
+	if cur == nil || cur.Origin != OriginUnshare || cur.Ino == c.hostNS || old.Ino == c.hostNS {
+		return verdict{}, false
+	}
+	daemon := cur.Creator.Comm
+	sameDaemon := old.Creator.Comm == daemon
+	for _, p := range old.Past() {
+		sameDaemon = sameDaemon || p.Comm == daemon
+	}
+	if !sameDaemon || (!old.Created.IsZero() && !old.Created.Before(cur.Created)) {
+		return verdict{}, false
+	}
+	v := verdict{cause: CauseMountflagsRestart, inferred: old.Event == nil}
+	first := "an earlier " + daemon + " made " + nsName(old.Ino) + " before tracing began"
+	if old.Event != nil {
+		v.evidence = append(v.evidence, eventEvidence(old.Event, "first generation: "+eventSummary(old.Event)))
+		first = "the first " + procName(old.Creator.Comm, old.Creator.PID) + " made " + nsName(old.Ino) + " at " + clock(old.Created)
+	}
+	if cur.Event != nil {
+		v.evidence = append(v.evidence, eventEvidence(cur.Event, "after the restart: "+eventSummary(cur.Event)))
+	}
+	rootProp := RootPropagation(m.table)
+	v.evidence = append(v.evidence, factEvidence(nsName(old.Ino)+" root propagation: "+rootProp), factEvidence(mountFact(old.Ino, m.mount)))
+	var survivors []string
+	for _, mem := range old.Members() {
+		survivors = append(survivors, procName(mem.Comm, mem.PID))
+	}
+	if len(survivors) > 0 {
+		v.evidence = append(v.evidence, factEvidence("survivors in "+nsName(old.Ino)+": "+strings.Join(survivors, ", ")))
+	}
+	unit := Unit(cur.Creator.Cgroup)
+	v.summary = daemon + " was restarted into a new namespace: " + first + " (unshare, " + rootProp +
+		" root: MountFlags=slave), the current " + procName(cur.Creator.Comm, cur.Creator.PID) + " runs in " + nsName(cur.Ino) +
+		" since " + clock(cur.Created)
+	if len(survivors) > 0 {
+		v.summary += "; " + strings.Join(survivors, ", ") + " survived the restart (live-restore) and keep " + nsName(old.Ino) + " with the mount"
+	}
+	v.summary += c.stayed(a)
+	if unit == "" {
+		unit = daemon + "'s unit"
+	}
+	v.fix = "remove MountFlags=slave from " + unit + " (it cannot work with live-restore); to free this mount now: nsenter -t " +
+		firstSurvivorPID(old) + " -m umount " + m.where + ", or restart the survivors"
+	return v, true
+}
+
+func firstSurvivorPID(n *Namespace) string {
+	if ms := n.Members(); len(ms) > 0 {
+		return itoa(ms[0].PID)
+	}
+	return "<pid in " + nsName(n.Ino) + ">"
+}
+
+// privateParent: the holder namespace copied the object's parent mount
+// while it was private, so its copy never receives the unmount.
+func (c *Correlator) privateParent(a *analysis, m match) (verdict, bool) {
+	if m.mount == nil {
+		return verdict{}, false
+	}
+	parent := m.table.Parent(m.mount)
+	if parent == nil || !IsPrivate(parent) {
+		return verdict{}, false
+	}
+	var made *event.Event
+	for _, ev := range c.ledger.History() {
+		if ev.Ret < 0 || (!m.ns.Created.IsZero() && !ev.Time.Before(m.ns.Created)) {
+			continue
+		}
+		if (ev.Kind == event.KindMount && hasFlags(ev, "MS_PRIVATE") && ev.Target == parent.Mountpoint) ||
+			(ev.Kind == event.KindMountSetattr && ev.PropagationName == "MS_PRIVATE" && ev.Path == parent.Mountpoint) {
+			made = ev
+		}
+	}
+	if made == nil {
+		return verdict{}, false
+	}
+	v := verdict{cause: CausePrivateParent, inferred: m.ns.Event == nil}
+	v.evidence = append(v.evidence, eventEvidence(made, "parent made private: "+eventSummary(made)))
+	copied := "before tracing began"
+	if m.ns.Event != nil {
+		v.evidence = append(v.evidence, eventEvidence(m.ns.Event, "copy taken: "+eventSummary(m.ns.Event)))
+		copied = "at " + clock(m.ns.Created) + " by " + procName(m.ns.Creator.Comm, m.ns.Creator.PID)
+	}
+	v.evidence = append(v.evidence, factEvidence(mountFact(m.ns.Ino, parent)), factEvidence(mountFact(m.ns.Ino, m.mount)))
+	v.summary = procName(made.Comm, int(made.PID)) + " made " + parent.Mountpoint + " private at " + clock(made.Time) + "; " +
+		nsName(m.ns.Ino) + " was copied from it " + copied + ", so its copy of " + m.where + " receives no unmount" + c.stayed(a)
+	v.fix = "keep " + parent.Mountpoint + " shared or slave (mount --make-rshared " + parent.Mountpoint +
+		") before namespaces are copied from it; restart the processes of " + nsName(m.ns.Ino) + " to release this copy"
+	return v, true
+}
+
+// unshareOrUnknown: a private namespace keeps a copy; name its creator.
+func (c *Correlator) unshareOrUnknown(a *analysis, m match) verdict {
+	n := m.ns
+	prop := RootPropagation(m.table)
+	if n.Event != nil {
+		how := "unshare"
+		if n.Origin == OriginClone {
+			how = "a CLONE_NEWNS child"
+		}
+		return verdict{
+			cause: CauseUnshare,
+			summary: nsName(n.Ino) + " was created by " + procName(n.Creator.Comm, n.Creator.PID) + " (" + how + ") at " + clock(n.Created) +
+				" from " + c.label(n.Parent) + " and keeps its own copy (" + prop + " root)" + c.stayed(a),
+			evidence: []Evidence{eventEvidence(n.Event, "namespace created: "+eventSummary(n.Event)), factEvidence(mountFact(n.Ino, m.mount))},
+			fix: "stop or restart " + procName(n.Creator.Comm, n.Creator.PID) + " and the processes in " + nsName(n.Ino) +
+				"; create such namespaces with slave propagation (unshare --propagation slave) so unmounts reach them",
+		}
+	}
+	if n.Creator.PID != 0 {
+		return verdict{
+			cause:    CauseUnshare,
+			inferred: true,
+			summary: nsName(n.Ino) + " predates tracing; its oldest process is " + procList([]ProcRef{n.Creator.ref()}, 1) +
+				" and it keeps its own copy (" + prop + " root)" + c.stayed(a),
+			evidence: []Evidence{factEvidence(mountFact(n.Ino, m.mount))},
+			fix:      "restart " + procName(n.Creator.Comm, n.Creator.PID) + " and the other processes in " + nsName(n.Ino) + " to release the copy",
+		}
+	}
+	return verdict{
+		cause:    CauseUnknown,
+		summary:  nsName(n.Ino) + " holds a copy (" + prop + " root)" + c.stayed(a),
+		evidence: []Evidence{factEvidence(mountFact(n.Ino, m.mount))},
+		fix:      "nsenter into " + nsName(n.Ino) + " and unmount " + m.where,
+		missing:  []string{"how and by whom " + nsName(n.Ino) + " was created", "any process in it"},
+	}
+}
+
+// classifySelf: the object is mounted in the caller's own namespace.
+func (c *Correlator) classifySelf(a *analysis, m match) verdict {
+	if v, ok := c.sharedPropagation(a, m); ok {
+		return v
+	}
+	pins := a.pins[m.ns.Ino]
+	v := verdict{cause: CauseInUse, evidence: []Evidence{factEvidence(mountFact(m.ns.Ino, m.mount))}}
+	if len(pins) == 0 {
+		v.summary = "not a leak: it is mounted in the caller's own namespace at " + m.where
+		v.fix = "unmount " + m.where + " first"
+		if a.trigger.Kind == event.KindUmount {
+			v.summary = "not a leak: " + m.where + " is busy in the caller's own namespace"
+			v.missing = []string{"no process with a cwd, fd or mapping on it was found (a kernel user such as a loop device or swap?)"}
+			v.fix = "find what uses it (fuser -vm " + m.where + "), or unmount lazily"
+		}
+		return v
+	}
+	var who []string
+	for _, p := range pins {
+		who = append(who, procName(p.Comm, p.PID)+" ("+p.Pin+" "+p.Path+")")
+		v.evidence = append(v.evidence, factEvidence(procName(p.Comm, p.PID)+" has its "+p.Pin+" at "+p.Path))
+	}
+	v.summary = "not a leak: in use in the caller's own namespace by " + strings.Join(who, ", ")
+	v.fix = "stop those processes or move them off " + m.where + ", then retry"
+	return v
+}
+
+// sharedPropagation: the blocking mount was made in another namespace and
+// reached this one through a shared peer group.
+func (c *Correlator) sharedPropagation(a *analysis, m match) (verdict, bool) {
+	if m.mount == nil || (!IsShared(m.mount) && !IsSlave(m.mount)) {
+		return verdict{}, false
+	}
+	callerTable := c.ledger.Table(a.caller)
+	hist := c.ledger.History()
+	for i := len(hist) - 1; i >= 0; i-- {
+		ev := hist[i]
+		if ev.Kind != event.KindMount || ev.Ret != 0 || ev.MntNS == a.caller || hasFlags(ev, "MS_REMOUNT") ||
+			strings.Contains(ev.FlagNames, "MS_PRIVATE") || strings.Contains(ev.FlagNames, "MS_SLAVE") || strings.Contains(ev.FlagNames, "MS_SHARED") {
+			continue
+		}
+		from := c.ledger.Table(ev.MntNS)
+		found := false
+		for _, p := range translate(ev.Target, from, callerTable) {
+			found = found || p == m.where
+		}
+		if !found {
+			continue
+		}
+		v := verdict{cause: CauseSharedPropagation}
+		v.evidence = append(v.evidence, eventEvidence(ev, "mounted elsewhere: "+eventSummary(ev)),
+			factEvidence(mountFact(a.caller, m.mount)+": in a shared peer group with "+nsName(ev.MntNS)))
+		v.summary = procName(ev.Comm, int(ev.PID)) + " in " + nsName(ev.MntNS) + " mounted " + ev.Target + " at " + clock(ev.Time) +
+			"; it propagated to " + m.where + " here through the shared peer group (" + Propagation(m.mount) + ": Bidirectional / rshared)"
+		v.fix = "unmount it in " + nsName(ev.MntNS) + " where it was mounted (the container must clean up its Bidirectional mounts), " +
+			"or use mountPropagation HostToContainer if the container need not publish mounts"
+		return v, true
+	}
+	return verdict{}, false
+}
+
+// mountEventFor returns the last successful mount that made the object,
+// before t when t is set.
+func (c *Correlator) mountEventFor(id identity, before time.Time) *event.Event {
+	hist := c.ledger.History()
+	for i := len(hist) - 1; i >= 0; i-- {
+		ev := hist[i]
+		if ev.Kind != event.KindMount || ev.Ret != 0 || (!before.IsZero() && !ev.Time.Before(before)) {
+			continue
+		}
+		if ev.Target == id.path && id.path != "" {
+			return ev
+		}
+	}
+	return nil
+}

@@ -1,0 +1,214 @@
+package correlate
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/procfs"
+)
+
+// Options tunes the correlator. Zero values take the defaults.
+type Options struct {
+	// RetryWindow folds repeats of one failure into one incident
+	// (containerd retries an unmount many times). Default 30s.
+	RetryWindow time.Duration
+	// ExitGrace keeps namespaces whose last process left this long before
+	// a failure among the holders. Default 10s.
+	ExitGrace time.Duration
+	// Retention is how long dead namespaces stay in the lineage. Default 10m.
+	Retention time.Duration
+	// MaxHistory bounds the mount-family events kept as evidence. Default 16384.
+	MaxHistory int
+}
+
+func (o *Options) defaults() {
+	if o.RetryWindow == 0 {
+		o.RetryWindow = 30 * time.Second
+	}
+	if o.ExitGrace == 0 {
+		o.ExitGrace = 10 * time.Second
+	}
+	if o.Retention == 0 {
+		o.Retention = 10 * time.Minute
+	}
+	if o.MaxHistory == 0 {
+		o.MaxHistory = 16384
+	}
+}
+
+// Correlator consumes events in order and emits findings. It is not safe
+// for concurrent use: one goroutine feeds it.
+type Correlator struct {
+	proc    procfs.Proc
+	opts    Options
+	emit    func(*Finding)
+	lineage *Lineage
+	ledger  *Ledger
+	now     time.Time
+	hostNS  uint32
+
+	incidents map[string]time.Time // failure key -> last seen
+	leaks     []*leakRecord        // recent leak findings, for linking
+}
+
+type leakRecord struct {
+	id      identity
+	holders map[uint32]bool
+	finding *Finding
+}
+
+const maxLeaks = 256
+
+// New returns a correlator reading /proc through proc and handing findings
+// to emit.
+func New(proc procfs.Proc, opts Options, emit func(*Finding)) *Correlator {
+	opts.defaults()
+	return &Correlator{
+		proc: proc, opts: opts, emit: emit,
+		lineage:   NewLineage(opts.Retention),
+		ledger:    NewLedger(opts.MaxHistory),
+		incidents: map[string]time.Time{},
+	}
+}
+
+// Lineage exposes the namespace lineage (read-only use).
+func (c *Correlator) Lineage() *Lineage { return c.lineage }
+
+// Ledger exposes the mount ledger (read-only use).
+func (c *Correlator) Ledger() *Ledger { return c.ledger }
+
+// Start takes the startup snapshot: every process, and one mount table per
+// namespace. Namespaces found here predate tracing and are marked inferred.
+func (c *Correlator) Start() error {
+	procs, err := c.proc.Processes()
+	if err != nil {
+		return err
+	}
+	c.lineage.Seed(procs)
+	if c.hostNS, err = c.proc.HostNS(); err != nil {
+		return fmt.Errorf("host mount namespace: %w", err)
+	}
+	for _, n := range c.lineage.Live() {
+		_ = c.readTable(n) // a namespace whose processes all exited is simply skipped
+	}
+	return nil
+}
+
+// readTable reads a namespace's mount table through one of its processes.
+func (c *Correlator) readTable(n *Namespace) error {
+	var last error = errors.New("no process in " + nsName(n.Ino))
+	for _, m := range n.Members() {
+		mounts, err := c.proc.Mountinfo(m.PID)
+		if err != nil {
+			last = err
+			continue
+		}
+		c.ledger.Store(NewTable(n.Ino, mounts, c.now, c.ledger.Seq()))
+		return nil
+	}
+	return last
+}
+
+// refresh re-reads the process list and every stale mount table, as a
+// failure or a leak check needs the present state. It returns what could
+// not be read.
+func (c *Correlator) refresh(only func(*Namespace) bool) []string {
+	procs, err := c.proc.Processes()
+	if err != nil {
+		return []string{"process list: " + err.Error()}
+	}
+	c.reconcile(procs)
+	var missing []string
+	for _, n := range c.lineage.Live() {
+		if c.ledger.Fresh(n.Ino) || (only != nil && !only(n)) {
+			continue
+		}
+		if err := c.readTable(n); err != nil {
+			missing = append(missing, "mount table of "+nsName(n.Ino)+": "+err.Error())
+		}
+	}
+	return missing
+}
+
+// reconcile applies a process snapshot and keeps the last table of every
+// namespace that died for the holders-that-just-exited search.
+func (c *Correlator) reconcile(procs []procfs.Process) {
+	before := map[uint32]*Namespace{}
+	for _, n := range c.lineage.Live() {
+		before[n.Ino] = n
+	}
+	c.lineage.Reconcile(procs, c.now)
+	for ino, n := range before {
+		if n.Dead && n.LastTable == nil {
+			n.LastTable = c.ledger.Forget(ino)
+		}
+	}
+}
+
+// Handle consumes one event.
+func (c *Correlator) Handle(ev *event.Event) {
+	if ev.Time.After(c.now) {
+		c.now = ev.Time
+	}
+	switch ev.Kind {
+	case event.KindUnshare:
+		if ev.Ret == 0 && ev.MntNSAfter != ev.MntNSBefore {
+			actor := memberOf(ev)
+			c.created(ev.MntNSAfter, ev.MntNSBefore, OriginUnshare, actor, ev)
+			c.lineage.Join(ev.MntNSAfter, ev.MntNSBefore, actor)
+		}
+		c.ledger.Record(ev)
+	case event.KindSetns:
+		if ev.Ret == 0 && ev.MntNSAfter != ev.MntNSBefore {
+			c.lineage.Join(ev.MntNSAfter, ev.MntNSBefore, memberOf(ev))
+		}
+	case event.KindNewNSFork:
+		c.created(ev.ChildMntNS, ev.ParentMntNS, OriginClone, memberOf(ev), ev)
+		c.lineage.Join(ev.ChildMntNS, 0, Member{PID: int(ev.ChildPID), Comm: ev.Comm, Joined: ev.Time})
+		c.ledger.Record(ev)
+	case event.KindExit:
+		c.lineage.Exit(ev.MntNS, int(ev.PID), ev.Comm, ev.Time)
+	case event.KindMount, event.KindUmount, event.KindPivotRoot, event.KindOpenTree,
+		event.KindMoveMount, event.KindFsmount, event.KindMountSetattr:
+		if ev.Kind == event.KindUmount && ev.Ret == 0 {
+			// Before the change is recorded: the caller's table still
+			// shows what was unmounted.
+			c.checkLeak(ev)
+		}
+		c.ledger.Record(ev)
+	}
+	if isTrigger(ev) {
+		c.failure(ev)
+	}
+}
+
+// created records a namespace creation and reads its parent's mount table:
+// that is what the new namespace copied.
+func (c *Correlator) created(ino, parent uint32, origin Origin, actor Member, ev *event.Event) {
+	if old := c.lineage.Get(ino); old != nil {
+		old.LastTable = c.ledger.Forget(ino) // an earlier generation, gone unseen
+	}
+	c.lineage.Created(ino, parent, origin, actor, ev)
+	if p := c.lineage.Get(parent); p != nil && !c.ledger.Fresh(parent) {
+		_ = c.readTable(p)
+	}
+}
+
+func memberOf(ev *event.Event) Member {
+	return Member{PID: int(ev.PID), Comm: ev.Comm, Joined: ev.Time}
+}
+
+// isTrigger reports whether an event is a failure worth explaining.
+func isTrigger(ev *event.Event) bool {
+	switch ev.Kind {
+	case event.KindFailure:
+		return ev.Errno == "EBUSY"
+	case event.KindUmount:
+		return ev.Errno == "EINVAL" || ev.Errno == "EBUSY"
+	case event.KindMount, event.KindMoveMount:
+		return ev.Errno == "ENOENT" || ev.Errno == "EBUSY"
+	}
+	return false
+}

@@ -1,0 +1,100 @@
+package correlate
+
+import (
+	"strings"
+
+	"github.com/moby/sys/mountinfo"
+
+	"github.com/mntleak/mntleak/event"
+)
+
+// eventRef summarises an event for a finding's evidence.
+func eventRef(ev *event.Event) *EventRef {
+	return &EventRef{Kind: ev.Kind.String(), MonoNS: ev.MonoNS, PID: ev.PID, Comm: ev.Comm, MntNS: ev.MntNS, Summary: eventSummary(ev)}
+}
+
+func eventEvidence(ev *event.Event, what string) Evidence {
+	return Evidence{Time: ev.Time, What: what, Event: eventRef(ev)}
+}
+
+func factEvidence(what string) Evidence { return Evidence{What: what} }
+
+// eventSummary is an event in a few words, for evidence and summaries.
+func eventSummary(ev *event.Event) string {
+	who := procName(ev.Comm, int(ev.PID))
+	switch ev.Kind {
+	case event.KindMount:
+		what := "mount " + ev.Source + " → " + ev.Target
+		if ev.FlagNames != "" {
+			what += " " + ev.FlagNames
+		}
+		if ev.Source == "" || ev.Source == "none" {
+			what = "mount " + ev.FlagNames + " " + ev.Target
+		}
+		return what + " by " + who
+	case event.KindUmount:
+		return "umount2 " + ev.Target + " by " + who
+	case event.KindUnshare:
+		return "unshare(" + ev.FlagNames + ") by " + who + " " + nsName(ev.MntNSBefore) + " → " + nsName(ev.MntNSAfter)
+	case event.KindSetns:
+		return "setns by " + who + " into " + nsName(ev.MntNSAfter)
+	case event.KindNewNSFork:
+		return who + " started [" + itoa(int(ev.ChildPID)) + "] in new " + nsName(ev.ChildMntNS)
+	case event.KindOpenTree:
+		return "open_tree " + ev.Path + " " + ev.FlagNames + " by " + who
+	case event.KindMoveMount:
+		return "move_mount → " + ev.ToPath + " by " + who
+	case event.KindMountSetattr:
+		return "mount_setattr " + ev.Path + " " + ev.PropagationName + " by " + who
+	case event.KindPivotRoot:
+		return "pivot_root " + ev.NewRoot + " by " + who
+	}
+	return ev.Kind.String() + " by " + who
+}
+
+// shortPath elides the long middle of container paths for the human line:
+// /var/lib/docker/overlay2/<64 hex>/merged/host -> …/merged/host.
+func shortPath(p string) string {
+	if i := hex64.FindStringIndex(p); i != nil {
+		return "…" + p[i[1]:]
+	}
+	return p
+}
+
+func mountFact(ns uint32, m *mountinfo.Info) string {
+	return nsName(ns) + " mount " + itoa(m.ID) + " at " + m.Mountpoint + " (" + m.FSType + " " + m.Source +
+		", root " + m.Root + ", " + Propagation(m) + ")"
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	var b [20]byte
+	i := len(b)
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	if neg {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}
+
+// hasFlags reports whether every flag name in want is among ev's flags.
+func hasFlags(ev *event.Event, want ...string) bool {
+	names := "|" + ev.FlagNames + "|"
+	for _, w := range want {
+		if !strings.Contains(names, "|"+w+"|") {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,269 @@
+package correlate
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mntleak/mntleak/event"
+)
+
+// FindingKind says whether a finding explains a failure or reports a leak
+// as it forms.
+type FindingKind string
+
+// Finding kinds.
+const (
+	KindFailure FindingKind = "failure" // a syscall failed because of a holder
+	KindLeak    FindingKind = "leak"    // an unmount left a copy behind elsewhere
+)
+
+// Finding is one verdict: the call, who holds its object, why, and the fix.
+type Finding struct {
+	Kind FindingKind `json:"finding"`
+	Time time.Time   `json:"time"`
+	// Call is the failing call, or for a leak the unmount that left the copy.
+	Call    Call     `json:"call"`
+	Object  Object   `json:"object"`
+	Holders []Holder `json:"holders,omitempty"`
+	Cause   Cause    `json:"cause"`
+	// Summary is the cause in one sentence, naming the leaking event.
+	Summary  string     `json:"summary"`
+	Evidence []Evidence `json:"evidence,omitempty"`
+	Fix      string     `json:"fix"`
+	// Inferred is set when the verdict leans on a namespace or mount that
+	// predates tracing: reconstructed from /proc, not seen happen.
+	Inferred bool `json:"inferred,omitempty"`
+	// Missing says what the classifier lacked (cause unknown, or partial).
+	Missing []string `json:"missing,omitempty"`
+	// Leak is the earlier leak finding on the same object, if any.
+	Leak *LeakRef `json:"leak,omitempty"`
+	// Retries counts the same failure repeated within the retry window
+	// before this finding was emitted (always 0 for the first).
+	Retries int `json:"retries,omitempty"`
+}
+
+// Call is the syscall a finding is about.
+type Call struct {
+	Time      time.Time `json:"time"`
+	PID       uint32    `json:"pid"`
+	TID       uint32    `json:"tid"`
+	Comm      string    `json:"comm"`
+	Syscall   string    `json:"syscall"`
+	Errno     string    `json:"errno,omitempty"`
+	MntNS     uint32    `json:"mntns"`
+	Container string    `json:"container,omitempty"`
+	Unit      string    `json:"unit,omitempty"`
+}
+
+// Object is what the call was about.
+type Object struct {
+	Path   string    `json:"path,omitempty"`
+	Dev    event.Dev `json:"dev,omitempty"`    // block device or filesystem device
+	FSType string    `json:"fstype,omitempty"` // as the ledger knew it
+	Root   string    `json:"root,omitempty"`   // mount root: a bind's source, nsfs's "net:[N]"
+	Source string    `json:"source,omitempty"` // the missing bind source (stale-bind)
+}
+
+// Holder is one namespace that still has the object mounted (or, with
+// Pins only, keeps it busy without any mountinfo entry).
+type Holder struct {
+	MntNS       uint32    `json:"mntns"`
+	Self        bool      `json:"self,omitempty"` // the caller's own namespace
+	Where       string    `json:"where,omitempty"`
+	Also        []string  `json:"also,omitempty"` // other places the object shows there
+	MountID     int       `json:"mount_id,omitempty"`
+	Propagation string    `json:"propagation,omitempty"`
+	Processes   []ProcRef `json:"processes,omitempty"`
+	Pins        []PinRef  `json:"pins,omitempty"`
+	// Exited is when the namespace's last member left, for a holder that
+	// was gone a moment before the failure.
+	Exited time.Time `json:"exited,omitempty"`
+	// Created is when the namespace was created (zero: predates tracing).
+	Created time.Time `json:"created,omitempty"`
+}
+
+// ProcRef names a process.
+type ProcRef struct {
+	PID       int    `json:"pid"`
+	Comm      string `json:"comm"`
+	Container string `json:"container,omitempty"`
+	Unit      string `json:"unit,omitempty"`
+	Pod       string `json:"pod,omitempty"`
+}
+
+// PinRef is a process keeping the object busy through a cwd, root, fd or
+// mapping.
+type PinRef struct {
+	ProcRef
+	MntNS uint32 `json:"mntns"`
+	Pin   string `json:"pin"`
+	Path  string `json:"path,omitempty"`
+}
+
+// Evidence is one fact the verdict used: an event, or a mountinfo fact.
+type Evidence struct {
+	Time time.Time `json:"time,omitempty"`
+	What string    `json:"what"`
+	// Event is the recorded event, when the evidence is one.
+	Event *EventRef `json:"event,omitempty"`
+}
+
+// EventRef identifies an event in the stream.
+type EventRef struct {
+	Kind    string `json:"kind"`
+	MonoNS  uint64 `json:"mono_ns"`
+	PID     uint32 `json:"pid"`
+	Comm    string `json:"comm"`
+	MntNS   uint32 `json:"mntns"`
+	Summary string `json:"summary"`
+}
+
+// LeakRef points from a failure back to the leak finding on its object.
+type LeakRef struct {
+	Time    time.Time `json:"time"`
+	Summary string    `json:"summary"`
+}
+
+// Line renders the finding as the one human line an on-call engineer reads:
+//
+//	EBUSY openat /dev/loop3 by mkfs.ext4[4121]: still mounted in
+//	mnt:[4026532290] at /host/srv/vol, held by sleep[3990] (container
+//	5f2c…); leaked by ... Fix: ...
+func (f *Finding) Line() string {
+	var b strings.Builder
+	if f.Kind == KindLeak {
+		b.WriteString("LEAK ")
+		b.WriteString(f.Object.describe())
+		b.WriteString(" unmounted by ")
+		b.WriteString(procName(f.Call.Comm, int(f.Call.PID)))
+		b.WriteString(" in ")
+		b.WriteString(nsName(f.Call.MntNS))
+	} else {
+		b.WriteString(f.Call.Errno)
+		b.WriteByte(' ')
+		b.WriteString(f.Call.Syscall)
+		b.WriteByte(' ')
+		b.WriteString(f.Object.describe())
+		b.WriteString(" by ")
+		b.WriteString(procName(f.Call.Comm, int(f.Call.PID)))
+	}
+	b.WriteString(": ")
+	b.WriteString(f.holderText())
+	if f.Summary != "" {
+		b.WriteString("; ")
+		b.WriteString(f.Summary)
+	}
+	if f.Leak != nil {
+		b.WriteString("; leak seen at ")
+		b.WriteString(clock(f.Leak.Time))
+	}
+	if f.Inferred {
+		b.WriteString(" (inferred: predates tracing)")
+	}
+	if len(f.Missing) > 0 {
+		b.WriteString(" (missing: ")
+		b.WriteString(strings.Join(f.Missing, "; "))
+		b.WriteByte(')')
+	}
+	b.WriteString(". Fix: ")
+	b.WriteString(f.Fix)
+	return b.String()
+}
+
+func (o *Object) describe() string {
+	switch {
+	case o.Path != "" && o.Dev != 0:
+		return o.Path + " (" + o.Dev.String() + ")"
+	case o.Path != "":
+		return o.Path
+	case o.Dev != 0:
+		return "device " + o.Dev.String()
+	}
+	return "(unknown object)"
+}
+
+func (f *Finding) holderText() string {
+	if len(f.Holders) == 0 {
+		return "no holder found"
+	}
+	parts := make([]string, 0, len(f.Holders))
+	for i := range f.Holders {
+		parts = append(parts, f.Holders[i].text())
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (h *Holder) text() string {
+	var b strings.Builder
+	switch {
+	case h.Where == "" && len(h.Pins) > 0:
+		b.WriteString("kept busy in " + nsName(h.MntNS))
+	case h.Self:
+		b.WriteString("mounted in the caller's own namespace " + nsName(h.MntNS))
+	default:
+		b.WriteString("still mounted in " + nsName(h.MntNS))
+	}
+	if h.Where != "" {
+		b.WriteString(" at " + h.Where)
+		for _, w := range h.Also {
+			b.WriteString(" and " + w)
+		}
+	}
+	if h.Propagation != "" {
+		b.WriteString(" (" + h.Propagation + ")")
+	}
+	if !h.Exited.IsZero() {
+		b.WriteString(", whose last process left at " + clock(h.Exited))
+	}
+	if len(h.Processes) > 0 {
+		b.WriteString(", held by ")
+		b.WriteString(procList(h.Processes, 3))
+	}
+	if len(h.Pins) > 0 {
+		pins := make([]string, 0, len(h.Pins))
+		for i, p := range h.Pins {
+			if i == 3 {
+				pins = append(pins, "+"+strconv.Itoa(len(h.Pins)-3)+" more")
+				break
+			}
+			pins = append(pins, procName(p.Comm, p.PID)+" "+p.Pin+" "+p.Path)
+		}
+		b.WriteString(", busy through " + strings.Join(pins, ", "))
+	}
+	return b.String()
+}
+
+func procList(procs []ProcRef, max int) string {
+	parts := make([]string, 0, len(procs))
+	for i, p := range procs {
+		if i == max {
+			parts = append(parts, "+"+strconv.Itoa(len(procs)-max)+" more")
+			break
+		}
+		s := procName(p.Comm, p.PID)
+		switch {
+		case p.Container != "":
+			s += " (container " + ShortID(p.Container) + ")"
+		case p.Unit != "":
+			s += " (" + p.Unit + ")"
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func procName(comm string, pid int) string {
+	return comm + "[" + strconv.Itoa(pid) + "]"
+}
+
+func nsName(ino uint32) string {
+	return "mnt:[" + strconv.FormatUint(uint64(ino), 10) + "]"
+}
+
+func clock(t time.Time) string {
+	if t.IsZero() {
+		return "?"
+	}
+	return t.UTC().Format("15:04:05.000")
+}

@@ -1,0 +1,204 @@
+package correlate
+
+import (
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/moby/sys/mountinfo"
+
+	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/procfs"
+)
+
+// identity is what makes two mount entries the same object: the same
+// filesystem (device) showing the same directory (root). A bind of a
+// directory of the root filesystem shares the device with "/" but not the
+// root; an nsfs mount's root names the namespace ("net:[4026532290]").
+type identity struct {
+	dev   event.Dev
+	root  string // "" matches any root (a whole block device)
+	path  string // the object's path in the caller's namespace
+	fs    string // fstype, when known
+	block bool   // dev is a block device (any mount of it holds it)
+}
+
+func (id identity) known() bool { return id.dev != 0 }
+
+func (id identity) matches(m *mountinfo.Info) bool {
+	if !id.known() || devOf(m) != id.dev {
+		return false
+	}
+	if id.block || id.root == "" {
+		return true
+	}
+	return strings.TrimSuffix(m.Root, "//deleted") == strings.TrimSuffix(id.root, "//deleted")
+}
+
+// identityOf is the identity of a mount entry.
+func identityOf(m *mountinfo.Info, path string) identity {
+	return identity{dev: devOf(m), root: m.Root, path: path, fs: m.FSType}
+}
+
+// match is one place an object was found.
+type match struct {
+	ns     *Namespace
+	table  *Table
+	mount  *mountinfo.Info // nil for a pin-only holder
+	where  string
+	self   bool
+	exited time.Time
+}
+
+// translate returns where a path p of the caller's namespace (whose table
+// is from) shows up in another namespace's table to: the same literal path,
+// and the same directory seen through bind roots. A host that bound "/" at
+// "/rootfs" for a container sees the host's /run/netns/cni-x there as
+// /rootfs/run/netns/cni-x.
+func translate(p string, from, to *Table) []string {
+	out := []string{p}
+	if from == nil || to == nil {
+		return out
+	}
+	seen := map[string]bool{p: true}
+	// The mount p lives on in the caller's namespace (p's parent directory's
+	// mount if p itself is a mount point there: the copy sits on the copy
+	// of that parent).
+	var host *mountinfo.Info
+	if m := from.At(p); m != nil && p != "/" {
+		if parent := from.Parent(m); parent != nil && under(p, parent.Mountpoint) {
+			host = parent
+		}
+	}
+	if host == nil {
+		host = from.Containing(p)
+	}
+	if host == nil {
+		return out
+	}
+	fsPath := join(host.Root, rel(p, host.Mountpoint))
+	for _, b := range to.Mounts {
+		if devOf(b) != devOf(host) || !under(fsPath, b.Root) {
+			continue
+		}
+		cand := join(b.Mountpoint, rel(fsPath, b.Root))
+		if !seen[cand] {
+			seen[cand] = true
+			out = append(out, cand)
+		}
+	}
+	return out
+}
+
+// findIn returns the entries of t that are the object: by identity when it
+// is known, else by path (literal or translated through bind roots).
+func findIn(t *Table, id identity, callerTable *Table) []*mountinfo.Info {
+	var out []*mountinfo.Info
+	if id.known() {
+		for _, m := range t.Mounts {
+			if id.matches(m) {
+				out = append(out, m)
+			}
+		}
+		if len(out) > 0 || id.block {
+			return out
+		}
+	}
+	if id.path == "" {
+		return nil
+	}
+	for _, p := range translate(id.path, callerTable, t) {
+		if m := t.At(p); m != nil && (id.fs == "" || m.FSType == id.fs) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// outermost keeps, among entries that are the same object, the ones not
+// below another of them (a copy of /srv/vol also shows /srv/vol/sub).
+func outermost(t *Table, ms []*mountinfo.Info) []*mountinfo.Info {
+	in := map[int]bool{}
+	for _, m := range ms {
+		in[m.ID] = true
+	}
+	var out []*mountinfo.Info
+	for _, m := range ms {
+		below := false
+		for p := t.Parent(m); p != nil; p = t.Parent(p) {
+			if in[p.ID] {
+				below = true
+				break
+			}
+		}
+		if !below {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// search finds every namespace holding the object: live ones from fresh
+// tables, and ones whose last process left within grace before now.
+func (c *Correlator) search(id identity, caller uint32, grace time.Duration) []match {
+	callerTable := c.ledger.Table(caller)
+	var out []match
+	for _, n := range c.lineage.Live() {
+		t := c.ledger.Table(n.Ino)
+		if t == nil {
+			continue
+		}
+		for _, m := range outermost(t, findIn(t, id, callerTable)) {
+			out = append(out, match{ns: n, table: t, mount: m, where: m.Mountpoint, self: n.Ino == caller})
+		}
+	}
+	for _, n := range c.lineage.DiedSince(c.now.Add(-grace)) {
+		if n.LastTable == nil || n.Ino == caller {
+			continue
+		}
+		for _, m := range outermost(n.LastTable, findIn(n.LastTable, id, callerTable)) {
+			out = append(out, match{ns: n, table: n.LastTable, mount: m, where: m.Mountpoint, exited: n.Died})
+		}
+	}
+	// The caller's own namespace first, then by namespace age.
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].self != out[j].self {
+			return out[i].self
+		}
+		if !out[i].ns.Created.Equal(out[j].ns.Created) {
+			return out[i].ns.Created.Before(out[j].ns.Created)
+		}
+		return out[i].ns.Ino < out[j].ns.Ino
+	})
+	return out
+}
+
+// pinRefs turns pins into references, grouped under their namespaces.
+func pinRefs(pins []procfs.Pin) map[uint32][]PinRef {
+	out := map[uint32][]PinRef{}
+	for _, p := range pins {
+		ref := PinRef{
+			ProcRef: ProcRef{PID: p.PID, Comm: p.Comm, Container: ContainerID(p.Cgroup), Unit: Unit(p.Cgroup), Pod: PodUID(p.Cgroup)},
+			MntNS:   p.MntNS, Pin: string(p.Kind), Path: p.Path,
+		}
+		out[p.MntNS] = append(out[p.MntNS], ref)
+	}
+	return out
+}
+
+// holderOf renders a match as a Holder, with the namespace's processes.
+func (c *Correlator) holderOf(m match, pins map[uint32][]PinRef) Holder {
+	h := Holder{MntNS: m.ns.Ino, Self: m.self, Where: m.where, Exited: m.exited, Created: m.ns.Created, Pins: pins[m.ns.Ino]}
+	if m.mount != nil {
+		h.MountID = m.mount.ID
+		h.Propagation = Propagation(m.mount)
+	}
+	members := m.ns.Members()
+	if m.ns.Dead {
+		members = m.ns.Past()
+	}
+	for i := range members {
+		h.Processes = append(h.Processes, members[i].ref())
+	}
+	return h
+}

@@ -1,0 +1,138 @@
+package correlate
+
+import (
+	"strings"
+	"time"
+
+	"github.com/mntleak/mntleak/event"
+)
+
+// checkLeak runs on a successful unmount: if a namespace that copied the
+// object still has it, the leak has just formed.
+func (c *Correlator) checkLeak(ev *event.Event) {
+	callerTable := c.ledger.Table(ev.MntNS)
+	if callerTable == nil {
+		return
+	}
+	m := callerTable.At(ev.Target)
+	if m == nil {
+		// Never seen mounted: no namespace was copied from a table that
+		// had it, so no copy can have been taken.
+		return
+	}
+	id := identityOf(m, ev.Target)
+	obj := Object{Path: ev.Target, Dev: devOf(m), FSType: m.FSType, Root: m.Root}
+	mounted := c.mountEventFor(identity{path: ev.Target}, ev.Time)
+	candidate := func(n *Namespace) bool {
+		if n.Ino == ev.MntNS {
+			return false
+		}
+		// A namespace made before the mount can only hold it through
+		// propagation, which also carries the unmount.
+		return mounted == nil || n.Created.IsZero() || n.Created.After(mounted.Time)
+	}
+	any := false
+	for _, n := range c.lineage.Live() {
+		any = any || candidate(n)
+	}
+	if !any {
+		return
+	}
+	missing := c.refresh(candidate)
+	var matches []match
+	for _, mt := range c.search(id, ev.MntNS, 0) {
+		if !mt.self && mt.exited.IsZero() && candidate(mt.ns) {
+			matches = append(matches, mt)
+		}
+	}
+	if len(matches) == 0 {
+		return
+	}
+	a := &analysis{trigger: ev, leak: true, caller: ev.MntNS, id: id}
+	f := c.finding(KindLeak, ev, obj, a, matches)
+	f.Missing = append(f.Missing, missing...)
+	rec := &leakRecord{id: id, holders: map[uint32]bool{}, finding: f}
+	for _, mt := range matches {
+		rec.holders[mt.ns.Ino] = true
+	}
+	c.leaks = append(c.leaks, rec)
+	if len(c.leaks) > maxLeaks {
+		c.leaks = c.leaks[len(c.leaks)-maxLeaks:]
+	}
+	c.emit(f)
+}
+
+// leakFor returns the latest leak finding on the same object held by one
+// of the namespaces now holding it.
+func (c *Correlator) leakFor(id identity, matches []match) *LeakRef {
+	for i := len(c.leaks) - 1; i >= 0; i-- {
+		rec := c.leaks[i]
+		same := (id.known() && rec.id.dev == id.dev && (id.block || rec.id.root == id.root)) ||
+			(id.path != "" && rec.id.path == id.path)
+		if !same {
+			continue
+		}
+		for _, m := range matches {
+			if rec.holders[m.ns.Ino] {
+				return &LeakRef{Time: rec.finding.Time, Summary: rec.finding.Summary}
+			}
+		}
+	}
+	return nil
+}
+
+// staleBind explains mount/move_mount ENOENT when the source is a bind
+// whose file was deleted (the subPath of an updated ConfigMap): the bind
+// stays, but nothing can be bound from it any more. Not a leak.
+func (c *Correlator) staleBind(ev *event.Event) {
+	src := ev.Source
+	if ev.Kind == event.KindMoveMount {
+		src = ev.FromPath
+	}
+	if src == "" {
+		return
+	}
+	missing := c.refresh(func(n *Namespace) bool { return n.Ino == ev.MntNS })
+	t := c.ledger.Table(ev.MntNS)
+	if t == nil {
+		return
+	}
+	m := t.At(src)
+	if m == nil || !strings.HasSuffix(m.Root, "//deleted") {
+		return
+	}
+	deleted := strings.TrimSuffix(m.Root, "//deleted")
+	f := &Finding{
+		Kind: KindFailure, Time: ev.Time, Call: c.callOf(ev),
+		Object:  Object{Path: firstNonEmpty(ev.Target, ev.ToPath), Source: src, Dev: devOf(m), FSType: m.FSType, Root: m.Root},
+		Holders: []Holder{{MntNS: ev.MntNS, Self: true, Where: src, MountID: m.ID, Propagation: Propagation(m)}},
+		Cause:   CauseStaleBind,
+		Missing: missing,
+	}
+	f.Evidence = append(f.Evidence, eventEvidence(ev, "the call: "+eventSummary(ev)))
+	bound := ""
+	if b := c.bindOnto(src, ev.Time); b != nil {
+		f.Evidence = append(f.Evidence, eventEvidence(b, "the stale bind: "+eventSummary(b)))
+		bound = "; bound by " + procName(b.Comm, int(b.PID)) + " at " + clock(b.Time) + " from " + b.Source
+	} else {
+		f.Inferred = true
+	}
+	f.Evidence = append(f.Evidence, factEvidence(mountFact(ev.MntNS, m)+": its source was deleted"))
+	f.Summary = "not a leak: the source " + src + " is a bind of " + deleted + ", which has since been deleted (mountinfo: //deleted)" + bound
+	f.Fix = "unmount the stale bind " + src + " and bind the current file again (kubelet does so since Kubernetes 1.20, PR 89629); " +
+		"for ConfigMaps and Secrets prefer mounting the whole volume over subPath"
+	c.emit(f)
+}
+
+// bindOnto returns the last successful bind mount onto target before t.
+func (c *Correlator) bindOnto(target string, before time.Time) *event.Event {
+	hist := c.ledger.History()
+	for i := len(hist) - 1; i >= 0; i-- {
+		ev := hist[i]
+		if ev.Kind == event.KindMount && ev.Ret == 0 && ev.Target == target && hasFlags(ev, "MS_BIND") &&
+			!ev.Time.After(before) {
+			return ev
+		}
+	}
+	return nil
+}

@@ -1,0 +1,196 @@
+package correlate
+
+import (
+	"path"
+	"strings"
+	"time"
+
+	"github.com/moby/sys/mountinfo"
+
+	"github.com/mntleak/mntleak/event"
+)
+
+// Table is one namespace's mount table as last read from /proc.
+type Table struct {
+	NS     uint32
+	ReadAt time.Time
+	Seq    uint64 // ledger change sequence when read
+	Mounts []*mountinfo.Info
+	byID   map[int]*mountinfo.Info
+}
+
+// NewTable indexes a mount table.
+func NewTable(ns uint32, mounts []*mountinfo.Info, at time.Time, seq uint64) *Table {
+	t := &Table{NS: ns, ReadAt: at, Seq: seq, Mounts: mounts, byID: make(map[int]*mountinfo.Info, len(mounts))}
+	for _, m := range mounts {
+		t.byID[m.ID] = m
+	}
+	return t
+}
+
+// Root returns the namespace's root mount (its parent is outside the table).
+func (t *Table) Root() *mountinfo.Info {
+	for _, m := range t.Mounts {
+		if _, ok := t.byID[m.Parent]; !ok || m.Parent == m.ID {
+			return m
+		}
+	}
+	return nil
+}
+
+// At returns the topmost mount whose mount point is p, or nil.
+func (t *Table) At(p string) *mountinfo.Info {
+	var top *mountinfo.Info
+	for _, m := range t.Mounts {
+		if m.Mountpoint == p {
+			top = m // later entries are mounted over earlier ones
+		}
+	}
+	return top
+}
+
+// Containing returns the mount a path lives on: the topmost mount whose
+// mount point is p or its nearest ancestor.
+func (t *Table) Containing(p string) *mountinfo.Info {
+	for {
+		if m := t.At(p); m != nil {
+			return m
+		}
+		if p == "/" || p == "." || p == "" {
+			return nil
+		}
+		p = path.Dir(p)
+	}
+}
+
+// Parent returns m's parent mount, or nil.
+func (t *Table) Parent(m *mountinfo.Info) *mountinfo.Info {
+	if m.Parent == m.ID {
+		return nil
+	}
+	return t.byID[m.Parent]
+}
+
+// Propagation renders a mount's propagation as mountinfo's optional fields
+// say it: "shared:N", "master:N", "shared:N master:M", or "private".
+func Propagation(m *mountinfo.Info) string {
+	var tags []string
+	for _, f := range strings.Fields(m.Optional) {
+		if strings.HasPrefix(f, "shared:") || strings.HasPrefix(f, "master:") {
+			tags = append(tags, f)
+		}
+	}
+	if len(tags) == 0 {
+		return "private"
+	}
+	return strings.Join(tags, " ")
+}
+
+// IsPrivate reports whether a mount neither sends nor receives propagation.
+func IsPrivate(m *mountinfo.Info) bool { return Propagation(m) == "private" }
+
+// IsShared reports whether a mount is in a shared peer group.
+func IsShared(m *mountinfo.Info) bool { return strings.Contains(m.Optional, "shared:") }
+
+// IsSlave reports whether a mount receives propagation from a master.
+func IsSlave(m *mountinfo.Info) bool { return strings.Contains(m.Optional, "master:") }
+
+// RootPropagation names how a namespace's root mount propagates:
+// "shared", "slave" or "private".
+func RootPropagation(t *Table) string {
+	r := t.Root()
+	switch {
+	case r == nil:
+		return ""
+	case IsShared(r):
+		return "shared"
+	case IsSlave(r):
+		return "slave"
+	}
+	return "private"
+}
+
+// devOf returns a mount's device in event.Dev form.
+func devOf(m *mountinfo.Info) event.Dev { return event.MakeDev(uint32(m.Major), uint32(m.Minor)) }
+
+// under reports whether p is dir or below it.
+func under(p, dir string) bool {
+	if dir == "/" {
+		return strings.HasPrefix(p, "/")
+	}
+	return p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+// rel returns p relative to dir ("" when equal), assuming under(p, dir).
+func rel(p, dir string) string {
+	if dir == "/" {
+		return strings.TrimPrefix(p, "/")
+	}
+	return strings.TrimPrefix(strings.TrimPrefix(p, dir), "/")
+}
+
+func join(dir, r string) string {
+	if r == "" {
+		return dir
+	}
+	return path.Join(dir, r)
+}
+
+// Ledger holds the mount tables and the recent mount-family events.
+type Ledger struct {
+	tables  map[uint32]*Table
+	last    map[uint32]*Table // the table before the latest one, per namespace
+	seq     uint64            // bumped by every mount-changing event
+	history []*event.Event
+	maxHist int
+}
+
+// NewLedger returns a ledger keeping up to maxHistory events.
+func NewLedger(maxHistory int) *Ledger {
+	return &Ledger{tables: map[uint32]*Table{}, last: map[uint32]*Table{}, maxHist: maxHistory}
+}
+
+// Table returns the last table read for a namespace, or nil.
+func (l *Ledger) Table(ns uint32) *Table { return l.tables[ns] }
+
+// Fresh reports whether ns's table was read after the latest mount change.
+func (l *Ledger) Fresh(ns uint32) bool {
+	t := l.tables[ns]
+	return t != nil && t.Seq == l.seq
+}
+
+// Store records a table just read.
+func (l *Ledger) Store(t *Table) {
+	if old := l.tables[t.NS]; old != nil {
+		l.last[t.NS] = old
+	}
+	l.tables[t.NS] = t
+}
+
+// Forget drops the tables of a namespace that died (dead namespaces keep
+// theirs in the returned value for holders that just exited).
+func (l *Ledger) Forget(ns uint32) *Table {
+	t := l.tables[ns]
+	delete(l.tables, ns)
+	delete(l.last, ns)
+	return t
+}
+
+// Record appends a mount-family event to the history and marks every
+// table stale: with propagation, a mount anywhere may change any table.
+func (l *Ledger) Record(ev *event.Event) {
+	if ev.Ret >= 0 {
+		l.seq++
+	}
+	l.history = append(l.history, ev)
+	if len(l.history) > l.maxHist {
+		// Drop the oldest quarter at once so trimming is amortised.
+		l.history = append([]*event.Event(nil), l.history[len(l.history)-l.maxHist*3/4:]...)
+	}
+}
+
+// History returns the recorded events, oldest first.
+func (l *Ledger) History() []*event.Event { return l.history }
+
+// Seq is the change sequence number.
+func (l *Ledger) Seq() uint64 { return l.seq }

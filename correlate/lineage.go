@@ -1,0 +1,274 @@
+package correlate
+
+import (
+	"sort"
+	"time"
+
+	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/procfs"
+)
+
+// Origin is how a mount namespace came to be.
+type Origin string
+
+// Origins.
+const (
+	OriginUnshare  Origin = "unshare"          // unshare(CLONE_NEWNS)
+	OriginClone    Origin = "clone"            // a process born with CLONE_NEWNS
+	OriginPredates Origin = "predates-tracing" // found in /proc, creation not seen
+)
+
+// Member is a process in a namespace. PID and StartTime together identify
+// it; StartTime is 0 for a process only seen in events.
+type Member struct {
+	PID       int       `json:"pid"`
+	StartTime uint64    `json:"start_time,omitempty"`
+	Comm      string    `json:"comm"`
+	Cgroup    string    `json:"cgroup,omitempty"`
+	Joined    time.Time `json:"joined,omitempty"` // zero: already there when seen
+	Left      time.Time `json:"left,omitempty"`
+}
+
+func (m *Member) ref() ProcRef {
+	return ProcRef{PID: m.PID, Comm: m.Comm, Container: ContainerID(m.Cgroup), Unit: Unit(m.Cgroup), Pod: PodUID(m.Cgroup)}
+}
+
+// Namespace is one generation of a mount namespace inode. The kernel reuses
+// an inode number once its namespace is gone, so a lineage entry is (inode,
+// creation), never the inode alone.
+type Namespace struct {
+	Ino      uint32
+	Origin   Origin
+	Created  time.Time    // zero when it predates tracing
+	Parent   uint32       // the namespace it was copied from; 0 if unknown
+	Creator  Member       // who created it; when inferred, its oldest member
+	Event    *event.Event // the unshare or clone event, when seen
+	Inferred bool         // creation reconstructed from /proc
+
+	members     map[int]*Member
+	past        []Member
+	lastExit    time.Time // last exit event seen from inside
+	creatorGone bool      // the creator exited: its pid means nothing now
+	Dead        bool
+	Died        time.Time // when its last member was seen leaving
+	// LastTable is the mount table last read before it died, kept so a
+	// holder that exited a moment before a failure can still be named.
+	LastTable *Table
+}
+
+// Members returns the live members, oldest first.
+func (n *Namespace) Members() []Member {
+	out := make([]Member, 0, len(n.members))
+	for _, m := range n.members {
+		out = append(out, *m)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].StartTime != out[j].StartTime {
+			return out[i].StartTime < out[j].StartTime
+		}
+		return out[i].PID < out[j].PID
+	})
+	return out
+}
+
+// Past returns members that left, in leaving order.
+func (n *Namespace) Past() []Member { return append([]Member(nil), n.past...) }
+
+const maxPast = 64
+
+func (n *Namespace) leave(pid int, at time.Time) {
+	m, ok := n.members[pid]
+	if !ok {
+		return
+	}
+	delete(n.members, pid)
+	m.Left = at
+	n.past = append(n.past, *m)
+	if len(n.past) > maxPast {
+		n.past = n.past[len(n.past)-maxPast:]
+	}
+}
+
+// Lineage is every mount namespace mntleak knows, live and recently dead.
+type Lineage struct {
+	live      map[uint32]*Namespace
+	dead      []*Namespace // retired generations, oldest first
+	retention time.Duration
+}
+
+// NewLineage returns an empty lineage keeping dead namespaces for retention.
+func NewLineage(retention time.Duration) *Lineage {
+	return &Lineage{live: map[uint32]*Namespace{}, retention: retention}
+}
+
+// Get returns the live namespace with inode ino.
+func (l *Lineage) Get(ino uint32) *Namespace { return l.live[ino] }
+
+// Live returns the live namespaces, by inode.
+func (l *Lineage) Live() []*Namespace {
+	out := make([]*Namespace, 0, len(l.live))
+	for _, n := range l.live {
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Ino < out[j].Ino })
+	return out
+}
+
+// DiedSince returns the dead namespaces whose last member left at or after t.
+func (l *Lineage) DiedSince(t time.Time) []*Namespace {
+	var out []*Namespace
+	for _, n := range l.dead {
+		if !n.Died.Before(t) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Seed records the namespaces and processes of a startup snapshot.
+func (l *Lineage) Seed(procs []procfs.Process) {
+	l.Reconcile(procs, time.Time{})
+}
+
+// Created records a namespace creation seen as an event. A live entry with
+// the same inode is an earlier generation that died unseen: it is retired.
+func (l *Lineage) Created(ino, parent uint32, origin Origin, creator Member, ev *event.Event) *Namespace {
+	at := creator.Joined
+	if old := l.live[ino]; old != nil {
+		l.retire(old, at)
+	}
+	n := &Namespace{Ino: ino, Origin: origin, Created: at, Parent: parent, Creator: creator, Event: ev, members: map[int]*Member{}}
+	l.live[ino] = n
+	return n
+}
+
+// Join adds a member to a namespace, moving it out of the one it was in.
+func (l *Lineage) Join(ino, from uint32, m Member) {
+	if prev := l.live[from]; prev != nil && from != ino {
+		prev.leave(m.PID, m.Joined)
+	}
+	n := l.live[ino]
+	if n == nil {
+		// Joined a namespace whose creation was never seen.
+		n = &Namespace{Ino: ino, Origin: OriginPredates, Inferred: true, Creator: m, members: map[int]*Member{}}
+		l.live[ino] = n
+	}
+	mm := m
+	n.members[m.PID] = &mm
+}
+
+// Exit records the exit of a thread-group leader in namespace ino. Its
+// comm at exit is what it ran as (exec changes it after unshare: the
+// creator of a MountFlags=slave namespace is "unshare" or "(dockerd)" when
+// it unshares and "dockerd" when it exits).
+func (l *Lineage) Exit(ino uint32, pid int, comm string, at time.Time) {
+	n := l.live[ino]
+	if n == nil {
+		return
+	}
+	n.lastExit = at
+	var start uint64
+	if m := n.members[pid]; m != nil {
+		m.Comm, start = comm, m.StartTime
+	}
+	l.renameCreator(pid, start, comm, true)
+	n.leave(pid, at)
+}
+
+// renameCreator updates the creator's name in the namespaces it created,
+// until it exits (after that its pid may belong to someone else).
+func (l *Lineage) renameCreator(pid int, start uint64, comm string, exited bool) {
+	for _, n := range l.live {
+		c := &n.Creator
+		if c.PID != pid || n.creatorGone || (c.StartTime != 0 && start != 0 && c.StartTime != start) {
+			continue
+		}
+		c.Comm = comm
+		if c.StartTime == 0 {
+			c.StartTime = start
+		}
+		n.creatorGone = exited
+	}
+}
+
+// Reconcile brings the lineage in line with a /proc snapshot taken at now
+// (zero for the startup snapshot): members appear and disappear, a pid
+// reused by another process is told apart by its start time, and
+// namespaces without any process are retired.
+func (l *Lineage) Reconcile(procs []procfs.Process, now time.Time) {
+	present := map[uint32]map[int]procfs.Process{}
+	for _, p := range procs {
+		if present[p.MntNS] == nil {
+			present[p.MntNS] = map[int]procfs.Process{}
+		}
+		present[p.MntNS][p.PID] = p
+	}
+	for ino, n := range l.live {
+		procsHere := present[ino]
+		if len(procsHere) == 0 {
+			died := n.lastExit
+			if died.IsZero() {
+				died = now
+			}
+			l.retire(n, died)
+			continue
+		}
+		for pid, m := range n.members {
+			p, ok := procsHere[pid]
+			if !ok || (m.StartTime != 0 && p.StartTime != m.StartTime) {
+				n.leave(pid, now) // gone, or its pid now belongs to another process
+				continue
+			}
+			if m.StartTime == 0 {
+				m.StartTime = p.StartTime
+			}
+			if m.Comm != p.Comm {
+				m.Comm = p.Comm // exec changes it; pid and start time stay
+				l.renameCreator(pid, p.StartTime, p.Comm, false)
+			}
+			if m.Cgroup == "" {
+				m.Cgroup = p.Cgroup
+			}
+		}
+	}
+	for ino, procsHere := range present {
+		n := l.live[ino]
+		if n == nil {
+			n = &Namespace{Ino: ino, Origin: OriginPredates, Inferred: true, members: map[int]*Member{}}
+			l.live[ino] = n
+		}
+		for pid, p := range procsHere {
+			if _, ok := n.members[pid]; !ok {
+				n.members[pid] = &Member{PID: pid, StartTime: p.StartTime, Comm: p.Comm, Cgroup: p.Cgroup}
+			}
+		}
+		if n.Origin == OriginPredates && n.Creator.PID == 0 {
+			if oldest := n.Members(); len(oldest) > 0 {
+				n.Creator = oldest[0]
+			}
+		}
+	}
+	l.expire(now)
+}
+
+func (l *Lineage) retire(n *Namespace, at time.Time) {
+	if l.live[n.Ino] == n {
+		delete(l.live, n.Ino)
+	}
+	for pid := range n.members {
+		n.leave(pid, at)
+	}
+	n.Dead, n.Died = true, at
+	l.dead = append(l.dead, n)
+}
+
+func (l *Lineage) expire(now time.Time) {
+	if now.IsZero() {
+		return
+	}
+	cut := 0
+	for cut < len(l.dead) && now.Sub(l.dead[cut].Died) > l.retention {
+		cut++
+	}
+	l.dead = l.dead[cut:]
+}

@@ -1,0 +1,88 @@
+package output
+
+import (
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/internal/logkey"
+)
+
+// WriteFinding appends one finding: its JSON, or its human line.
+func (w *Writer) WriteFinding(f *correlate.Finding) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	if w.format == JSON {
+		w.err = w.enc.Encode(f)
+		return w.err
+	}
+	if _, err := w.buf.WriteString(f.Line()); err != nil {
+		w.err = err
+		return err
+	}
+	w.err = w.buf.WriteByte('\n')
+	return w.err
+}
+
+// WriteJSON appends any value as one JSON line (the proc records of a
+// recorded stream).
+func (w *Writer) WriteJSON(v any) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err == nil {
+		w.err = w.enc.Encode(v)
+	}
+	return w.err
+}
+
+// FindingLevel is the level a finding is logged at: error for a failure,
+// warning for a leak as it forms.
+func FindingLevel(f *correlate.Finding) zapcore.Level {
+	if f.Kind == correlate.KindLeak {
+		return zapcore.WarnLevel
+	}
+	return zapcore.ErrorLevel
+}
+
+// FindingFields are the structured fields a finding is logged with; the
+// message is its human line.
+func FindingFields(f *correlate.Finding) []zap.Field {
+	fields := []zap.Field{
+		zap.String(logkey.Finding, string(f.Kind)),
+		zap.Stringer(logkey.Cause, f.Cause),
+		zap.String(logkey.Syscall, f.Call.Syscall),
+		zap.String(logkey.Errno, f.Call.Errno),
+		zap.String(logkey.Path, f.Object.Path),
+		zap.Bool(logkey.Inferred, f.Inferred),
+	}
+	if f.Object.Dev != 0 {
+		fields = append(fields, zap.Stringer(logkey.Dev, f.Object.Dev))
+	}
+	if len(f.Holders) > 0 {
+		h := f.Holders[0]
+		fields = append(fields, zap.Uint32(logkey.HolderMntNS, h.MntNS))
+		procs := h.Processes
+		if len(procs) == 0 && len(h.Pins) > 0 {
+			procs = []correlate.ProcRef{h.Pins[0].ProcRef}
+		}
+		if len(procs) > 0 {
+			fields = append(fields, zap.Int(logkey.HolderPID, procs[0].PID), zap.String(logkey.HolderComm, procs[0].Comm))
+			if procs[0].Container != "" {
+				fields = append(fields, zap.String(logkey.Container, procs[0].Container))
+			}
+			if procs[0].Unit != "" {
+				fields = append(fields, zap.String(logkey.Unit, procs[0].Unit))
+			}
+		}
+	}
+	for _, e := range f.Evidence[min(1, len(f.Evidence)):] {
+		if e.Event != nil {
+			fields = append(fields, zap.String(logkey.LeakEvent, e.Event.Summary))
+			break
+		}
+	}
+	return append(fields, zap.Any(logkey.Detail, f))
+}

@@ -1,0 +1,12 @@
+// Package procfs is what mntleak reads from /proc, behind one interface
+// (Proc), so the correlator runs the same way on the live host, in replay
+// from a recorded stream, and in tests from hand-built fixtures.
+//
+// Host reads the real /proc without pinning anything: it reads files and
+// stats links, never keeps an fd on an object under a mount point and never
+// enters another namespace. One mountinfo read covers a whole namespace.
+//
+// Recorder wraps a Proc and writes every answer as a record; Replay answers
+// from such records, in order, so `mntleak replay` reproduces what the
+// daemon saw.
+package procfs

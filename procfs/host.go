@@ -1,0 +1,306 @@
+package procfs
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
+
+	"github.com/mntleak/mntleak/event"
+)
+
+// Host reads the live /proc (or another procfs mount, for tests).
+type Host struct {
+	Root string // "/proc" when empty
+}
+
+func (h Host) root() string {
+	if h.Root == "" {
+		return "/proc"
+	}
+	return h.Root
+}
+
+const cmdlineCap = 256
+
+// Processes implements Proc. Processes that exit while being read are
+// skipped: the list is a snapshot of the ones that could be read.
+func (h Host) Processes() ([]Process, error) {
+	ents, err := os.ReadDir(h.root())
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", h.root(), err)
+	}
+	procs := make([]Process, 0, len(ents))
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 0 {
+			continue
+		}
+		p, err := h.process(pid)
+		if err != nil {
+			continue // gone, or a kernel thread without a mount namespace
+		}
+		procs = append(procs, p)
+	}
+	return procs, nil
+}
+
+func (h Host) process(pid int) (Process, error) {
+	dir := filepath.Join(h.root(), strconv.Itoa(pid))
+	p := Process{PID: pid}
+	stat, err := os.ReadFile(dir + "/stat")
+	if err != nil {
+		return p, err
+	}
+	if err := parseStat(stat, &p); err != nil {
+		return p, fmt.Errorf("%s/stat: %w", dir, err)
+	}
+	link, err := os.Readlink(dir + "/ns/mnt")
+	if err != nil {
+		return p, err
+	}
+	if p.MntNS, err = ParseNSLink(link); err != nil {
+		return p, err
+	}
+	if b, err := os.ReadFile(dir + "/cmdline"); err == nil {
+		if len(b) > cmdlineCap {
+			b = b[:cmdlineCap]
+		}
+		p.Cmdline = strings.TrimSpace(string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
+	}
+	if b, err := os.ReadFile(dir + "/cgroup"); err == nil {
+		p.Cgroup = pickCgroup(string(b))
+	}
+	return p, nil
+}
+
+// parseStat reads comm, ppid and starttime from /proc/PID/stat. The comm
+// is in parentheses and may itself contain spaces and parentheses.
+func parseStat(b []byte, p *Process) error {
+	open, close := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	if open < 0 || close < open {
+		return errors.New("no comm field")
+	}
+	p.Comm = string(b[open+1 : close])
+	fields := strings.Fields(string(b[close+1:]))
+	// fields[0] is state (field 3); ppid is field 4, starttime field 22.
+	if len(fields) < 20 {
+		return fmt.Errorf("%d fields after comm, want at least 20", len(fields))
+	}
+	ppid, err1 := strconv.Atoi(fields[1])
+	start, err2 := strconv.ParseUint(fields[19], 10, 64)
+	if err1 != nil || err2 != nil {
+		return errors.New("bad ppid or starttime")
+	}
+	p.PPID, p.StartTime = ppid, start
+	if flags, err := strconv.ParseUint(fields[6], 10, 64); err == nil && flags&pfKthread != 0 {
+		return errKernelThread
+	}
+	return nil
+}
+
+// pfKthread is PF_KTHREAD in the flags field of /proc/PID/stat. Kernel
+// threads are not members of any namespace a user cares about, and the
+// mountinfo seen through them is not the host's.
+const pfKthread = 0x00200000
+
+var errKernelThread = errors.New("kernel thread")
+
+// ParseNSLink parses a namespace link target such as "mnt:[4026531840]".
+func ParseNSLink(link string) (uint32, error) {
+	i, j := strings.IndexByte(link, '['), strings.LastIndexByte(link, ']')
+	if i < 0 || j < i {
+		return 0, fmt.Errorf("namespace link %q: want type:[inode]", link)
+	}
+	n, err := strconv.ParseUint(link[i+1:j], 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("namespace link %q: %w", link, err)
+	}
+	return uint32(n), nil
+}
+
+var containerIDInPath = regexp.MustCompile(`[0-9a-f]{64}`)
+
+// pickCgroup chooses the most telling line of /proc/PID/cgroup: one that
+// names a container, else the unified (v2) one, else systemd's v1 one.
+func pickCgroup(s string) string {
+	var unified, systemd, first string
+	for _, line := range strings.Split(strings.TrimSpace(s), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		path := parts[2]
+		if containerIDInPath.MatchString(path) {
+			return path
+		}
+		switch {
+		case parts[0] == "0" && parts[1] == "":
+			unified = path
+		case parts[1] == "name=systemd":
+			systemd = path
+		case first == "":
+			first = path
+		}
+	}
+	for _, p := range []string{unified, systemd, first} {
+		if p != "" && p != "/" {
+			return p
+		}
+	}
+	if unified != "" {
+		return unified
+	}
+	return first
+}
+
+// Mountinfo implements Proc.
+func (h Host) Mountinfo(pid int) ([]*mountinfo.Info, error) {
+	path := filepath.Join(h.root(), strconv.Itoa(pid), "mountinfo")
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	mounts, err := mountinfo.GetMountsFromReader(f, nil)
+	if err != nil {
+		return nil, fmt.Errorf("parse %s: %w", path, err)
+	}
+	return mounts, nil
+}
+
+// HostNS implements Proc.
+func (h Host) HostNS() (uint32, error) {
+	link, err := os.Readlink(filepath.Join(h.root(), "1", "ns", "mnt"))
+	if err != nil {
+		if link, err = os.Readlink(filepath.Join(h.root(), "self", "ns", "mnt")); err != nil {
+			return 0, err
+		}
+	}
+	return ParseNSLink(link)
+}
+
+// BlockDevice implements Proc.
+func (h Host) BlockDevice(path string) (event.Dev, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return 0, fmt.Errorf("stat %s: %w", path, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFBLK {
+		return 0, fmt.Errorf("%s is not a block device", path)
+	}
+	return event.MakeDev(unix.Major(st.Rdev), unix.Minor(st.Rdev)), nil
+}
+
+// Pins implements Proc. It stats the /proc links (following them for the
+// device number only; nothing is opened) and reads the maps files.
+func (h Host) Pins(devs []event.Dev) ([]Pin, error) {
+	if len(devs) == 0 {
+		return nil, nil
+	}
+	want := make(map[event.Dev]bool, len(devs))
+	for _, d := range devs {
+		want[d] = true
+	}
+	procs, err := h.Processes()
+	if err != nil {
+		return nil, err
+	}
+	var pins []Pin
+	for _, p := range procs {
+		dir := filepath.Join(h.root(), strconv.Itoa(p.PID))
+		add := func(kind PinKind, dev event.Dev, path string) {
+			pins = append(pins, Pin{Process: p, Kind: kind, Dev: dev, Path: path})
+		}
+		for _, link := range []struct {
+			name string
+			kind PinKind
+		}{{"cwd", PinCwd}, {"root", PinRoot}} {
+			if dev, _, ok := statDev(dir + "/" + link.name); ok && want[dev] {
+				target, _ := os.Readlink(dir + "/" + link.name)
+				add(link.kind, dev, target)
+			}
+		}
+		fds, _ := os.ReadDir(dir + "/fd")
+		for _, fd := range fds {
+			p := dir + "/fd/" + fd.Name()
+			dev, rdev, ok := statDev(p)
+			if !ok {
+				continue
+			}
+			target, _ := os.Readlink(p)
+			if rdev != 0 && want[rdev] {
+				add(PinBlockFD, rdev, target)
+			} else if want[dev] {
+				add(PinFD, dev, target)
+			}
+		}
+		for _, m := range mapsOn(dir+"/maps", want) {
+			add(PinMap, m.dev, m.path)
+		}
+	}
+	return pins, nil
+}
+
+// statDev stats path (following the link) and returns its device and, for
+// a block device, the device it is.
+func statDev(path string) (dev, rdev event.Dev, ok bool) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return 0, 0, false
+	}
+	dev = event.MakeDev(unix.Major(st.Dev), unix.Minor(st.Dev))
+	if st.Mode&unix.S_IFMT == unix.S_IFBLK {
+		rdev = event.MakeDev(unix.Major(st.Rdev), unix.Minor(st.Rdev))
+	}
+	return dev, rdev, true
+}
+
+type mapping struct {
+	dev  event.Dev
+	path string
+}
+
+// mapsOn returns the file mappings of a maps file that are on wanted
+// devices, one per file. Its device field is "maj:min" in hex.
+func mapsOn(path string, want map[event.Dev]bool) []mapping {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []mapping
+	seen := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 6 || fields[4] == "0" {
+			continue
+		}
+		majmin := strings.SplitN(fields[3], ":", 2)
+		if len(majmin) != 2 {
+			continue
+		}
+		major, err1 := strconv.ParseUint(majmin[0], 16, 32)
+		minor, err2 := strconv.ParseUint(majmin[1], 16, 32)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		dev := event.MakeDev(uint32(major), uint32(minor))
+		file := strings.Join(fields[5:], " ")
+		if want[dev] && !seen[file] {
+			seen[file] = true
+			out = append(out, mapping{dev, file})
+		}
+	}
+	return out
+}
+

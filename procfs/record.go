@@ -1,0 +1,184 @@
+package procfs
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/moby/sys/mountinfo"
+
+	"github.com/mntleak/mntleak/event"
+)
+
+// Ops of a Record.
+const (
+	OpProcesses   = "processes"
+	OpMountinfo   = "mountinfo"
+	OpPins        = "pins"
+	OpBlockDevice = "blockdev"
+	OpHostNS      = "hostns"
+)
+
+// Record is one Proc answer as it is written into a recorded stream (the
+// "proc" member of a JSON line, next to the event lines).
+type Record struct {
+	Op        string            `json:"op"`
+	PID       int               `json:"pid,omitempty"`
+	Devs      []event.Dev       `json:"devs,omitempty"`
+	Path      string            `json:"path,omitempty"`
+	Processes []Process         `json:"processes,omitempty"`
+	Mounts    []*mountinfo.Info `json:"mounts,omitempty"`
+	Pins      []Pin             `json:"pins,omitempty"`
+	Dev       event.Dev         `json:"dev,omitempty"`
+	MntNS     uint32            `json:"mntns,omitempty"`
+	Err       string            `json:"error,omitempty"`
+}
+
+func (r *Record) key() string {
+	switch r.Op {
+	case OpMountinfo:
+		return r.Op + " " + strconv.Itoa(r.PID)
+	case OpBlockDevice:
+		return r.Op + " " + r.Path
+	case OpPins:
+		parts := make([]string, len(r.Devs))
+		for i, d := range r.Devs {
+			parts[i] = d.String()
+		}
+		return r.Op + " " + strings.Join(parts, ",")
+	}
+	return r.Op
+}
+
+func (r *Record) err() error {
+	if r.Err == "" {
+		return nil
+	}
+	return errors.New(r.Err)
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// Recorder passes every call to Proc and hands the answer to Write, in
+// call order, so a replay can give the correlator the same answers.
+type Recorder struct {
+	Proc  Proc
+	Write func(*Record)
+}
+
+// Processes implements Proc.
+func (r Recorder) Processes() ([]Process, error) {
+	procs, err := r.Proc.Processes()
+	r.Write(&Record{Op: OpProcesses, Processes: procs, Err: errString(err)})
+	return procs, err
+}
+
+// Mountinfo implements Proc.
+func (r Recorder) Mountinfo(pid int) ([]*mountinfo.Info, error) {
+	mounts, err := r.Proc.Mountinfo(pid)
+	r.Write(&Record{Op: OpMountinfo, PID: pid, Mounts: mounts, Err: errString(err)})
+	return mounts, err
+}
+
+// Pins implements Proc.
+func (r Recorder) Pins(devs []event.Dev) ([]Pin, error) {
+	pins, err := r.Proc.Pins(devs)
+	r.Write(&Record{Op: OpPins, Devs: devs, Pins: pins, Err: errString(err)})
+	return pins, err
+}
+
+// BlockDevice implements Proc.
+func (r Recorder) BlockDevice(path string) (event.Dev, error) {
+	dev, err := r.Proc.BlockDevice(path)
+	r.Write(&Record{Op: OpBlockDevice, Path: path, Dev: dev, Err: errString(err)})
+	return dev, err
+}
+
+// HostNS implements Proc.
+func (r Recorder) HostNS() (uint32, error) {
+	ns, err := r.Proc.HostNS()
+	r.Write(&Record{Op: OpHostNS, MntNS: ns, Err: errString(err)})
+	return ns, err
+}
+
+// Replay answers from recorded Records: each call takes the next unused
+// answer to the same question. A question that was never recorded gets an
+// error, which the correlator reports as missing evidence.
+type Replay struct {
+	mu     sync.Mutex
+	queues map[string][]*Record
+}
+
+// NewReplay returns an empty Replay.
+func NewReplay() *Replay { return &Replay{queues: map[string][]*Record{}} }
+
+// Add queues a recorded answer.
+func (r *Replay) Add(rec *Record) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := rec.key()
+	r.queues[k] = append(r.queues[k], rec)
+}
+
+func (r *Replay) next(k string) (*Record, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	q := r.queues[k]
+	if len(q) == 0 {
+		return nil, fmt.Errorf("replay: no recorded answer for %s", k)
+	}
+	r.queues[k] = q[1:]
+	return q[0], nil
+}
+
+// Processes implements Proc.
+func (r *Replay) Processes() ([]Process, error) {
+	rec, err := r.next(OpProcesses)
+	if err != nil {
+		return nil, err
+	}
+	return rec.Processes, rec.err()
+}
+
+// Mountinfo implements Proc.
+func (r *Replay) Mountinfo(pid int) ([]*mountinfo.Info, error) {
+	rec, err := r.next((&Record{Op: OpMountinfo, PID: pid}).key())
+	if err != nil {
+		return nil, err
+	}
+	return rec.Mounts, rec.err()
+}
+
+// Pins implements Proc.
+func (r *Replay) Pins(devs []event.Dev) ([]Pin, error) {
+	rec, err := r.next((&Record{Op: OpPins, Devs: devs}).key())
+	if err != nil {
+		return nil, err
+	}
+	return rec.Pins, rec.err()
+}
+
+// BlockDevice implements Proc.
+func (r *Replay) BlockDevice(path string) (event.Dev, error) {
+	rec, err := r.next((&Record{Op: OpBlockDevice, Path: path}).key())
+	if err != nil {
+		return 0, err
+	}
+	return rec.Dev, rec.err()
+}
+
+// HostNS implements Proc.
+func (r *Replay) HostNS() (uint32, error) {
+	rec, err := r.next(OpHostNS)
+	if err != nil {
+		return 0, err
+	}
+	return rec.MntNS, rec.err()
+}

@@ -1,0 +1,58 @@
+package procfs
+
+import (
+	"github.com/moby/sys/mountinfo"
+
+	"github.com/mntleak/mntleak/event"
+)
+
+// Proc is the correlator's view of /proc.
+type Proc interface {
+	// Processes lists every process (thread-group leaders).
+	Processes() ([]Process, error)
+	// Mountinfo returns the mount table of pid's mount namespace.
+	Mountinfo(pid int) ([]*mountinfo.Info, error)
+	// Pins lists the processes whose cwd, root, open files or mapped files
+	// are on one of devs, or that hold one of devs open as a block device.
+	// A copy of a mount detached by the kernel shows in no mountinfo, yet
+	// such a process still keeps its filesystem busy.
+	Pins(devs []event.Dev) ([]Pin, error)
+	// BlockDevice returns the device number of the block device at path
+	// (as seen from mntleak's own namespace).
+	BlockDevice(path string) (event.Dev, error)
+	// HostNS returns the host's mount namespace: pid 1's, or mntleak's own
+	// when pid 1 cannot be read.
+	HostNS() (uint32, error)
+}
+
+// Process is one process, identified by PID and StartTime together: a pid
+// is reused, a (pid, start time) pair is not.
+type Process struct {
+	PID       int    `json:"pid"`
+	PPID      int    `json:"ppid"`
+	StartTime uint64 `json:"start_time"` // clock ticks after boot (stat field 22)
+	Comm      string `json:"comm"`
+	Cmdline   string `json:"cmdline,omitempty"` // arguments joined by spaces, capped
+	MntNS     uint32 `json:"mntns"`
+	Cgroup    string `json:"cgroup,omitempty"` // the most specific cgroup path
+}
+
+// PinKind says how a process pins a filesystem.
+type PinKind string
+
+// Ways a process pins a filesystem.
+const (
+	PinCwd     PinKind = "cwd"
+	PinRoot    PinKind = "root"
+	PinFD      PinKind = "fd"
+	PinMap     PinKind = "map"
+	PinBlockFD PinKind = "blockdev-fd" // the device itself is open
+)
+
+// Pin is one process holding one of the devices asked about.
+type Pin struct {
+	Process
+	Kind PinKind   `json:"pin"`
+	Dev  event.Dev `json:"dev"`
+	Path string    `json:"path,omitempty"` // as /proc shows it (may say "(deleted)")
+}

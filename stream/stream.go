@@ -1,0 +1,101 @@
+// Package stream reads and writes mntleak's recorded streams: JSON lines
+// that are either an event (as `mntleak trace` prints them) or a /proc
+// answer the correlator used ({"proc": {...}}). A replay of the stream gives
+// the correlator the same events and the same answers, so it reaches the
+// same findings.
+package stream
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/procfs"
+)
+
+// Item is one line of a stream: exactly one of Event and Proc is set.
+type Item struct {
+	Line  int
+	Event *event.Event
+	Proc  *procfs.Record
+}
+
+// ProcLine is the JSON form of a /proc answer line.
+type ProcLine struct {
+	Proc *procfs.Record `json:"proc"`
+}
+
+// MaxLine bounds one line (a full process list of a large node fits).
+const MaxLine = 64 << 20
+
+// Read calls fn for every line of r in order. name prefixes errors, which
+// read "name:line: reason".
+func Read(r io.Reader, name string, fn func(Item) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), MaxLine)
+	line := 0
+	for sc.Scan() {
+		line++
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		item, err := parse(b)
+		if err != nil {
+			return fmt.Errorf("%s:%d: %w", name, line, err)
+		}
+		item.Line = line
+		if err := fn(item); err != nil {
+			return fmt.Errorf("%s:%d: %w", name, line, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return fmt.Errorf("%s:%d: line longer than %d bytes", name, line+1, MaxLine)
+		}
+		return fmt.Errorf("%s:%d: %w", name, line+1, err)
+	}
+	return nil
+}
+
+func parse(b []byte) (Item, error) {
+	if b[0] != '{' {
+		return Item{}, errors.New("not a JSON object")
+	}
+	var probe struct {
+		Proc json.RawMessage `json:"proc"`
+		Kind *string         `json:"kind"`
+	}
+	if err := json.Unmarshal(b, &probe); err != nil {
+		return Item{}, fmt.Errorf("invalid JSON: %w", err)
+	}
+	switch {
+	case probe.Proc != nil:
+		var pl ProcLine
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&pl); err != nil {
+			return Item{}, fmt.Errorf("invalid proc record: %w", err)
+		}
+		if pl.Proc == nil {
+			return Item{}, errors.New("empty proc record")
+		}
+		switch pl.Proc.Op {
+		case procfs.OpProcesses, procfs.OpMountinfo, procfs.OpPins, procfs.OpBlockDevice, procfs.OpHostNS:
+		default:
+			return Item{}, fmt.Errorf("proc record with unknown op %q", pl.Proc.Op)
+		}
+		return Item{Proc: pl.Proc}, nil
+	case probe.Kind != nil:
+		var ev event.Event
+		if err := json.Unmarshal(b, &ev); err != nil {
+			return Item{}, fmt.Errorf("invalid event: %w", err)
+		}
+		return Item{Event: &ev}, nil
+	}
+	return Item{}, errors.New(`neither an event (no "kind") nor a proc record`)
+}
