@@ -38,7 +38,9 @@ func (c *Correlator) group(a *analysis, matches []match) [][]judged {
 			continue
 		}
 		g := groups[i]
-		if causeRank[j.v.cause] < causeRank[g[0].v.cause] {
+		better := causeRank[j.v.cause] < causeRank[g[0].v.cause] ||
+			causeRank[j.v.cause] == causeRank[g[0].v.cause] && j.m.where == a.id.path && g[0].m.where != a.id.path
+		if better {
 			g = append([]judged{j}, g...)
 		} else {
 			g = append(g, j)
@@ -60,8 +62,12 @@ func (c *Correlator) finding(kind FindingKind, ev *event.Event, obj Object, a *a
 		v = groups[0][0].v
 		for _, g := range groups {
 			h := c.holderOf(g[0].m, a.pins)
+			seen := map[string]bool{h.Where: true}
 			for _, j := range g[1:] {
-				h.Also = append(h.Also, j.m.where)
+				if !seen[j.m.where] { // stacked mounts repeat a mount point
+					seen[j.m.where] = true
+					h.Also = append(h.Also, j.m.where)
+				}
 			}
 			f.Holders = append(f.Holders, h)
 		}
@@ -82,6 +88,10 @@ func (c *Correlator) finding(kind FindingKind, ev *event.Event, obj Object, a *a
 		v = c.pinnedOnly(a, a.pins[pinOnly[0]], pinOnly[0])
 	}
 	f.Cause, f.Summary, f.Fix, f.Inferred, f.Missing = v.cause, v.summary, v.fix, v.inferred, v.missing
+	if len(groups) > 0 && groups[0][0].m.detached {
+		f.Summary += "; the copy was then detached when " + ev.Target + " was unlinked (this kernel detaches copies in other " +
+			"namespaces on unlink/rmdir; RHEL 7 with fs.may_detach_mounts=0 fails that unlinkat with EBUSY)"
+	}
 	f.Evidence = append([]Evidence{eventEvidence(ev, "the call: "+eventSummary(ev)+" = "+retText(ev))}, v.evidence...)
 	return f
 }

@@ -21,6 +21,11 @@ type Options struct {
 	Retention time.Duration
 	// MaxHistory bounds the mount-family events kept as evidence. Default 16384.
 	MaxHistory int
+	// SettleDelay: a namespace's mount table is re-read once its mount
+	// activity has been quiet this long (in event time), so the ledger
+	// knows its copies before an unmount elsewhere, and before the kernel
+	// detaches them (unlink of the mountpoint). Default 100ms.
+	SettleDelay time.Duration
 }
 
 func (o *Options) defaults() {
@@ -35,6 +40,9 @@ func (o *Options) defaults() {
 	}
 	if o.MaxHistory == 0 {
 		o.MaxHistory = 16384
+	}
+	if o.SettleDelay == 0 {
+		o.SettleDelay = 100 * time.Millisecond
 	}
 }
 
@@ -100,7 +108,10 @@ func (c *Correlator) Start() error {
 func (c *Correlator) readTable(n *Namespace) error {
 	var last error = errors.New("no process in " + nsName(n.Ino))
 	for _, m := range n.Members() {
-		mounts, err := c.proc.Mountinfo(m.PID)
+		ns, mounts, err := c.proc.Mountinfo(m.PID)
+		if err == nil && ns != n.Ino {
+			err = fmt.Errorf("pid %d is in %s now", m.PID, nsName(ns)) // reused, or moved by setns
+		}
 		if err != nil {
 			last = err
 			continue
@@ -111,10 +122,14 @@ func (c *Correlator) readTable(n *Namespace) error {
 	return last
 }
 
-// refresh re-reads the process list and every stale mount table, as a
-// failure or a leak check needs the present state. It returns what could
-// not be read.
+// refresh re-reads the process list and every stale mount table (or, with
+// force, every table only selects), as a failure or a leak check needs the
+// present state. It returns what could not be read.
 func (c *Correlator) refresh(only func(*Namespace) bool) []string {
+	return c.refreshTables(only, false)
+}
+
+func (c *Correlator) refreshTables(only func(*Namespace) bool, force bool) []string {
 	procs, err := c.proc.Processes()
 	if err != nil {
 		return []string{"process list: " + err.Error()}
@@ -122,7 +137,7 @@ func (c *Correlator) refresh(only func(*Namespace) bool) []string {
 	c.reconcile(procs)
 	var missing []string
 	for _, n := range c.lineage.Live() {
-		if c.ledger.Fresh(n.Ino) || (only != nil && !only(n)) {
+		if (c.ledger.Fresh(n.Ino) && !force) || (only != nil && !only(n)) {
 			continue
 		}
 		if err := c.readTable(n); err != nil {
@@ -173,14 +188,28 @@ func (c *Correlator) Handle(ev *event.Event) {
 	case event.KindMount, event.KindUmount, event.KindPivotRoot, event.KindOpenTree,
 		event.KindMoveMount, event.KindFsmount, event.KindMountSetattr:
 		if ev.Kind == event.KindUmount && ev.Ret == 0 {
-			// Before the change is recorded: the caller's table still
-			// shows what was unmounted.
-			c.checkLeak(ev)
+			c.checkLeak(ev) // records ev once it has read what was unmounted
+		} else {
+			c.ledger.Record(ev)
 		}
-		c.ledger.Record(ev)
+		if ev.Ret >= 0 {
+			c.ledger.MarkDirty(ev.MntNS, ev.Time)
+		}
 	}
 	if isTrigger(ev) {
 		c.failure(ev)
+	}
+	c.settle()
+}
+
+// settle re-reads the tables of namespaces whose mount activity has been
+// quiet for SettleDelay. Driven by event time, it happens at the same point
+// of the stream live and in a replay.
+func (c *Correlator) settle() {
+	for _, ns := range c.ledger.Settled(c.now, c.opts.SettleDelay) {
+		if n := c.lineage.Get(ns); n != nil && !c.ledger.Fresh(ns) {
+			_ = c.readTable(n)
+		}
 	}
 }
 
@@ -194,6 +223,7 @@ func (c *Correlator) created(ino, parent uint32, origin Origin, actor Member, ev
 	if p := c.lineage.Get(parent); p != nil && !c.ledger.Fresh(parent) {
 		_ = c.readTable(p)
 	}
+	c.ledger.MarkDirty(ino, ev.Time)
 }
 
 func memberOf(ev *event.Event) Member {

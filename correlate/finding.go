@@ -79,6 +79,9 @@ type Holder struct {
 	// Exited is when the namespace's last member left, for a holder that
 	// was gone a moment before the failure.
 	Exited time.Time `json:"exited,omitempty"`
+	// Detached is set when the copy was there before the unmount and the
+	// kernel has detached it since (unlink or rmdir of the mountpoint).
+	Detached bool `json:"detached,omitempty"`
 	// Created is when the namespace was created (zero: predates tracing).
 	Created time.Time `json:"created,omitempty"`
 }
@@ -212,6 +215,9 @@ func (h *Holder) text() string {
 	}
 	if h.Propagation != "" {
 		b.WriteString(" (" + h.Propagation + ")")
+	}
+	if h.Detached {
+		b.WriteString(", detached by the kernel since")
 	}
 	if !h.Exited.IsZero() {
 		b.WriteString(", whose last process left at " + clock(h.Exited))

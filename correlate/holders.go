@@ -42,12 +42,13 @@ func identityOf(m *mountinfo.Info, path string) identity {
 
 // match is one place an object was found.
 type match struct {
-	ns     *Namespace
-	table  *Table
-	mount  *mountinfo.Info // nil for a pin-only holder
-	where  string
-	self   bool
-	exited time.Time
+	ns       *Namespace
+	table    *Table
+	mount    *mountinfo.Info // nil for a pin-only holder
+	where    string
+	self     bool
+	exited   time.Time
+	detached bool // seen before the unmount, detached by the kernel since
 }
 
 // translate returns where a path p of the caller's namespace (whose table
@@ -188,10 +189,13 @@ func pinRefs(pins []procfs.Pin) map[uint32][]PinRef {
 
 // holderOf renders a match as a Holder, with the namespace's processes.
 func (c *Correlator) holderOf(m match, pins map[uint32][]PinRef) Holder {
-	h := Holder{MntNS: m.ns.Ino, Self: m.self, Where: m.where, Exited: m.exited, Created: m.ns.Created, Pins: pins[m.ns.Ino]}
+	h := Holder{MntNS: m.ns.Ino, Self: m.self, Where: m.where, Exited: m.exited, Created: m.ns.Created, Pins: pins[m.ns.Ino], Detached: m.detached}
 	if m.mount != nil {
 		h.MountID = m.mount.ID
 		h.Propagation = Propagation(m.mount)
+	}
+	if m.self {
+		return h // the caller's namespace may be the host's: its pins say who matters
 	}
 	members := m.ns.Members()
 	if m.ns.Dead {

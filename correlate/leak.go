@@ -8,9 +8,12 @@ import (
 )
 
 // checkLeak runs on a successful unmount: if a namespace that copied the
-// object still has it, the leak has just formed.
+// object still has it, the leak has just formed. It reads what was
+// unmounted from the caller's table, then records the event, which makes
+// every table stale: the copies are judged on tables read after it.
 func (c *Correlator) checkLeak(ev *event.Event) {
 	callerTable := c.ledger.Table(ev.MntNS)
+	c.ledger.Record(ev)
 	if callerTable == nil {
 		return
 	}
@@ -38,6 +41,12 @@ func (c *Correlator) checkLeak(ev *event.Event) {
 	if !any {
 		return
 	}
+	before := map[uint32]*Table{}
+	for _, n := range c.lineage.Live() {
+		if t := c.ledger.Table(n.Ino); t != nil && candidate(n) {
+			before[n.Ino] = t
+		}
+	}
 	missing := c.refresh(candidate)
 	var matches []match
 	for _, mt := range c.search(id, ev.MntNS, 0) {
@@ -45,6 +54,7 @@ func (c *Correlator) checkLeak(ev *event.Event) {
 			matches = append(matches, mt)
 		}
 	}
+	matches = append(matches, c.detachedCopies(id, ev, before, matches)...)
 	if len(matches) == 0 {
 		return
 	}
@@ -60,6 +70,39 @@ func (c *Correlator) checkLeak(ev *event.Event) {
 		c.leaks = c.leaks[len(c.leaks)-maxLeaks:]
 	}
 	c.emit(f)
+}
+
+// detachedCopies finds private copies the tables read before the unmount
+// showed and the fresh ones do not. A private copy cannot have followed the
+// unmount, and its namespace did not unmount it: the kernel detached it, as
+// it does on unlink or rmdir of the mountpoint (containerd unlinks a netns
+// right after its lazy unmount, docker removes `merged`). The leak formed
+// all the same; on RHEL 7 kernels that unlink fails with EBUSY instead.
+func (c *Correlator) detachedCopies(id identity, ev *event.Event, before map[uint32]*Table, found []match) []match {
+	callerTable := c.ledger.Table(ev.MntNS)
+	var out []match
+	for _, n := range c.lineage.Live() {
+		t := before[n.Ino]
+		if t == nil || hasMatchIn(found, n.Ino) || c.ledger.Table(n.Ino) == t {
+			continue // no earlier table, still there, or not re-read
+		}
+		for _, m := range outermost(t, findIn(t, id, callerTable)) {
+			if IsPrivate(m) && !c.unmountedIn(n.Ino, m.Mountpoint, t.ReadAt) {
+				out = append(out, match{ns: n, table: t, mount: m, where: m.Mountpoint, detached: true})
+			}
+		}
+	}
+	return out
+}
+
+// unmountedIn reports whether ns itself unmounted path after t.
+func (c *Correlator) unmountedIn(ns uint32, path string, t time.Time) bool {
+	for _, ev := range c.ledger.History() {
+		if ev.Kind == event.KindUmount && ev.MntNS == ns && ev.Ret == 0 && ev.Target == path && !ev.Time.Before(t) {
+			return true
+		}
+	}
+	return false
 }
 
 // leakFor returns the latest leak finding on the same object held by one
@@ -92,7 +135,9 @@ func (c *Correlator) staleBind(ev *event.Event) {
 	if src == "" {
 		return
 	}
-	missing := c.refresh(func(n *Namespace) bool { return n.Ino == ev.MntNS })
+	// Forced: deleting the bind's source changes mountinfo (//deleted)
+	// without any mount event.
+	missing := c.refreshTables(func(n *Namespace) bool { return n.Ino == ev.MntNS }, true)
 	t := c.ledger.Table(ev.MntNS)
 	if t == nil {
 		return

@@ -2,6 +2,7 @@ package correlate
 
 import (
 	"path"
+	"sort"
 	"strings"
 	"time"
 
@@ -143,11 +144,12 @@ type Ledger struct {
 	seq     uint64            // bumped by every mount-changing event
 	history []*event.Event
 	maxHist int
+	dirty   map[uint32]time.Time // namespace -> its last mount activity
 }
 
 // NewLedger returns a ledger keeping up to maxHistory events.
 func NewLedger(maxHistory int) *Ledger {
-	return &Ledger{tables: map[uint32]*Table{}, last: map[uint32]*Table{}, maxHist: maxHistory}
+	return &Ledger{tables: map[uint32]*Table{}, last: map[uint32]*Table{}, maxHist: maxHistory, dirty: map[uint32]time.Time{}}
 }
 
 // Table returns the last table read for a namespace, or nil.
@@ -187,6 +189,25 @@ func (l *Ledger) Record(ev *event.Event) {
 		// Drop the oldest quarter at once so trimming is amortised.
 		l.history = append([]*event.Event(nil), l.history[len(l.history)-l.maxHist*3/4:]...)
 	}
+}
+
+// MarkDirty notes mount activity in a namespace at t.
+func (l *Ledger) MarkDirty(ns uint32, t time.Time) { l.dirty[ns] = t }
+
+// Settled returns, in order, the namespaces whose last mount activity is
+// at least delay before now, and forgets them.
+func (l *Ledger) Settled(now time.Time, delay time.Duration) []uint32 {
+	var out []uint32
+	for ns, t := range l.dirty {
+		if now.Sub(t) >= delay {
+			out = append(out, ns)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	for _, ns := range out {
+		delete(l.dirty, ns)
+	}
+	return out
 }
 
 // History returns the recorded events, oldest first.

@@ -29,8 +29,6 @@ func (h Host) root() string {
 	return h.Root
 }
 
-const cmdlineCap = 256
-
 // Processes implements Proc. Processes that exit while being read are
 // skipped: the list is a snapshot of the ones that could be read.
 func (h Host) Processes() ([]Process, error) {
@@ -69,12 +67,6 @@ func (h Host) process(pid int) (Process, error) {
 	}
 	if p.MntNS, err = ParseNSLink(link); err != nil {
 		return p, err
-	}
-	if b, err := os.ReadFile(dir + "/cmdline"); err == nil {
-		if len(b) > cmdlineCap {
-			b = b[:cmdlineCap]
-		}
-		p.Cmdline = strings.TrimSpace(string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
 	}
 	if b, err := os.ReadFile(dir + "/cgroup"); err == nil {
 		p.Cgroup = pickCgroup(string(b))
@@ -162,19 +154,36 @@ func pickCgroup(s string) string {
 	return first
 }
 
-// Mountinfo implements Proc.
-func (h Host) Mountinfo(pid int) ([]*mountinfo.Info, error) {
-	path := filepath.Join(h.root(), strconv.Itoa(pid), "mountinfo")
-	f, err := os.Open(path)
+// Mountinfo implements Proc. The namespace link is read before and after
+// the table: if the process changed namespace (setns) or its pid was reused
+// in between, the answer is an error rather than a mislabelled table.
+func (h Host) Mountinfo(pid int) (uint32, []*mountinfo.Info, error) {
+	dir := filepath.Join(h.root(), strconv.Itoa(pid))
+	ns, err := h.nsOf(dir)
 	if err != nil {
-		return nil, err
+		return 0, nil, err
+	}
+	f, err := os.Open(dir + "/mountinfo")
+	if err != nil {
+		return 0, nil, err
 	}
 	defer f.Close()
 	mounts, err := mountinfo.GetMountsFromReader(f, nil)
 	if err != nil {
-		return nil, fmt.Errorf("parse %s: %w", path, err)
+		return 0, nil, fmt.Errorf("parse %s/mountinfo: %w", dir, err)
 	}
-	return mounts, nil
+	if after, err := h.nsOf(dir); err != nil || after != ns {
+		return 0, nil, fmt.Errorf("%s changed mount namespace while being read", dir)
+	}
+	return ns, mounts, nil
+}
+
+func (h Host) nsOf(dir string) (uint32, error) {
+	link, err := os.Readlink(dir + "/ns/mnt")
+	if err != nil {
+		return 0, err
+	}
+	return ParseNSLink(link)
 }
 
 // HostNS implements Proc.
@@ -303,4 +312,3 @@ func mapsOn(path string, want map[event.Dev]bool) []mapping {
 	}
 	return out
 }
-

@@ -81,10 +81,10 @@ func (r Recorder) Processes() ([]Process, error) {
 }
 
 // Mountinfo implements Proc.
-func (r Recorder) Mountinfo(pid int) ([]*mountinfo.Info, error) {
-	mounts, err := r.Proc.Mountinfo(pid)
-	r.Write(&Record{Op: OpMountinfo, PID: pid, Mounts: mounts, Err: errString(err)})
-	return mounts, err
+func (r Recorder) Mountinfo(pid int) (uint32, []*mountinfo.Info, error) {
+	ns, mounts, err := r.Proc.Mountinfo(pid)
+	r.Write(&Record{Op: OpMountinfo, PID: pid, MntNS: ns, Mounts: mounts, Err: errString(err)})
+	return ns, mounts, err
 }
 
 // Pins implements Proc.
@@ -148,12 +148,12 @@ func (r *Replay) Processes() ([]Process, error) {
 }
 
 // Mountinfo implements Proc.
-func (r *Replay) Mountinfo(pid int) ([]*mountinfo.Info, error) {
+func (r *Replay) Mountinfo(pid int) (uint32, []*mountinfo.Info, error) {
 	rec, err := r.next((&Record{Op: OpMountinfo, PID: pid}).key())
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
-	return rec.Mounts, rec.err()
+	return rec.MntNS, rec.Mounts, rec.err()
 }
 
 // Pins implements Proc.

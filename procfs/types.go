@@ -10,8 +10,10 @@ import (
 type Proc interface {
 	// Processes lists every process (thread-group leaders).
 	Processes() ([]Process, error)
-	// Mountinfo returns the mount table of pid's mount namespace.
-	Mountinfo(pid int) ([]*mountinfo.Info, error)
+	// Mountinfo returns the mount table of pid's mount namespace, and that
+	// namespace, so a caller holding a stale pid (reused by a process
+	// elsewhere) can tell the table is not the one it wanted.
+	Mountinfo(pid int) (uint32, []*mountinfo.Info, error)
 	// Pins lists the processes whose cwd, root, open files or mapped files
 	// are on one of devs, or that hold one of devs open as a block device.
 	// A copy of a mount detached by the kernel shows in no mountinfo, yet
@@ -32,7 +34,6 @@ type Process struct {
 	PPID      int    `json:"ppid"`
 	StartTime uint64 `json:"start_time"` // clock ticks after boot (stat field 22)
 	Comm      string `json:"comm"`
-	Cmdline   string `json:"cmdline,omitempty"` // arguments joined by spaces, capped
 	MntNS     uint32 `json:"mntns"`
 	Cgroup    string `json:"cgroup,omitempty"` // the most specific cgroup path
 }

@@ -73,4 +73,3 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	}
 	return exitOK
 }
-
