@@ -92,7 +92,7 @@ func (c *Correlator) privateTmp(a *analysis, m match) (verdict, bool) {
 	v.evidence = append(v.evidence, factEvidence(nsName(m.ns.Ino)+" binds /tmp from "+tmp.Root+" (PrivateTmp=yes of "+unit+")"))
 	created := "before tracing began"
 	if m.ns.Event != nil {
-		v.evidence = append(v.evidence, eventEvidence(m.ns.Event, "namespace created: "+eventSummary(m.ns.Event)))
+		v.evidence = append(v.evidence, creationEvidence(m.ns, "namespace created: "))
 		created = "by " + procName(m.ns.Creator.Comm, m.ns.Creator.PID) + " at " + clock(m.ns.Created)
 	}
 	order := ""

@@ -28,11 +28,11 @@ func (c *Correlator) mountflagsRestart(a *analysis, m match) (verdict, bool) {
 	v := verdict{cause: CauseMountflagsRestart, inferred: old.Event == nil}
 	first := "an earlier " + daemon + " made " + nsName(old.Ino) + " before tracing began"
 	if old.Event != nil {
-		v.evidence = append(v.evidence, eventEvidence(old.Event, "first generation: "+eventSummary(old.Event)))
+		v.evidence = append(v.evidence, creationEvidence(old, "first generation: "))
 		first = "the first " + procName(old.Creator.Comm, old.Creator.PID) + " made " + nsName(old.Ino) + " at " + clock(old.Created)
 	}
 	if cur.Event != nil {
-		v.evidence = append(v.evidence, eventEvidence(cur.Event, "after the restart: "+eventSummary(cur.Event)))
+		v.evidence = append(v.evidence, creationEvidence(cur, "after the restart: "))
 	}
 	rootProp := RootPropagation(m.table)
 	v.evidence = append(v.evidence, factEvidence(nsName(old.Ino)+" root propagation: "+rootProp), factEvidence(mountFact(old.Ino, m.mount)))
@@ -93,7 +93,7 @@ func (c *Correlator) privateParent(a *analysis, m match) (verdict, bool) {
 	v.evidence = append(v.evidence, eventEvidence(made, "parent made private: "+eventSummary(made)))
 	copied := "before tracing began"
 	if m.ns.Event != nil {
-		v.evidence = append(v.evidence, eventEvidence(m.ns.Event, "copy taken: "+eventSummary(m.ns.Event)))
+		v.evidence = append(v.evidence, creationEvidence(m.ns, "copy taken: "))
 		copied = "at " + clock(m.ns.Created) + " by " + procName(m.ns.Creator.Comm, m.ns.Creator.PID)
 	}
 	v.evidence = append(v.evidence, factEvidence(mountFact(m.ns.Ino, parent)), factEvidence(mountFact(m.ns.Ino, m.mount)))
@@ -117,7 +117,7 @@ func (c *Correlator) unshareOrUnknown(a *analysis, m match) verdict {
 			cause: CauseUnshare,
 			summary: nsName(n.Ino) + " was created by " + procName(n.Creator.Comm, n.Creator.PID) + " (" + how + ") at " + clock(n.Created) +
 				" from " + c.label(n.Parent) + " and keeps its own copy (" + prop + " root)" + c.stayed(a),
-			evidence: []Evidence{eventEvidence(n.Event, "namespace created: "+eventSummary(n.Event)), factEvidence(mountFact(n.Ino, m.mount))},
+			evidence: []Evidence{creationEvidence(n, "namespace created: "), factEvidence(mountFact(n.Ino, m.mount))},
 			fix: "stop or restart " + procName(n.Creator.Comm, n.Creator.PID) + " and the processes in " + nsName(n.Ino) +
 				"; create such namespaces with slave propagation (unshare --propagation slave) so unmounts reach them",
 		}

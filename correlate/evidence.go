@@ -17,6 +17,21 @@ func eventEvidence(ev *event.Event, what string) Evidence {
 	return Evidence{Time: ev.Time, What: what, Event: eventRef(ev)}
 }
 
+// creationEvidence is a namespace's creation event, naming its creator by
+// what it ran as: the unshare is made by "unshare" or systemd's "(dockerd)"
+// before the exec that makes it dockerd.
+func creationEvidence(n *Namespace, label string) Evidence {
+	ev := *n.Event
+	if n.Creator.Comm != "" && n.Creator.PID == int(ev.PID) && n.Creator.Comm != ev.Comm {
+		ev.Comm = n.Creator.Comm
+	}
+	e := eventEvidence(&ev, label+eventSummary(&ev))
+	if ev.Comm != n.Event.Comm {
+		e.Event.CommAtEvent = n.Event.Comm
+	}
+	return e
+}
+
 func factEvidence(what string) Evidence { return Evidence{What: what} }
 
 // eventSummary is an event in a few words, for evidence and summaries.

@@ -78,12 +78,12 @@ type Holder struct {
 	Pins        []PinRef  `json:"pins,omitempty"`
 	// Exited is when the namespace's last member left, for a holder that
 	// was gone a moment before the failure.
-	Exited time.Time `json:"exited,omitempty"`
+	Exited time.Time `json:"exited,omitzero"`
 	// Detached is set when the copy was there before the unmount and the
 	// kernel has detached it since (unlink or rmdir of the mountpoint).
 	Detached bool `json:"detached,omitempty"`
 	// Created is when the namespace was created (zero: predates tracing).
-	Created time.Time `json:"created,omitempty"`
+	Created time.Time `json:"created,omitzero"`
 }
 
 // ProcRef names a process.
@@ -106,7 +106,7 @@ type PinRef struct {
 
 // Evidence is one fact the verdict used: an event, or a mountinfo fact.
 type Evidence struct {
-	Time time.Time `json:"time,omitempty"`
+	Time time.Time `json:"time,omitzero"`
 	What string    `json:"what"`
 	// Event is the recorded event, when the evidence is one.
 	Event *EventRef `json:"event,omitempty"`
@@ -120,6 +120,9 @@ type EventRef struct {
 	Comm    string `json:"comm"`
 	MntNS   uint32 `json:"mntns"`
 	Summary string `json:"summary"`
+	// CommAtEvent is the comm the event carried when it differs from the
+	// name the process is known by (it exec'd after the event).
+	CommAtEvent string `json:"comm_at_event,omitempty"`
 }
 
 // LeakRef points from a failure back to the leak finding on its object.

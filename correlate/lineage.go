@@ -25,8 +25,8 @@ type Member struct {
 	StartTime uint64    `json:"start_time,omitempty"`
 	Comm      string    `json:"comm"`
 	Cgroup    string    `json:"cgroup,omitempty"`
-	Joined    time.Time `json:"joined,omitempty"` // zero: already there when seen
-	Left      time.Time `json:"left,omitempty"`
+	Joined    time.Time `json:"joined,omitzero"` // zero: already there when seen
+	Left      time.Time `json:"left,omitzero"`
 }
 
 func (m *Member) ref() ProcRef {

@@ -1,0 +1,182 @@
+package correlate_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mntleak/mntleak/correlate"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/scenarios/*/findings.golden from the recorded streams")
+
+// expectation is what one finding of a scenario must say, whatever the
+// golden file holds: -update cannot bless a wrong verdict.
+type expectation struct {
+	kind       correlate.FindingKind
+	cause      correlate.Cause
+	syscall    string // of the call
+	errno      string
+	holderComm string // a process named among the holders (processes or pins)
+	actor      string // comm of an event in the evidence (the leaking bind, the unshare...)
+	linked     bool   // a failure that links back to the leak finding
+	detached   bool   // the primary copy was detached by the kernel since
+	exited     bool   // a holder whose last process had left
+}
+
+var scenarios = map[string][]expectation{
+	"seed000-netns-rbind": {
+		{kind: correlate.KindLeak, cause: correlate.CauseRprivateBind, syscall: "umount2", holderComm: "sleeping", actor: "runc", detached: true},
+	},
+	"seed001-mountflags-restart": {
+		{kind: correlate.KindFailure, cause: correlate.CauseMountflagsRestart, syscall: "umount2", errno: "EINVAL", holderComm: "containerd-shim", actor: "dockerd"},
+	},
+	"seed002-node-exporter": {
+		{kind: correlate.KindLeak, cause: correlate.CauseRprivateBind, syscall: "umount2", holderComm: "node_exporter", actor: "runc"},
+		{kind: correlate.KindFailure, cause: correlate.CauseRprivateBind, syscall: "openat", errno: "EBUSY", holderComm: "node_exporter", actor: "runc", linked: true},
+	},
+	"seed003-subpath-configmap": {
+		{kind: correlate.KindFailure, cause: correlate.CauseStaleBind, syscall: "mount", errno: "ENOENT", actor: "kubelet"},
+	},
+	"seed004-privatetmp": {
+		{kind: correlate.KindLeak, cause: correlate.CausePrivateTmp, syscall: "umount2", holderComm: "ntpd", actor: "ntpd"},
+		{kind: correlate.KindLeak, cause: correlate.CausePrivateTmp, syscall: "umount2", holderComm: "ntpd", actor: "ntpd"},
+		{kind: correlate.KindFailure, cause: correlate.CausePrivateTmp, syscall: "openat", errno: "EBUSY", holderComm: "ntpd", linked: true},
+	},
+	"shared-propagation": {
+		{kind: correlate.KindFailure, cause: correlate.CauseSharedPropagation, syscall: "rmdir", errno: "EBUSY", actor: "csi-driver"},
+	},
+	"busy-copy": {
+		{kind: correlate.KindFailure, cause: correlate.CauseBusyCopy, syscall: "umount2", errno: "EBUSY", holderComm: "worker"},
+	},
+	"in-use": {
+		{kind: correlate.KindFailure, cause: correlate.CauseInUse, syscall: "umount2", errno: "EBUSY", holderComm: "app"},
+	},
+	"pid-reuse": {
+		{kind: correlate.KindLeak, cause: correlate.CauseUnshare, syscall: "umount2", holderComm: "keeper"},
+		{kind: correlate.KindFailure, cause: correlate.CauseUnshare, syscall: "openat", errno: "EBUSY", holderComm: "keeper", linked: true},
+	},
+	"holder-exited": {
+		{kind: correlate.KindLeak, cause: correlate.CauseUnshare, syscall: "umount2", holderComm: "holder"},
+		{kind: correlate.KindFailure, cause: correlate.CauseUnshare, syscall: "openat", errno: "EBUSY", holderComm: "reader", exited: true, linked: true},
+	},
+	// Negatives: twenty containers started and removed, no finding at all.
+	"day-in-the-life": nil,
+}
+
+func TestGolden(t *testing.T) {
+	dirs, _ := filepath.Glob("../testdata/scenarios/*/stream.jsonl")
+	if len(dirs) != len(scenarios) {
+		t.Errorf("%d recorded streams, %d scenarios with expectations", len(dirs), len(scenarios))
+	}
+	for name, want := range scenarios {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join("../testdata/scenarios", name)
+			f, err := os.Open(filepath.Join(dir, "stream.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			var got []*correlate.Finding
+			if err := correlate.Replay(f, name, func(fd *correlate.Finding) { got = append(got, fd) }); err != nil {
+				t.Fatal(err)
+			}
+			checkExpectations(t, got, want)
+
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false)
+			for _, fd := range got {
+				if err := enc.Encode(fd); err != nil {
+					t.Fatal(err)
+				}
+				buf.WriteString(fd.Line() + "\n\n")
+			}
+			golden := filepath.Join(dir, "findings.golden")
+			if *update {
+				if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			old, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./correlate -run TestGolden -update)", err)
+			}
+			if !bytes.Equal(old, buf.Bytes()) {
+				t.Errorf("findings differ from %s (go test ./correlate -run TestGolden -update to accept):\n%s", golden, buf.String())
+			}
+		})
+	}
+}
+
+func checkExpectations(t *testing.T, got []*correlate.Finding, want []expectation) {
+	t.Helper()
+	if len(got) != len(want) {
+		for _, f := range got {
+			t.Log(f.Line())
+		}
+		t.Fatalf("%d findings, want %d", len(got), len(want))
+	}
+	for i, w := range want {
+		f := got[i]
+		if f.Kind != w.kind || f.Cause != w.cause || f.Call.Syscall != w.syscall || f.Call.Errno != w.errno {
+			t.Errorf("finding %d: %s %s %s %s, want %s %s %s %s\n%s", i, f.Kind, f.Cause, f.Call.Syscall, f.Call.Errno,
+				w.kind, w.cause, w.syscall, w.errno, f.Line())
+		}
+		if w.holderComm != "" && !holderNamed(f, w.holderComm) {
+			t.Errorf("finding %d names no holder %q: %s", i, w.holderComm, f.Line())
+		}
+		if w.actor != "" && !actorNamed(f, w.actor) {
+			t.Errorf("finding %d has no evidence event by %q: %+v", i, w.actor, f.Evidence)
+		}
+		if (f.Leak != nil) != w.linked {
+			t.Errorf("finding %d: linked to a leak = %v, want %v", i, f.Leak != nil, w.linked)
+		}
+		if len(f.Holders) > 0 && f.Holders[0].Detached != w.detached {
+			t.Errorf("finding %d: detached = %v, want %v", i, f.Holders[0].Detached, w.detached)
+		}
+		exited := false
+		for _, h := range f.Holders {
+			exited = exited || !h.Exited.IsZero()
+		}
+		if exited != w.exited {
+			t.Errorf("finding %d: an exited holder = %v, want %v", i, exited, w.exited)
+		}
+		if f.Fix == "" || f.Summary == "" {
+			t.Errorf("finding %d without summary or fix: %s", i, f.Line())
+		}
+		if strings.Contains(f.Line(), "unrelated") {
+			t.Errorf("finding %d names the process that reused a holder's pid: %s", i, f.Line())
+		}
+	}
+}
+
+func holderNamed(f *correlate.Finding, comm string) bool {
+	for _, h := range f.Holders {
+		for _, p := range h.Processes {
+			if p.Comm == comm {
+				return true
+			}
+		}
+		for _, p := range h.Pins {
+			if p.Comm == comm {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func actorNamed(f *correlate.Finding, comm string) bool {
+	for _, e := range f.Evidence[1:] {
+		if e.Event != nil && e.Event.Comm == comm {
+			return true
+		}
+	}
+	return false
+}
