@@ -109,38 +109,46 @@ func (c *Correlator) privateTmp(a *analysis, m match) (verdict, bool) {
 	return v, true
 }
 
-// hostBind returns the host directory a mount in another namespace shows,
-// when that differs from where it is mounted there (a bind).
-func (c *Correlator) hostBind(m *mountinfo.Info) (string, bool) {
-	host := c.ledger.Table(c.hostNS)
-	if host == nil {
-		return "", false
-	}
-	for _, b := range host.Mounts {
-		if devOf(b) != devOf(m) || !under(m.Root, b.Root) {
+// bindSource returns the directory of the namespace a copy came from (its
+// parent's, else the host's) that a mount shows, when that differs from
+// where it is mounted: the mount is a bind of that directory.
+func (c *Correlator) bindSource(n *Namespace, m *mountinfo.Info) (string, bool) {
+	for _, ns := range []uint32{n.Parent, c.hostNS} {
+		from := c.ledger.Table(ns)
+		if from == nil || ns == n.Ino {
 			continue
 		}
-		hp := join(b.Mountpoint, rel(m.Root, b.Root))
-		if hp != m.Mountpoint {
-			return hp, true
+		for _, b := range from.Mounts {
+			if devOf(b) != devOf(m) || !under(m.Root, b.Root) {
+				continue
+			}
+			if hp := join(b.Mountpoint, rel(m.Root, b.Root)); hp != m.Mountpoint {
+				return hp, true
+			}
 		}
 	}
 	return "", false
 }
 
+// rprivateBind: the object sits under a recursive bind that is private in
+// the holder. The outermost such bind is the one a runtime made (a hostPath
+// / at /host); the mounts below it are its submounts.
 func (c *Correlator) rprivateBind(a *analysis, m match) (verdict, bool) {
 	if m.mount == nil {
 		return verdict{}, false
 	}
+	var chain []*mountinfo.Info
 	for anc := m.mount; anc != nil; anc = m.table.Parent(anc) {
+		chain = append(chain, anc)
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		anc := chain[i]
 		if anc.Mountpoint == "/" || !IsPrivate(anc) {
 			continue
 		}
-		src, ok := c.hostBind(anc)
-		if !ok {
-			continue
+		if src, ok := c.bindSource(m.ns, anc); ok {
+			return c.rprivateVerdict(a, m, anc, src), true
 		}
-		return c.rprivateVerdict(a, m, anc, src), true
 	}
 	return verdict{}, false
 }

@@ -171,19 +171,22 @@ func (l *Lineage) Exit(ino uint32, pid int, comm string, at time.Time) {
 	if m := n.members[pid]; m != nil {
 		m.Comm, start = comm, m.StartTime
 	}
-	l.renameCreator(pid, start, comm, true)
+	l.renameCreator(pid, start, comm, "", true)
 	n.leave(pid, at)
 }
 
 // renameCreator updates the creator's name in the namespaces it created,
 // until it exits (after that its pid may belong to someone else).
-func (l *Lineage) renameCreator(pid int, start uint64, comm string, exited bool) {
+func (l *Lineage) renameCreator(pid int, start uint64, comm, cgroup string, exited bool) {
 	for _, n := range l.live {
 		c := &n.Creator
 		if c.PID != pid || n.creatorGone || (c.StartTime != 0 && start != 0 && c.StartTime != start) {
 			continue
 		}
 		c.Comm = comm
+		if cgroup != "" {
+			c.Cgroup = cgroup
+		}
 		if c.StartTime == 0 {
 			c.StartTime = start
 		}
@@ -222,10 +225,8 @@ func (l *Lineage) Reconcile(procs []procfs.Process, now time.Time) {
 			if m.StartTime == 0 {
 				m.StartTime = p.StartTime
 			}
-			if m.Comm != p.Comm {
-				m.Comm = p.Comm // exec changes it; pid and start time stay
-				l.renameCreator(pid, p.StartTime, p.Comm, false)
-			}
+			m.Comm = p.Comm // exec changes it; pid and start time stay
+			l.renameCreator(pid, p.StartTime, p.Comm, p.Cgroup, false)
 			if m.Cgroup == "" {
 				m.Cgroup = p.Cgroup
 			}

@@ -1,0 +1,152 @@
+package correlate_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/sys/mountinfo"
+
+	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/procfs"
+)
+
+// fakeProc is a /proc made of hand-built tables; a test edits it between
+// events as the kernel would have changed it.
+type fakeProc struct {
+	procs  []procfs.Process
+	tables map[uint32]string // namespace -> mountinfo text
+	pins   []procfs.Pin
+	blocks map[string]event.Dev
+	host   uint32
+}
+
+func (f *fakeProc) Processes() ([]procfs.Process, error) {
+	return append([]procfs.Process(nil), f.procs...), nil
+}
+
+func (f *fakeProc) Mountinfo(pid int) (uint32, []*mountinfo.Info, error) {
+	for _, p := range f.procs {
+		if p.PID == pid {
+			mounts, err := mountinfo.GetMountsFromReader(strings.NewReader(f.tables[p.MntNS]), nil)
+			return p.MntNS, mounts, err
+		}
+	}
+	return 0, nil, fmt.Errorf("no process %d", pid)
+}
+
+func (f *fakeProc) Pins(devs []event.Dev) ([]procfs.Pin, error) {
+	var out []procfs.Pin
+	for _, p := range f.pins {
+		for _, d := range devs {
+			if p.Dev == d {
+				out = append(out, p)
+			}
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeProc) BlockDevice(path string) (event.Dev, error) {
+	if d, ok := f.blocks[path]; ok {
+		return d, nil
+	}
+	return 0, fmt.Errorf("%s is not a block device", path)
+}
+
+func (f *fakeProc) HostNS() (uint32, error) { return f.host, nil }
+
+const hostNS = 4026531840
+
+// hostTable is a node: ext4 root, a block device at /srv/vol.
+const hostTable = `1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw
+2 1 0:5 / /tmp rw shared:2 - tmpfs tmpfs rw
+3 1 7:0 / /srv/vol rw shared:3 - ext4 /dev/loop0 rw
+`
+
+// world drives a correlator with hand-made events.
+type world struct {
+	t        *testing.T
+	proc     *fakeProc
+	c        *correlate.Correlator
+	findings []*correlate.Finding
+	now      time.Time
+}
+
+func newWorld(t *testing.T, procs []procfs.Process, tables map[uint32]string) *world {
+	t.Helper()
+	w := &world{t: t, now: time.Date(2026, 11, 21, 12, 1, 0, 0, time.UTC)}
+	w.proc = &fakeProc{procs: procs, tables: tables, host: hostNS, blocks: map[string]event.Dev{"/dev/loop0": event.MakeDev(7, 0)}}
+	w.c = correlate.New(w.proc, correlate.Options{}, func(f *correlate.Finding) { w.findings = append(w.findings, f) })
+	if err := w.c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func proc(pid int, comm string, ns uint32, cgroup string) procfs.Process {
+	return procfs.Process{PID: pid, PPID: 1, StartTime: uint64(pid) * 10, Comm: comm, MntNS: ns, Cgroup: cgroup}
+}
+
+// send delivers events 200ms apart (longer than the settle delay).
+func (w *world) send(evs ...*event.Event) {
+	for _, ev := range evs {
+		w.now = w.now.Add(200 * time.Millisecond)
+		ev.Time, ev.MonoNS = w.now, uint64(w.now.UnixNano())
+		w.c.Handle(ev)
+	}
+}
+
+func base(kind event.Kind, pid int, comm string, ns uint32, nr int32, ret int64) *event.Event {
+	ev := &event.Event{Kind: kind, PID: uint32(pid), TID: uint32(pid), Comm: comm, MntNS: ns, SyscallNr: nr, Ret: ret}
+	if nr >= 0 {
+		ev.Syscall = event.SyscallName(nr)
+	}
+	if ret < 0 {
+		ev.Errno = event.ErrnoName(-ret)
+	}
+	return ev
+}
+
+func mountEv(pid int, comm string, ns uint32, src, target, fstype string, flags uint64, ret int64) *event.Event {
+	ev := base(event.KindMount, pid, comm, ns, 165, ret)
+	ev.Source, ev.Target, ev.FSType, ev.Flags = src, target, fstype, flags
+	ev.FlagNames = event.FlagNames(event.KindMount, flags)
+	return ev
+}
+
+func umountEv(pid int, comm string, ns uint32, target string, ret int64) *event.Event {
+	ev := base(event.KindUmount, pid, comm, ns, 166, ret)
+	ev.Target = target
+	return ev
+}
+
+func unshareEv(pid int, comm string, before, after uint32) *event.Event {
+	ev := base(event.KindUnshare, pid, comm, after, 272, 0)
+	ev.Flags, ev.FlagNames, ev.MntNSBefore, ev.MntNSAfter = 0x20000, "CLONE_NEWNS", before, after
+	return ev
+}
+
+func exitEv(pid int, comm string, ns uint32) *event.Event {
+	return base(event.KindExit, pid, comm, ns, -1, 0)
+}
+
+func failEv(pid int, comm string, ns uint32, nr int32, path string, errno int64) *event.Event {
+	ev := base(event.KindFailure, pid, comm, ns, nr, -errno)
+	ev.Path, ev.FD = path, -1
+	return ev
+}
+
+// only returns the single finding, failing otherwise.
+func (w *world) only() *correlate.Finding {
+	w.t.Helper()
+	if len(w.findings) != 1 {
+		for _, f := range w.findings {
+			w.t.Log(f.Line())
+		}
+		w.t.Fatalf("%d findings, want 1", len(w.findings))
+	}
+	return w.findings[0]
+}
