@@ -47,6 +47,9 @@ var scenarios = map[string][]expectation{
 		{kind: correlate.KindLeak, cause: correlate.CausePrivateTmp, syscall: "umount2", holderComm: "ntpd", actor: "ntpd"},
 		{kind: correlate.KindFailure, cause: correlate.CausePrivateTmp, syscall: "openat", errno: "EBUSY", holderComm: "ntpd", linked: true},
 	},
+	"private-parent": {
+		{kind: correlate.KindLeak, cause: correlate.CausePrivateParent, syscall: "umount2", holderComm: "sshd", actor: "dockerd"},
+	},
 	"shared-propagation": {
 		{kind: correlate.KindFailure, cause: correlate.CauseSharedPropagation, syscall: "rmdir", errno: "EBUSY", actor: "csi-driver"},
 	},
@@ -85,7 +88,7 @@ func TestGolden(t *testing.T) {
 			if err := correlate.Replay(f, name, func(fd *correlate.Finding) { got = append(got, fd) }); err != nil {
 				t.Fatal(err)
 			}
-			checkExpectations(t, got, want)
+			checkExpectations(t, got, want, true)
 
 			var buf bytes.Buffer
 			enc := json.NewEncoder(&buf)
@@ -114,7 +117,10 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-func checkExpectations(t *testing.T, got []*correlate.Finding, want []expectation) {
+// checkExpectations compares findings with a scenario's expectations.
+// replay is false for a live run, where whether the kernel detached a copy
+// before the correlator read it depends on timing: both are right.
+func checkExpectations(t *testing.T, got []*correlate.Finding, want []expectation, replay bool) {
 	t.Helper()
 	if len(got) != len(want) {
 		for _, f := range got {
@@ -137,7 +143,7 @@ func checkExpectations(t *testing.T, got []*correlate.Finding, want []expectatio
 		if (f.Leak != nil) != w.linked {
 			t.Errorf("finding %d: linked to a leak = %v, want %v", i, f.Leak != nil, w.linked)
 		}
-		if len(f.Holders) > 0 && f.Holders[0].Detached != w.detached {
+		if replay && len(f.Holders) > 0 && f.Holders[0].Detached != w.detached {
 			t.Errorf("finding %d: detached = %v, want %v", i, f.Holders[0].Detached, w.detached)
 		}
 		exited := false

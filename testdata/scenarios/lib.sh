@@ -50,7 +50,16 @@ loopdev() {
 	mkfs.ext4 -q -F "$W/disk.img"
 	LOOPDEV=$(losetup --find --show "$W/disk.img")
 	LOOPS+=("$LOOPDEV")
+	expect device "$LOOPDEV"
 }
+
+# expect KEY VALUE: tells the end-to-end test (MNTLEAK_EXPECT names a file)
+# what the finding must name: holder_pid, holder_ns.
+expect() { if [ -n "${MNTLEAK_EXPECT:-}" ]; then echo "$1=$2" >>"$MNTLEAK_EXPECT"; fi; }
+
+# nsof PID: the inode of PID's mount namespace.
+nsof() { readlink "/proc/$1/ns/mnt" | tr -dc 0-9; }
+expect node_ns "$(nsof $$)"
 
 # settle: let the tracer see the events in order before the next step.
 settle() { sleep "${1:-0.3}"; }

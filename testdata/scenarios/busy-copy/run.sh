@@ -11,6 +11,8 @@ mount -t tmpfs mntleak-vol "$W/shared/vol"
 settle
 bg unshare -m --propagation slave sh -c "cd $W/shared/vol && touch $W/w.ready && exec $W/bin/worker 600"
 wait_file "$W/w.ready"
+expect holder_pid "${PIDS[-1]}"
+expect holder_ns "$(nsof "${PIDS[-1]}")"
 settle
 if umount "$W/shared/vol" 2>/dev/null; then echo "umount unexpectedly succeeded" >&2; exit 1; fi
 settle

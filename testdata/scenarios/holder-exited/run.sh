@@ -16,10 +16,12 @@ settle
 bg unshare -m --propagation private sh -c "touch $W/ns.ready && exec $W/bin/holder 600"
 holder=$!
 wait_file "$W/ns.ready"
+expect holder_ns "$(nsof "$holder")"
 settle
 umount "$W/vol"
 settle
 bg sh -c "exec 3<'/proc/$holder/root$W/vol/file' && exec $W/bin/reader 600"
+expect holder_pid "${PIDS[-1]}"
 settle
 kill -9 "$holder"; wait "$holder" 2>/dev/null || true
 if mkfs.ext4 -q -F "$dev" 2>/dev/null; then echo "mkfs unexpectedly succeeded" >&2; exit 1; fi

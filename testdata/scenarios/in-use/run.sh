@@ -8,6 +8,8 @@ mkdir -p "$W/data"
 mount -t tmpfs mntleak-data "$W/data"
 bg sh -c "cd $W/data && touch $W/app.ready && exec $W/bin/app 600"
 wait_file "$W/app.ready"
+expect holder_pid "${PIDS[-1]}"
+expect holder_ns "$(nsof "${PIDS[-1]}")"
 settle
 if umount "$W/data" 2>/dev/null; then echo "umount unexpectedly succeeded" >&2; exit 1; fi
 settle

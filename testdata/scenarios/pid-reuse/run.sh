@@ -15,6 +15,8 @@ settle
 bg unshare -m --propagation private sh -c "touch $W/ns.ready && exec $W/bin/keeper 600"
 keeper=$!
 wait_file "$W/ns.ready"
+expect holder_pid "$keeper"
+expect holder_ns "$(nsof "$keeper")"
 bg nsenter -t "$keeper" -m "$W/bin/holder" 600
 holder=$!
 settle

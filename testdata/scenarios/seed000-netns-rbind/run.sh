@@ -21,6 +21,8 @@ bg unshare -m --propagation unchanged sh -c "
 	$W/bin/runc --make-rprivate $W/k8s.io/5b498caf/rootfs/rootfs &&
 	touch $W/c.ready && exec $W/bin/sleeping 600"
 wait_file "$W/c.ready"
+expect holder_pid "${PIDS[-1]}"
+expect holder_ns "$(nsof "${PIDS[-1]}")"
 settle
 
 # The sleeping pod is deleted: containerd tears its netns down.

@@ -20,14 +20,17 @@ bg unshare -m --propagation slave "$W/bin/dockerd" -c "
 gen1=$!
 wait_file "$W/gen1.ready"
 PIDS+=("$(cat "$W/shim.pid")")
+expect holder_pid "${PIDS[-1]}"
+expect holder_ns "$(nsof "${PIDS[-1]}")"
 settle
 
 # dockerd restarts (live-restore keeps the shim running).
 kill -TERM "$gen1"; wait "$gen1" 2>/dev/null || true
 settle
 bg unshare -m --propagation slave "$W/bin/dockerd" -c "
-	{ sleep 600 & } &&
+	{ sleep 600 & echo \$! > $W/gen2.sleep; } &&
 	{ $W/bin/umount.d/dockerd $merged || true; } &&
 	touch $W/gen2.done && wait"
 wait_file "$W/gen2.done"
+PIDS+=("$(cat "$W/gen2.sleep")")
 settle

@@ -21,6 +21,8 @@ bg unshare -m --propagation unchanged sh -c "
 	$W/bin/runc --make-rprivate $W/containers/c1/rootfs/host &&
 	touch $W/c1.ready && exec $W/bin/node_exporter 600"
 wait_file "$W/c1.ready"
+expect holder_pid "${PIDS[-1]}"
+expect holder_ns "$(nsof "${PIDS[-1]}")"
 settle
 
 # The pod using the volume goes away: kubelet unmounts the device...

@@ -17,6 +17,7 @@ mkdir -p "$vol/$old" && echo somedata >"$vol/$old/extra.ini"
 ln -s "$old" "$vol/..data" && ln -s ..data/extra.ini "$vol/extra.ini"
 sub=$pod/volume-subpaths/extra-cfg/test/0
 mkdir -p "$(dirname "$sub")" && touch "$sub"
+expect holder_ns "$(nsof $$)"
 "$W/bin/kubelet" --bind "$vol/$old/extra.ini" "$sub"
 settle
 

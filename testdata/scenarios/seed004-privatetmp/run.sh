@@ -23,6 +23,8 @@ tmp=$W/tmp/systemd-private-5e0b1cf6c3b94f0c9b0f7f7d6d0a2e11-ntpd.service-Qx3vLp/
 mkdir -p "$tmp" && chmod 1777 "$tmp"
 bg unshare -m --propagation slave sh -c "mount --bind $tmp /tmp && touch $W/ntpd.ready && exec $W/bin/ntpd 600"
 wait_file "$W/ntpd.ready"
+expect holder_pid "${PIDS[-1]}"
+expect holder_ns "$(nsof "${PIDS[-1]}")"
 settle
 
 # The container is removed.

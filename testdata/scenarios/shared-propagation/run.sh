@@ -19,6 +19,8 @@ bg unshare -m --propagation unchanged sh -c "
 	$W/bin/csi-driver -t tmpfs csi-vol $rootfs/data/sub &&
 	touch $W/c.ready && exec $W/bin/app 600"
 wait_file "$W/c.ready"
+expect holder_pid "${PIDS[-1]}"
+expect holder_ns "$(nsof "${PIDS[-1]}")"
 settle
 if rmdir "$vol/sub" 2>/dev/null; then echo "rmdir unexpectedly succeeded" >&2; exit 1; fi
 settle

@@ -1,0 +1,144 @@
+package correlate_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/procfs"
+	"github.com/mntleak/mntleak/tracer"
+)
+
+// TestCausesEndToEnd builds every scenario for real (namespaces, binds,
+// loop devices, pid reuse), with the real tracer and the correlator reading
+// the live /proc in this process, and checks each finding: its cause, the
+// event it names, and the holder pid and namespace the scenario reports.
+func TestCausesEndToEnd(t *testing.T) {
+	privtest.Require(t)
+	privtest.RequireCommands(t, "unshare", "nsenter", "losetup", "mkfs.ext4", "mount", "umount", "bash")
+	for name, want := range scenarios {
+		t.Run(name, func(t *testing.T) {
+			got, exp := runScenario(t, name)
+			got = ofScenario(got, name, exp)
+			checkExpectations(t, got, want, false)
+			for i, f := range got {
+				// The holder pid is what the final finding must name; an
+				// earlier leak finding names the namespace.
+				pid := exp["holder_pid"]
+				if i < len(got)-1 {
+					pid = ""
+				}
+				if !namesHolder(f, exp["holder_ns"], pid) {
+					t.Errorf("finding %d does not name holder pid %s in mnt:[%s]: %s", i, exp["holder_pid"], exp["holder_ns"], f.Line())
+				}
+			}
+		})
+	}
+}
+
+// runScenario runs testdata/scenarios/NAME/run.sh under a live tracer and
+// correlator and returns the findings and what the scenario expects.
+func runScenario(t *testing.T, name string) ([]*correlate.Finding, map[string]string) {
+	t.Helper()
+	var mu sync.Mutex
+	var findings []*correlate.Finding
+	corr := correlate.New(procfs.Host{}, correlate.Options{}, func(f *correlate.Finding) {
+		mu.Lock()
+		findings = append(findings, f)
+		mu.Unlock()
+	})
+	tr, err := tracer.New(tracer.Config{Sink: func(ev *event.Event) { corr.Handle(ev) }}, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if err := corr.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- tr.Run(ctx) }()
+
+	expFile := filepath.Join(t.TempDir(), "expect")
+	outFile := filepath.Join(t.TempDir(), "output")
+	outF, err := os.Create(outFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join("..", "testdata", "scenarios", name, "run.sh"))
+	cmd.Env = append(os.Environ(), "MNTLEAK_EXPECT="+expFile)
+	// A file, not a pipe: a process the scenario failed to clean up
+	// must not hang the test by holding the pipe open.
+	cmd.Stdout, cmd.Stderr = outF, outF
+	runErr := cmd.Run()
+	outF.Close()
+	out, _ := os.ReadFile(outFile)
+	time.Sleep(500 * time.Millisecond) // the last events reach the correlator
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if runErr != nil {
+		t.Fatalf("scenario %s: %v\n%s", name, runErr, out)
+	}
+	exp := map[string]string{}
+	b, _ := os.ReadFile(expFile)
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			exp[k] = v
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return findings, exp
+}
+
+// ofScenario drops findings about anything else happening on the machine
+// (other tests run concurrently): a scenario's objects are under its
+// directory or on its loop device.
+func ofScenario(fs []*correlate.Finding, name string, exp map[string]string) []*correlate.Finding {
+	dir := "/var/lib/mntleak-scenarios/" + name
+	var out []*correlate.Finding
+	for _, f := range fs {
+		if strings.HasPrefix(f.Object.Path, dir) || strings.HasPrefix(f.Object.Source, dir) ||
+			(exp["device"] != "" && f.Object.Path == exp["device"]) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func namesHolder(f *correlate.Finding, ns, pid string) bool {
+	for _, h := range f.Holders {
+		if strconv.FormatUint(uint64(h.MntNS), 10) != ns {
+			continue
+		}
+		if pid == "" {
+			return true
+		}
+		for _, p := range h.Processes {
+			if strconv.Itoa(p.PID) == pid {
+				return true
+			}
+		}
+	}
+	for _, h := range f.Holders {
+		for _, p := range h.Pins {
+			if strconv.Itoa(p.PID) == pid {
+				return true
+			}
+		}
+	}
+	return false
+}

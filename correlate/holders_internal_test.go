@@ -1,0 +1,169 @@
+package correlate
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/sys/mountinfo"
+
+	"github.com/mntleak/mntleak/event"
+)
+
+func table(t *testing.T, ns uint32, text string) *Table {
+	t.Helper()
+	mounts, err := mountinfo.GetMountsFromReader(strings.NewReader(text), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewTable(ns, mounts, time.Time{}, 0)
+}
+
+// The node: ext4 root, /run on tmpfs, an nsfs netns file, kubelet's dir.
+const node = `1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw
+2 1 0:25 / /run rw shared:2 - tmpfs tmpfs rw
+3 2 0:4 net:[4026532290] /run/netns/cni-x rw shared:3 - nsfs nsfs rw
+4 1 7:3 / /var/lib/kubelet/plugins/rbd/mounts/vol rw shared:4 - ext4 /dev/loop3 rw
+`
+
+func TestTranslate(t *testing.T) {
+	host := table(t, 1, node)
+	tests := []struct {
+		name, container, path string
+		want                  []string
+	}{
+		{"host / bound at /rootfs", `10 9 0:90 / / rw - overlay overlay rw
+11 10 254:0 / /rootfs rw - ext4 /dev/vda rw
+12 11 0:25 / /rootfs/run rw - tmpfs tmpfs rw
+`, "/run/netns/cni-x", []string{"/run/netns/cni-x", "/rootfs/run/netns/cni-x"}},
+		{"a subdirectory bound elsewhere", `10 9 0:90 / / rw - overlay overlay rw
+11 10 254:0 /var/lib/kubelet /host-kubelet rw - ext4 /dev/vda rw
+`, "/var/lib/kubelet/plugins/rbd/mounts/vol", []string{"/var/lib/kubelet/plugins/rbd/mounts/vol", "/host-kubelet/plugins/rbd/mounts/vol"}},
+		{"nothing shared", `10 9 0:90 / / rw - overlay overlay rw
+`, "/run/netns/cni-x", []string{"/run/netns/cni-x"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := translate(tt.path, host, table(t, 10, tt.container))
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("translate(%q) = %q, want %q", tt.path, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestFindIn(t *testing.T) {
+	host := table(t, 1, node)
+	container := table(t, 10, `10 9 0:90 / / rw - overlay overlay rw
+11 10 254:0 / /host rw - ext4 /dev/vda rw
+12 11 0:25 / /host/run rw - tmpfs tmpfs rw
+13 12 0:4 net:[4026532290] /host/run/netns/cni-x rw - nsfs nsfs rw
+14 11 7:3 / /host/var/lib/kubelet/plugins/rbd/mounts/vol rw - ext4 /dev/loop3 rw
+15 10 0:4 net:[4026539999] /other-netns rw - nsfs nsfs rw
+16 10 254:0 /srv/data /data rw - ext4 /dev/vda rw
+`)
+	tests := []struct {
+		name string
+		id   identity
+		want []int // mount ids
+	}{
+		{"block device: any mount of it", identity{dev: event.MakeDev(7, 3), block: true}, []int{14}},
+		{"nsfs: the same namespace only", identityOf(host.At("/run/netns/cni-x"), "/run/netns/cni-x"), []int{13}},
+		{"bind of a directory: same root", identity{dev: event.MakeDev(254, 0), root: "/srv/data"}, []int{16}},
+		{"path through the bind root", identity{path: "/run/netns/cni-x"}, []int{13}},
+		{"path, wrong fstype", identity{path: "/run/netns/cni-x", fs: "tmpfs"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []int
+			for _, m := range findIn(container, tt.id, host) {
+				got = append(got, m.ID)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("findIn = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestOutermostAndPropagation(t *testing.T) {
+	tb := table(t, 1, `1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw
+2 1 7:0 / /srv/vol rw shared:2 master:7 - ext4 /dev/loop0 rw
+3 2 7:0 /sub /srv/vol/sub rw unbindable - ext4 /dev/loop0 rw
+`)
+	got := outermost(tb, []*mountinfo.Info{tb.byID[3], tb.byID[2]})
+	if len(got) != 1 || got[0].ID != 2 {
+		t.Errorf("outermost kept %v", got)
+	}
+	for id, want := range map[int]string{1: "shared:1", 2: "shared:2 master:7", 3: "private"} {
+		if p := Propagation(tb.byID[id]); p != want {
+			t.Errorf("Propagation(%d) = %q, want %q", id, p, want)
+		}
+	}
+	if RootPropagation(tb) != "shared" || tb.Root().ID != 1 || tb.Containing("/srv/vol/sub/x").ID != 3 || tb.Containing("/etc").ID != 1 {
+		t.Error("root or containing mount wrong")
+	}
+}
+
+func TestIdentityHelpers(t *testing.T) {
+	const id = "5f2c0e1a9b8d7c6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e"
+	tests := []struct {
+		path                 string
+		container, unit, pod string
+	}{
+		{"/docker/" + id, id, "", ""},
+		{"/system.slice/docker-" + id + ".scope", id, "docker-" + id + ".scope", ""},
+		{"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0c2f3a1e_7d4b_4c3e_9a1f_2b3c4d5e6f70.slice/cri-containerd-" + id + ".scope",
+			id, "cri-containerd-" + id + ".scope", "0c2f3a1e-7d4b-4c3e-9a1f-2b3c4d5e6f70"},
+		{"/kubepods/burstable/pod0c2f3a1e-7d4b-4c3e-9a1f-2b3c4d5e6f70/" + id, id, "", "0c2f3a1e-7d4b-4c3e-9a1f-2b3c4d5e6f70"},
+		{"/system.slice/ntpd.service", "", "ntpd.service", ""},
+		{"/user.slice/user-0.slice/session-3.scope", "", "session-3.scope", ""},
+		{"/run/containerd/io.containerd.runtime.v2.task/k8s.io/" + id + "/rootfs", id, "", ""},
+		{"/", "", "", ""},
+	}
+	for _, tt := range tests {
+		if c, u, p := ContainerID(tt.path), Unit(tt.path), PodUID(tt.path); c != tt.container || u != tt.unit || p != tt.pod {
+			t.Errorf("%s: container %q unit %q pod %q, want %q %q %q", tt.path, c, u, p, tt.container, tt.unit, tt.pod)
+		}
+	}
+	for root, want := range map[string]string{
+		"/tmp/systemd-private-0123456789abcdef0123456789abcdef-ntpd.service-AbCdEf/tmp":                "ntpd.service",
+		"/tmp/systemd-private-0123456789abcdef0123456789abcdef-ceph-osd@0.service-Xy12Z9/tmp//deleted": "ceph-osd@0.service",
+		"/var/tmp/systemd-private-0123456789abcdef0123456789abcdef-nginx.service-q1w2e3/tmp":           "nginx.service",
+		"/tmp/not-systemd/tmp": "",
+	} {
+		if got := PrivateTmpUnit(root); got != want {
+			t.Errorf("PrivateTmpUnit(%q) = %q, want %q", root, got, want)
+		}
+	}
+}
+
+func TestUnknownCause(t *testing.T) {
+	c := New(nil, Options{}, func(*Finding) {})
+	tb := table(t, 9, "1 0 254:0 / / rw - ext4 /dev/vda rw\n2 1 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n")
+	n := &Namespace{Ino: 9, Origin: OriginPredates, Inferred: true, members: map[int]*Member{}}
+	v := c.classify(&analysis{trigger: &event.Event{Kind: event.KindFailure}, caller: 1}, match{ns: n, table: tb, mount: tb.byID[2], where: "/srv/vol"})
+	if v.cause != CauseUnknown || len(v.missing) == 0 {
+		t.Errorf("cause %s, missing %v: want unknown saying what is missing", v.cause, v.missing)
+	}
+}
+
+func TestCauseNames(t *testing.T) {
+	for _, c := range Causes() {
+		b, err := c.MarshalText()
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := ParseCause(string(b))
+		if err != nil || back != c {
+			t.Errorf("round trip of %s: %v %v", c, back, err)
+		}
+	}
+	if _, err := CauseInvalid.MarshalText(); err == nil {
+		t.Error("invalid cause marshalled")
+	}
+	if _, err := ParseCause("sunspots"); err == nil {
+		t.Error("unknown cause parsed")
+	}
+}
