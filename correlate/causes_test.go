@@ -71,6 +71,27 @@ func TestCauses(t *testing.T) {
 			line: []string{"leaked by rbind / → /host + mount_setattr(MS_PRIVATE) by runc"},
 		},
 		{
+			// containerd unlinks the netns right after the lazy unmount; the
+			// kernel detaches the container's private copy before mntleak
+			// reads /proc. The table read before the unmount showed it.
+			name: "rprivate-bind, copy detached by the unlink",
+			run: func(w *world) {
+				// The container's init unshared (as runc init) and exec'd.
+				w.send(unshareEv(1600, "runc", hostNS, 70))
+				w.send(mountEv(1600, "runc", 70, "/", "/run/c/rootfs", "", unix.MS_BIND|unix.MS_REC, 0),
+					mountEv(1600, "runc", 70, "", "/run/c/rootfs", "", unix.MS_REC|unix.MS_PRIVATE, 0))
+				w.proc.procs = append(w.proc.procs, proc(1600, "sleeping", 70, "/docker/"+cid))
+				w.proc.tables[70] = "100 99 254:0 / / rw shared:1 - ext4 /dev/vda rw\n101 100 254:0 / /run/c/rootfs rw - ext4 /dev/vda rw\n" +
+					"102 101 7:0 / /run/c/rootfs/srv/vol rw - ext4 /dev/loop0 rw\n103 100 7:0 / /srv/vol rw shared:3 - ext4 /dev/loop0 rw\n"
+				w.send(exitEv(1601, "true", hostNS)) // time passes: the ledger settles on this table
+				w.proc.tables[70] = "100 99 254:0 / / rw shared:1 - ext4 /dev/vda rw\n101 100 254:0 / /run/c/rootfs rw - ext4 /dev/vda rw\n"
+				w.proc.tables[hostNS] = strings.Replace(hostTable, "3 1 7:0 / /srv/vol rw shared:3 - ext4 /dev/loop0 rw\n", "", 1)
+				w.send(umountEv(1000, "containerd", hostNS, "/srv/vol", 0))
+			},
+			cause: correlate.CauseRprivateBind, kind: correlate.KindLeak, holder: "sleeping", actor: "runc",
+			line: []string{"detached by the kernel since", "RHEL 7 with fs.may_detach_mounts=0 fails that unlinkat with EBUSY"},
+		},
+		{
 			name: "private-parent",
 			run: func(w *world) {
 				w.send(mountEv(500, "dockerd", hostNS, "none", "/var/lib/docker", "", unix.MS_PRIVATE, 0))
