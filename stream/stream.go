@@ -1,8 +1,3 @@
-// Package stream reads and writes mntleak's recorded streams: JSON lines
-// that are either an event (as `mntleak trace` prints them) or a /proc
-// answer the correlator used ({"proc": {...}}). A replay of the stream gives
-// the correlator the same events and the same answers, so it reaches the
-// same findings.
 package stream
 
 import (

@@ -1,6 +1,3 @@
-// Package logkey holds every zap field key mntleak logs with, so that the
-// keys stay consistent across packages and are easy to query in journald or
-// a log pipeline.
 package logkey
 
 // Field keys.

@@ -1,0 +1,4 @@
+// Package logkey holds every zap field key mntleak logs with, so that the
+// keys stay consistent across packages and are easy to query in journald or
+// a log pipeline.
+package logkey

@@ -1,0 +1,149 @@
+package procfs
+
+import (
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/mntleak/mntleak/event"
+)
+
+func TestParseStat(t *testing.T) {
+	tests := []struct {
+		name, stat string
+		want       Process
+		wantErr    bool
+	}{
+		{"plain", "42 (sleep) S 7 42 42 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 12345 0 0", Process{Comm: "sleep", PPID: 7, StartTime: 12345}, false},
+		{"comm with spaces and parens", "43 (my (odd) proc) S 1 43 43 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 99 0 0", Process{Comm: "my (odd) proc", PPID: 1, StartTime: 99}, false},
+		{"kernel thread", "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0", Process{}, true},
+		{"truncated", "44 (x) S 1 2 3", Process{}, true},
+		{"no comm", "garbage", Process{}, true},
+	}
+	for _, tt := range tests {
+		var p Process
+		err := parseStat([]byte(tt.stat), &p)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("%s: err %v", tt.name, err)
+			continue
+		}
+		if !tt.wantErr && (p.Comm != tt.want.Comm || p.PPID != tt.want.PPID || p.StartTime != tt.want.StartTime) {
+			t.Errorf("%s: got %+v", tt.name, p)
+		}
+	}
+}
+
+func TestParseNSLink(t *testing.T) {
+	if n, err := ParseNSLink("mnt:[4026531840]"); err != nil || n != 4026531840 {
+		t.Errorf("got %d %v", n, err)
+	}
+	for _, bad := range []string{"", "mnt:", "mnt:[x]", "mnt:[99999999999]"} {
+		if _, err := ParseNSLink(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestPickCgroup(t *testing.T) {
+	id := strings.Repeat("ab", 32)
+	tests := map[string]string{
+		"0::/system.slice/ntpd.service\n":                               "/system.slice/ntpd.service",
+		"12:name=systemd:/user.slice\n4:cpu:/docker/" + id + "\n0::/\n": "/docker/" + id,
+		"9:name=systemd:/system.slice/docker.service\n1:cpu:/\n":        "/system.slice/docker.service",
+		"0::/\n": "/",
+	}
+	for in, want := range tests {
+		if got := pickCgroup(in); got != want {
+			t.Errorf("pickCgroup(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestHostSelf reads the live /proc for this very process: no root needed.
+func TestHostSelf(t *testing.T) {
+	h := Host{}
+	procs, err := h.Processes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var self *Process
+	for i := range procs {
+		if procs[i].PID == os.Getpid() {
+			self = &procs[i]
+		}
+	}
+	if self == nil || self.MntNS == 0 || self.StartTime == 0 || self.Comm == "" {
+		t.Fatalf("own process %+v not listed properly", self)
+	}
+	ns, mounts, err := h.Mountinfo(os.Getpid())
+	if err != nil || ns != self.MntNS || len(mounts) == 0 {
+		t.Fatalf("Mountinfo: ns %d (want %d), %d mounts, %v", ns, self.MntNS, len(mounts), err)
+	}
+	if _, _, err := h.Mountinfo(1 << 30); err == nil {
+		t.Error("Mountinfo of a pid that does not exist succeeded")
+	}
+	if _, err := h.BlockDevice("/etc/hostname"); err == nil {
+		t.Error("a regular file is a block device")
+	}
+	if host, err := h.HostNS(); err != nil || host == 0 {
+		t.Errorf("HostNS: %d %v", host, err)
+	}
+	// This test's cwd is on some device: Pins must find us there.
+	var st struct{ dev event.Dev }
+	cwd, _ := os.Getwd()
+	for _, m := range mounts {
+		if strings.HasPrefix(cwd, m.Mountpoint) {
+			st.dev = event.MakeDev(uint32(m.Major), uint32(m.Minor))
+		}
+	}
+	pins, err := h.Pins([]event.Dev{st.dev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, p := range pins {
+		found = found || (p.PID == os.Getpid() && p.Kind == PinCwd)
+	}
+	if !found {
+		t.Errorf("no cwd pin for this process on %s among %d pins", st.dev, len(pins))
+	}
+}
+
+// TestRecordReplay: what a Recorder writes, a Replay answers, in order,
+// per question; an unrecorded question is an error.
+func TestRecordReplay(t *testing.T) {
+	var recs []*Record
+	rec := Recorder{Proc: Host{}, Write: func(r *Record) { recs = append(recs, r) }}
+	procs, _ := rec.Processes()
+	ns, mounts, _ := rec.Mountinfo(os.Getpid())
+	_, blkErr := rec.BlockDevice("/etc/hostname")
+	host, _ := rec.HostNS()
+	pins, _ := rec.Pins([]event.Dev{event.MakeDev(7, 99)})
+
+	r := NewReplay()
+	for _, x := range recs {
+		r.Add(x)
+	}
+	if got, _ := r.Processes(); !reflect.DeepEqual(got, procs) {
+		t.Error("processes differ")
+	}
+	if gotNS, got, _ := r.Mountinfo(os.Getpid()); gotNS != ns || !reflect.DeepEqual(got, mounts) {
+		t.Error("mountinfo differs")
+	}
+	if _, err := r.BlockDevice("/etc/hostname"); err == nil || err.Error() != blkErr.Error() {
+		t.Errorf("block device error %v, want %v", err, blkErr)
+	}
+	if got, _ := r.HostNS(); got != host {
+		t.Error("host ns differs")
+	}
+	if got, _ := r.Pins([]event.Dev{event.MakeDev(7, 99)}); !reflect.DeepEqual(got, pins) {
+		t.Error("pins differ")
+	}
+	if _, err := r.Processes(); err == nil {
+		t.Error("a second process list was answered but never recorded")
+	}
+	if _, _, err := r.Mountinfo(12345); err == nil {
+		t.Error("an unrecorded mountinfo was answered")
+	}
+}

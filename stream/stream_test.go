@@ -1,0 +1,46 @@
+package stream
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestRead(t *testing.T) {
+	in := `{"kind":"mount","time":"2026-11-21T12:00:00Z","pid":1,"comm":"mount","syscall_nr":165,"ret":0,"target":"/x"}
+
+{"proc":{"op":"hostns","mntns":4026531840}}
+`
+	var items []Item
+	if err := Read(strings.NewReader(in), "s", func(it Item) error { items = append(items, it); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(items) != 2 || items[0].Event == nil || items[0].Event.Target != "/x" || items[0].Line != 1 ||
+		items[1].Proc == nil || items[1].Proc.MntNS != 4026531840 || items[1].Line != 3 {
+		t.Errorf("items %+v", items)
+	}
+}
+
+func TestReadErrors(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"[1,2]", "s:1: not a JSON object"},
+		{`{"kind":`, "s:1: invalid JSON"},
+		{`{"proc":{"op":"mountinfo","pid":"x"}}`, "s:1: invalid proc record"},
+		{`{"proc":{"op":"mountinfo","surprise":1}}`, "s:1: invalid proc record"},
+		{`{"proc":null}`, "s:1: empty proc record"},
+		{`{"kind":"mount","mono_ns":"soon"}`, "s:1: invalid event"},
+		{"{}", `s:1: neither an event`},
+		{strings.Repeat(" ", MaxLine+1), "longer than"},
+	}
+	for _, tt := range tests {
+		err := Read(strings.NewReader(tt.in), "s", func(Item) error { return nil })
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Read(%.40q) = %v, want %q", tt.in, err, tt.want)
+		}
+	}
+	stop := errors.New("stop here")
+	err := Read(strings.NewReader(`{"proc":{"op":"hostns"}}`), "s", func(Item) error { return stop })
+	if !errors.Is(err, stop) || !strings.HasPrefix(err.Error(), "s:1: ") {
+		t.Errorf("callback error %v", err)
+	}
+}
