@@ -113,7 +113,40 @@ func findIn(t *Table, id identity, callerTable *Table) []*mountinfo.Info {
 			out = append(out, m)
 		}
 	}
+	// An overlay whose layers live in the object: removing a container's
+	// layer directory fails while any namespace still has its overlay.
+	for _, m := range t.Mounts {
+		if m.FSType == "overlay" && overlayUses(m.VFSOptions, id.path) && !containsMount(out, m) {
+			out = append(out, m)
+		}
+	}
 	return out
+}
+
+// overlayUses reports whether overlay super options name a layer directory
+// at or below dir (upperdir, workdir, or one of the lowerdirs).
+func overlayUses(opts, dir string) bool {
+	for _, opt := range strings.Split(opts, ",") {
+		k, v, ok := strings.Cut(opt, "=")
+		if !ok || (k != "upperdir" && k != "workdir" && k != "lowerdir") {
+			continue
+		}
+		for _, layer := range strings.Split(v, ":") {
+			if under(layer, dir) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func containsMount(ms []*mountinfo.Info, m *mountinfo.Info) bool {
+	for _, x := range ms {
+		if x.ID == m.ID {
+			return true
+		}
+	}
+	return false
 }
 
 // outermost keeps, among entries that are the same object, the ones not

@@ -87,6 +87,23 @@ func TestFindIn(t *testing.T) {
 	}
 }
 
+func TestFindOverlayByLayer(t *testing.T) {
+	ns := table(t, 20, `1 0 254:0 / / rw - ext4 /dev/vda rw
+2 1 0:77 / /var/lib/docker/overlay2/e5da/merged rw - overlay overlay rw,lowerdir=/var/lib/docker/overlay2/l/AB:/var/lib/docker/overlay2/l/CD,upperdir=/var/lib/docker/overlay2/e5da/diff,workdir=/var/lib/docker/overlay2/e5da/work
+`)
+	for dir, want := range map[string]bool{
+		"/var/lib/docker/overlay2/e5da":      true, // rm -rf of the layer directory
+		"/var/lib/docker/overlay2/e5da/diff": true,
+		"/var/lib/docker/overlay2/l/CD":      true,
+		"/var/lib/docker/overlay2/ffff":      false,
+	} {
+		got := findIn(ns, identity{path: dir}, nil)
+		if (len(got) == 1 && got[0].ID == 2) != want {
+			t.Errorf("findIn(%s) = %v, want found=%v", dir, got, want)
+		}
+	}
+}
+
 func TestOutermostAndPropagation(t *testing.T) {
 	tb := table(t, 1, `1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw
 2 1 7:0 / /srv/vol rw shared:2 master:7 - ext4 /dev/loop0 rw
