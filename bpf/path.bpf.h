@@ -188,10 +188,48 @@ static __always_inline __s32 fd_mnt_id(int fd)
 	return BPF_CORE_READ(real_mount(vfsmnt), mnt_id);
 }
 
+/* Writes the path an fd refers to into dst; returns true when truncated. */
+static __always_inline bool resolve_fd_path(char *dst, struct file *file);
+
+#define PROCFD_PREFIX "/proc/self/fd/"
+#define PROCFD_PREFIX_LEN 14
+
+/*
+ * runc and other runtimes mount onto "/proc/self/fd/N" (an O_PATH fd they
+ * opened safely inside the rootfs), so the string says nothing about where
+ * the mount lands. Such a path is resolved through the fd, in the kernel,
+ * while the fd is still open. Returns -1 when upath is not of that form.
+ */
+static __always_inline int procfd_of(const char *upath)
+{
+	char buf[PROCFD_PREFIX_LEN + 8] = {};
+	const char prefix[] = PROCFD_PREFIX;
+	int fd = 0;
+
+	if (bpf_probe_read_user_str(buf, sizeof(buf), upath) <= PROCFD_PREFIX_LEN)
+		return -1;
+#pragma unroll
+	for (int i = 0; i < PROCFD_PREFIX_LEN; i++)
+		if (buf[i] != prefix[i])
+			return -1;
+#pragma unroll
+	for (int i = PROCFD_PREFIX_LEN; i < PROCFD_PREFIX_LEN + 7; i++) {
+		char c = buf[i];
+
+		if (c == 0)
+			return fd;
+		if (c < '0' || c > '9')
+			return -1;
+		fd = fd * 10 + (c - '0');
+	}
+	return -1; /* more digits than any fd has */
+}
+
 /*
  * Makes the user path upath absolute against dirfd (AT_FDCWD: the cwd) and
  * writes it into dst (PATH_LEN bytes). An empty upath yields the directory
- * itself (AT_EMPTY_PATH). Returns true when the result was truncated.
+ * itself (AT_EMPTY_PATH); "/proc/self/fd/N" yields the path of fd N.
+ * Returns true when the result was truncated.
  */
 static __always_inline bool resolve_user_path(char *dst, int dirfd,
 					      const char *upath)
@@ -208,8 +246,14 @@ static __always_inline bool resolve_user_path(char *dst, int dirfd,
 	dst[0] = 0;
 	if (upath && bpf_probe_read_user(&first, 1, upath) < 0)
 		return false;
-	if (first == '/')
+	if (first == '/') {
+		int fd = procfd_of(upath);
+		struct file *file = fd >= 0 ? task_fd_file(task, fd) : NULL;
+
+		if (file)
+			return resolve_fd_path(dst, file);
 		return read_user_str(dst, PATH_LEN, upath);
+	}
 
 	if (dirfd == AT_FDCWD) {
 		vfsmnt = BPF_CORE_READ(task, fs, pwd.mnt);

@@ -48,20 +48,24 @@ func (c *Correlator) failure(ev *event.Event) {
 		c.staleBind(ev)
 		return
 	}
+	before := c.tables()
 	missing := c.refresh(nil)
 	id, obj := c.objectOf(ev)
 	a := &analysis{trigger: ev, caller: ev.MntNS, id: id}
 	matches := c.search(id, ev.MntNS, c.opts.ExitGrace)
-	a.pins = c.pinsFor(id, matches)
-	if len(matches) == 0 && len(a.pins) == 0 {
-		return // nothing holds it: not a mount problem (or already released)
-	}
 	if ev.Kind == event.KindUmount && ev.Errno == "EINVAL" {
 		// "Not a mount point here": only a holding elsewhere explains it.
 		matches = otherThan(matches, ev.MntNS)
-		if len(matches) == 0 {
-			return
-		}
+	}
+	if len(otherThan(matches, ev.MntNS)) == 0 {
+		// The caller may remove the directory right after failing (the
+		// runtime deletes the bundle), which detaches the private copies
+		// elsewhere before /proc is read: the tables from before show them.
+		matches = append(matches, c.detachedCopies(id, ev, before, matches)...)
+	}
+	a.pins = c.pinsFor(id, matches)
+	if len(matches) == 0 && len(a.pins) == 0 {
+		return // nothing holds it: not a mount problem (or already released)
 	}
 	f := c.finding(KindFailure, ev, obj, a, matches)
 	f.Missing = append(f.Missing, missing...)

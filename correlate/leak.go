@@ -4,6 +4,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moby/sys/mountinfo"
+
 	"github.com/mntleak/mntleak/event"
 )
 
@@ -41,12 +43,7 @@ func (c *Correlator) checkLeak(ev *event.Event) {
 	if !any {
 		return
 	}
-	before := map[uint32]*Table{}
-	for _, n := range c.lineage.Live() {
-		if t := c.ledger.Table(n.Ino); t != nil && candidate(n) {
-			before[n.Ino] = t
-		}
-	}
+	before := c.tables()
 	missing := c.refresh(candidate)
 	var matches []match
 	for _, mt := range c.search(id, ev.MntNS, 0) {
@@ -83,13 +80,24 @@ func (c *Correlator) detachedCopies(id identity, ev *event.Event, before map[uin
 	var out []match
 	for _, n := range c.lineage.Live() {
 		t := before[n.Ino]
-		if t == nil || hasMatchIn(found, n.Ino) || c.ledger.Table(n.Ino) == t {
+		if t == nil || n.Ino == ev.MntNS || hasMatchIn(found, n.Ino) || c.ledger.Table(n.Ino) == t {
 			continue // no earlier table, still there, or not re-read
 		}
 		for _, m := range outermost(t, findIn(t, id, callerTable)) {
 			if IsPrivate(m) && !c.unmountedIn(n.Ino, m.Mountpoint, t.ReadAt) {
 				out = append(out, match{ns: n, table: t, mount: m, where: m.Mountpoint, detached: true})
 			}
+		}
+	}
+	return out
+}
+
+// tables returns the current table of every live namespace.
+func (c *Correlator) tables() map[uint32]*Table {
+	out := map[uint32]*Table{}
+	for _, n := range c.lineage.Live() {
+		if t := c.ledger.Table(n.Ino); t != nil {
+			out[n.Ino] = t
 		}
 	}
 	return out
@@ -137,20 +145,33 @@ func (c *Correlator) staleBind(ev *event.Event) {
 	}
 	// Forced: deleting the bind's source changes mountinfo (//deleted)
 	// without any mount event.
-	missing := c.refreshTables(func(n *Namespace) bool { return n.Ino == ev.MntNS }, true)
-	t := c.ledger.Table(ev.MntNS)
-	if t == nil {
-		return
+	// The caller's namespace, and the one it was copied from: runc's init
+	// fails and exits, and its namespace may be gone before /proc is read.
+	scope := []uint32{ev.MntNS}
+	if n := c.lineage.Get(ev.MntNS); n != nil && n.Parent != 0 {
+		scope = append(scope, n.Parent)
 	}
-	m := t.At(src)
-	if m == nil || !strings.HasSuffix(m.Root, "//deleted") {
+	// Forced: deleting the bind's source changes mountinfo (//deleted)
+	// without any mount event.
+	missing := c.refreshTables(func(n *Namespace) bool { return n.Ino == scope[0] || n.Ino == scope[len(scope)-1] }, true)
+	var m *mountinfo.Info
+	var holderNS uint32
+	for _, ns := range scope {
+		if t := c.ledger.Table(ns); t != nil && c.lineage.Get(ns) != nil {
+			if x := t.At(src); x != nil && strings.HasSuffix(x.Root, "//deleted") {
+				m, holderNS = x, ns
+				break
+			}
+		}
+	}
+	if m == nil {
 		return
 	}
 	deleted := strings.TrimSuffix(m.Root, "//deleted")
 	f := &Finding{
 		Kind: KindFailure, Time: ev.Time, Call: c.callOf(ev),
 		Object:  Object{Path: firstNonEmpty(ev.Target, ev.ToPath), Source: src, Dev: devOf(m), FSType: m.FSType, Root: m.Root},
-		Holders: []Holder{{MntNS: ev.MntNS, Self: true, Where: src, MountID: m.ID, Propagation: Propagation(m)}},
+		Holders: []Holder{{MntNS: holderNS, Self: holderNS == ev.MntNS, Where: src, MountID: m.ID, Propagation: Propagation(m)}},
 		Cause:   CauseStaleBind,
 		Missing: missing,
 	}
@@ -162,7 +183,7 @@ func (c *Correlator) staleBind(ev *event.Event) {
 	} else {
 		f.Inferred = true
 	}
-	f.Evidence = append(f.Evidence, factEvidence(mountFact(ev.MntNS, m)+": its source was deleted"))
+	f.Evidence = append(f.Evidence, factEvidence(mountFact(holderNS, m)+": its source was deleted"))
 	f.Summary = "not a leak: the source " + src + " is a bind of " + deleted + ", which has since been deleted (mountinfo: //deleted)" + bound
 	f.Fix = "unmount the stale bind " + src + " and bind the current file again (kubelet does so since Kubernetes 1.20, PR 89629); " +
 		"for ConfigMaps and Secrets prefer mounting the whole volume over subPath"

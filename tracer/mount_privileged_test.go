@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -189,5 +190,28 @@ func checkHeader(t *testing.T, ev *event.Event, tid int, mntns uint32, before, a
 	}
 	if ev.SyscallNr < 0 || ev.Syscall == "" || strings.HasPrefix(ev.Syscall, "syscall_") {
 		t.Errorf("syscall %d %q", ev.SyscallNr, ev.Syscall)
+	}
+}
+
+// TestMountOntoProcFD: runc mounts onto "/proc/self/fd/N", an O_PATH fd it
+// opened inside the rootfs; the event names the directory behind the fd.
+func TestMountOntoProcFD(t *testing.T) {
+	c := startTracer(t)
+	dir := privtest.Mkdir(t, filepath.Join(t.TempDir(), "rootfs", "etc"))
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	procfd := "/proc/self/fd/" + strconv.Itoa(fd)
+	tid := onThread(func() {
+		if err := unix.Mount("mntleak-procfd", procfd, "tmpfs", 0, ""); err != nil {
+			t.Errorf("mount onto %s: %v", procfd, err)
+		}
+	})
+	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
+	ev := c.waitFor(t, "mount onto a procfd", func(e *event.Event) bool { return e.Kind == event.KindMount && e.TID == uint32(tid) })
+	if ev.Target != dir {
+		t.Errorf("target %q, want %q (resolved from %s)", ev.Target, dir, procfd)
 	}
 }
