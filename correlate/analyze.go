@@ -104,6 +104,10 @@ func (c *Correlator) objectOf(ev *event.Event) (identity, Object) {
 		}
 	}
 	id := identity{path: p}
+	switch ev.Syscall {
+	case "rmdir", "unlinkat", "unlink", "rename", "renameat", "renameat2":
+		id.layers = ev.Kind == event.KindFailure
+	}
 	if mnt := c.mountEventFor(id, ev.Time); mnt != nil {
 		id.fs, obj.FSType = mnt.FSType, mnt.FSType
 		if mnt.FSType == "" || mnt.FSType == "none" || hasFlags(mnt, "MS_BIND") {

@@ -203,7 +203,7 @@ func (c *Correlator) bindEvents(ns uint32, src, target string) (bind, private *e
 				continue
 			}
 			switch {
-			case ev.Kind == event.KindMount && hasFlags(ev, "MS_BIND", "MS_REC") && ev.Source == src && isTarget(ev.Target):
+			case ev.Kind == event.KindMount && hasFlags(ev, "MS_BIND", "MS_REC") && !hasFlags(ev, "MS_REMOUNT") && ev.Source == src && isTarget(ev.Target):
 				bind = ev
 			case ev.Kind == event.KindMoveMount && isTarget(ev.ToPath) && ev.MntID != 0:
 				if ot := c.openTreeFor(ev, i, src); ot != nil {

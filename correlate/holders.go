@@ -21,6 +21,9 @@ type identity struct {
 	path  string // the object's path in the caller's namespace
 	fs    string // fstype, when known
 	block bool   // dev is a block device (any mount of it holds it)
+	// layers: the call removes a directory, which overlays that use it as
+	// a layer (upperdir, workdir, lowerdir) keep busy.
+	layers bool
 }
 
 func (id identity) known() bool { return id.dev != 0 }
@@ -116,7 +119,7 @@ func findIn(t *Table, id identity, callerTable *Table) []*mountinfo.Info {
 	// An overlay whose layers live in the object: removing a container's
 	// layer directory fails while any namespace still has its overlay.
 	for _, m := range t.Mounts {
-		if m.FSType == "overlay" && overlayUses(m.VFSOptions, id.path) && !containsMount(out, m) {
+		if id.layers && m.FSType == "overlay" && overlayUses(m.VFSOptions, id.path) && !containsMount(out, m) {
 			out = append(out, m)
 		}
 	}
@@ -186,8 +189,10 @@ func (c *Correlator) search(id identity, caller uint32, grace time.Duration) []m
 			out = append(out, match{ns: n, table: t, mount: m, where: m.Mountpoint, self: n.Ino == caller})
 		}
 	}
+	// Namespaces gone a moment before: only when no live one explains it
+	// (their mounts went with them unless something still pins them).
 	for _, n := range c.lineage.DiedSince(c.now.Add(-grace)) {
-		if n.LastTable == nil || n.Ino == caller {
+		if n.LastTable == nil || n.Ino == caller || len(otherThan(out, caller)) > 0 {
 			continue
 		}
 		for _, m := range outermost(n.LastTable, findIn(n.LastTable, id, callerTable)) {

@@ -97,9 +97,13 @@ func TestFindOverlayByLayer(t *testing.T) {
 		"/var/lib/docker/overlay2/l/CD":      true,
 		"/var/lib/docker/overlay2/ffff":      false,
 	} {
-		got := findIn(ns, identity{path: dir}, nil)
+		got := findIn(ns, identity{path: dir, layers: true}, nil)
 		if (len(got) == 1 && got[0].ID == 2) != want {
 			t.Errorf("findIn(%s) = %v, want found=%v", dir, got, want)
+		}
+		// Not a removal (umount2 EINVAL of the layer dir): no match.
+		if dir != "/var/lib/docker/overlay2/e5da/merged" && len(findIn(ns, identity{path: dir}, nil)) != 0 {
+			t.Errorf("findIn(%s) matched layers for a call that removes nothing", dir)
 		}
 	}
 }

@@ -19,14 +19,12 @@ func (c *Correlator) checkLeak(ev *event.Event) {
 	if callerTable == nil {
 		return
 	}
-	m := callerTable.At(ev.Target)
-	if m == nil {
+	id, obj, ok := c.unmounted(ev, callerTable)
+	if !ok {
 		// Never seen mounted: no namespace was copied from a table that
 		// had it, so no copy can have been taken.
 		return
 	}
-	id := identityOf(m, ev.Target)
-	obj := Object{Path: ev.Target, Dev: devOf(m), FSType: m.FSType, Root: m.Root}
 	mounted := c.mountEventFor(identity{path: ev.Target}, ev.Time)
 	candidate := func(n *Namespace) bool {
 		if n.Ino == ev.MntNS {
@@ -67,6 +65,27 @@ func (c *Correlator) checkLeak(ev *event.Event) {
 		c.leaks = c.leaks[len(c.leaks)-maxLeaks:]
 	}
 	c.emit(f)
+}
+
+// unmounted identifies what an unmount removed. The correlator runs a
+// little behind the kernel, so the caller's latest table may have been read
+// after the unmount already happened: the table before it is tried too, and
+// a block device is recognised from the mount event's source.
+func (c *Correlator) unmounted(ev *event.Event, latest *Table) (identity, Object, bool) {
+	for _, t := range []*Table{latest, c.ledger.Previous(ev.MntNS)} {
+		if t == nil {
+			continue
+		}
+		if m := t.At(ev.Target); m != nil {
+			return identityOf(m, ev.Target), Object{Path: ev.Target, Dev: devOf(m), FSType: m.FSType, Root: m.Root}, true
+		}
+	}
+	if mnt := c.mountEventFor(identity{path: ev.Target}, ev.Time); mnt != nil && strings.HasPrefix(mnt.Source, "/dev/") {
+		if dev, err := c.proc.BlockDevice(mnt.Source); err == nil {
+			return identity{dev: dev, block: true, path: ev.Target, fs: mnt.FSType}, Object{Path: ev.Target, Dev: dev, FSType: mnt.FSType}, true
+		}
+	}
+	return identity{}, Object{}, false
 }
 
 // detachedCopies finds private copies the tables read before the unmount

@@ -155,6 +155,9 @@ func NewLedger(maxHistory int) *Ledger {
 // Table returns the last table read for a namespace, or nil.
 func (l *Ledger) Table(ns uint32) *Table { return l.tables[ns] }
 
+// Previous returns the table read before the latest one, or nil.
+func (l *Ledger) Previous(ns uint32) *Table { return l.last[ns] }
+
 // Fresh reports whether ns's table was read after the latest mount change.
 func (l *Ledger) Fresh(ns uint32) bool {
 	t := l.tables[ns]

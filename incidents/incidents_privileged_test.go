@@ -1,0 +1,151 @@
+package incidents
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/mntleak/mntleak/correlate"
+)
+
+// want is what one finding logged by the daemon must say.
+type want struct {
+	kind      correlate.FindingKind
+	cause     correlate.Cause
+	syscall   string
+	errno     string
+	actor     string // comm (prefix) of an event in the evidence: the leaking one
+	container bool   // names the container the script reports
+	unit      string // a systemd unit the line names
+	linked    bool   // links back to the earlier leak finding
+}
+
+func TestIncidents(t *testing.T) {
+	tests := []struct {
+		script string
+		extra  []string // other objects of the incident (the netns is under /run)
+		want   []want
+	}{
+		{"1-netns-rbind.sh", []string{"/run/netns/cni-49ddd103"}, []want{
+			{kind: correlate.KindLeak, cause: correlate.CauseRprivateBind, syscall: "umount2", actor: "runc:[2:INIT]", container: true},
+		}},
+		{"2-mountflags-restart.sh", nil, []want{
+			{kind: correlate.KindFailure, cause: correlate.CauseMountflagsRestart, syscall: "umount2", errno: "EINVAL", actor: "dockerd"},
+		}},
+		{"3-node-exporter.sh", nil, []want{
+			{kind: correlate.KindLeak, cause: correlate.CauseRprivateBind, syscall: "umount2", actor: "runc:[2:INIT]", container: true},
+			{kind: correlate.KindFailure, cause: correlate.CauseRprivateBind, syscall: "openat", errno: "EBUSY", actor: "runc:[2:INIT]", container: true, linked: true},
+		}},
+		{"4-subpath-configmap.sh", nil, []want{
+			{kind: correlate.KindFailure, cause: correlate.CauseStaleBind, syscall: "mount", errno: "ENOENT", actor: "kubelet"},
+		}},
+		{"5-privatetmp.sh", nil, []want{
+			{kind: correlate.KindLeak, cause: correlate.CausePrivateTmp, syscall: "umount2", actor: "ntpd", unit: "ntpd.service"},
+			{kind: correlate.KindFailure, cause: correlate.CausePrivateTmp, syscall: "openat", errno: "EBUSY", unit: "ntpd.service", linked: true},
+		}},
+	}
+	for _, tt := range tests {
+		name := strings.TrimSuffix(tt.script, ".sh")
+		t.Run(name, func(t *testing.T) {
+			all, exp := run(t, tt.script)
+			got := about(all, name, exp, tt.extra...)
+			if len(got) != len(tt.want) {
+				for _, f := range all {
+					t.Log(f.Msg)
+				}
+				t.Fatalf("%d findings about the incident, want %d", len(got), len(tt.want))
+			}
+			for i, w := range tt.want {
+				check(t, i, got[i], w, exp)
+			}
+		})
+	}
+}
+
+func check(t *testing.T, i int, l logged, w want, exp map[string]string) {
+	t.Helper()
+	f := l.Detail
+	if f.Kind != w.kind || f.Cause != w.cause || f.Call.Syscall != w.syscall || f.Call.Errno != w.errno || l.Cause != w.cause.String() {
+		t.Errorf("finding %d: %s %s %s %s, want %s %s %s %s\n%s", i, f.Kind, f.Cause, f.Call.Syscall, f.Call.Errno,
+			w.kind, w.cause, w.syscall, w.errno, l.Msg)
+	}
+	if l.Level != map[correlate.FindingKind]string{correlate.KindLeak: "warn", correlate.KindFailure: "error"}[f.Kind] {
+		t.Errorf("finding %d logged at %s", i, l.Level)
+	}
+	// The holder: the namespace and process the script saw.
+	if ns := exp["holder_ns"]; ns != "" {
+		okNS := false
+		for _, h := range f.Holders {
+			okNS = okNS || strconv.FormatUint(uint64(h.MntNS), 10) == ns
+		}
+		if !okNS && !(f.Cause == correlate.CauseStaleBind && len(f.Holders) > 0 && f.Holders[0].MntNS == f.Call.MntNS) {
+			t.Errorf("finding %d names no holder in mnt:[%s]: %s", i, ns, l.Msg)
+		}
+	}
+	if pid := exp["holder_pid"]; pid != "" && f.Cause != correlate.CauseStaleBind {
+		found := false
+		for _, h := range f.Holders {
+			for _, p := range h.Processes {
+				found = found || strconv.Itoa(p.PID) == pid
+			}
+		}
+		if !found {
+			t.Errorf("finding %d does not name holder pid %s: %s", i, pid, l.Msg)
+		}
+	}
+	if w.actor != "" {
+		found := false
+		for _, e := range f.Evidence[1:] {
+			found = found || (e.Event != nil && strings.HasPrefix(e.Event.Comm, w.actor))
+		}
+		if !found || !strings.Contains(l.LeakEvent, w.actor) {
+			t.Errorf("finding %d: no evidence event by %q (leak_event %q)", i, w.actor, l.LeakEvent)
+		}
+	}
+	if w.container && (exp["container"] == "" || l.Container != exp["container"] || !strings.Contains(l.Msg, "container "+exp["container"][:12])) {
+		t.Errorf("finding %d: container %q, want %q: %s", i, l.Container, exp["container"], l.Msg)
+	}
+	if w.unit != "" && !strings.Contains(l.Msg, w.unit) {
+		t.Errorf("finding %d does not name %s: %s", i, w.unit, l.Msg)
+	}
+	if (f.Leak != nil) != w.linked {
+		t.Errorf("finding %d: linked to a leak = %v, want %v", i, f.Leak != nil, w.linked)
+	}
+	if f.Fix == "" {
+		t.Errorf("finding %d has no fix", i)
+	}
+}
+
+// TestControlChurn: the same Docker, 20 containers started and removed:
+// no leak is reported.
+func TestControlChurn(t *testing.T) {
+	all, exp := run(t, "control-churn.sh")
+	for _, f := range about(all, "control-churn", exp) {
+		if f.Detail.Kind == correlate.KindLeak || f.Detail.Cause.IsLeak() {
+			t.Errorf("leak reported during plain churn: %s", f.Msg)
+		}
+	}
+}
+
+// TestIncidentDocs: docs/incidents.md shows every script as it is run.
+func TestIncidentDocs(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "incidents.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scripts, _ := filepath.Glob(filepath.Join("scripts", "*.sh"))
+	if len(scripts) < 7 {
+		t.Fatalf("only %d scripts", len(scripts))
+	}
+	for _, s := range scripts {
+		b, err := os.ReadFile(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(doc), strings.TrimSpace(string(b))) {
+			t.Errorf("docs/incidents.md does not contain %s as it is", s)
+		}
+	}
+}

@@ -1,0 +1,89 @@
+# Shared by the incident scripts (sourced). Each incident runs in a "node"
+# mount namespace whose / is rshared, as systemd makes it on a real host
+# (this VM's / is private and it has no systemd), with its own Docker Engine
+# (Debian's docker.io: dockerd, its containerd and runc) whose data root,
+# exec root and socket live under W=/var/lib/mntleak-incidents/<incident>.
+# Everything it starts is removed on exit: containers, daemons (by pid),
+# loop devices; the node namespace takes its mounts with it.
+set -euo pipefail
+
+INCIDENT=$(basename "$0" .sh)
+W=/var/lib/mntleak-incidents/$INCIDENT
+if [ -z "${MNTLEAK_NODE:-}" ]; then
+	export MNTLEAK_NODE=1
+	mkdir -p "$W"
+	rc=0
+	unshare -m --propagation shared "$0" "$@" || rc=$?
+	rm -rf "$W"
+	exit $rc
+fi
+
+DK=/usr/bin/docker
+export DOCKER_HOST=unix://$W/docker.sock
+IMG=mntleak/busybox
+DOCKERD=
+PIDS=()
+LOOPS=()
+
+expect() { if [ -n "${MNTLEAK_EXPECT:-}" ]; then echo "$1=$2" >>"$MNTLEAK_EXPECT"; fi; }
+nsof() { readlink "/proc/$1/ns/mnt" | tr -dc 0-9; }
+settle() { sleep "${1:-0.5}"; }
+
+# dockerd_start [slave]: start dockerd as systemd would; with "slave", as a
+# unit with MountFlags=slave does (a new mount namespace, / made slave).
+dockerd_start() {
+	local pre=()
+	[ "${1:-}" = slave ] && pre=(unshare -m --propagation slave)
+	"${pre[@]}" dockerd --data-root "$W/data" --exec-root "$W/exec" -H "$DOCKER_HOST" \
+		--pidfile "$W/dockerd.pid" --iptables=false --bridge=none --ip-forward=false --ip-masq=false \
+		--storage-driver overlay2 --log-level warn ${DOCKERD_FLAGS:-} >>"$W/dockerd.log" 2>&1 &
+	DOCKERD=$!
+	for _ in $(seq 120); do
+		"$DK" version >/dev/null 2>&1 && return 0
+		sleep 0.25
+	done
+	echo "dockerd did not start" >&2
+	tail -5 "$W/dockerd.log" >&2
+	return 1
+}
+
+# image: a busybox-static image, made with docker import (no registry here).
+image() {
+	local root=$W/image
+	mkdir -p "$root/bin" "$root/etc" "$root/tmp"
+	cp "$(command -v busybox)" "$root/bin/busybox"
+	for a in $(busybox --list); do [ "$a" = busybox ] || ln -sf busybox "$root/bin/$a"; done
+	tar -C "$root" -c . | "$DK" import --change 'ENV PATH=/bin' - "$IMG" >/dev/null
+}
+
+# loopdev SIZE_MIB: an ext4 image on a loop device, in $LOOPDEV.
+loopdev() {
+	truncate -s "${1}M" "$W/disk.img"
+	mkfs.ext4 -q -F "$W/disk.img"
+	LOOPDEV=$(losetup --find --show "$W/disk.img")
+	LOOPS+=("$LOOPDEV")
+	expect device "$LOOPDEV"
+}
+
+# fakebin NAME SOURCE: a copy of SOURCE whose comm is NAME.
+fakebin() { mkdir -p "$W/bin" && cp "$(command -v "$2")" "$W/bin/$1"; }
+
+cleanup() {
+	set +e
+	if [ -n "$DOCKERD" ] && kill -0 "$DOCKERD" 2>/dev/null; then
+		ids=$("$DK" ps -aq)
+		[ -n "$ids" ] && "$DK" rm -f $ids >/dev/null 2>&1
+		kill -TERM "$DOCKERD"
+		for _ in $(seq 60); do kill -0 "$DOCKERD" 2>/dev/null || break; sleep 0.25; done
+	fi
+	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+	# containerd and shims of this incident's daemons (their command lines
+	# name its directories): started by us, killed by pid.
+	for d in /proc/[0-9]*; do
+		grep -qsF "$W" "$d/cmdline" && kill -9 "${d#/proc/}" 2>/dev/null
+	done
+	for l in "${LOOPS[@]}"; do
+		for _ in $(seq 50); do losetup -d "$l" 2>/dev/null && break; sleep 0.1; done
+	done
+}
+trap cleanup EXIT
