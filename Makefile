@@ -7,9 +7,11 @@ BIN      := bin/mntleak
 ARGS     ?= trace
 PKGS     := ./...
 # Debian packages: clang/llvm/libbpf-dev/bpftool regenerate the BPF objects;
-# util-linux, e2fsprogs and coreutils are what the privileged tests drive.
-APT_PKGS := clang llvm libbpf-dev bpftool util-linux mount e2fsprogs coreutils
-APT_CMDS := clang llvm-strip bpftool losetup unshare nsenter pivot_root mkfs.ext4 blockdev
+# util-linux, e2fsprogs and coreutils are what the privileged tests drive;
+# docker.io (dockerd, containerd, runc), busybox-static and iproute2 are the
+# real components of the incident reproductions (incidents/).
+APT_PKGS := clang llvm libbpf-dev bpftool util-linux mount e2fsprogs coreutils docker.io busybox-static iproute2
+APT_CMDS := clang llvm-strip bpftool losetup unshare nsenter pivot_root mkfs.ext4 blockdev dockerd containerd runc busybox ip
 
 .PHONY: all build run test deps lint vet fmt-check staticcheck generate check-generated unit clean
 

@@ -48,7 +48,11 @@ func (c *Correlator) mountflagsRestart(a *analysis, m match) (verdict, bool) {
 		" root: MountFlags=slave), the current " + procName(cur.Creator.Comm, cur.Creator.PID) + " runs in " + nsName(cur.Ino) +
 		" since " + clock(cur.Created)
 	if len(survivors) > 0 {
-		v.summary += "; " + strings.Join(survivors, ", ") + " survived the restart (live-restore) and still hold " + nsName(old.Ino) + " with the mount"
+		verb := " survived the restart (live-restore) and keeps "
+		if len(survivors) > 1 {
+			verb = " survived the restart (live-restore) and keep "
+		}
+		v.summary += "; " + strings.Join(survivors, ", ") + verb + nsName(old.Ino) + " alive with the mount"
 	}
 	v.summary += c.stayed(a)
 	if unit == "" {

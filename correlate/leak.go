@@ -186,6 +186,9 @@ func (c *Correlator) staleBind(ev *event.Event) {
 	if m == nil {
 		return
 	}
+	if holderNS != ev.MntNS {
+		missing = nil // the caller's namespace was gone, its parent answered
+	}
 	deleted := strings.TrimSuffix(m.Root, "//deleted")
 	f := &Finding{
 		Kind: KindFailure, Time: ev.Time, Call: c.callOf(ev),
