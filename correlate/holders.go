@@ -99,8 +99,19 @@ func translate(p string, from, to *Table) []string {
 func findIn(t *Table, id identity, callerTable *Table) []*mountinfo.Info {
 	var out []*mountinfo.Info
 	if id.known() {
+		// Anonymous devices (tmpfs, overlay: major 0) are reused as soon as
+		// they are freed, and container churn frees them all the time: for
+		// a whole anonymous filesystem the copy must also sit where the
+		// object would show in that namespace.
+		var where map[string]bool
+		if id.dev.Major() == 0 && id.root == "/" && id.path != "" {
+			where = map[string]bool{}
+			for _, p := range translate(id.path, callerTable, t) {
+				where[p] = true
+			}
+		}
 		for _, m := range t.Mounts {
-			if id.matches(m) {
+			if id.matches(m) && (where == nil || where[m.Mountpoint]) {
 				out = append(out, m)
 			}
 		}

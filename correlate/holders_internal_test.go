@@ -87,6 +87,20 @@ func TestFindIn(t *testing.T) {
 	}
 }
 
+// TestFindAnonymousDevReused: a tmpfs's 0:N is reused by the next tmpfs
+// mounted after it is freed; a copy must also be where the object would be.
+func TestFindAnonymousDevReused(t *testing.T) {
+	caller := table(t, 1, "1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw\n")
+	other := table(t, 2, `1 0 254:0 / / rw master:1 - ext4 /dev/vda rw
+5 1 0:64 / /run/c13/rootfs rw master:3 - tmpfs rootfs-13 rw
+6 1 0:64 / /run/c10/rootfs rw - tmpfs rootfs-10 rw
+`)
+	got := findIn(other, identity{dev: event.MakeDev(0, 64), root: "/", path: "/run/c10/rootfs"}, caller)
+	if len(got) != 1 || got[0].ID != 6 {
+		t.Errorf("findIn = %v, want only the copy at /run/c10/rootfs", got)
+	}
+}
+
 func TestFindOverlayByLayer(t *testing.T) {
 	ns := table(t, 20, `1 0 254:0 / / rw - ext4 /dev/vda rw
 2 1 0:77 / /var/lib/docker/overlay2/e5da/merged rw - overlay overlay rw,lowerdir=/var/lib/docker/overlay2/l/AB:/var/lib/docker/overlay2/l/CD,upperdir=/var/lib/docker/overlay2/e5da/diff,workdir=/var/lib/docker/overlay2/e5da/work

@@ -79,8 +79,12 @@ cleanup() {
 	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
 	# containerd and shims of this incident's daemons (their command lines
 	# name its directories): started by us, killed by pid.
+	# Containers whose daemon died before removing them: their root is an
+	# overlay from this incident's storage.
 	for d in /proc/[0-9]*; do
-		grep -qsF "$W" "$d/cmdline" && kill -9 "${d#/proc/}" 2>/dev/null
+		if grep -qsF "$W" "$d/cmdline" || awk '$5 == "/"' "$d/mountinfo" 2>/dev/null | grep -qF "$W/data/overlay2"; then
+			kill -9 "${d#/proc/}" 2>/dev/null
+		fi
 	done
 	for l in "${LOOPS[@]}"; do
 		for _ in $(seq 50); do losetup -d "$l" 2>/dev/null && break; sleep 0.1; done
