@@ -62,9 +62,10 @@ type Correlator struct {
 }
 
 type leakRecord struct {
-	id      identity
-	holders map[uint32]bool
-	finding *Finding
+	id         identity
+	holders    map[uint32]bool
+	namespaces []*Namespace
+	finding    *Finding
 }
 
 const maxLeaks = 256

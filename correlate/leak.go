@@ -59,6 +59,7 @@ func (c *Correlator) checkLeak(ev *event.Event) {
 	rec := &leakRecord{id: id, holders: map[uint32]bool{}, finding: f}
 	for _, mt := range matches {
 		rec.holders[mt.ns.Ino] = true
+		rec.namespaces = append(rec.namespaces, mt.ns)
 	}
 	c.leaks = append(c.leaks, rec)
 	if len(c.leaks) > maxLeaks {
@@ -131,6 +132,24 @@ func (c *Correlator) unmountedIn(ns uint32, path string, t time.Time) bool {
 	}
 	return false
 }
+
+// OpenLeaks counts the leak findings whose holder namespaces are not all
+// gone: the leaks still holding something.
+func (c *Correlator) OpenLeaks() int {
+	n := 0
+	for _, rec := range c.leaks {
+		for _, ns := range rec.namespaces {
+			if !ns.Dead {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+// Namespaces counts the live mount namespaces in the lineage.
+func (c *Correlator) Namespaces() int { return len(c.lineage.live) }
 
 // leakFor returns the latest leak finding on the same object held by one
 // of the namespaces now holding it.

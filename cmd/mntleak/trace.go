@@ -6,17 +6,21 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"go.uber.org/zap"
 	"golang.org/x/term"
 
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/internal/journald"
 	"github.com/mntleak/mntleak/internal/logging"
 	"github.com/mntleak/mntleak/internal/logkey"
+	"github.com/mntleak/mntleak/metrics"
 	"github.com/mntleak/mntleak/output"
 	"github.com/mntleak/mntleak/procfs"
 	"github.com/mntleak/mntleak/stream"
@@ -24,13 +28,16 @@ import (
 )
 
 type traceOptions struct {
-	format       output.Format
-	correlate    bool
-	filter       event.Filter
-	record       string
-	ringBufBytes int
-	logLevel     string
-	logFormat    string
+	format        output.Format
+	correlate     bool
+	journald      string // auto, on, off
+	journalEvents bool
+	metricsAddr   string
+	filter        event.Filter
+	record        string
+	ringBufBytes  int
+	logLevel      string
+	logFormat     string
 }
 
 // parseTraceFlags parses the trace flags. isTerminal tells whether stdout
@@ -52,6 +59,9 @@ func parseTraceFlags(args []string, stdoutTTY, stderrTTY bool, stderr io.Writer)
 	fs.Var(uint32List{&opts.filter.MntNS, "mount namespace"}, "mntns", "only events in or naming these mount namespaces (inode numbers or mnt:[N]; repeatable)")
 	fs.StringVar(&opts.record, "record", "", "also write every event, and the /proc snapshots the correlator read, as JSON lines to this file (for mntleak replay)")
 	fs.BoolVar(&opts.correlate, "correlate", true, "explain failures and report leaks as findings in the log")
+	fs.StringVar(&opts.journald, "journald", "auto", "send findings and lifecycle logs to the systemd journal: auto (when /run/systemd/journal/socket exists), on, off")
+	fs.BoolVar(&opts.journalEvents, "journald-events", false, "also send every raw event to the journal (high volume)")
+	fs.StringVar(&opts.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (host:port, or :port for 127.0.0.1)")
 	fs.IntVar(&opts.ringBufBytes, "ringbuf-size", tracer.DefaultRingBufferBytes, "ring buffer size in bytes (a power of two)")
 	fs.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&opts.logFormat, "log-format", defaultLogFormat, "log format on stderr: json or console")
@@ -72,6 +82,18 @@ func parseTraceFlags(args []string, stdoutTTY, stderrTTY bool, stderr io.Writer)
 	if n := opts.ringBufBytes; n < 4096 || n&(n-1) != 0 {
 		return opts, fmt.Errorf("invalid -ringbuf-size %d: want a power of two of at least 4096", n)
 	}
+	switch opts.journald {
+	case "auto", "on", "off":
+	default:
+		return opts, fmt.Errorf("invalid -journald %q: want auto, on or off", opts.journald)
+	}
+	if opts.metricsAddr != "" {
+		addr, err := metrics.ListenAddr(opts.metricsAddr)
+		if err != nil {
+			return opts, err
+		}
+		opts.metricsAddr = addr
+	}
 	return opts, nil
 }
 
@@ -89,11 +111,15 @@ func runTrace(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mntleak trace: %v\n", err)
 		return exitUsage
 	}
+	var journal *journald.Core
+	if opts.journald == "on" || (opts.journald == "auto" && journald.Available()) {
+		log, journal = journald.Tee(log, zap.InfoLevel, nil)
+	}
 	defer log.Sync() //nolint:errcheck // stderr sync fails on terminals
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := trace(ctx, opts, stdout, log); err != nil {
+	if err := trace(ctx, opts, stdout, log, journal); err != nil {
 		fmt.Fprintf(stderr, "mntleak trace: %v\n", err)
 		return exitError
 	}
@@ -102,7 +128,7 @@ func runTrace(args []string, stdout, stderr io.Writer) int {
 
 // trace wires the tracer to the writers and the correlator, and runs until
 // ctx is done.
-func trace(ctx context.Context, opts traceOptions, stdout io.Writer, log *zap.Logger) error {
+func trace(ctx context.Context, opts traceOptions, stdout io.Writer, log *zap.Logger, journal *journald.Core) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
@@ -123,6 +149,33 @@ func trace(ctx context.Context, opts traceOptions, stdout io.Writer, log *zap.Lo
 		}
 	}
 
+	var (
+		tr   *tracer.Tracer
+		mets *metrics.Metrics
+	)
+	if opts.metricsAddr != "" {
+		ln, err := net.Listen("tcp", opts.metricsAddr)
+		if err != nil {
+			return fmt.Errorf("listen for metrics: %w", err)
+		}
+		mets = metrics.New(func() map[string]uint64 {
+			out := map[string]uint64{}
+			if tr != nil {
+				if st, err := tr.Stats(); err == nil {
+					for k, n := range st.Lost {
+						out[k.String()] = n
+					}
+				}
+			}
+			return out
+		})
+		go func() {
+			if err := mets.Serve(ctx, ln, log.Named("metrics")); err != nil {
+				cancel(err)
+			}
+		}()
+	}
+
 	var corr *correlate.Correlator
 	if opts.correlate {
 		var proc procfs.Proc = procfs.Host{}
@@ -132,12 +185,26 @@ func trace(ctx context.Context, opts traceOptions, stdout io.Writer, log *zap.Lo
 		flog := log.Named("correlate")
 		corr = correlate.New(proc, correlate.Options{}, func(f *correlate.Finding) {
 			flog.Log(output.FindingLevel(f), f.Line(), output.FindingFields(f)...)
+			if mets != nil {
+				mets.Finding(string(f.Kind), f.Cause.String(), f.Call.Time)
+			}
 		})
 	}
 
+	// Raw events go to the journal only when asked (volume), not to stderr.
+	var eventLog *zap.Logger
+	if opts.journalEvents && journal != nil {
+		eventLog = zap.New(journal).Named("event")
+	}
+
+	var gaugesAt time.Time
 	// The record holds every event the correlator consumes, so a replay
 	// reaches the same findings; the filters only select what is printed.
 	sink := func(ev *event.Event) {
+		if eventLog != nil && opts.filter.Match(ev) {
+			eventLog.Info(ev.Text(), zap.Stringer(logkey.Kind, ev.Kind), zap.String(logkey.Syscall, ev.Syscall),
+				zap.String(logkey.Errno, ev.Errno), zap.Uint32(logkey.PID, ev.PID), zap.Uint32(logkey.MntNS, ev.MntNS))
+		}
 		if rec != nil {
 			fail(rec.Write(ev))
 		}
@@ -147,12 +214,21 @@ func trace(ctx context.Context, opts traceOptions, stdout io.Writer, log *zap.Lo
 		if corr != nil {
 			corr.Handle(ev)
 		}
+		if mets != nil {
+			mets.Event(ev.Kind.String())
+			// The gauges walk the correlator's state: once a second.
+			if corr != nil && ev.Time.Sub(gaugesAt) >= time.Second {
+				gaugesAt = ev.Time
+				mets.State(corr.OpenLeaks(), corr.Namespaces())
+			}
+		}
 	}
 	t, err := tracer.New(tracer.Config{Sink: sink, RingBufferBytes: opts.ringBufBytes}, log.Named("tracer"))
 	if err != nil {
 		return err
 	}
 	defer t.Close()
+	tr = t
 	if corr != nil {
 		// After attaching: whatever happens during the snapshot is in the
 		// ring buffer and is applied on top of it.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -91,7 +92,8 @@ func TestTraceBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cmd := exec.Command(bin, "trace", "--format", "json", "--comm", "mntleak-e2e", "--record", rec, "--log-format", "json")
+	cmd := exec.Command(bin, "trace", "--format", "json", "--comm", "mntleak-e2e", "--record", rec, "--log-format", "json",
+		"--journald", "off", "--metrics-addr", "127.0.0.1:0")
 	stdout, _ := cmd.StdoutPipe()
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
@@ -119,6 +121,34 @@ func TestTraceBinary(t *testing.T) {
 		t.Fatal("second umount succeeded")
 	}
 	out.wait(t, "mount event", func(s string) bool { return strings.Contains(s, `"target":"`+mnt+`"`) })
+
+	// Metrics, scraped over loopback from the address the daemon logged.
+	var addr string
+	logs.wait(t, "metrics address", func(s string) bool {
+		var l struct {
+			Msg  string `json:"msg"`
+			Addr string `json:"addr"`
+		}
+		if json.Unmarshal([]byte(s), &l) == nil && l.Msg == "serving metrics" {
+			addr = l.Addr
+			return true
+		}
+		return false
+	})
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`mntleak_events_total{kind="mount"}`, `mntleak_events_total{kind="umount"}`, "mntleak_namespaces_tracked"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if !strings.HasPrefix(addr, "127.0.0.1:") {
+		t.Errorf("metrics on %s, want loopback", addr)
+	}
 
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)

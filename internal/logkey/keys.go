@@ -20,6 +20,9 @@ const (
 	Elapsed      = "elapsed"
 	Signal       = "signal"
 	Replay       = "replay"
+	PID          = "pid"
+	MntNS        = "mntns"
+	Addr         = "addr"
 
 	// Finding fields: the same names, upper-cased with an MNTLEAK_ prefix,
 	// are the journald fields.

@@ -1,0 +1,11 @@
+// Package journald sends mntleak's log entries to the systemd journal with
+// its native protocol (github.com/coreos/go-systemd/v22/journal), as a zap
+// core: one entry per finding, MESSAGE the finding's human line, PRIORITY
+// err for a failure, warning for a leak and info for lifecycle messages, and
+// every zap field as an upper-cased MNTLEAK_ field, so that
+//
+//	journalctl MNTLEAK_CAUSE=private-tmp -o json
+//
+// finds them. The core is teed with stderr: if the journal goes away the
+// entries still reach stderr, and the loss is logged there.
+package journald

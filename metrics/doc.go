@@ -1,0 +1,5 @@
+// Package metrics exposes mntleak's Prometheus metrics: events by kind,
+// events lost in the kernel, findings by cause, leaks currently open,
+// namespaces tracked, and the latency from a failing syscall to its
+// finding. It uses a registry of its own, never the global one.
+package metrics

@@ -1,0 +1,129 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+
+	"github.com/mntleak/mntleak/internal/logkey"
+)
+
+// Metrics holds the collectors.
+type Metrics struct {
+	reg        *prometheus.Registry
+	events     *prometheus.CounterVec
+	findings   *prometheus.CounterVec
+	leaksOpen  prometheus.Gauge
+	namespaces prometheus.Gauge
+	latency    prometheus.Histogram
+}
+
+// LostFunc returns the kernel's lost-event counters by event kind.
+type LostFunc func() map[string]uint64
+
+// New registers the metrics; lost is read at every scrape.
+func New(lost LostFunc) *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mntleak_events_total", Help: "Events read from the kernel, by kind.",
+		}, []string{"kind"}),
+		findings: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mntleak_findings_total", Help: "Findings, by kind (failure, leak) and cause.",
+		}, []string{"finding", "cause"}),
+		leaksOpen: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "mntleak_leaks_open", Help: "Leaks reported whose holder namespace is still alive.",
+		}),
+		namespaces: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "mntleak_namespaces_tracked", Help: "Live mount namespaces in the lineage.",
+		}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "mntleak_finding_latency_seconds",
+			Help:    "From the failing (or leaking) syscall to its finding.",
+			Buckets: []float64{.001, .002, .005, .01, .02, .05, .1, .25, .5, 1, 2.5},
+		}),
+	}
+	m.reg.MustRegister(m.events, m.findings, m.leaksOpen, m.namespaces, m.latency,
+		lostCollector{fn: lost, desc: prometheus.NewDesc("mntleak_events_lost_total",
+			"Events the kernel could not put in the ring buffer, by kind.", []string{"kind"}, nil)},
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Event counts one event.
+func (m *Metrics) Event(kind string) { m.events.WithLabelValues(kind).Inc() }
+
+// Finding counts one finding whose call happened at callTime.
+func (m *Metrics) Finding(finding, cause string, callTime time.Time) {
+	m.findings.WithLabelValues(finding, cause).Inc()
+	if !callTime.IsZero() {
+		m.latency.Observe(time.Since(callTime).Seconds())
+	}
+}
+
+// State sets the gauges.
+func (m *Metrics) State(openLeaks, namespaces int) {
+	m.leaksOpen.Set(float64(openLeaks))
+	m.namespaces.Set(float64(namespaces))
+}
+
+// Handler serves the metrics.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// Serve serves /metrics on ln until ctx is done.
+func (m *Metrics) Serve(ctx context.Context, ln net.Listener, log *zap.Logger) error {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", m.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	log.Info("serving metrics", zap.String(logkey.Addr, ln.Addr().String()))
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve metrics on %s: %w", ln.Addr(), err)
+	}
+	return nil
+}
+
+// ListenAddr validates a --metrics-addr value; a bare ":port" binds the
+// loopback address, never every interface.
+func ListenAddr(s string) (string, error) {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil || port == "" || strings.ContainsAny(port, " /") {
+		return "", fmt.Errorf("invalid -metrics-addr %q: want host:port or :port", s)
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+type lostCollector struct {
+	fn   LostFunc
+	desc *prometheus.Desc
+}
+
+func (c lostCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c lostCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.fn == nil {
+		return
+	}
+	for kind, n := range c.fn() {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(n), kind)
+	}
+}
