@@ -85,3 +85,19 @@ func TestRunBadInput(t *testing.T) {
 		t.Errorf("help: %d %q", code, stdout.String())
 	}
 }
+
+func TestVersion(t *testing.T) {
+	var stdout bytes.Buffer
+	if code := run([]string{"version"}, &stdout, &bytes.Buffer{}); code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{"mntleak ", "kernel:", "btf:", "ring buffer:", "tracefs:", "tracepoints:"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("version output lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	stdout.Reset()
+	if code := run([]string{"version", "--json"}, &stdout, &bytes.Buffer{}); code != exitOK || !strings.Contains(stdout.String(), `"features"`) {
+		t.Errorf("version --json: %d %s", code, stdout.String())
+	}
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"sort"
+	"strings"
+
+	"github.com/mntleak/mntleak/tracer"
+)
+
+// buildVersion reads the version and commit the Go toolchain stamped in.
+func buildVersion() (version, commit string) {
+	version, commit = "(unknown)", "(unknown)"
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return
+	}
+	version = bi.Main.Version
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			commit = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				commit += "+dirty"
+			}
+		}
+	}
+	return
+}
+
+func runVersion(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mntleak version", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return exitOK
+		}
+		return exitUsage
+	}
+	version, commit := buildVersion()
+	feat := tracer.DetectFeatures()
+	if *asJSON {
+		b, _ := json.MarshalIndent(struct {
+			Version  string          `json:"version"`
+			Commit   string          `json:"commit"`
+			Features tracer.Features `json:"features"`
+		}{version, commit, feat}, "", "  ")
+		fmt.Fprintln(stdout, string(b))
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "mntleak %s (commit %s)\n", version, commit)
+	fmt.Fprintf(stdout, "kernel:      %s\n", feat.Kernel)
+	fmt.Fprintf(stdout, "btf:         %v\n", feat.BTF)
+	fmt.Fprintf(stdout, "ring buffer: %s\n", feat.RingBuffer)
+	fmt.Fprintf(stdout, "tracefs:     %s\n", feat.Tracefs)
+	var have, lack []string
+	for name, ok := range feat.Tracepoints {
+		if ok {
+			have = append(have, name)
+		} else {
+			lack = append(lack, name)
+		}
+	}
+	sort.Strings(lack)
+	fmt.Fprintf(stdout, "tracepoints: %d of %d present", len(have), len(feat.Tracepoints))
+	if len(lack) > 0 {
+		fmt.Fprintf(stdout, " (missing: %s)", strings.Join(lack, ", "))
+	}
+	fmt.Fprintln(stdout)
+	return exitOK
+}
