@@ -270,3 +270,38 @@ func TestNegatives(t *testing.T) {
 		}
 	})
 }
+
+// TestRememberedAcrossRestart: the runtime's bind happened before mntleak
+// (re)started; the persistent lineage lets the verdict cite it, not infer.
+func TestRememberedAcrossRestart(t *testing.T) {
+	systemd := proc(1, "systemd", hostNS, "")
+	first := newWorld(t, []procfs.Process{systemd}, map[uint32]string{hostNS: hostTable})
+	var remembered []*event.Event
+	sent := func(evs ...*event.Event) {
+		first.send(evs...)
+		remembered = append(remembered, evs...)
+	}
+	root := "/var/lib/docker/overlay2/" + cid + "/merged"
+	sent(unshareEv(1500, "runc", hostNS, 70),
+		mountEv(1500, "runc", 70, "/", root+"/host", "", unix.MS_BIND|unix.MS_REC, 0),
+		mountEv(1500, "runc", 70, "", root+"/host", "", unix.MS_REC|unix.MS_PRIVATE, 0))
+
+	// mntleak restarts: a new correlator, the remembered lineage, a snapshot.
+	w := &world{t: t, now: first.now, proc: first.proc}
+	w.proc.procs = append(w.proc.procs, proc(1500, "node_exporter", 70, "/docker/"+cid))
+	w.proc.tables[70] = "100 99 0:90 / / rw - overlay overlay rw\n101 100 254:0 / /host rw - ext4 /dev/vda rw\n102 101 7:0 / /host/srv/vol rw - ext4 /dev/loop0 rw\n"
+	w.c = correlate.New(w.proc, correlate.Options{}, func(f *correlate.Finding) { w.findings = append(w.findings, f) })
+	for _, ev := range remembered {
+		w.c.Remember(ev)
+	}
+	if err := w.c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.send(exitEv(1501, "true", hostNS))
+	w.proc.tables[hostNS] = strings.Replace(hostTable, "3 1 7:0 / /srv/vol rw shared:3 - ext4 /dev/loop0 rw\n", "", 1)
+	w.send(umountEv(1000, "umount", hostNS, "/srv/vol", 0))
+	f := w.only()
+	if f.Cause != correlate.CauseRprivateBind || f.Inferred || !actorNamed(f, "runc") {
+		t.Errorf("after a restart: %s inferred=%v: %s", f.Cause, f.Inferred, f.Line())
+	}
+}

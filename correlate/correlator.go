@@ -88,6 +88,37 @@ func (c *Correlator) Lineage() *Lineage { return c.lineage }
 // Ledger exposes the mount ledger (read-only use).
 func (c *Correlator) Ledger() *Ledger { return c.ledger }
 
+// Remember applies an event recorded by an earlier run (the persistent
+// lineage): namespace creations and joins, and mount-family events as
+// evidence. It reads nothing from /proc and reports nothing. Call it for
+// each remembered event, in order, before Start: the snapshot then retires
+// what is gone and keeps the creation history of what is still there.
+func (c *Correlator) Remember(ev *event.Event) {
+	if ev.Time.After(c.now) {
+		c.now = ev.Time
+	}
+	switch ev.Kind {
+	case event.KindUnshare:
+		if ev.Ret == 0 && ev.MntNSAfter != ev.MntNSBefore {
+			actor := memberOf(ev)
+			c.lineage.Created(ev.MntNSAfter, ev.MntNSBefore, OriginUnshare, actor, ev)
+			c.lineage.Join(ev.MntNSAfter, ev.MntNSBefore, actor)
+		}
+		c.ledger.Record(ev)
+	case event.KindSetns:
+		if ev.Ret == 0 && ev.MntNSAfter != ev.MntNSBefore {
+			c.lineage.Join(ev.MntNSAfter, ev.MntNSBefore, memberOf(ev))
+		}
+	case event.KindNewNSFork:
+		c.lineage.Created(ev.ChildMntNS, ev.ParentMntNS, OriginClone, memberOf(ev), ev)
+		c.lineage.Join(ev.ChildMntNS, 0, Member{PID: int(ev.ChildPID), Comm: ev.Comm, Joined: ev.Time})
+		c.ledger.Record(ev)
+	case event.KindMount, event.KindUmount, event.KindPivotRoot, event.KindOpenTree,
+		event.KindMoveMount, event.KindFsmount, event.KindMountSetattr:
+		c.ledger.Record(ev)
+	}
+}
+
 // Start takes the startup snapshot: every process, and one mount table per
 // namespace. Namespaces found here predate tracing and are marked inferred.
 func (c *Correlator) Start() error {

@@ -81,7 +81,8 @@ func run(t *testing.T, script string) ([]logged, map[string]string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	daemon := exec.Command(bin, "trace", "--format", "json", "--log-format", "json", "--record", filepath.Join(dir, "stream.jsonl"))
+	daemon := exec.Command(bin, "trace", "--format", "json", "--log-format", "json", "--record", filepath.Join(dir, "stream.jsonl"),
+		"--journald", "off", "--state-dir", filepath.Join(dir, "state"))
 	daemon.Stderr = logFile
 	if err := daemon.Start(); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/internal/privtest"
 )
@@ -93,7 +94,7 @@ func TestTraceBinary(t *testing.T) {
 	}
 
 	cmd := exec.Command(bin, "trace", "--format", "json", "--comm", "mntleak-e2e", "--record", rec, "--log-format", "json",
-		"--journald", "off", "--metrics-addr", "127.0.0.1:0")
+		"--journald", "off", "--metrics-addr", "127.0.0.1:0", "--state-dir", filepath.Join(dir, "state"))
 	stdout, _ := cmd.StdoutPipe()
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
@@ -252,5 +253,83 @@ func TestTraceWithoutPrivileges(t *testing.T) {
 	msg := strings.TrimSpace(stderr.String())
 	if strings.Count(msg, "\n") != 0 || !strings.HasPrefix(msg, "mntleak trace: missing capabilities") || !strings.Contains(msg, "CAP_BPF") {
 		t.Errorf("stderr %q, want one line naming CAP_BPF", msg)
+	}
+}
+
+// daemon runs `mntleak trace` with the given flags until stop is called.
+type daemon struct {
+	cmd  *exec.Cmd
+	logs lines
+}
+
+func startDaemon(t *testing.T, bin string, args ...string) *daemon {
+	t.Helper()
+	d := &daemon{cmd: exec.Command(bin, append([]string{"trace", "--format", "json", "--log-format", "json", "--journald", "off"}, args...)...)}
+	stderr, _ := d.cmd.StderrPipe()
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go d.logs.collect(stderr)
+	t.Cleanup(func() { _ = d.cmd.Process.Kill(); _ = d.cmd.Wait() })
+	d.logs.wait(t, "tracing log", func(s string) bool { return strings.Contains(s, `"msg":"tracing"`) })
+	return d
+}
+
+func (d *daemon) stop(t *testing.T) {
+	t.Helper()
+	_ = d.cmd.Process.Signal(syscall.SIGINT)
+	if err := d.cmd.Wait(); err != nil {
+		t.Errorf("daemon exited with %v", err)
+	}
+}
+
+// TestRestartKeepsLineage: a private recursive bind is made while one
+// daemon runs; a second daemon, started later with the same --state-dir,
+// reports the leak when the host unmounts and cites that bind (not
+// "inferred").
+func TestRestartKeepsLineage(t *testing.T) {
+	privtest.Require(t)
+	privtest.RequireCommands(t, "unshare", "mount")
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	stateDir := filepath.Join(dir, "state")
+	vol := privtest.Mkdir(t, filepath.Join(dir, "vol"))
+	host := privtest.Mkdir(t, filepath.Join(dir, "c", "host"))
+	privtest.Mount(t, "mntleak-restart", vol, "tmpfs", 0, "")
+
+	first := startDaemon(t, bin, "--state-dir", stateDir)
+	privtest.StartHolder(t, "unchanged", "mount --rbind / "+host+" && mount --make-rprivate "+host)
+	time.Sleep(300 * time.Millisecond)
+	first.stop(t)
+
+	second := startDaemon(t, bin, "--state-dir", stateDir)
+	second.logs.wait(t, "remembered lineage", func(s string) bool {
+		return strings.Contains(s, `"msg":"persistent lineage"`) && !strings.Contains(s, `"remembered":0`)
+	})
+	if err := unix.Unmount(vol, 0); err != nil {
+		t.Fatal(err)
+	}
+	var leak *correlate.Finding
+	second.logs.wait(t, "leak finding", func(s string) bool {
+		var l struct {
+			Logger string             `json:"logger"`
+			Detail *correlate.Finding `json:"detail"`
+		}
+		if json.Unmarshal([]byte(s), &l) == nil && l.Logger == "correlate" && l.Detail != nil && l.Detail.Object.Path == vol {
+			leak = l.Detail
+			return true
+		}
+		return false
+	})
+	second.stop(t)
+	if leak.Cause != correlate.CauseRprivateBind || leak.Inferred {
+		t.Fatalf("cause %s inferred=%v: %s", leak.Cause, leak.Inferred, leak.Line())
+	}
+	cited := false
+	for _, e := range leak.Evidence {
+		cited = cited || (e.Event != nil && e.Event.Kind == "mount" && strings.Contains(e.Event.Summary, "MS_BIND|MS_REC"))
+	}
+	if !cited {
+		t.Errorf("the bind made before the restart is not cited: %+v", leak.Evidence)
 	}
 }

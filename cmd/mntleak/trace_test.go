@@ -18,16 +18,17 @@ func TestParseTraceFlags(t *testing.T) {
 		want      traceOptions
 		wantErr   string
 	}{
-		{name: "defaults, piped", want: traceOptions{format: output.JSON, correlate: true, journald: "auto", ringBufBytes: 8 << 20, logLevel: "info", logFormat: "json"}},
-		{name: "defaults, terminal", stdoutTTY: true, want: traceOptions{format: output.Text, correlate: true, journald: "auto", ringBufBytes: 8 << 20, logLevel: "info", logFormat: "json"}},
+		{name: "defaults, piped", want: traceOptions{format: output.JSON, correlate: true, journald: "auto", ringBufBytes: 8 << 20, logLevel: "info", logFormat: "json", stateDir: "/var/lib/mntleak", stateBytes: 64 << 20}},
+		{name: "defaults, terminal", stdoutTTY: true, want: traceOptions{format: output.Text, correlate: true, journald: "auto", ringBufBytes: 8 << 20, logLevel: "info", logFormat: "json", stateDir: "/var/lib/mntleak", stateBytes: 64 << 20}},
 		{name: "filters", args: []string{"--pid", "10,11", "-pid=12", "--comm", "dockerd", "--mntns", "mnt:[4026532290],4026531840", "--format", "text", "--record", "/tmp/x.jsonl"},
-			want: traceOptions{format: output.Text, correlate: true, journald: "auto", record: "/tmp/x.jsonl", ringBufBytes: 8 << 20, logLevel: "info", logFormat: "json",
+			want: traceOptions{format: output.Text, correlate: true, journald: "auto", record: "/tmp/x.jsonl", ringBufBytes: 8 << 20, logLevel: "info", logFormat: "json", stateDir: "/var/lib/mntleak", stateBytes: 64 << 20,
 				filter: event.Filter{PIDs: []uint32{10, 11, 12}, Comms: []string{"dockerd"}, MntNS: []uint32{4026532290, 4026531840}}}},
 		{name: "bad format", args: []string{"--format", "yaml"}, wantErr: `unknown format "yaml"`},
 		{name: "journald and metrics", args: []string{"--journald", "off", "--journald-events", "--metrics-addr", ":9464"},
 			want: traceOptions{format: output.JSON, correlate: true, journald: "off", journalEvents: true, metricsAddr: "127.0.0.1:9464",
-				ringBufBytes: 8 << 20, logLevel: "info", logFormat: "json"}},
+				ringBufBytes: 8 << 20, logLevel: "info", logFormat: "json", stateDir: "/var/lib/mntleak", stateBytes: 64 << 20}},
 		{name: "bad journald", args: []string{"--journald", "maybe"}, wantErr: `invalid -journald "maybe"`},
+		{name: "tiny state", args: []string{"--state-size", "100"}, wantErr: "invalid -state-size 100"},
 		{name: "bad metrics address", args: []string{"--metrics-addr", "9464"}, wantErr: `invalid -metrics-addr "9464"`},
 		{name: "bad pid", args: []string{"--pid", "abc"}, wantErr: `invalid pid "abc"`},
 		{name: "zero pid", args: []string{"--pid", "0"}, wantErr: `invalid pid "0"`},

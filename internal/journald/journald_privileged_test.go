@@ -120,7 +120,7 @@ func TestFindingsReachTheJournal(t *testing.T) {
 	}
 	e := got[0]
 	for k, want := range map[string]string{
-		"MESSAGE": "EBUSY openat /dev/loop3 by mkfs.ext4[4121]: still mounted in mnt:[4026532290]",
+		"MESSAGE":  "EBUSY openat /dev/loop3 by mkfs.ext4[4121]: still mounted in mnt:[4026532290]",
 		"PRIORITY": "3", "MNTLEAK_CAUSE": "private-tmp", "MNTLEAK_SYSCALL": "openat", "MNTLEAK_ERRNO": "EBUSY",
 		"MNTLEAK_HOLDER_PID": "3990", "MNTLEAK_HOLDER_MNTNS": "4026532290", "MNTLEAK_UNIT": "ntpd.service",
 		"MNTLEAK_LEAK_EVENT": "unshare(CLONE_NEWNS) by ntpd[3990]", "MNTLEAK_LOGGER": "correlate",

@@ -23,6 +23,7 @@ const (
 	PID          = "pid"
 	MntNS        = "mntns"
 	Addr         = "addr"
+	Remembered   = "remembered"
 
 	// Finding fields: the same names, upper-cased with an MNTLEAK_ prefix,
 	// are the journald fields.

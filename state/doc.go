@@ -1,0 +1,13 @@
+// Package state keeps mntleak's persistent lineage: a bounded, rotating
+// on-disk log of the events that explain mount leaks (namespace creations
+// and joins, mounts and unmounts), so that a restarted daemon, or `mntleak
+// why` on an idle node, can still cite the namespace creation or the bind
+// that happened before it started.
+//
+// The log is a directory of segments, lineage-<n>.jsonl, each starting with
+// a header line naming the boot it belongs to; lines are the events' JSON
+// (the stream format). Segments rotate at a quarter of the size cap and the
+// oldest go when the cap is exceeded. A corrupt or truncated segment is
+// skipped with a warning, never fatal; segments of another boot are
+// ignored (namespace inodes mean nothing across a reboot). Files are 0600.
+package state
