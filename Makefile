@@ -10,10 +10,10 @@ PKGS     := ./...
 # util-linux, e2fsprogs and coreutils are what the privileged tests drive;
 # docker.io (dockerd, containerd, runc), busybox-static and iproute2 are the
 # real components of the incident reproductions (incidents/).
-APT_PKGS := clang llvm libbpf-dev bpftool util-linux mount e2fsprogs coreutils docker.io busybox-static iproute2
-APT_CMDS := clang llvm-strip bpftool losetup unshare nsenter pivot_root mkfs.ext4 blockdev dockerd containerd runc busybox ip
+APT_PKGS := clang llvm libbpf-dev bpftool util-linux mount e2fsprogs coreutils docker.io busybox-static iproute2 ruby
+APT_CMDS := clang llvm-strip bpftool losetup unshare nsenter pivot_root mkfs.ext4 blockdev dockerd containerd runc busybox ip ruby
 
-.PHONY: all build run test deps lint vet fmt-check staticcheck generate check-generated unit clean
+.PHONY: all build run test deps lint vet fmt-check staticcheck generate check-generated unit clean lab
 
 all: build
 
@@ -60,6 +60,10 @@ generate:
 ## check-generated: the committed objects must be what the sources produce.
 check-generated: generate
 	@git diff --exit-code --stat -- tracer/ || { echo "generated BPF objects are stale: run make generate and commit"; exit 1; }
+
+## lab: the Vagrant lab VMs for other kernels (needs Vagrant and VirtualBox on the host).
+lab:
+	vagrant up
 
 clean:
 	rm -rf bin

@@ -8,11 +8,12 @@ import (
 
 // callOf describes the event as the finding's call.
 func (c *Correlator) callOf(ev *event.Event) Call {
-	call := Call{Time: ev.Time, PID: ev.PID, TID: ev.TID, Comm: ev.Comm, Syscall: ev.Syscall, Errno: ev.Errno, MntNS: ev.MntNS}
+	call := Call{Time: ev.Time, PID: ev.PID, TID: ev.TID, Comm: ev.Comm, Syscall: ev.Syscall, Errno: ev.Errno,
+		MntNS: ev.MntNS, Exe: ev.Exe, Cmdline: ev.Cmdline}
 	if n := c.lineage.Get(ev.MntNS); n != nil {
 		for _, m := range n.Members() {
 			if m.PID == int(ev.PID) {
-				call.Container, call.Unit = ContainerID(m.Cgroup), Unit(m.Cgroup)
+				call.Container, call.Unit, call.Pod = ContainerID(m.Cgroup), Unit(m.Cgroup), PodUID(m.Cgroup)
 			}
 		}
 	}

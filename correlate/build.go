@@ -87,6 +87,7 @@ func (c *Correlator) finding(kind FindingKind, ev *event.Event, obj Object, a *a
 	if len(groups) == 0 && len(pinOnly) > 0 {
 		v = c.pinnedOnly(a, a.pins[pinOnly[0]], pinOnly[0])
 	}
+	c.commands(f)
 	f.Cause, f.Summary, f.Fix, f.Inferred, f.Missing = v.cause, v.summary, v.fix, v.inferred, v.missing
 	if len(groups) > 0 && groups[0][0].m.detached {
 		f.Summary += "; the copy was then detached when " + ev.Target + " was unlinked (this kernel detaches copies in other " +
@@ -153,5 +154,35 @@ func (c *Correlator) pinnedOnly(a *analysis, pins []PinRef, ns uint32) verdict {
 			" keeps a detached copy busy",
 		evidence: []Evidence{factEvidence(who + " in " + nsName(ns) + " is on device " + a.id.dev.String())},
 		fix:      "stop " + procName(p.Comm, p.PID) + " or move it off " + p.Path + "; the detached copy then goes away",
+	}
+}
+
+// maxCommands bounds the /proc reads one finding makes for command lines.
+const maxCommands = 8
+
+// commands fills in what the named holder processes run. The failing
+// process's command was captured when its event arrived.
+func (c *Correlator) commands(f *Finding) {
+	n := 0
+	fill := func(p *ProcRef) {
+		if n >= maxCommands || p.Cmdline != "" {
+			return
+		}
+		n++
+		if cmd, err := c.proc.Command(p.PID); err == nil {
+			p.Exe, p.Cmdline = cmd.Exe, cmd.Cmdline
+		}
+	}
+	for i := range f.Holders {
+		h := &f.Holders[i]
+		if !h.Exited.IsZero() {
+			continue // gone: its pid may be someone else's now
+		}
+		for j := range h.Processes {
+			fill(&h.Processes[j])
+		}
+		for j := range h.Pins {
+			fill(&h.Pins[j].ProcRef)
+		}
 	}
 }

@@ -177,6 +177,13 @@ func TestCauses(t *testing.T) {
 			if tt.holder != "" && !holderNamed(f, tt.holder) {
 				t.Errorf("holder %q not named: %s", tt.holder, f.Line())
 			}
+			for _, h := range f.Holders {
+				for _, p := range append(h.Processes, pinProcs(h.Pins)...) {
+					if p.Cmdline != p.Comm+" --fake" || p.Exe != "/usr/bin/"+p.Comm {
+						t.Errorf("holder %s[%d] without its command: %q %q", p.Comm, p.PID, p.Exe, p.Cmdline)
+					}
+				}
+			}
 			if tt.actor != "" && !actorNamed(f, tt.actor) {
 				t.Errorf("no evidence event by %q: %s", tt.actor, f.Line())
 			}
@@ -304,4 +311,12 @@ func TestRememberedAcrossRestart(t *testing.T) {
 	if f.Cause != correlate.CauseRprivateBind || f.Inferred || !actorNamed(f, "runc") {
 		t.Errorf("after a restart: %s inferred=%v: %s", f.Cause, f.Inferred, f.Line())
 	}
+}
+
+func pinProcs(pins []correlate.PinRef) []correlate.ProcRef {
+	var out []correlate.ProcRef
+	for _, p := range pins {
+		out = append(out, p.ProcRef)
+	}
+	return out
 }

@@ -54,6 +54,9 @@ type Call struct {
 	MntNS     uint32    `json:"mntns"`
 	Container string    `json:"container,omitempty"`
 	Unit      string    `json:"unit,omitempty"`
+	Pod       string    `json:"pod,omitempty"`
+	Exe       string    `json:"exe,omitempty"`
+	Cmdline   string    `json:"cmdline,omitempty"`
 }
 
 // Object is what the call was about.
@@ -93,6 +96,8 @@ type ProcRef struct {
 	Container string `json:"container,omitempty"`
 	Unit      string `json:"unit,omitempty"`
 	Pod       string `json:"pod,omitempty"`
+	Exe       string `json:"exe,omitempty"`
+	Cmdline   string `json:"cmdline,omitempty"`
 }
 
 // PinRef is a process keeping the object busy through a cwd, root, fd or

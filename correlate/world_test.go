@@ -58,6 +58,19 @@ func (f *fakeProc) BlockDevice(path string) (event.Dev, error) {
 
 func (f *fakeProc) HostNS() (uint32, error) { return f.host, nil }
 
+func (f *fakeProc) Command(pid int) (procfs.Command, error) {
+	all := append([]procfs.Process(nil), f.procs...)
+	for _, p := range f.pins {
+		all = append(all, p.Process)
+	}
+	for _, p := range all {
+		if p.PID == pid {
+			return procfs.Command{Exe: "/usr/bin/" + p.Comm, Cmdline: p.Comm + " --fake"}, nil
+		}
+	}
+	return procfs.Command{}, fmt.Errorf("no process %d", pid)
+}
+
 const hostNS = 4026531840
 
 // hostTable is a node: ext4 root, a block device at /srv/vol.

@@ -3,12 +3,15 @@ package deploy
 import (
 	"bufio"
 	"os"
+	"os/exec"
 	"reflect"
 	"sort"
 	"strings"
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/mntleak/mntleak/internal/privtest"
 )
 
 // mountNamespaceOptions make systemd give a unit its own mount namespace.
@@ -138,5 +141,24 @@ func TestDaemonSet(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(c.Args, " "), "trace") {
 		t.Errorf("args %v do not run the tracer", c.Args)
+	}
+}
+
+// TestVagrantfile: the lab's Vagrantfile parses (ruby -c), names both
+// boxes and installs the unit this package checks.
+func TestVagrantfile(t *testing.T) {
+	b, err := os.ReadFile("../Vagrantfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`define "ubuntu"`, `define "rocky8"`, "fs.may_detach_mounts", "deploy/systemd/mntleak.service", "go build"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("Vagrantfile lacks %s", want)
+		}
+	}
+	privtest.Install(t, map[string]string{"ruby": "ruby"})
+	out, err := exec.Command("ruby", "-c", "../Vagrantfile").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Syntax OK") {
+		t.Errorf("ruby -c Vagrantfile: %v\n%s", err, out)
 	}
 }

@@ -113,6 +113,10 @@ type Event struct {
 	Ret       int64     `json:"ret"`
 	Errno     string    `json:"errno,omitempty"` // name of -Ret when Ret < 0
 	Truncated []string  `json:"truncated,omitempty"`
+	// Exe and Cmdline are filled in userspace when the event arrives, for
+	// the events a finding may name (failures, namespace creations).
+	Exe     string `json:"exe,omitempty"`
+	Cmdline string `json:"cmdline,omitempty"`
 
 	// mount, umount, unshare, setns (nstype), open_tree, move_mount,
 	// fsopen, fsmount, mount_setattr (AT_* flags).

@@ -94,6 +94,16 @@ func check(t *testing.T, i int, l logged, w want, exp map[string]string) {
 		if !found {
 			t.Errorf("finding %d does not name holder pid %s: %s", i, pid, l.Msg)
 		}
+		for _, h := range f.Holders {
+			for _, p := range h.Processes {
+				if strconv.Itoa(p.PID) == pid && (p.Cmdline == "" || p.Exe == "") {
+					t.Errorf("finding %d: holder %d without exe/cmdline", i, p.PID)
+				}
+			}
+		}
+	}
+	if f.Kind == correlate.KindFailure && f.Call.Cmdline == "" && f.Call.Comm != "umount" {
+		t.Errorf("finding %d: the failing call's command line was not captured", i)
 	}
 	if w.actor != "" {
 		found := false

@@ -186,6 +186,30 @@ func (h Host) nsOf(dir string) (uint32, error) {
 	return ParseNSLink(link)
 }
 
+// CmdlineCap caps a captured command line.
+const CmdlineCap = 512
+
+// Command implements Proc.
+func (h Host) Command(pid int) (Command, error) {
+	dir := filepath.Join(h.root(), strconv.Itoa(pid))
+	var c Command
+	exe, err := os.Readlink(dir + "/exe")
+	if err == nil {
+		c.Exe = exe
+	}
+	b, cerr := os.ReadFile(dir + "/cmdline")
+	if cerr == nil {
+		if len(b) > CmdlineCap {
+			b = b[:CmdlineCap]
+		}
+		c.Cmdline = strings.TrimSpace(string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
+	}
+	if err != nil && cerr != nil {
+		return c, fmt.Errorf("process %d: %w", pid, cerr)
+	}
+	return c, nil
+}
+
 // HostNS implements Proc.
 func (h Host) HostNS() (uint32, error) {
 	link, err := os.Readlink(filepath.Join(h.root(), "1", "ns", "mnt"))

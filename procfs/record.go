@@ -19,6 +19,7 @@ const (
 	OpPins        = "pins"
 	OpBlockDevice = "blockdev"
 	OpHostNS      = "hostns"
+	OpCommand     = "command"
 )
 
 // Record is one Proc answer as it is written into a recorded stream (the
@@ -33,12 +34,13 @@ type Record struct {
 	Pins      []Pin             `json:"pins,omitempty"`
 	Dev       event.Dev         `json:"dev,omitempty"`
 	MntNS     uint32            `json:"mntns,omitempty"`
+	Command   *Command          `json:"command,omitempty"`
 	Err       string            `json:"error,omitempty"`
 }
 
 func (r *Record) key() string {
 	switch r.Op {
-	case OpMountinfo:
+	case OpMountinfo, OpCommand:
 		return r.Op + " " + strconv.Itoa(r.PID)
 	case OpBlockDevice:
 		return r.Op + " " + r.Path
@@ -106,6 +108,13 @@ func (r Recorder) HostNS() (uint32, error) {
 	ns, err := r.Proc.HostNS()
 	r.Write(&Record{Op: OpHostNS, MntNS: ns, Err: errString(err)})
 	return ns, err
+}
+
+// Command implements Proc.
+func (r Recorder) Command(pid int) (Command, error) {
+	c, err := r.Proc.Command(pid)
+	r.Write(&Record{Op: OpCommand, PID: pid, Command: &c, Err: errString(err)})
+	return c, err
 }
 
 // Replay answers from recorded Records: each call takes the next unused
@@ -181,4 +190,13 @@ func (r *Replay) HostNS() (uint32, error) {
 		return 0, err
 	}
 	return rec.MntNS, rec.err()
+}
+
+// Command implements Proc.
+func (r *Replay) Command(pid int) (Command, error) {
+	rec, err := r.next((&Record{Op: OpCommand, PID: pid}).key())
+	if err != nil || rec.Command == nil {
+		return Command{}, err
+	}
+	return *rec.Command, rec.err()
 }

@@ -25,6 +25,14 @@ type Proc interface {
 	// HostNS returns the host's mount namespace: pid 1's, or mntleak's own
 	// when pid 1 cannot be read.
 	HostNS() (uint32, error)
+	// Command returns a process's executable and command line.
+	Command(pid int) (Command, error)
+}
+
+// Command is what a process runs.
+type Command struct {
+	Exe     string `json:"exe,omitempty"`
+	Cmdline string `json:"cmdline,omitempty"` // arguments joined by spaces, capped
 }
 
 // Process is one process, identified by PID and StartTime together: a pid

@@ -80,7 +80,7 @@ func parse(b []byte) (Item, error) {
 			return Item{}, errors.New("empty proc record")
 		}
 		switch pl.Proc.Op {
-		case procfs.OpProcesses, procfs.OpMountinfo, procfs.OpPins, procfs.OpBlockDevice, procfs.OpHostNS:
+		case procfs.OpProcesses, procfs.OpMountinfo, procfs.OpPins, procfs.OpBlockDevice, procfs.OpHostNS, procfs.OpCommand:
 		default:
 			return Item{}, fmt.Errorf("proc record with unknown op %q", pl.Proc.Op)
 		}

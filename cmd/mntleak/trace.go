@@ -210,7 +210,13 @@ func trace(ctx context.Context, opts traceOptions, stdout io.Writer, log *zap.Lo
 	var gaugesAt time.Time
 	// The record holds every event the correlator consumes, so a replay
 	// reaches the same findings; the filters only select what is printed.
+	host := procfs.Host{}
 	sink := func(ev *event.Event) {
+		if opts.correlate && correlate.WantsCommand(ev) {
+			if cmd, err := host.Command(int(ev.PID)); err == nil {
+				ev.Exe, ev.Cmdline = cmd.Exe, cmd.Cmdline
+			}
+		}
 		if eventLog != nil && opts.filter.Match(ev) {
 			eventLog.Info(ev.Text(), zap.Stringer(logkey.Kind, ev.Kind), zap.String(logkey.Syscall, ev.Syscall),
 				zap.String(logkey.Errno, ev.Errno), zap.Uint32(logkey.PID, ev.PID), zap.Uint32(logkey.MntNS, ev.MntNS))
