@@ -110,8 +110,21 @@ int failure_exit(struct bpf_raw_tracepoint_args *ctx)
 	e->fd = -1;
 	e->rdev = 0;
 	e->dev = 0;
-	e->_pad = 0;
 	e->path[0] = 0;
+	e->cmdline_len = 0;
+	{
+		struct mm_struct *mm = BPF_CORE_READ(current_task(), mm);
+		unsigned long start = BPF_CORE_READ(mm, arg_start);
+		unsigned long end = BPF_CORE_READ(mm, arg_end);
+		__u64 len = end > start ? end - start : 0;
+
+		if (len > CMDLINE_LEN - 1)
+			len = CMDLINE_LEN - 1;
+		/* A barrier so clang keeps the mask the verifier needs to see. */
+		asm volatile("%[len] &= 0xff" : [len] "+r"(len));
+		if (len > 0 && bpf_probe_read_user(e->cmdline, len, (void *)start) == 0)
+			e->cmdline_len = len;
+	}
 
 	if (kind == ARG_PATH0) {
 		if (resolve_user_path(e->path, AT_FDCWD, (const char *)BPF_CORE_READ(regs, di)))

@@ -15,6 +15,7 @@
 #define PATH_LEN 512	/* bytes kept of one path, NUL included */
 #define FSTYPE_LEN 32
 #define DATA_LEN 128	/* first bytes of mount(2) data */
+#define CMDLINE_LEN 256	/* first bytes of the caller's argv, NUL-separated */
 
 /* Event kinds. Zero is invalid so that an all-zero record never decodes. */
 enum event_kind {
@@ -160,8 +161,11 @@ struct failure_event {
 	__s32 fd;		/* fd argument, or -1 */
 	__u32 rdev;		/* block device behind fd (kernel encoding), or 0 */
 	__u32 dev;		/* device of the filesystem holding fd, or 0 */
-	__u32 _pad;
+	__u32 cmdline_len;	/* bytes of cmdline used */
 	char path[PATH_LEN];
+	/* The caller's command line, read in its own context: a failing tool
+	 * (mkfs.ext4) is often gone before userspace could read /proc. */
+	char cmdline[CMDLINE_LEN];
 };
 
 #endif /* __MNTLEAK_H__ */

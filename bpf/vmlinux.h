@@ -136,6 +136,11 @@ struct nsproxy {
 	struct mnt_namespace *mnt_ns;
 };
 
+struct mm_struct {
+	unsigned long arg_start;
+	unsigned long arg_end;
+};
+
 struct task_struct {
 	pid_t pid;
 	pid_t tgid;
@@ -146,6 +151,7 @@ struct task_struct {
 	struct nsproxy *nsproxy;
 	struct fs_struct *fs;
 	struct files_struct *files;
+	struct mm_struct *mm;
 };
 
 #pragma clang attribute pop

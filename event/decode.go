@@ -10,10 +10,11 @@ import (
 // Sizes of the records in bpf/mntleak.h. Each is the exact size the BPF
 // side reserves; Decode rejects anything shorter.
 const (
-	pathLen   = 512
-	fstypeLen = 32
-	dataLen   = 128
-	commLen   = 16
+	pathLen    = 512
+	fstypeLen  = 32
+	dataLen    = 128
+	cmdlineLen = 256
+	commLen    = 16
 
 	HeaderSize       = 72
 	sizeMount        = HeaderSize + 8 + fstypeLen + 2*pathLen + dataLen
@@ -27,7 +28,7 @@ const (
 	sizeFsopen       = HeaderSize + 8 + fstypeLen
 	sizeFsmount      = HeaderSize + 2*8 + 2*4
 	sizeMountSetattr = HeaderSize + 4*8 + 2*4 + pathLen
-	sizeFailure      = HeaderSize + 4*4 + pathLen
+	sizeFailure      = HeaderSize + 4*4 + pathLen + cmdlineLen
 )
 
 var recordSizes = [kindMax]int{
@@ -161,8 +162,9 @@ func Decode(b []byte) (Event, error) {
 		ev.FD = r.s32()
 		ev.RDev = Dev(r.u32())
 		ev.Dev = Dev(r.u32())
-		r.skip(4)
+		n := int(r.u32())
 		ev.Path = r.str(pathLen)
+		ev.Cmdline = argv(r.bytes(cmdlineLen), n)
 		path1, path1Name = &ev.Path, "path"
 	}
 
@@ -243,6 +245,23 @@ func (c *cursor) u32() uint32 {
 func (c *cursor) s32() int32 { return int32(c.u32()) }
 
 func (c *cursor) skip(n int) { c.off += n }
+
+func (c *cursor) bytes(n int) []byte {
+	b := c.b[c.off : c.off+n]
+	c.off += n
+	return b
+}
+
+// argv joins the first n bytes of a NUL-separated argument area.
+func argv(b []byte, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	if n > len(b) {
+		n = len(b)
+	}
+	return strings.TrimSpace(strings.ReplaceAll(string(bytes.TrimRight(b[:n], "\x00")), "\x00", " "))
+}
 
 // str reads a NUL-terminated string from a fixed-size field.
 func (c *cursor) str(n int) string {

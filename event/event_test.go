@@ -39,7 +39,7 @@ func TestDecodeRejects(t *testing.T) {
 		{"short header", make([]byte, HeaderSize-1), "shorter than the 72-byte header"},
 		{"zero kind", make([]byte, 4096), "unknown kind 0"},
 		{"kind past the end", record(kindMax, nil), "unknown kind 14"},
-		{"short failure", record(KindFailure, nil)[:HeaderSize+20], "decode failure event: record of 92 bytes, want 600"},
+		{"short failure", record(KindFailure, nil)[:HeaderSize+20], "decode failure event: record of 92 bytes, want 856"},
 		{"short mount", record(KindMount, nil)[:RecordSize(KindMount)-1], "want 1264"},
 	}
 	for _, tt := range tests {

@@ -104,6 +104,10 @@ func TestBlockDeviceMountedElsewhere(t *testing.T) {
 		if ev.Path != dev || ev.Comm != "mkfs.ext4" || ev.Errno != "EBUSY" {
 			t.Errorf("got %s %q by %q %s, want %q by mkfs.ext4 EBUSY", ev.Syscall, ev.Path, ev.Comm, ev.Errno, dev)
 		}
+		// Read by the kernel side in mkfs's own context: it may be gone now.
+		if ev.Cmdline != "mkfs.ext4 -q -F "+dev {
+			t.Errorf("cmdline %q, want %q", ev.Cmdline, "mkfs.ext4 -q -F "+dev)
+		}
 	})
 	t.Run("ioctl BLKRRPART", func(t *testing.T) {
 		cmd := exec.Command("blockdev", "--rereadpt", dev)

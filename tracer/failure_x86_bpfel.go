@@ -30,11 +30,12 @@ type failureFailureEvent struct {
 		Truncated uint32
 		Comm      [16]int8
 	}
-	Fd   int32
-	Rdev uint32
-	Dev  uint32
-	Pad  uint32
-	Path [512]int8
+	Fd         int32
+	Rdev       uint32
+	Dev        uint32
+	CmdlineLen uint32
+	Path       [512]int8
+	Cmdline    [256]int8
 }
 
 // Names of all BPF objects in the ELF.

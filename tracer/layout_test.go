@@ -21,6 +21,20 @@ func cstr[T any](s string) T {
 	return a
 }
 
+// argvBytes lays out arguments as the kernel keeps them: NUL-separated.
+func argvBytes(args ...string) [256]int8 {
+	var a [256]int8
+	i := 0
+	for _, arg := range args {
+		for _, c := range []byte(arg) {
+			a[i] = int8(c)
+			i++
+		}
+		i++ // NUL
+	}
+	return a
+}
+
 // header returns a filled event_header for kind.
 func header(kind event.Kind, nr int32, ret int64, trunc uint32) mountEventHeader {
 	return mountEventHeader{
@@ -121,10 +135,11 @@ func TestDecodeGeneratedLayouts(t *testing.T) {
 			e.Propagation, e.PropagationName, e.DirFD, e.Path = unix.MS_SLAVE, "MS_SLAVE", -100, "/host"
 		}},
 		{"failure", withHeader(&failureFailureEvent{Fd: 3, Rdev: uint32(event.MakeDev(7, 3)), Dev: uint32(event.MakeDev(0, 6)),
-			Path: cstr[[512]int8]("/dev/loop3")},
+			Path: cstr[[512]int8]("/dev/loop3"), CmdlineLen: 24, Cmdline: argvBytes("mkfs.ext4", "-F", "/dev/loop3")},
 			header(event.KindFailure, 16, -16, 0)), func(e *event.Event) {
 			e.Kind, e.SyscallNr, e.Syscall, e.Ret, e.Errno = event.KindFailure, 16, "ioctl", -16, "EBUSY"
 			e.FD, e.RDev, e.Dev, e.Path = 3, event.MakeDev(7, 3), event.MakeDev(0, 6), "/dev/loop3"
+			e.Cmdline = "mkfs.ext4 -F /dev/loop3"
 		}},
 	}
 	seen := map[event.Kind]bool{}

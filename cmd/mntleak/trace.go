@@ -213,8 +213,12 @@ func trace(ctx context.Context, opts traceOptions, stdout io.Writer, log *zap.Lo
 	host := procfs.Host{}
 	sink := func(ev *event.Event) {
 		if opts.correlate && correlate.WantsCommand(ev) {
+			// A failure carries its command line from the kernel already.
 			if cmd, err := host.Command(int(ev.PID)); err == nil {
-				ev.Exe, ev.Cmdline = cmd.Exe, cmd.Cmdline
+				ev.Exe = cmd.Exe
+				if ev.Cmdline == "" {
+					ev.Cmdline = cmd.Cmdline
+				}
 			}
 		}
 		if eventLog != nil && opts.filter.Match(ev) {
