@@ -269,6 +269,17 @@ func TestNegatives(t *testing.T) {
 			t.Errorf("%d findings after the window, want 2", len(w.findings))
 		}
 	})
+	t.Run("runc drops the old root after pivot_root", func(t *testing.T) {
+		w := newWorld(t, []procfs.Process{systemd}, map[uint32]string{hostNS: hostTable})
+		w.send(unshareEv(70, "runc:[1:CHILD]", hostNS, 90))
+		w.proc.procs = append(w.proc.procs, proc(70, "app", 90, ""))
+		w.proc.tables[90] = "120 119 254:0 / / rw master:1 - ext4 /dev/vda rw\n"
+		w.send(exitEv(71, "true", 90))
+		w.send(umountEv(70, "runc:[2:INIT]", 90, "/", 0))
+		if len(w.findings) != 0 {
+			t.Errorf("leak reported for the old root: %s", w.findings[0].Line())
+		}
+	})
 	t.Run("ENOENT mount from a live source", func(t *testing.T) {
 		w := newWorld(t, []procfs.Process{systemd}, map[uint32]string{hostNS: hostTable})
 		w.send(mountEv(60, "mount", hostNS, "/srv/vol", "/no/such/dir", "", unix.MS_BIND, -int64(unix.ENOENT)))

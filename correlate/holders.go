@@ -111,7 +111,9 @@ func findIn(t *Table, id identity, callerTable *Table) []*mountinfo.Info {
 			}
 		}
 		for _, m := range t.Mounts {
-			if id.matches(m) && (where == nil || where[m.Mountpoint]) {
+			// A namespace's own root is not a copy it holds (a container's
+			// root is its overlay; every namespace's may be the root fs).
+			if id.matches(m) && (where == nil || where[m.Mountpoint]) && m.Mountpoint != "/" {
 				out = append(out, m)
 			}
 		}

@@ -16,8 +16,8 @@ import (
 func (c *Correlator) checkLeak(ev *event.Event) {
 	callerTable := c.ledger.Table(ev.MntNS)
 	c.ledger.Record(ev)
-	if callerTable == nil {
-		return
+	if callerTable == nil || ev.Target == "/" {
+		return // "/": the old root a runtime drops after pivot_root
 	}
 	id, obj, ok := c.unmounted(ev, callerTable)
 	if !ok {

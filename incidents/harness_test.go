@@ -187,7 +187,7 @@ func about(fs []logged, incident string, exp map[string]string, extra ...string)
 		// incident's directory (where it is held, or how it leaked).
 		keep := strings.Contains(p, dir) || (exp["device"] != "" && f.Detail.Object.Path == exp["device"] && strings.Contains(f.Msg, dir))
 		for _, e := range extra {
-			keep = keep || strings.Contains(p, e)
+			keep = keep || f.Detail.Object.Path == e
 		}
 		if keep {
 			out = append(out, f)

@@ -28,7 +28,7 @@ func TestIncidents(t *testing.T) {
 		extra  []string // other objects of the incident (the netns is under /run)
 		want   []want
 	}{
-		{"1-netns-rbind.sh", []string{"/run/netns/cni-49ddd103"}, []want{
+		{"1-netns-rbind.sh", []string{"/run/netns/cni-49ddd103-d374-1f86-7324-13abaeb9c910"}, []want{
 			{kind: correlate.KindLeak, cause: correlate.CauseRprivateBind, syscall: "umount2", actor: "runc:[2:INIT]", container: true},
 		}},
 		{"2-mountflags-restart.sh", nil, []want{
