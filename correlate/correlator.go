@@ -57,8 +57,9 @@ type Correlator struct {
 	now     time.Time
 	hostNS  uint32
 
-	incidents map[string]time.Time // failure key -> last seen
-	leaks     []*leakRecord        // recent leak findings, for linking
+	incidents  map[string]time.Time // failure key -> last seen
+	leaks      []*leakRecord        // recent leak findings, for linking
+	remembered bool                 // a persistent lineage was applied
 }
 
 type leakRecord struct {
@@ -94,6 +95,7 @@ func (c *Correlator) Ledger() *Ledger { return c.ledger }
 // each remembered event, in order, before Start: the snapshot then retires
 // what is gone and keeps the creation history of what is still there.
 func (c *Correlator) Remember(ev *event.Event) {
+	c.remembered = true
 	if ev.Time.After(c.now) {
 		c.now = ev.Time
 	}

@@ -143,7 +143,10 @@ type LeakRef struct {
 //	5f2c…); leaked by ... Fix: ...
 func (f *Finding) Line() string {
 	var b strings.Builder
-	if f.Kind == KindLeak {
+	if f.Kind == KindHeld {
+		b.WriteString("HELD ")
+		b.WriteString(f.Object.describe())
+	} else if f.Kind == KindLeak {
 		b.WriteString("LEAK ")
 		b.WriteString(f.Object.describe())
 		b.WriteString(" unmounted by ")

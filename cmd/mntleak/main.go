@@ -21,6 +21,7 @@ Commands:
            until SIGINT or SIGTERM, and explain failures and leaks (findings
            go to the log)
   replay   run the correlator over a stream recorded with trace --record
+  why      say what holds a path, a device or major:minor now (exit 1 if held)
   version  print the version, the commit and the kernel features detected
 
 Run 'mntleak <command> -h' for the flags of a command.
@@ -40,6 +41,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runTrace(args[1:], stdout, stderr)
 	case "replay":
 		return runReplay(args[1:], stdout, stderr)
+	case "why":
+		return runWhy(args[1:], stdout, stderr)
 	case "version":
 		return runVersion(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"regexp"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/procfs"
+	"github.com/mntleak/mntleak/state"
+)
+
+var majMin = regexp.MustCompile(`^[0-9]+:[0-9]+$`)
+
+// parseTarget turns the argument of `mntleak why` into a target: a path
+// (mountpoint, directory, file), a block device, or major:minor.
+func parseTarget(arg string) (correlate.Target, error) {
+	if majMin.MatchString(arg) {
+		dev, err := event.ParseDev(arg)
+		return correlate.Target{Dev: dev}, err
+	}
+	if arg == "" {
+		return correlate.Target{}, errors.New("empty target")
+	}
+	abs, err := filepath.Abs(arg)
+	if err != nil {
+		return correlate.Target{}, err
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(abs, &st); err != nil {
+		return correlate.Target{}, fmt.Errorf("%s: %w", arg, err)
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFBLK:
+		return correlate.Target{Path: abs, Dev: event.MakeDev(unix.Major(st.Rdev), unix.Minor(st.Rdev))}, nil
+	case unix.S_IFCHR:
+		return correlate.Target{}, fmt.Errorf("%s is a character device: give a path, a block device or major:minor", arg)
+	}
+	return correlate.Target{Path: abs}, nil
+}
+
+func runWhy(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mntleak why", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print the finding as JSON")
+	stateDir := fs.String("state-dir", "/var/lib/mntleak", "persistent lineage of a daemon, if any: cite recorded events instead of inferring")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: mntleak why [flags] PATH|DEVICE|MAJOR:MINOR\n\nSays what holds a mount, a device or a directory now: every namespace that has it\nmounted, the processes that pin it, and the most likely cause. Exit 0 when\nnothing holds it, 1 when something does, 2 on bad input. Needs root.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "mntleak why: want exactly one PATH, DEVICE or MAJOR:MINOR")
+		return exitUsage
+	}
+	target, err := parseTarget(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(stderr, "mntleak why: %v\n", err)
+		return exitUsage
+	}
+	f, err := why(target, *stateDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "mntleak why: %v\n", err)
+		return exitError
+	}
+	if f == nil {
+		if *asJSON {
+			fmt.Fprintln(stdout, `{"held":false}`)
+		} else {
+			fmt.Fprintf(stdout, "nothing holds %s\n", fs.Arg(0))
+		}
+		return exitOK
+	}
+	if *asJSON {
+		b, _ := json.Marshal(f)
+		fmt.Fprintln(stdout, string(b))
+	} else {
+		fmt.Fprintln(stdout, f.Line())
+	}
+	return exitError // 1: something holds it
+}
+
+// why takes one snapshot of /proc (one mountinfo per namespace), applies the
+// persistent lineage when there is one, and explains the target.
+func why(t correlate.Target, stateDir string) (*correlate.Finding, error) {
+	corr := correlate.New(procfs.Host{}, correlate.Options{}, func(*correlate.Finding) {})
+	if stateDir != "" {
+		if boot, err := state.BootID(); err == nil {
+			events, _, err := state.Load(stateDir, boot)
+			if err == nil {
+				for _, ev := range events {
+					corr.Remember(ev)
+				}
+			}
+		}
+	}
+	if err := corr.Start(); err != nil {
+		return nil, fmt.Errorf("snapshot of /proc: %w", err)
+	}
+	return corr.Why(t, time.Now()), nil
+}
+

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/internal/privtest"
+)
+
+// whyOf runs the real `mntleak why --json` and decodes its finding.
+func whyOf(t *testing.T, bin, target string) (int, *correlate.Finding) {
+	t.Helper()
+	cmd := exec.Command(bin, "why", "--json", "--state-dir", "", target)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	_ = cmd.Run()
+	code := cmd.ProcessState.ExitCode()
+	if code == exitOK {
+		return code, nil
+	}
+	var f correlate.Finding
+	if err := json.Unmarshal(stdout.Bytes(), &f); err != nil {
+		t.Fatalf("why %s: exit %d, stdout %q, stderr %q", target, code, stdout.String(), stderr.String())
+	}
+	return code, &f
+}
+
+func namesPID(f *correlate.Finding, ns uint32, pid int) bool {
+	for _, h := range f.Holders {
+		for _, p := range h.Processes {
+			if p.PID == pid && (ns == 0 || h.MntNS == ns) {
+				return true
+			}
+		}
+		for _, p := range h.Pins {
+			if p.PID == pid {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestWhy builds each kind of leak for real and asks `mntleak why`.
+func TestWhy(t *testing.T) {
+	privtest.Require(t)
+	privtest.RequireCommands(t, "unshare", "mount", "umount", "losetup", "mkfs.ext4")
+	bin := buildBinary(t)
+
+	t.Run("loop device held by a private namespace", func(t *testing.T) {
+		dev := privtest.LoopDevice(t, 32)
+		dir := privtest.Mkdir(t, filepath.Join(t.TempDir(), "vol"))
+		h := privtest.StartHolder(t, "private", "mount "+dev+" "+dir)
+		for _, target := range []string{dev, majMinOf(t, dev)} {
+			code, f := whyOf(t, bin, target)
+			if code != exitError || f == nil || !namesPID(f, h.MntNS, h.PID) || f.Holders[0].Where != dir {
+				t.Errorf("why %s: exit %d, %+v", target, code, f)
+				continue
+			}
+			if f.Cause != correlate.CauseUnshare || !f.Inferred {
+				t.Errorf("why %s: cause %s inferred=%v", target, f.Cause, f.Inferred)
+			}
+		}
+	})
+
+	t.Run("copy detached by rmdir but pinned by a cwd", func(t *testing.T) {
+		base := t.TempDir()
+		mnt := privtest.Mkdir(t, filepath.Join(base, "x"))
+		privtest.Mount(t, "mntleak-why-detached", mnt, "tmpfs", 0, "")
+		devStr := majMinOf(t, mnt)
+		h := privtest.StartHolder(t, "private", "cd "+mnt)
+		if err := unix.Unmount(mnt, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(mnt); err != nil { // detaches the holder's copy
+			t.Fatal(err)
+		}
+		code, f := whyOf(t, bin, devStr)
+		if code != exitError || f == nil || !namesPID(f, 0, h.PID) || f.Cause != correlate.CauseBusyCopy {
+			t.Fatalf("why %s: exit %d, %+v", devStr, code, f)
+		}
+		if strings.Contains(f.Line(), "still mounted") {
+			t.Errorf("a detached copy is not mounted anywhere: %s", f.Line())
+		}
+	})
+
+	t.Run("nsfs copy in a private namespace", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "cni-x")
+		if err := os.WriteFile(file, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("unshare", "--net="+file, "true").CombinedOutput(); err != nil {
+			t.Fatalf("unshare --net: %v %s", err, out)
+		}
+		t.Cleanup(func() { _ = unix.Unmount(file, unix.MNT_DETACH) })
+		h := privtest.StartHolder(t, "private", "true")
+		if err := unix.Unmount(file, unix.MNT_DETACH); err != nil {
+			t.Fatal(err)
+		}
+		code, f := whyOf(t, bin, file)
+		if code != exitError || f == nil || !namesPID(f, h.MntNS, h.PID) || f.Object.FSType != "" && f.Holders[0].Where != file {
+			t.Fatalf("why %s: exit %d, %+v", file, code, f)
+		}
+	})
+
+	t.Run("stale bind", func(t *testing.T) {
+		base := t.TempDir()
+		a, b := filepath.Join(base, "a"), filepath.Join(base, "b")
+		os.WriteFile(a, []byte("x"), 0o644)
+		os.WriteFile(b, nil, 0o644)
+		privtest.Mount(t, a, b, "", unix.MS_BIND, "")
+		os.Remove(a)
+		code, f := whyOf(t, bin, b)
+		if code != exitError || f == nil || f.Cause != correlate.CauseStaleBind || !strings.Contains(f.Summary, a) {
+			t.Fatalf("why %s: exit %d, %+v", b, code, f)
+		}
+	})
+
+	t.Run("daemon restarted into a slave namespace, a survivor holds the old one", func(t *testing.T) {
+		merged := privtest.Mkdir(t, filepath.Join(t.TempDir(), "overlay2", "l1", "merged"))
+		// The first generation mounts in its slave namespace and leaves a
+		// survivor (the shim); the daemon itself is gone.
+		first := privtest.StartHolder(t, "slave", "mount -t tmpfs overlay "+merged)
+		privtest.StartHolder(t, "slave", "true") // the second generation
+		code, f := whyOf(t, bin, merged)
+		if code != exitError || f == nil || !namesPID(f, first.MntNS, first.PID) || f.Holders[0].MntNS != first.MntNS {
+			t.Fatalf("why %s: exit %d, %+v", merged, code, f)
+		}
+	})
+
+	t.Run("clean node", func(t *testing.T) {
+		dir := t.TempDir()
+		cmd := exec.Command(bin, "why", "--state-dir", "", dir)
+		out, _ := cmd.CombinedOutput()
+		if cmd.ProcessState.ExitCode() != exitOK || !strings.Contains(string(out), "nothing holds") {
+			t.Errorf("why %s on a clean node: exit %d %s", dir, cmd.ProcessState.ExitCode(), out)
+		}
+	})
+
+	t.Run("bad input", func(t *testing.T) {
+		for _, arg := range [][]string{{"/no/such/path"}, {"/dev/null"}, {"garbage:x"}, {}, {"a", "b"}, {"99999:1"}} {
+			cmd := exec.Command(bin, append([]string{"why"}, arg...)...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			_ = cmd.Run()
+			msg := strings.TrimSpace(stderr.String())
+			if cmd.ProcessState.ExitCode() != exitUsage || msg == "" || strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "mntleak why: ") {
+				t.Errorf("why %q: exit %d, stderr %q: want one line and exit 2", arg, cmd.ProcessState.ExitCode(), msg)
+			}
+		}
+	})
+}
+
+func majMinOf(t *testing.T, path string) string {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFBLK {
+		return strconv.Itoa(int(unix.Major(st.Rdev))) + ":" + strconv.Itoa(int(unix.Minor(st.Rdev)))
+	}
+	return strconv.Itoa(int(unix.Major(st.Dev))) + ":" + strconv.Itoa(int(unix.Minor(st.Dev)))
+}

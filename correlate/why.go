@@ -1,0 +1,80 @@
+package correlate
+
+import (
+	"strings"
+	"time"
+
+	"github.com/mntleak/mntleak/event"
+)
+
+// KindHeld is a finding made on demand (`mntleak why`): what holds an
+// object now, on a node where nothing failed in front of mntleak.
+const KindHeld FindingKind = "held"
+
+// Target is what `mntleak why` asks about: a path in mntleak's namespace
+// (a mountpoint, or a directory that fails to be removed), and/or a device.
+type Target struct {
+	Path string
+	Dev  event.Dev // a block device, or any device number (major:minor)
+}
+
+// Why explains what holds a target now. Start must have taken the
+// snapshot (and Remember applied any persistent lineage first); now is the
+// time of the question. It returns nil when nothing holds the target.
+func (c *Correlator) Why(t Target, now time.Time) *Finding {
+	if now.After(c.now) {
+		c.now = now
+	}
+	host := c.hostNS
+	ev := &event.Event{Kind: event.KindFailure, Time: now, MntNS: host, SyscallNr: -1, Syscall: "why", Path: t.Path, RDev: t.Dev}
+	if f := c.whyStale(ev); f != nil {
+		return f
+	}
+	var id identity
+	obj := Object{Path: t.Path, Dev: t.Dev}
+	switch {
+	case t.Dev != 0:
+		id = identity{dev: t.Dev, block: true, path: t.Path}
+	default:
+		id, obj = c.objectOf(ev)
+		id.layers = true // a directory someone wants to remove
+	}
+	a := &analysis{trigger: ev, caller: host, id: id}
+	matches := c.search(id, host, c.opts.ExitGrace)
+	a.pins = c.pinsFor(id, matches)
+	if len(matches) == 0 && len(a.pins) == 0 {
+		return nil
+	}
+	f := c.finding(KindHeld, ev, obj, a, matches)
+	f.Evidence = f.Evidence[1:] // no call to cite
+	if !c.remembered {
+		// Reconstructed from /proc alone: no event was seen happen.
+		f.Inferred = true
+	}
+	f.Leak = c.leakFor(id, matches)
+	return f
+}
+
+// whyStale: a path that is a bind of a deleted file or directory.
+func (c *Correlator) whyStale(ev *event.Event) *Finding {
+	t := c.ledger.Table(ev.MntNS)
+	if t == nil || ev.Path == "" {
+		return nil
+	}
+	m := t.At(ev.Path)
+	if m == nil || !strings.HasSuffix(m.Root, "//deleted") {
+		return nil
+	}
+	f := &Finding{
+		Kind: KindHeld, Time: ev.Time, Call: c.callOf(ev), Cause: CauseStaleBind, Inferred: c.bindOnto(ev.Path, ev.Time) == nil,
+		Object:  Object{Path: ev.Path, Dev: devOf(m), FSType: m.FSType, Root: m.Root},
+		Holders: []Holder{{MntNS: ev.MntNS, Self: true, Where: ev.Path, MountID: m.ID, Propagation: Propagation(m)}},
+	}
+	f.Evidence = append(f.Evidence, factEvidence(mountFact(ev.MntNS, m)+": its source was deleted"))
+	if b := c.bindOnto(ev.Path, ev.Time); b != nil {
+		f.Evidence = append(f.Evidence, eventEvidence(b, "the stale bind: "+eventSummary(b)))
+	}
+	f.Summary = "not a leak: " + ev.Path + " is a bind of " + strings.TrimSuffix(m.Root, "//deleted") + ", which has since been deleted (mountinfo: //deleted)"
+	f.Fix = "unmount the stale bind " + ev.Path + " and bind the current file again"
+	return f
+}
