@@ -22,6 +22,7 @@ Commands:
            go to the log)
   replay   run the correlator over a stream recorded with trace --record
   why      say what holds a path, a device or major:minor now (exit 1 if held)
+  audit    scan every mount namespace for leaked mounts and risky settings (exit 1 on a leak)
   version  print the version, the commit and the kernel features detected
 
 Run 'mntleak <command> -h' for the flags of a command.
@@ -43,6 +44,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runReplay(args[1:], stdout, stderr)
 	case "why":
 		return runWhy(args[1:], stdout, stderr)
+	case "audit":
+		return runAudit(args[1:], stdout, stderr)
 	case "version":
 		return runVersion(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":

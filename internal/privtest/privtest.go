@@ -136,9 +136,16 @@ type Holder struct {
 // killed (by pid) at cleanup, which frees its namespace and its mounts.
 func StartHolder(t testing.TB, propagation, script string) *Holder {
 	t.Helper()
+	return StartHolderAs(t, propagation, script, "sleep")
+}
+
+// StartHolderAs is StartHolder with the holder exec'ing program (a copy of
+// sleep under another name gives it another comm) instead of sleep.
+func StartHolderAs(t testing.TB, propagation, script, program string) *Holder {
+	t.Helper()
 	RequireCommands(t, "unshare", "sh", "sleep")
 	cmd := exec.Command("unshare", "-m", "--propagation", propagation, "sh", "-c",
-		script+" && echo ready && exec sleep 600")
+		script+" && echo ready && exec "+program+" 600")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/procfs"
+)
+
+func runAudit(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mntleak audit", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print the items as a JSON array")
+	prefix := fs.String("path-prefix", "", "only mounts below this path")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: mntleak audit [flags]\n\nScans every mount namespace for leaked mounts that exist now, and for\nconfiguration that makes leaks. Exit 1 when a leak is found (for cron and\nnode-problem-detector), 0 otherwise, 2 on bad input. Needs root.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() != 0 {
+		fmt.Fprintf(stderr, "mntleak audit: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	if *prefix != "" && !strings.HasPrefix(*prefix, "/") {
+		fmt.Fprintf(stderr, "mntleak audit: -path-prefix %q: want an absolute path\n", *prefix)
+		return exitUsage
+	}
+	host := procfs.Host{}
+	corr := correlate.New(host, correlate.Options{}, func(*correlate.Finding) {})
+	if err := corr.Start(); err != nil {
+		fmt.Fprintf(stderr, "mntleak audit: snapshot of /proc: %v\n", err)
+		return exitError
+	}
+	items := corr.Audit(*prefix)
+	items = append(items, corr.Risks(riskFacts(host), *prefix)...)
+	leaks := 0
+	for _, it := range items {
+		if it.Kind == "leak" {
+			leaks++
+		}
+	}
+	if *asJSON {
+		if items == nil {
+			items = []correlate.AuditItem{}
+		}
+		b, _ := json.Marshal(items)
+		fmt.Fprintln(stdout, string(b))
+	} else {
+		for i := range items {
+			fmt.Fprintln(stdout, items[i].Line())
+		}
+		if len(items) == 0 {
+			fmt.Fprintln(stdout, "no leaked mounts")
+		}
+	}
+	if leaks > 0 {
+		return exitError
+	}
+	return exitOK
+}
+
+// riskFacts reads the node settings the risk checks need.
+func riskFacts(host procfs.Host) correlate.RiskFacts {
+	f := correlate.RiskFacts{MayDetachMounts: -1}
+	if b, err := os.ReadFile("/proc/sys/fs/may_detach_mounts"); err == nil {
+		if v, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			f.MayDetachMounts = v
+		}
+	}
+	daemonJSON, _ := os.ReadFile("/etc/docker/daemon.json")
+	var cmdlines []string
+	if procs, err := host.Processes(); err == nil {
+		for _, p := range procs {
+			if p.Comm == "dockerd" {
+				if c, err := host.Command(p.PID); err == nil {
+					cmdlines = append(cmdlines, c.Cmdline)
+				}
+			}
+		}
+	}
+	f.LiveRestore = correlate.LiveRestore(string(daemonJSON), strings.Join(cmdlines, " "))
+	return f
+}

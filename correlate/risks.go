@@ -1,0 +1,88 @@
+package correlate
+
+import (
+	"strings"
+)
+
+// RiskFacts are the node settings Risks looks at besides /proc.
+type RiskFacts struct {
+	// MayDetachMounts is fs.may_detach_mounts (RHEL 7 kernels), or -1 when
+	// the sysctl does not exist (upstream always detaches).
+	MayDetachMounts int
+	// LiveRestore: Docker's live-restore is on (daemon.json or the flag).
+	LiveRestore bool
+}
+
+// Risks reports configuration that makes leaks, from the snapshot Start
+// took and the facts given.
+func (c *Correlator) Risks(f RiskFacts, prefix string) []AuditItem {
+	var items []AuditItem
+	if f.MayDetachMounts == 0 {
+		items = append(items, AuditItem{Kind: "risk", What: "may-detach-mounts",
+			Detail: "fs.may_detach_mounts=0: removing a mountpoint that another namespace still has mounted fails with EBUSY (the seeds' unlinkat/rmdir errors)",
+			Fix:    "sysctl -w fs.may_detach_mounts=1 (dockerd sets it at start; containerd does not)"})
+	}
+	var firstContainer *Member
+	for _, n := range c.lineage.Live() {
+		members := n.Members()
+		for i := range members {
+			if ContainerID(members[i].Cgroup) != "" && (firstContainer == nil || members[i].StartTime < firstContainer.StartTime) {
+				m := members[i]
+				firstContainer = &m
+			}
+		}
+	}
+	for _, n := range c.lineage.Live() {
+		t := c.ledger.Table(n.Ino)
+		if t == nil || n.Ino == c.hostNS {
+			continue
+		}
+		members := n.Members()
+		var procs []ProcRef
+		for _, m := range members {
+			procs = append(procs, m.ref())
+		}
+		// Binds of / or /var/lib/kubelet without propagation.
+		for _, m := range t.Mounts {
+			if m.Mountpoint == "/" || !IsPrivate(m) || (prefix != "" && !under(m.Mountpoint, prefix)) {
+				continue
+			}
+			src, ok := c.bindSource(n, m)
+			if !ok || (src != "/" && src != "/var/lib/kubelet") {
+				continue
+			}
+			items = append(items, AuditItem{Kind: "risk", What: "private-hostpath", MntNS: n.Ino, Where: m.Mountpoint, Processes: procs,
+				Detail: nsName(n.Ino) + " binds the host's " + src + " at " + m.Mountpoint + " with no propagation: everything the host unmounts below it stays mounted there",
+				Fix:    "mount it with mountPropagation: HostToContainer (rslave)"})
+		}
+		// A PrivateTmp unit started after containers copied their mounts.
+		if tmp := t.At("/tmp"); tmp != nil && firstContainer != nil && len(members) > 0 {
+			if unit := PrivateTmpUnit(tmp.Root); unit != "" && members[0].StartTime > firstContainer.StartTime {
+				items = append(items, AuditItem{Kind: "risk", What: "privatetmp-after-containers", MntNS: n.Ino, Where: "/tmp", Processes: procs,
+					Detail: unit + " (PrivateTmp) started after containers were running, so " + nsName(n.Ino) + " holds copies of their mounts",
+					Fix:    "restart " + unit + " after container churn, or keep container storage shared so unmounts reach its slave namespace"})
+			}
+		}
+		// A container runtime in a namespace of its own, with live-restore.
+		for _, m := range members {
+			if m.Comm == "dockerd" && f.LiveRestore {
+				items = append(items, AuditItem{Kind: "risk", What: "mountflags-live-restore", MntNS: n.Ino, Processes: []ProcRef{m.ref()},
+					Detail: "dockerd runs in a mount namespace of its own (" + nsName(n.Ino) + ", MountFlags=slave) with live-restore: a restart strands its mounts with the surviving shims",
+					Fix:    "remove MountFlags=slave from docker.service, or disable live-restore"})
+			}
+		}
+	}
+	return items
+}
+
+// hasLiveRestore reports whether a daemon.json turns live-restore on.
+func hasLiveRestore(daemonJSON string) bool {
+	compact := strings.Join(strings.Fields(daemonJSON), "")
+	return strings.Contains(compact, `"live-restore":true`)
+}
+
+// LiveRestore reports whether Docker's configuration (daemon.json content)
+// or a dockerd command line enables live-restore.
+func LiveRestore(daemonJSON, dockerdCmdline string) bool {
+	return hasLiveRestore(daemonJSON) || strings.Contains(dockerdCmdline, "--live-restore")
+}
