@@ -112,4 +112,3 @@ func why(t correlate.Target, stateDir string) (*correlate.Finding, error) {
 	}
 	return corr.Why(t, time.Now()), nil
 }
-
