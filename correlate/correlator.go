@@ -99,11 +99,27 @@ func (c *Correlator) Remember(ev *event.Event) {
 	if ev.Time.After(c.now) {
 		c.now = ev.Time
 	}
+	if !c.lineageEvent(ev, false) && mountFamily(ev.Kind) {
+		c.ledger.Record(ev)
+	}
+}
+
+// lineageEvent applies a namespace creation or join and reports whether ev
+// was one. A live creation also reads the parent's mount table (what the
+// new namespace copied); a remembered one only enters the lineage.
+func (c *Correlator) lineageEvent(ev *event.Event, live bool) bool {
+	create := func(ino, parent uint32, origin Origin, actor Member) {
+		if live {
+			c.created(ino, parent, origin, actor, ev)
+		} else {
+			c.lineage.Created(ino, parent, origin, actor, ev)
+		}
+	}
 	switch ev.Kind {
 	case event.KindUnshare:
 		if ev.Ret == 0 && ev.MntNSAfter != ev.MntNSBefore {
 			actor := memberOf(ev)
-			c.lineage.Created(ev.MntNSAfter, ev.MntNSBefore, OriginUnshare, actor, ev)
+			create(ev.MntNSAfter, ev.MntNSBefore, OriginUnshare, actor)
 			c.lineage.Join(ev.MntNSAfter, ev.MntNSBefore, actor)
 		}
 		c.ledger.Record(ev)
@@ -112,13 +128,23 @@ func (c *Correlator) Remember(ev *event.Event) {
 			c.lineage.Join(ev.MntNSAfter, ev.MntNSBefore, memberOf(ev))
 		}
 	case event.KindNewNSFork:
-		c.lineage.Created(ev.ChildMntNS, ev.ParentMntNS, OriginClone, memberOf(ev), ev)
+		create(ev.ChildMntNS, ev.ParentMntNS, OriginClone, memberOf(ev))
 		c.lineage.Join(ev.ChildMntNS, 0, Member{PID: int(ev.ChildPID), Comm: ev.Comm, Joined: ev.Time})
 		c.ledger.Record(ev)
+	default:
+		return false
+	}
+	return true
+}
+
+// mountFamily reports whether events of kind change mount tables.
+func mountFamily(k event.Kind) bool {
+	switch k {
 	case event.KindMount, event.KindUmount, event.KindPivotRoot, event.KindOpenTree,
 		event.KindMoveMount, event.KindFsmount, event.KindMountSetattr:
-		c.ledger.Record(ev)
+		return true
 	}
+	return false
 }
 
 // Start takes the startup snapshot: every process, and one mount table per
@@ -201,26 +227,11 @@ func (c *Correlator) Handle(ev *event.Event) {
 	if ev.Time.After(c.now) {
 		c.now = ev.Time
 	}
-	switch ev.Kind {
-	case event.KindUnshare:
-		if ev.Ret == 0 && ev.MntNSAfter != ev.MntNSBefore {
-			actor := memberOf(ev)
-			c.created(ev.MntNSAfter, ev.MntNSBefore, OriginUnshare, actor, ev)
-			c.lineage.Join(ev.MntNSAfter, ev.MntNSBefore, actor)
-		}
-		c.ledger.Record(ev)
-	case event.KindSetns:
-		if ev.Ret == 0 && ev.MntNSAfter != ev.MntNSBefore {
-			c.lineage.Join(ev.MntNSAfter, ev.MntNSBefore, memberOf(ev))
-		}
-	case event.KindNewNSFork:
-		c.created(ev.ChildMntNS, ev.ParentMntNS, OriginClone, memberOf(ev), ev)
-		c.lineage.Join(ev.ChildMntNS, 0, Member{PID: int(ev.ChildPID), Comm: ev.Comm, Joined: ev.Time})
-		c.ledger.Record(ev)
-	case event.KindExit:
+	switch {
+	case c.lineageEvent(ev, true):
+	case ev.Kind == event.KindExit:
 		c.lineage.Exit(ev.MntNS, int(ev.PID), ev.Comm, ev.Time)
-	case event.KindMount, event.KindUmount, event.KindPivotRoot, event.KindOpenTree,
-		event.KindMoveMount, event.KindFsmount, event.KindMountSetattr:
+	case mountFamily(ev.Kind):
 		if ev.Kind == event.KindUmount && ev.Ret == 0 {
 			c.checkLeak(ev) // records ev once it has read what was unmounted
 		} else {
