@@ -151,7 +151,7 @@ func TestVagrantfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`define "ubuntu"`, `define "rocky8"`, "fs.may_detach_mounts", "deploy/systemd/mntleak.service", "go build"} {
+	for _, want := range []string{`"ubuntu" =>`, `"rocky8" =>`, "fs.may_detach_mounts", "deploy/systemd/mntleak.service", "go build"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("Vagrantfile lacks %s", want)
 		}
