@@ -295,10 +295,13 @@ func TestRestartKeepsLineage(t *testing.T) {
 	stateDir := filepath.Join(dir, "state")
 	vol := privtest.Mkdir(t, filepath.Join(dir, "vol"))
 	host := privtest.Mkdir(t, filepath.Join(dir, "c", "host"))
-	privtest.Mount(t, "mntleak-restart", vol, "tmpfs", 0, "")
+	// In a node namespace of the test's own: namespaces that other tests
+	// create meanwhile must not take copies of vol.
+	node := privtest.StartNode(t)
+	node.Run(t, "mount", "-t", "tmpfs", "mntleak-restart", vol)
 
 	first := startDaemon(t, bin, "--state-dir", stateDir)
-	privtest.StartHolder(t, "unchanged", "mount --rbind / "+host+" && mount --make-rprivate "+host)
+	node.StartHolder(t, "unchanged", "mount --rbind / "+host+" && mount --make-rprivate "+host)
 	time.Sleep(300 * time.Millisecond)
 	first.stop(t)
 
@@ -306,9 +309,7 @@ func TestRestartKeepsLineage(t *testing.T) {
 	second.logs.wait(t, "remembered lineage", func(s string) bool {
 		return strings.Contains(s, `"msg":"persistent lineage"`) && !strings.Contains(s, `"remembered":0`)
 	})
-	if err := unix.Unmount(vol, 0); err != nil {
-		t.Fatal(err)
-	}
+	node.Run(t, "umount", vol)
 	var leak *correlate.Finding
 	second.logs.wait(t, "leak finding", func(s string) bool {
 		var l struct {

@@ -73,17 +73,15 @@ func TestWhy(t *testing.T) {
 	})
 
 	t.Run("copy detached by rmdir but pinned by a cwd", func(t *testing.T) {
-		base := t.TempDir()
-		mnt := privtest.Mkdir(t, filepath.Join(base, "x"))
-		privtest.Mount(t, "mntleak-why-detached", mnt, "tmpfs", 0, "")
-		devStr := majMinOf(t, mnt)
-		h := privtest.StartHolder(t, "private", "cd "+mnt)
-		if err := unix.Unmount(mnt, 0); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Remove(mnt); err != nil { // detaches the holder's copy
-			t.Fatal(err)
-		}
+		// In a node namespace of the test's own, so that no namespace made
+		// by another test meanwhile takes a copy of the tmpfs.
+		node := privtest.StartNode(t)
+		mnt := privtest.Mkdir(t, filepath.Join(t.TempDir(), "x"))
+		node.Run(t, "mount", "-t", "tmpfs", "mntleak-why-detached", mnt)
+		devStr := strings.TrimSpace(node.Run(t, "stat", "-c", "%Hd:%Ld", mnt))
+		h := node.StartHolder(t, "private", "cd "+mnt)
+		node.Run(t, "umount", mnt)
+		node.Run(t, "rmdir", mnt) // detaches the holder's copy
 		code, f := whyOf(t, bin, devStr)
 		if code != exitError || f == nil || !namesPID(f, 0, h.PID) || f.Cause != correlate.CauseBusyCopy {
 			t.Fatalf("why %s: exit %d, %+v", devStr, code, f)

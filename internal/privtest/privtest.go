@@ -143,9 +143,38 @@ func StartHolder(t testing.TB, propagation, script string) *Holder {
 // sleep under another name gives it another comm) instead of sleep.
 func StartHolderAs(t testing.TB, propagation, script, program string) *Holder {
 	t.Helper()
-	RequireCommands(t, "unshare", "sh", "sleep")
-	cmd := exec.Command("unshare", "-m", "--propagation", propagation, "sh", "-c",
+	return startHolder(t, nil, propagation, script, program)
+}
+
+// Node is a mount namespace of a test's own, made rshared as systemd makes
+// the root: mounts made in it are copied by no namespace that other tests,
+// running meanwhile, create from the real host namespace.
+type Node struct{ *Holder }
+
+// StartNode starts a node namespace; it goes with its holder at cleanup.
+func StartNode(t testing.TB) Node {
+	t.Helper()
+	return Node{StartHolder(t, "shared", "true")}
+}
+
+// Run runs a command inside the node's mount namespace.
+func (n Node) Run(t testing.TB, name string, args ...string) string {
+	t.Helper()
+	return Run(t, "nsenter", append([]string{"-t", strconv.Itoa(n.PID), "-m", "--", name}, args...)...)
+}
+
+// StartHolder starts a holder namespace copied from the node's.
+func (n Node) StartHolder(t testing.TB, propagation, script string) *Holder {
+	t.Helper()
+	return startHolder(t, []string{"nsenter", "-t", strconv.Itoa(n.PID), "-m", "--"}, propagation, script, "sleep")
+}
+
+func startHolder(t testing.TB, prefix []string, propagation, script, program string) *Holder {
+	t.Helper()
+	RequireCommands(t, "unshare", "sh", "sleep", "nsenter")
+	argv := append(append([]string(nil), prefix...), "unshare", "-m", "--propagation", propagation, "sh", "-c",
 		script+" && echo ready && exec "+program+" 600")
+	cmd := exec.Command(argv[0], argv[1:]...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
