@@ -13,7 +13,7 @@ PKGS     := ./...
 APT_PKGS := clang llvm libbpf-dev bpftool util-linux mount e2fsprogs coreutils docker.io busybox-static iproute2 ruby
 APT_CMDS := clang llvm-strip bpftool losetup unshare nsenter pivot_root mkfs.ext4 blockdev dockerd containerd runc busybox ip ruby
 
-.PHONY: all build run test deps lint vet fmt-check staticcheck generate check-generated unit clean lab
+.PHONY: all build run test deps lint vet fmt-check staticcheck generate check-generated unit clean lab fuzz
 
 all: build
 
@@ -60,6 +60,13 @@ generate:
 ## check-generated: the committed objects must be what the sources produce.
 check-generated: generate
 	@git diff --exit-code --stat -- tracer/ || { echo "generated BPF objects are stale: run make generate and commit"; exit 1; }
+
+## fuzz: every fuzz target for FUZZTIME (their seeds also run in make test).
+FUZZTIME ?= 30s
+FUZZ_TARGETS := FuzzDecode:./event FuzzParseDev:./event FuzzRead:./stream FuzzMountinfo:./correlate FuzzParseTarget:./cmd/mntleak
+fuzz:
+	@for t in $(FUZZ_TARGETS); do name=$${t%%:*}; pkg=$${t#*:}; echo "== $$name $$pkg"; \
+		$(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) $$pkg || exit 1; done
 
 ## lab: the Vagrant lab VMs for other kernels (needs Vagrant and VirtualBox on the host).
 lab:
