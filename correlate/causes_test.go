@@ -52,7 +52,7 @@ func TestCauses(t *testing.T) {
 					"71 70 254:0 /tmp/systemd-private-0123456789abcdef0123456789abcdef-ntpd.service-AbCdEf/tmp /tmp rw - ext4 /dev/vda rw\n" +
 					"72 70 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"
 				w.send(exitEv(301, "true", 20)) // settles the ledger on ntpd's table
-				w.proc.tables[hostNS] = strings.Replace(hostTable, "3 1 7:0 / /srv/vol rw shared:3 - ext4 /dev/loop0 rw\n", "", 1)
+				w.proc.tables[hostNS] = hostWithoutVol
 				w.send(umountEv(400, "kubelet", hostNS, "/srv/vol", 0))
 			},
 			cause: correlate.CausePrivateTmp, kind: correlate.KindLeak, holder: "ntpd", actor: "ntpd",
@@ -85,7 +85,7 @@ func TestCauses(t *testing.T) {
 					"102 101 7:0 / /run/c/rootfs/srv/vol rw - ext4 /dev/loop0 rw\n103 100 7:0 / /srv/vol rw shared:3 - ext4 /dev/loop0 rw\n"
 				w.send(exitEv(1601, "true", hostNS)) // time passes: the ledger settles on this table
 				w.proc.tables[70] = "100 99 254:0 / / rw shared:1 - ext4 /dev/vda rw\n101 100 254:0 / /run/c/rootfs rw - ext4 /dev/vda rw\n"
-				w.proc.tables[hostNS] = strings.Replace(hostTable, "3 1 7:0 / /srv/vol rw shared:3 - ext4 /dev/loop0 rw\n", "", 1)
+				w.proc.tables[hostNS] = hostWithoutVol
 				w.send(umountEv(1000, "containerd", hostNS, "/srv/vol", 0))
 			},
 			cause: correlate.CauseRprivateBind, kind: correlate.KindLeak, holder: "sleeping", actor: "runc",
@@ -159,7 +159,7 @@ func TestCauses(t *testing.T) {
 				w.proc.procs = append(w.proc.procs, proc(1400, "backup-agent", 60, "/system.slice/backup.service"))
 				w.proc.tables[60] = "97 96 254:0 / / rw - ext4 /dev/vda rw\n98 97 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"
 				w.send(exitEv(1401, "true", 60))
-				w.proc.tables[hostNS] = strings.Replace(hostTable, "3 1 7:0 / /srv/vol rw shared:3 - ext4 /dev/loop0 rw\n", "", 1)
+				w.proc.tables[hostNS] = hostWithoutVol
 				w.send(umountEv(1000, "umount", hostNS, "/srv/vol", 0))
 			},
 			cause: correlate.CauseUnshare, kind: correlate.KindLeak, holder: "backup-agent", actor: "backup-agent",
@@ -218,7 +218,7 @@ func rprivateWorld(w *world, newAPI bool) {
 	w.proc.procs = append(w.proc.procs, proc(1600, "node_exporter", 70, "/docker/"+cid))
 	w.proc.tables[70] = "100 99 0:90 / / rw - overlay overlay rw\n101 100 254:0 / /host rw - ext4 /dev/vda rw\n102 101 7:0 / /host/srv/vol rw - ext4 /dev/loop0 rw\n"
 	w.send(exitEv(1500, "runc", 70))
-	w.proc.tables[hostNS] = strings.Replace(hostTable, "3 1 7:0 / /srv/vol rw shared:3 - ext4 /dev/loop0 rw\n", "", 1)
+	w.proc.tables[hostNS] = hostWithoutVol
 	w.send(umountEv(1000, "umount", hostNS, "/srv/vol", 0))
 }
 
@@ -248,7 +248,7 @@ func TestNegatives(t *testing.T) {
 		w.send(exitEv(21, "true", 80))
 		// The kernel propagates the unmount into the slave.
 		w.proc.tables[80] = "110 109 254:0 / / rw master:1 - ext4 /dev/vda rw\n"
-		w.proc.tables[hostNS] = strings.Replace(hostTable, "3 1 7:0 / /srv/vol rw shared:3 - ext4 /dev/loop0 rw\n", "", 1)
+		w.proc.tables[hostNS] = hostWithoutVol
 		w.send(umountEv(30, "umount", hostNS, "/srv/vol", 0))
 		if len(w.findings) != 0 {
 			t.Errorf("leak reported for a copy that followed: %s", w.findings[0].Line())
@@ -316,7 +316,7 @@ func TestRememberedAcrossRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.send(exitEv(1501, "true", hostNS))
-	w.proc.tables[hostNS] = strings.Replace(hostTable, "3 1 7:0 / /srv/vol rw shared:3 - ext4 /dev/loop0 rw\n", "", 1)
+	w.proc.tables[hostNS] = hostWithoutVol
 	w.send(umountEv(1000, "umount", hostNS, "/srv/vol", 0))
 	f := w.only()
 	if f.Cause != correlate.CauseRprivateBind || f.Inferred || !actorNamed(f, "runc") {

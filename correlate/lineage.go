@@ -92,13 +92,14 @@ func (n *Namespace) leave(pid int, at time.Time) {
 // Lineage is every mount namespace mntleak knows, live and recently dead.
 type Lineage struct {
 	live      map[uint32]*Namespace
-	dead      []*Namespace // retired generations, oldest first
+	byCreator map[int][]*Namespace // live namespaces by their creator's pid
+	dead      []*Namespace         // retired generations, oldest first
 	retention time.Duration
 }
 
 // NewLineage returns an empty lineage keeping dead namespaces for retention.
 func NewLineage(retention time.Duration) *Lineage {
-	return &Lineage{live: map[uint32]*Namespace{}, retention: retention}
+	return &Lineage{live: map[uint32]*Namespace{}, byCreator: map[int][]*Namespace{}, retention: retention}
 }
 
 // Get returns the live namespace with inode ino.
@@ -137,9 +138,36 @@ func (l *Lineage) Created(ino, parent uint32, origin Origin, creator Member, ev 
 	if old := l.live[ino]; old != nil {
 		l.retire(old, at)
 	}
-	n := &Namespace{Ino: ino, Origin: origin, Created: at, Parent: parent, Creator: creator, Event: ev, members: map[int]*Member{}}
+	n := &Namespace{Ino: ino, Origin: origin, Created: at, Parent: parent, Event: ev, members: map[int]*Member{}}
 	l.live[ino] = n
+	l.setCreator(n, creator)
 	return n
+}
+
+// setCreator sets a namespace's creator and indexes it by pid, so that
+// exits and /proc refreshes reach the namespaces a process created without
+// walking every namespace.
+func (l *Lineage) setCreator(n *Namespace, m Member) {
+	n.Creator = m
+	if m.PID != 0 {
+		l.byCreator[m.PID] = append(l.byCreator[m.PID], n)
+	}
+}
+
+// untrack drops a retired namespace from the creator index.
+func (l *Lineage) untrack(n *Namespace) {
+	list := l.byCreator[n.Creator.PID]
+	for i, x := range list {
+		if x == n {
+			list = append(list[:i:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(l.byCreator, n.Creator.PID)
+	} else {
+		l.byCreator[n.Creator.PID] = list
+	}
 }
 
 // Join adds a member to a namespace, moving it out of the one it was in.
@@ -150,8 +178,9 @@ func (l *Lineage) Join(ino, from uint32, m Member) {
 	n := l.live[ino]
 	if n == nil {
 		// Joined a namespace whose creation was never seen.
-		n = &Namespace{Ino: ino, Origin: OriginPredates, Inferred: true, Creator: m, members: map[int]*Member{}}
+		n = &Namespace{Ino: ino, Origin: OriginPredates, Inferred: true, members: map[int]*Member{}}
 		l.live[ino] = n
+		l.setCreator(n, m)
 	}
 	mm := m
 	n.members[m.PID] = &mm
@@ -178,7 +207,7 @@ func (l *Lineage) Exit(ino uint32, pid int, comm string, at time.Time) {
 // renameCreator updates the creator's name in the namespaces it created,
 // until it exits (after that its pid may belong to someone else).
 func (l *Lineage) renameCreator(pid int, start uint64, comm, cgroup string, exited bool) {
-	for _, n := range l.live {
+	for _, n := range l.byCreator[pid] {
 		c := &n.Creator
 		if c.PID != pid || n.creatorGone || (c.StartTime != 0 && start != 0 && c.StartTime != start) {
 			continue
@@ -245,7 +274,7 @@ func (l *Lineage) Reconcile(procs []procfs.Process, now time.Time) {
 		}
 		if n.Origin == OriginPredates && n.Creator.PID == 0 {
 			if oldest := n.Members(); len(oldest) > 0 {
-				n.Creator = oldest[0]
+				l.setCreator(n, oldest[0])
 			}
 		}
 	}
@@ -255,6 +284,7 @@ func (l *Lineage) Reconcile(procs []procfs.Process, now time.Time) {
 func (l *Lineage) retire(n *Namespace, at time.Time) {
 	if l.live[n.Ino] == n {
 		delete(l.live, n.Ino)
+		l.untrack(n)
 	}
 	for pid := range n.members {
 		n.leave(pid, at)

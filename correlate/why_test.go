@@ -29,7 +29,7 @@ func whyWorld(t *testing.T, remember bool) *correlate.Correlator {
 	proc := &fakeProc{host: hostNS, blocks: map[string]event.Dev{"/dev/loop0": event.MakeDev(7, 0)},
 		procs: []procfs.Process{proc(1, "systemd", hostNS, ""), proc(1500, "node_exporter", 70, "/docker/"+cid)},
 		tables: map[uint32]string{
-			hostNS: strings.Replace(hostTable, "3 1 7:0 / /srv/vol rw shared:3 - ext4 /dev/loop0 rw\n", "", 1),
+			hostNS: hostWithoutVol,
 			70:     "100 99 0:90 / / rw - overlay overlay rw\n101 100 254:0 / /host rw - ext4 /dev/vda rw\n102 101 7:0 / /host/srv/vol rw - ext4 /dev/loop0 rw\n",
 		}}
 	c := correlate.New(proc, correlate.Options{}, func(*correlate.Finding) {})

@@ -79,6 +79,9 @@ const hostTable = `1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw
 3 1 7:0 / /srv/vol rw shared:3 - ext4 /dev/loop0 rw
 `
 
+// hostWithoutVol is the node after /srv/vol was unmounted.
+var hostWithoutVol = strings.Replace(hostTable, "3 1 7:0 / /srv/vol rw shared:3 - ext4 /dev/loop0 rw\n", "", 1)
+
 // world drives a correlator with hand-made events.
 type world struct {
 	t        *testing.T
