@@ -33,7 +33,10 @@ enum event_kind {
 	EVENT_FSMOUNT = 11,
 	EVENT_MOUNT_SETATTR = 12,
 	EVENT_FAILURE = 13,
-	EVENT_KIND_MAX = 14,
+	/* Never sent by the kernel: the reader synthesizes it when the lost
+	 * counters grew, so the loss is in the event stream (and in records). */
+	EVENT_LOST = 14,
+	EVENT_KIND_MAX = 15,
 };
 
 /* Bits of event_header.truncated: which string did not fit. */

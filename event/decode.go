@@ -49,7 +49,7 @@ var recordSizes = [kindMax]int{
 
 // RecordSize returns the size of the binary record of kind k, or 0.
 func RecordSize(k Kind) int {
-	if !k.Valid() {
+	if !k.FromKernel() {
 		return 0
 	}
 	return recordSizes[k]
@@ -71,7 +71,7 @@ func Decode(b []byte) (Event, error) {
 		return ev, fmt.Errorf("decode event: record of %d bytes is shorter than the %d-byte header", len(b), HeaderSize)
 	}
 	kind := Kind(binary.NativeEndian.Uint32(b[24:]))
-	if !kind.Valid() {
+	if !kind.FromKernel() {
 		return ev, fmt.Errorf("decode event: unknown kind %d", uint32(kind))
 	}
 	if want := recordSizes[kind]; len(b) < want {

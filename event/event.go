@@ -26,6 +26,10 @@ const (
 	KindFsmount
 	KindMountSetattr
 	KindFailure
+	// KindLost is synthesized by the reader, never sent by the kernel: events
+	// were lost (ring buffer full) since the previous KindLost. Time is when
+	// the loss was noticed, LostSince when the previous check found none.
+	KindLost
 	kindMax
 )
 
@@ -44,6 +48,7 @@ var kindNames = [...]string{
 	KindFsmount:      "fsmount",
 	KindMountSetattr: "mount_setattr",
 	KindFailure:      "failure",
+	KindLost:         "lost",
 }
 
 // Kinds lists every valid kind.
@@ -54,6 +59,15 @@ func Kinds() []Kind {
 	}
 	return kinds
 }
+
+// KernelKinds lists the kinds the BPF programs send (every kind but lost).
+func KernelKinds() []Kind {
+	kinds := Kinds()
+	return kinds[:len(kinds)-1]
+}
+
+// FromKernel reports whether the kernel sends events of kind k.
+func (k Kind) FromKernel() bool { return k.Valid() && k != KindLost }
 
 // Valid reports whether k is a known, non-zero kind.
 func (k Kind) Valid() bool { return k > KindInvalid && k < kindMax }
@@ -160,6 +174,10 @@ type Event struct {
 
 	RDev Dev `json:"rdev,omitempty"` // failure: block device behind fd
 	Dev  Dev `json:"dev,omitempty"`  // failure: filesystem holding fd
+
+	// lost: how many events the kernel could not queue, and since when.
+	Lost      uint64    `json:"lost,omitempty"`
+	LostSince time.Time `json:"lost_since,omitzero"`
 }
 
 // Failed reports whether the syscall behind the event returned an error.

@@ -38,7 +38,8 @@ func TestDecodeRejects(t *testing.T) {
 		{"empty", nil, "shorter than the 72-byte header"},
 		{"short header", make([]byte, HeaderSize-1), "shorter than the 72-byte header"},
 		{"zero kind", make([]byte, 4096), "unknown kind 0"},
-		{"kind past the end", record(kindMax, nil), "unknown kind 14"},
+		{"kind past the end", record(kindMax, nil), "unknown kind 15"},
+		{"lost is never sent by the kernel", record(KindLost, nil), "unknown kind 14"},
 		{"short failure", record(KindFailure, nil)[:HeaderSize+20], "decode failure event: record of 92 bytes, want 856"},
 		{"short mount", record(KindMount, nil)[:RecordSize(KindMount)-1], "want 1264"},
 	}
@@ -240,7 +241,7 @@ func TestFilter(t *testing.T) {
 }
 
 func TestKinds(t *testing.T) {
-	for _, k := range Kinds() {
+	for _, k := range KernelKinds() {
 		back, err := ParseKind(k.String())
 		if err != nil || back != k || RecordSize(k) < HeaderSize {
 			t.Errorf("kind %d: ParseKind(%q) = %v, %v; size %d", k, k, back, err, RecordSize(k))

@@ -116,6 +116,11 @@ func (e *Event) writeDetails(b *strings.Builder) {
 		if e.RDev != 0 {
 			kv("rdev", e.RDev.String())
 		}
+	case KindLost:
+		kv("events", strconv.FormatUint(e.Lost, 10))
+		if !e.LostSince.IsZero() {
+			kv("since", e.LostSince.UTC().Format("15:04:05.000"))
+		}
 	}
 }
 

@@ -168,7 +168,7 @@ func TestDecodeGeneratedLayouts(t *testing.T) {
 			seen[got.Kind] = true
 		})
 	}
-	for _, k := range event.Kinds() {
+	for _, k := range event.KernelKinds() {
 		if !seen[k] {
 			t.Errorf("kind %s has no layout test", k)
 		}

@@ -170,7 +170,7 @@ func (t *Tracer) Stats() (Stats, error) {
 		Lost:         map[event.Kind]uint64{},
 	}
 	var perCPU []uint64
-	for _, k := range event.Kinds() {
+	for _, k := range event.KernelKinds() {
 		key := uint32(k)
 		if err := t.objs.mount.Lost.Lookup(&key, &perCPU); err != nil {
 			return st, fmt.Errorf("read lost counter for %s: %w", k, err)
