@@ -71,7 +71,7 @@ func (c *Correlator) failure(ev *event.Event) {
 	f := c.finding(KindFailure, ev, obj, a, matches)
 	f.Missing = append(f.Missing, missing...)
 	f.Leak = c.leakFor(id, matches)
-	c.emit(f)
+	c.report(f)
 }
 
 func otherThan(ms []match, ns uint32) []match {

@@ -60,6 +60,7 @@ type Correlator struct {
 	incidents  map[string]time.Time // failure key -> last seen
 	leaks      []*leakRecord        // recent leak findings, for linking
 	remembered bool                 // a persistent lineage was applied
+	losses     []loss               // when the kernel dropped events
 }
 
 type leakRecord struct {
@@ -231,6 +232,8 @@ func (c *Correlator) Handle(ev *event.Event) {
 	case c.lineageEvent(ev, true):
 	case ev.Kind == event.KindExit:
 		c.lineage.Exit(ev.MntNS, int(ev.PID), ev.Comm, ev.Time)
+	case ev.Kind == event.KindLost:
+		c.lost(ev)
 	case mountFamily(ev.Kind):
 		if ev.Kind == event.KindUmount && ev.Ret == 0 {
 			c.checkLeak(ev) // records ev once it has read what was unmounted

@@ -41,6 +41,8 @@ type Finding struct {
 	// Retries counts the same failure repeated within the retry window
 	// before this finding was emitted (always 0 for the first).
 	Retries int `json:"retries,omitempty"`
+	// Incomplete is set when events were lost while the evidence formed.
+	Incomplete *Incomplete `json:"incomplete,omitempty"`
 }
 
 // Call is the syscall a finding is about.
@@ -179,6 +181,9 @@ func (f *Finding) Line() string {
 		b.WriteString(" (missing: ")
 		b.WriteString(strings.Join(f.Missing, "; "))
 		b.WriteByte(')')
+	}
+	if f.Incomplete != nil {
+		b.WriteString(" (" + f.Incomplete.text() + ")")
 	}
 	b.WriteString(". Fix: ")
 	b.WriteString(f.Fix)

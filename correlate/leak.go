@@ -65,7 +65,7 @@ func (c *Correlator) checkLeak(ev *event.Event) {
 	if len(c.leaks) > maxLeaks {
 		c.leaks = c.leaks[len(c.leaks)-maxLeaks:]
 	}
-	c.emit(f)
+	c.report(f)
 }
 
 // unmounted identifies what an unmount removed. The correlator runs a
@@ -228,7 +228,7 @@ func (c *Correlator) staleBind(ev *event.Event) {
 	f.Summary = "not a leak: the source " + src + " is a bind of " + deleted + ", which has since been deleted (mountinfo: //deleted)" + bound
 	f.Fix = "unmount the stale bind " + src + " and bind the current file again (kubelet does so since Kubernetes 1.20, PR 89629); " +
 		"for ConfigMaps and Secrets prefer mounting the whole volume over subPath"
-	c.emit(f)
+	c.report(f)
 }
 
 // bindOnto returns the last successful bind mount onto target before t.

@@ -218,3 +218,7 @@ func (l *Ledger) History() []*event.Event { return l.history }
 
 // Seq is the change sequence number.
 func (l *Ledger) Seq() uint64 { return l.seq }
+
+// Invalidate marks every table stale, as after events were lost: each is
+// re-read before it is next relied on.
+func (l *Ledger) Invalidate() { l.seq++ }
