@@ -8,34 +8,22 @@ import (
 	"github.com/mntleak/mntleak/internal/logkey"
 )
 
-// WriteFinding appends one finding: its JSON, or its human line.
+// WriteFinding queues one finding, its JSON or its human line. A finding
+// is never dropped for want of room: findings are rare and each one is the
+// point of the daemon.
 func (w *Writer) WriteFinding(f *correlate.Finding) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.err != nil {
-		return w.err
-	}
+	w.scratch.Reset()
 	if w.format == JSON {
-		w.err = w.enc.Encode(f)
-		return w.err
+		if err := w.enc.Encode(f); err != nil {
+			return err
+		}
+	} else {
+		w.scratch.WriteString(f.Line())
+		w.scratch.WriteByte('\n')
 	}
-	if _, err := w.buf.WriteString(f.Line()); err != nil {
-		w.err = err
-		return err
-	}
-	w.err = w.buf.WriteByte('\n')
-	return w.err
-}
-
-// WriteJSON appends any value as one JSON line (the proc records of a
-// recorded stream).
-func (w *Writer) WriteJSON(v any) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.err == nil {
-		w.err = w.enc.Encode(v)
-	}
-	return w.err
+	return w.q.push(w.scratch.Bytes(), true)
 }
 
 // FindingLevel is the level a finding is logged at: error for a failure,

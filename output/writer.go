@@ -1,10 +1,11 @@
 package output
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -41,101 +42,132 @@ func (f Format) String() string {
 	return fmt.Sprintf("format(%d)", int(f))
 }
 
-// FlushInterval bounds how long a written event may sit in the buffer.
+// FlushInterval bounds how long a written event may sit in the queue.
 const FlushInterval = 100 * time.Millisecond
 
-// Writer writes events in one format. It is safe for concurrent use.
-type Writer struct {
-	mu     sync.Mutex
-	buf    *bufio.Writer
-	enc    *json.Encoder
-	format Format
-	closer io.Closer // closed by Close when the Writer owns the file
-	err    error     // first write error; later writes return it
-
-	stop chan struct{}
-	done chan struct{}
+// Options tune a Writer.
+type Options struct {
+	// QueueBytes caps what may wait for the destination; lines over it are
+	// dropped and counted. Zero means DefaultQueueBytes.
+	QueueBytes int
+	// CloseTimeout bounds how long Close waits for the destination. Zero
+	// means no limit (mntleak replay, whose output must be whole).
+	CloseTimeout time.Duration
 }
 
-// NewWriter returns a Writer on w. If w is an io.Closer that the Writer
-// should own (a record file), pass it as owned; Close then closes it.
+// Writer writes events in one format, through a bounded queue drained by a
+// goroutine of its own: Write never blocks on the destination. It is safe
+// for concurrent use.
+type Writer struct {
+	format Format
+	q      *queue
+
+	mu      sync.Mutex // guards the encoder and its scratch buffer
+	scratch bytes.Buffer
+	enc     *json.Encoder
+}
+
+// NewWriter returns a Writer on w with the default options. If w is an
+// io.Closer that the Writer should own (a record file), pass it as owned;
+// Close then closes it.
 func NewWriter(w io.Writer, format Format, owned io.Closer) *Writer {
-	buf := bufio.NewWriterSize(w, 64<<10)
-	wr := &Writer{
-		buf:    buf,
-		enc:    json.NewEncoder(buf),
-		format: format,
-		closer: owned,
-		stop:   make(chan struct{}),
-		done:   make(chan struct{}),
+	return newWriter(w, owned, nil, format, Options{})
+}
+
+// NewWriterOptions is NewWriter with options.
+func NewWriterOptions(w io.Writer, format Format, owned io.Closer, opts Options) *Writer {
+	return newWriter(w, owned, nil, format, opts)
+}
+
+// OpenFile opens path (mode 0600) for a Writer that owns it; truncate
+// starts it empty, otherwise lines are appended. Reopen opens the path
+// anew, appending, for logrotate.
+func OpenFile(path string, format Format, truncate bool, opts Options) (*Writer, error) {
+	flags := os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	if truncate {
+		flags |= os.O_TRUNC
 	}
+	f, err := os.OpenFile(path, flags, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open output file %s: %w", path, err)
+	}
+	reopen := func() (io.Writer, io.Closer, error) {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, nil, fmt.Errorf("reopen output file %s: %w", path, err)
+		}
+		return f, f, nil
+	}
+	return newWriter(f, f, reopen, format, opts), nil
+}
+
+func newWriter(w io.Writer, owned io.Closer, reopen func() (io.Writer, io.Closer, error), format Format, opts Options) *Writer {
+	wr := &Writer{format: format}
+	wr.enc = json.NewEncoder(&wr.scratch)
 	wr.enc.SetEscapeHTML(false)
-	go wr.flushLoop()
+	wr.q = newQueue(w, owned, opts.QueueBytes, wr.lostLine, reopen)
+	wr.q.closeTimeout = opts.CloseTimeout
 	return wr
 }
 
-// Write appends one event line.
+// lostLine is the marker put where lines were dropped: a lost event, as
+// the reader synthesizes for the kernel's losses, so that a consumer (and
+// mntleak replay) knows the stream has a gap there.
+func (w *Writer) lostLine(n uint64, since time.Time) []byte {
+	ev := &event.Event{Kind: event.KindLost, Time: time.Now(), SyscallNr: -1, Lost: n, LostSince: since, Comm: "mntleak"}
+	if w.format == Text {
+		return []byte(ev.Text() + "\n")
+	}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return nil
+	}
+	return append(b, '\n')
+}
+
+// Write queues one event line. A line the queue has no room for is
+// dropped and counted (Dropped); the error is the destination's, once it
+// failed (a closed pipe).
 func (w *Writer) Write(ev *event.Event) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.err != nil {
-		return w.err
-	}
-	switch w.format {
-	case JSON:
-		w.err = w.enc.Encode(ev) // Encode appends the newline
-	default:
-		if _, err := w.buf.WriteString(ev.Text()); err != nil {
-			w.err = err
-		} else {
-			w.err = w.buf.WriteByte('\n')
+	w.scratch.Reset()
+	if w.format == JSON {
+		if err := w.enc.Encode(ev); err != nil { // Encode appends the newline
+			return err
 		}
+	} else {
+		w.scratch.WriteString(ev.Text())
+		w.scratch.WriteByte('\n')
 	}
-	return w.err
+	return w.q.push(w.scratch.Bytes(), false)
 }
 
-// Flush writes out buffered lines.
-func (w *Writer) Flush() error {
+// WriteJSON queues any value as one JSON line (the proc records of a
+// recorded stream); it is dropped like an event when the queue is full.
+func (w *Writer) WriteJSON(v any) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.err == nil {
-		w.err = w.buf.Flush()
+	w.scratch.Reset()
+	if err := w.enc.Encode(v); err != nil {
+		return err
 	}
-	return w.err
+	return w.q.push(w.scratch.Bytes(), false)
 }
 
-func (w *Writer) flushLoop() {
-	defer close(w.done)
-	tick := time.NewTicker(FlushInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-w.stop:
-			return
-		case <-tick.C:
-			_ = w.Flush()
-		}
-	}
-}
+// Dropped returns how many lines were dropped because the destination did
+// not keep up.
+func (w *Writer) Dropped() uint64 { return w.q.dropped.Load() }
 
-// Close flushes, stops the flush timer and closes an owned file. It is
-// idempotent.
-func (w *Writer) Close() error {
-	w.mu.Lock()
-	select {
-	case <-w.stop:
-		w.mu.Unlock()
-		return w.err
-	default:
-		close(w.stop)
-	}
-	w.mu.Unlock()
-	<-w.done
-	err := w.Flush()
-	if w.closer != nil {
-		if cerr := w.closer.Close(); err == nil {
-			err = cerr
-		}
-	}
-	return err
-}
+// Flush writes out queued lines, waiting for the destination.
+func (w *Writer) Flush() error { return w.q.request(false, w.q.closeTimeout) }
+
+// Reopen writes out queued lines to the current file, then opens its path
+// anew and closes the old one: after logrotate renamed it, new lines go to
+// a new file at the original path. It does nothing for a Writer not made
+// by OpenFile.
+func (w *Writer) Reopen() error { return w.q.request(true, 0) }
+
+// Close writes out queued lines (waiting at most Options.CloseTimeout),
+// stops the drain and closes an owned file. It is idempotent.
+func (w *Writer) Close() error { return w.q.close(w.q.closeTimeout) }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/coreos/go-systemd/v22/journal"
 	"go.uber.org/zap"
@@ -16,36 +18,73 @@ import (
 // SocketPath is where journald listens for native-protocol datagrams.
 const SocketPath = "/run/systemd/journal/socket"
 
-// Sender sends one entry; journal.Send in production.
+// Sender sends one entry; Socket.Send in production.
 type Sender func(message string, priority journal.Priority, vars map[string]string) error
 
 // Available reports whether a journal socket is there.
-func Available() bool { return journal.Enabled() }
+func Available() bool { return NewSocket(SocketPath, 0).Available() }
 
-// Core is a zapcore.Core writing to the journal.
+// Queue capacities, in entries. Findings have their own queue, drained
+// first, so that a storm of lifecycle or raw-event entries never pushes a
+// finding out.
+const (
+	FindingQueue = 1024
+	OtherQueue   = 1024
+)
+
+// SyncTimeout bounds how long Sync waits for the queued entries to be sent.
+const SyncTimeout = 500 * time.Millisecond
+
+// Core is a zapcore.Core writing to the journal. Write only queues the
+// entry: a goroutine of its own sends it, so a journald that is slow,
+// stopped or gone never blocks the logger's caller (the ring-buffer
+// reader). An entry the queue has no room for is dropped and counted; the
+// tee's other core (stderr) has it anyway.
 type Core struct {
 	zapcore.LevelEnabler
-	send    Sender
 	context []zapcore.Field
 	state   *state
 }
 
-// state is shared by a core and its With() children: the loss accounting.
+type entry struct {
+	message  string
+	priority journal.Priority
+	vars     map[string]string
+}
+
+// state is shared by a core and its With() children: the queues, the
+// sender and the loss accounting.
 type state struct {
+	send     Sender
+	findings chan entry
+	others   chan entry
+	pending  atomic.Int64 // queued or being sent
+	dropped  atomic.Uint64
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+
 	mu       sync.Mutex
 	lost     uint64
 	down     bool
 	onChange func(down bool, lost uint64, err error)
 }
 
-// NewCore returns a core sending entries at or above level. onChange is
-// called when delivery starts failing (down=true, with the error) and when
-// it works again (down=false, with the entries lost meanwhile).
+// NewCore returns a core sending entries at or above level, and starts its
+// sender; Close stops it. onChange is called when delivery starts failing
+// (down=true, with the error) and when it works again (down=false, with
+// the entries lost meanwhile).
 func NewCore(level zapcore.LevelEnabler, send Sender, onChange func(down bool, lost uint64, err error)) *Core {
 	if send == nil {
-		send = journal.Send
+		send = NewSocket(SocketPath, 0).Send
 	}
-	return &Core{LevelEnabler: level, send: send, state: &state{onChange: onChange}}
+	st := &state{
+		send: send, onChange: onChange,
+		findings: make(chan entry, FindingQueue), others: make(chan entry, OtherQueue),
+		stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	go st.run()
+	return &Core{LevelEnabler: level, state: st}
 }
 
 // With implements zapcore.Core.
@@ -63,8 +102,8 @@ func (c *Core) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.Checked
 	return ce
 }
 
-// Write implements zapcore.Core. A failed send is counted, never returned:
-// the tee's other core (stderr) has the entry.
+// Write implements zapcore.Core: it queues the entry. A dropped or failed
+// entry is counted, never returned: the tee's other core (stderr) has it.
 func (c *Core) Write(e zapcore.Entry, fields []zapcore.Field) error {
 	enc := zapcore.NewMapObjectEncoder()
 	for _, f := range c.context {
@@ -81,19 +120,94 @@ func (c *Core) Write(e zapcore.Entry, fields []zapcore.Field) error {
 		vars["MNTLEAK_LOGGER"] = e.LoggerName
 	}
 	vars["SYSLOG_IDENTIFIER"] = "mntleak"
-	err := c.send(e.Message, Priority(e.Level), vars)
-	c.state.record(err)
+	q := c.state.others
+	if _, ok := enc.Fields[logkey.Finding]; ok {
+		q = c.state.findings
+	}
+	c.state.pending.Add(1)
+	select {
+	case q <- entry{e.Message, Priority(e.Level), vars}:
+	default:
+		c.state.pending.Add(-1)
+		c.state.dropped.Add(1)
+	}
 	return nil
 }
 
-// Sync implements zapcore.Core.
-func (c *Core) Sync() error { return nil }
+// Sync implements zapcore.Core: it waits, at most SyncTimeout, until the
+// queued entries are sent.
+func (c *Core) Sync() error {
+	deadline := time.Now().Add(SyncTimeout)
+	for c.state.pending.Load() > 0 {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("journal: %d entries not sent after %v", c.state.pending.Load(), SyncTimeout)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return nil
+}
 
-// Lost returns how many entries could not be delivered.
+// Close sends what is queued, waiting at most timeout, and stops the
+// sender. It is idempotent.
+func (c *Core) Close(timeout time.Duration) error {
+	c.state.stopOnce.Do(func() { close(c.state.stop) })
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-c.state.done:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("journal: %d entries not sent after %v", c.state.pending.Load(), timeout)
+	}
+}
+
+// Lost returns how many entries could not be sent.
 func (c *Core) Lost() uint64 {
 	c.state.mu.Lock()
 	defer c.state.mu.Unlock()
 	return c.state.lost
+}
+
+// Dropped returns how many entries found the queue full.
+func (c *Core) Dropped() uint64 { return c.state.dropped.Load() }
+
+// run sends queued entries, findings first, until stopped; then it sends
+// what is left.
+func (s *state) run() {
+	defer close(s.done)
+	for {
+		var e entry
+		select {
+		case e = <-s.findings:
+		default:
+			select {
+			case e = <-s.findings:
+			case e = <-s.others:
+			case <-s.stop:
+				s.drainAll()
+				return
+			}
+		}
+		s.deliver(e)
+	}
+}
+
+func (s *state) drainAll() {
+	for {
+		select {
+		case e := <-s.findings:
+			s.deliver(e)
+		case e := <-s.others:
+			s.deliver(e)
+		default:
+			return
+		}
+	}
+}
+
+func (s *state) deliver(e entry) {
+	s.record(s.send(e.message, e.priority, e.vars))
+	s.pending.Add(-1)
 }
 
 func (s *state) record(err error) {

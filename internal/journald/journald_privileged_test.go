@@ -1,13 +1,10 @@
 package journald_test
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,96 +12,41 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/mntleak/mntleak/internal/journald"
-	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/internal/journald/journaldtest"
 )
 
-// journal is a standalone systemd-journald the test started, or the one
-// already running (then it is neither stopped nor cleaned).
-type journal struct {
-	cmd     *exec.Cmd
-	created []string
+// syncBuffer is stderr for a test: the journal's sender reports outages
+// from its own goroutine.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
 }
 
-func startJournal(t *testing.T) *journal {
-	t.Helper()
-	privtest.Require(t)
-	privtest.RequireCommands(t, "/lib/systemd/systemd-journald", "journalctl")
-	j := &journal{}
-	if journald.Available() && exec.Command("journalctl", "-n", "0").Run() == nil {
-		return j // a journal is running: use it
-	}
-	for _, d := range []string{"/run/systemd/journal", "/run/log/journal"} {
-		if _, err := os.Stat(d); os.IsNotExist(err) {
-			j.created = append(j.created, d)
-		}
-	}
-	j.start(t)
-	t.Cleanup(func() {
-		j.stop(t)
-		for _, d := range j.created {
-			os.RemoveAll(d)
-		}
-	})
-	return j
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
 }
 
-func (j *journal) start(t *testing.T) {
-	t.Helper()
-	if err := os.MkdirAll("/run/systemd/journal", 0o755); err != nil {
-		t.Fatal(err)
-	}
-	j.cmd = exec.Command("/lib/systemd/systemd-journald")
-	if err := j.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 100 && !journald.Available(); i++ {
-		time.Sleep(20 * time.Millisecond)
-	}
-	time.Sleep(100 * time.Millisecond)
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
-func (j *journal) stop(t *testing.T) {
+func newTee(t *testing.T, j *journaldtest.Journal) (*zap.Logger, *journald.Core, *syncBuffer) {
 	t.Helper()
-	if j.cmd == nil {
-		t.Skip("a journal not started by this test cannot be stopped")
-	}
-	_ = j.cmd.Process.Kill()
-	_ = j.cmd.Wait()
-	os.Remove(journald.SocketPath) // journald leaves it behind when killed
-	j.cmd = nil
-}
-
-// entries reads back what the journal holds for a path.
-func entries(t *testing.T, path string) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	for i := 0; i < 50; i++ {
-		b, err := exec.Command("journalctl", "-o", "json", "--no-pager", "MNTLEAK_PATH="+path).Output()
-		if err != nil {
-			t.Fatalf("journalctl: %v", err)
-		}
-		out = out[:0]
-		sc := bufio.NewScanner(bytes.NewReader(b))
-		sc.Buffer(make([]byte, 1<<20), 16<<20)
-		for sc.Scan() {
-			var m map[string]any
-			if json.Unmarshal(sc.Bytes(), &m) == nil {
-				out = append(out, m)
-			}
-		}
-		if len(out) > 0 {
-			return out
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return out
+	stderr := &syncBuffer{}
+	base := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(stderr), zap.InfoLevel))
+	sock := journald.NewSocket(j.Socket, 0)
+	log, core := journald.Tee(base, zap.InfoLevel, sock.Send)
+	t.Cleanup(func() { core.Close(time.Second); sock.Close() })
+	return log, core, stderr
 }
 
 func TestFindingsReachTheJournal(t *testing.T) {
-	j := startJournal(t)
-	var stderr bytes.Buffer
-	base := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(&stderr), zap.InfoLevel))
-	log, core := journald.Tee(base, zap.InfoLevel, nil)
+	j := journaldtest.Start(t)
+	log, core, stderr := newTee(t, j)
 	path := fmt.Sprintf("/var/lib/mntleak-journald-test/%d", time.Now().UnixNano())
 
 	log.Named("correlate").Error("EBUSY openat /dev/loop3 by mkfs.ext4[4121]: still mounted in mnt:[4026532290]",
@@ -113,8 +55,10 @@ func TestFindingsReachTheJournal(t *testing.T) {
 		zap.Uint32("holder_mntns", 4026532290), zap.String("leak_event", "unshare(CLONE_NEWNS) by ntpd[3990]"),
 		zap.String("unit", "ntpd.service"), zap.Any("detail", map[string]any{"cause": "private-tmp"}))
 	log.Named("correlate").Warn("LEAK "+path, zap.String("cause", "rprivate-bind"), zap.String("path", path+"-leak"))
+	// Over the datagram limit: sent as a sealed memfd.
+	log.Info("big", zap.String("path", path+"-big"), zap.String("detail", strings.Repeat("x", 300<<10)))
 
-	got := entries(t, path)
+	got := j.Entries(t, 5*time.Second, "MNTLEAK_PATH="+path)
 	if len(got) != 1 {
 		t.Fatalf("%d journal entries for %s, want 1", len(got), path)
 	}
@@ -130,24 +74,67 @@ func TestFindingsReachTheJournal(t *testing.T) {
 			t.Errorf("%s = %v, want %q", k, e[k], want)
 		}
 	}
-	if leak := entries(t, path+"-leak"); len(leak) != 1 || leak[0]["PRIORITY"] != "4" {
+	if leak := j.Entries(t, 5*time.Second, "MNTLEAK_PATH="+path+"-leak"); len(leak) != 1 || leak[0]["PRIORITY"] != "4" {
 		t.Errorf("leak entry %v, want one at priority 4 (warning)", leak)
 	}
+	if big := j.Entries(t, 5*time.Second, "MNTLEAK_PATH="+path+"-big"); len(big) != 1 {
+		t.Errorf("%d entries for the big entry, want 1", len(big))
+	}
 
-	// The journal goes away: the finding still reaches stderr, the loss is
-	// counted and said; when it comes back, delivery resumes.
-	j.stop(t)
+	// The journal goes away (its socket removed): the finding still reaches
+	// stderr, the loss is counted and said once; when a journald listens
+	// at the same socket again, delivery resumes.
+	j.Stop(t)
 	log.Error("lost finding", zap.String("path", path+"-lost"))
-	if core.Lost() != 1 || !strings.Contains(stderr.String(), `"msg":"lost finding"`) ||
-		!strings.Contains(stderr.String(), "journal unavailable") {
+	log.Error("lost finding 2", zap.String("path", path+"-lost"))
+	core.Sync()
+	if core.Lost() != 2 || !strings.Contains(stderr.String(), `"msg":"lost finding"`) ||
+		strings.Count(stderr.String(), "journal unavailable") != 1 {
 		t.Fatalf("lost %d; stderr:\n%s", core.Lost(), stderr.String())
 	}
-	j.start(t)
+	j.Restart(t)
 	log.Error("after the outage", zap.String("path", path+"-back"))
-	if len(entries(t, path+"-back")) != 1 {
+	if len(j.Entries(t, 5*time.Second, "MNTLEAK_PATH="+path+"-back")) != 1 {
 		t.Error("no entry after the journal came back")
 	}
-	if !strings.Contains(stderr.String(), `"msg":"journal available again","lost":1`) {
+	if !strings.Contains(stderr.String(), `"msg":"journal available again","lost":2`) {
 		t.Errorf("recovery not logged:\n%s", stderr.String())
 	}
+}
+
+// TestStalledJournal: a SIGSTOPped journald stops reading its socket. The
+// logger's caller never waits for it (each send has a deadline and the
+// queue is bounded), the overflow is counted, and after SIGCONT entries
+// arrive again.
+func TestStalledJournal(t *testing.T) {
+	j := journaldtest.Start(t)
+	log, core, stderr := newTee(t, j)
+	path := fmt.Sprintf("/var/lib/mntleak-journald-stall/%d", time.Now().UnixNano())
+
+	j.Pause(t)
+	start := time.Now()
+	for i := 0; i < 20000; i++ {
+		log.Info("raw event", zap.Int("i", i), zap.String("path", path+"-flood"))
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("20000 entries to a stalled journal took %v", d)
+	}
+	if core.Dropped()+core.Lost() == 0 {
+		t.Error("nothing dropped nor lost while the journal was stopped")
+	}
+	t.Logf("stalled: %d dropped at the queue, %d sends failed, in %v", core.Dropped(), core.Lost(), time.Since(start))
+
+	j.Resume(t)
+	// Let the sender work through what is left of the flood.
+	for i := 0; i < 200 && core.Sync() != nil; i++ {
+	}
+	log.Error("after the stall", zap.String("finding", "failure"), zap.String("path", path))
+	if len(j.Entries(t, 10*time.Second, "MNTLEAK_PATH="+path)) != 1 {
+		t.Errorf("no entry after SIGCONT; stderr tail:\n%s", tail(stderr.String(), 5))
+	}
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
