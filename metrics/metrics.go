@@ -59,6 +59,18 @@ func New(lost LostFunc) *Metrics {
 	return m
 }
 
+// CountsFunc returns counters by label value, read at every scrape.
+type CountsFunc func() map[string]uint64
+
+// SinkDrops registers mntleak_sink_dropped_total{sink}: lines or entries an
+// output (stdout, record, journal) dropped because it did not keep up.
+// The counters live in the outputs; fn is read at every scrape.
+func (m *Metrics) SinkDrops(fn CountsFunc) {
+	m.reg.MustRegister(lostCollector{fn: LostFunc(fn), desc: prometheus.NewDesc("mntleak_sink_dropped_total",
+		"Lines or journal entries dropped because the output did not keep up (the reader never waits for it), by sink.",
+		[]string{"sink"}, nil)})
+}
+
 // Event counts one event.
 func (m *Metrics) Event(kind string) { m.events.WithLabelValues(kind).Inc() }
 
@@ -112,6 +124,7 @@ func ListenAddr(s string) (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
+// lostCollector exports counters kept elsewhere, one label.
 type lostCollector struct {
 	fn   LostFunc
 	desc *prometheus.Desc

@@ -20,6 +20,7 @@ func TestScrape(t *testing.T) {
 	m.Event("failure")
 	m.Finding("leak", "rprivate-bind", time.Now().Add(-3*time.Millisecond))
 	m.State(2, 41)
+	m.SinkDrops(func() map[string]uint64 { return map[string]uint64{"stdout": 12, "journal": 0} })
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -46,6 +47,8 @@ func TestScrape(t *testing.T) {
 		`mntleak_leaks_open 2`,
 		`mntleak_namespaces_tracked 41`,
 		`mntleak_finding_latency_seconds_bucket{le="0.005"} 1`,
+		`mntleak_sink_dropped_total{sink="stdout"} 12`,
+		`mntleak_sink_dropped_total{sink="journal"} 0`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(string(body), want) {
