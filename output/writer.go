@@ -171,3 +171,12 @@ func (w *Writer) Reopen() error { return w.q.request(true, 0) }
 // Close writes out queued lines (waiting at most Options.CloseTimeout),
 // stops the drain and closes an owned file. It is idempotent.
 func (w *Writer) Close() error { return w.q.close(w.q.closeTimeout) }
+
+// CloseWithin is Close waiting at most d (a daemon's remaining time to
+// exit), or Options.CloseTimeout if that is shorter.
+func (w *Writer) CloseWithin(d time.Duration) error {
+	if w.q.closeTimeout > 0 && w.q.closeTimeout < d {
+		d = w.q.closeTimeout
+	}
+	return w.q.close(max(d, time.Millisecond))
+}

@@ -38,6 +38,8 @@ type traceOptions struct {
 	stateBytes    int64
 	filter        event.Filter
 	record        string
+	output        string // "" for stdout
+	journalSocket string
 	ringBufBytes  int
 	logLevel      string
 	logFormat     string
@@ -60,7 +62,9 @@ func parseTraceFlags(args []string, stdoutTTY, stderrTTY bool, stderr io.Writer)
 	fs.Var(uint32List{&opts.filter.PIDs, "pid"}, "pid", "only events of these processes (thread-group ids; repeatable, comma-separated)")
 	fs.Var(stringList{&opts.filter.Comms}, "comm", "only events of processes with this command name (repeatable, comma-separated)")
 	fs.Var(uint32List{&opts.filter.MntNS, "mount namespace"}, "mntns", "only events in or naming these mount namespaces (inode numbers or mnt:[N]; repeatable)")
-	fs.StringVar(&opts.record, "record", "", "also write every event, and the /proc snapshots the correlator read, as JSON lines to this file (for mntleak replay)")
+	fs.StringVar(&opts.record, "record", "", "also write every event, and the /proc snapshots the correlator read, as JSON lines to this file (for mntleak replay; truncated at start, reopened on SIGHUP)")
+	fs.StringVar(&opts.output, "output", "", "write the event stream to this file (appended to, reopened on SIGHUP for logrotate) instead of stdout")
+	fs.StringVar(&opts.journalSocket, "journald-socket", journald.SocketPath, "the journal's native socket (a journal namespace NAME listens at /run/systemd/journal.NAME/socket)")
 	fs.BoolVar(&opts.correlate, "correlate", true, "explain failures and report leaks as findings in the log")
 	fs.StringVar(&opts.journald, "journald", "auto", "send findings and lifecycle logs to the systemd journal: auto (when /run/systemd/journal/socket exists), on, off")
 	fs.BoolVar(&opts.journalEvents, "journald-events", false, "also send every raw event to the journal (high volume)")
@@ -120,14 +124,19 @@ func runTrace(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	var journal *journald.Core
-	if opts.journald == "on" || (opts.journald == "auto" && journald.Available()) {
-		log, journal = journald.Tee(log, zap.InfoLevel, nil)
-	}
 	defer log.Sync() //nolint:errcheck // stderr sync fails on terminals
+	if sock := journald.NewSocket(opts.journalSocket, 0); opts.journald == "on" || (opts.journald == "auto" && sock.Available()) {
+		log, journal = journald.Tee(log, zap.InfoLevel, sock.Send)
+		defer sock.Close()
+		defer journal.Close(journalCloseTimeout) //nolint:errcheck // what is left is on stderr
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := trace(ctx, opts, stdout, log, journal); err != nil {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	if err := trace(ctx, opts, stdout, log, journal, hup); err != nil {
 		fmt.Fprintf(stderr, "mntleak trace: %v\n", err)
 		return exitError
 	}
@@ -136,21 +145,20 @@ func runTrace(args []string, stdout, stderr io.Writer) int {
 
 // trace wires the tracer to the writers and the correlator, and runs until
 // ctx is done.
-func trace(ctx context.Context, opts traceOptions, stdout io.Writer, log *zap.Logger, journal *journald.Core) error {
+// reopen delivers the signals (SIGHUP) that reopen the output files.
+func trace(ctx context.Context, opts traceOptions, stdout io.Writer, log *zap.Logger, journal *journald.Core, reopen <-chan os.Signal) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
-	out := output.NewWriter(stdout, opts.format, nil)
-	defer out.Close()
-	var rec *output.Writer
-	if opts.record != "" {
-		f, err := os.OpenFile(opts.record, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-		if err != nil {
-			return fmt.Errorf("open record file: %w", err)
-		}
-		rec = output.NewWriter(f, output.JSON, f)
-		defer rec.Close()
+	// Every slow output is behind a bounded queue: the reader never waits.
+	sk, err := openSinks(ctx, opts, stdout, journal)
+	if err != nil {
+		return err
 	}
+	defer sk.close(log)
+	out, rec := sk.out, sk.rec
+	go sk.warnDrops(ctx, log, dropWarnInterval)
+	go sk.reopenOn(ctx, reopen, log)
 	fail := func(err error) {
 		if err != nil {
 			cancel(fmt.Errorf("write events: %w", err))
@@ -177,6 +185,7 @@ func trace(ctx context.Context, opts traceOptions, stdout io.Writer, log *zap.Lo
 			}
 			return out
 		})
+		mets.SinkDrops(sk.dropped)
 		go func() {
 			if err := mets.Serve(ctx, ln, log.Named("metrics")); err != nil {
 				cancel(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/internal/journald"
 	"github.com/mntleak/mntleak/output"
 )
 
@@ -18,14 +19,17 @@ func TestParseTraceFlags(t *testing.T) {
 		want      traceOptions
 		wantErr   string
 	}{
-		{name: "defaults, piped", want: traceOptions{format: output.JSON, correlate: true, journald: "auto", ringBufBytes: 8 << 20, logLevel: "info", logFormat: "json", stateDir: "/var/lib/mntleak", stateBytes: 64 << 20}},
-		{name: "defaults, terminal", stdoutTTY: true, want: traceOptions{format: output.Text, correlate: true, journald: "auto", ringBufBytes: 8 << 20, logLevel: "info", logFormat: "json", stateDir: "/var/lib/mntleak", stateBytes: 64 << 20}},
+		{name: "defaults, piped", want: traceOptions{format: output.JSON, correlate: true, journald: "auto", ringBufBytes: 8 << 20, logLevel: "info", logFormat: "json", stateDir: "/var/lib/mntleak", stateBytes: 64 << 20, journalSocket: journald.SocketPath}},
+		{name: "defaults, terminal", stdoutTTY: true, want: traceOptions{format: output.Text, correlate: true, journald: "auto", ringBufBytes: 8 << 20, logLevel: "info", logFormat: "json", stateDir: "/var/lib/mntleak", stateBytes: 64 << 20, journalSocket: journald.SocketPath}},
 		{name: "filters", args: []string{"--pid", "10,11", "-pid=12", "--comm", "dockerd", "--mntns", "mnt:[4026532290],4026531840", "--format", "text", "--record", "/tmp/x.jsonl"},
-			want: traceOptions{format: output.Text, correlate: true, journald: "auto", record: "/tmp/x.jsonl", ringBufBytes: 8 << 20, logLevel: "info", logFormat: "json", stateDir: "/var/lib/mntleak", stateBytes: 64 << 20,
+			want: traceOptions{format: output.Text, correlate: true, journald: "auto", record: "/tmp/x.jsonl", ringBufBytes: 8 << 20, logLevel: "info", logFormat: "json", stateDir: "/var/lib/mntleak", stateBytes: 64 << 20, journalSocket: journald.SocketPath,
 				filter: event.Filter{PIDs: []uint32{10, 11, 12}, Comms: []string{"dockerd"}, MntNS: []uint32{4026532290, 4026531840}}}},
 		{name: "bad format", args: []string{"--format", "yaml"}, wantErr: `unknown format "yaml"`},
 		{name: "journald and metrics", args: []string{"--journald", "off", "--journald-events", "--metrics-addr", ":9464"},
 			want: traceOptions{format: output.JSON, correlate: true, journald: "off", journalEvents: true, metricsAddr: "127.0.0.1:9464",
+				ringBufBytes: 8 << 20, logLevel: "info", logFormat: "json", stateDir: "/var/lib/mntleak", stateBytes: 64 << 20, journalSocket: journald.SocketPath}},
+		{name: "output file and journal namespace", args: []string{"--output", "/var/log/mntleak/events.jsonl", "--journald-socket", "/run/systemd/journal.ns/socket"},
+			want: traceOptions{format: output.JSON, correlate: true, journald: "auto", output: "/var/log/mntleak/events.jsonl", journalSocket: "/run/systemd/journal.ns/socket",
 				ringBufBytes: 8 << 20, logLevel: "info", logFormat: "json", stateDir: "/var/lib/mntleak", stateBytes: 64 << 20}},
 		{name: "bad journald", args: []string{"--journald", "maybe"}, wantErr: `invalid -journald "maybe"`},
 		{name: "tiny state", args: []string{"--state-size", "100"}, wantErr: "invalid -state-size 100"},

@@ -124,6 +124,12 @@ func (c *Core) Write(e zapcore.Entry, fields []zapcore.Field) error {
 	if _, ok := enc.Fields[logkey.Finding]; ok {
 		q = c.state.findings
 	}
+	select {
+	case <-c.state.stop:
+		c.state.dropped.Add(1)
+		return nil
+	default:
+	}
 	c.state.pending.Add(1)
 	select {
 	case q <- entry{e.Message, Priority(e.Level), vars}:
@@ -135,10 +141,15 @@ func (c *Core) Write(e zapcore.Entry, fields []zapcore.Field) error {
 }
 
 // Sync implements zapcore.Core: it waits, at most SyncTimeout, until the
-// queued entries are sent.
+// queued entries are sent. After Close it returns at once.
 func (c *Core) Sync() error {
 	deadline := time.Now().Add(SyncTimeout)
 	for c.state.pending.Load() > 0 {
+		select {
+		case <-c.state.stop:
+			return nil
+		default:
+		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("journal: %d entries not sent after %v", c.state.pending.Load(), SyncTimeout)
 		}
@@ -148,9 +159,14 @@ func (c *Core) Sync() error {
 }
 
 // Close sends what is queued, waiting at most timeout, and stops the
-// sender. It is idempotent.
+// sender; entries logged later are dropped (stderr has them). Only the
+// first call waits.
 func (c *Core) Close(timeout time.Duration) error {
-	c.state.stopOnce.Do(func() { close(c.state.stop) })
+	first := false
+	c.state.stopOnce.Do(func() { close(c.state.stop); first = true })
+	if !first {
+		return nil
+	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {

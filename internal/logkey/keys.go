@@ -3,6 +3,11 @@ package logkey
 // Field keys.
 const (
 	Error        = "error"
+	Sink         = "sink"          // an output: stdout, record, journal
+	Dropped      = "dropped"       // lines or entries an output dropped since the last warning
+	DroppedTotal = "dropped_total" // ... since the start
+	Output       = "output"
+	Socket       = "socket"
 	Program      = "program"
 	Attach       = "attach"
 	Kind         = "kind"

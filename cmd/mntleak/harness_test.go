@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The storm: the test binary re-executed inside `unshare -m` (a private
+// mount namespace of its own, so nothing leaks out of it) bind-mounts and
+// unmounts a directory in a loop, stormRate pairs a second, until
+// stormSeconds passed or it is killed.
+const (
+	envStorm      = "MNTLEAK_TEST_STORM"
+	envStormRate  = "MNTLEAK_TEST_STORM_RATE"
+	envStormUntil = "MNTLEAK_TEST_STORM_SECONDS"
+)
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(envStorm); dir != "" {
+		os.Exit(storm(dir))
+	}
+	os.Exit(m.Run())
+}
+
+func storm(dir string) int {
+	rate, _ := strconv.Atoi(os.Getenv(envStormRate))
+	secs, _ := strconv.ParseFloat(os.Getenv(envStormUntil), 64)
+	src, dst := filepath.Join(dir, "src"), filepath.Join(dir, "dst")
+	for _, d := range []string{src, dst} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	end := time.Now().Add(time.Duration(secs * float64(time.Second)))
+	batch := max(1, rate/100) // pairs per 10ms
+	for time.Now().Before(end) {
+		tick := time.Now()
+		for i := 0; i < batch; i++ {
+			if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
+				fmt.Fprintln(os.Stderr, "storm mount:", err)
+				return 1
+			}
+			if err := unix.Unmount(dst, 0); err != nil {
+				fmt.Fprintln(os.Stderr, "storm umount:", err)
+				return 1
+			}
+		}
+		time.Sleep(time.Until(tick.Add(10 * time.Millisecond)))
+	}
+	return 0
+}
+
+// startStorm runs a storm of rate bind/umount pairs a second for the
+// given time in a private mount namespace; it is killed (by pid) at
+// cleanup.
+func startStorm(t *testing.T, rate int, d time.Duration) *exec.Cmd {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("unshare", "-m", "--propagation", "private", self, "-test.run=^$")
+	cmd.Env = append(os.Environ(), envStorm+"="+t.TempDir(), envStormRate+"="+strconv.Itoa(rate),
+		envStormUntil+"="+strconv.FormatFloat(d.Seconds(), 'f', 3, 64))
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd
+}
+
+// proc is a daemon started by a test, with its stderr collected.
+type proc struct {
+	cmd  *exec.Cmd
+	logs lines
+	done chan struct{}
+	err  error
+}
+
+// startTrace starts `mntleak trace` with args; stdout is where the event
+// stream goes (nil: discarded). It waits for the tracing line and kills the
+// daemon (by pid) at cleanup if it still runs.
+func startTrace(t *testing.T, bin string, stdout io.Writer, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(bin, append([]string{"trace", "--format", "json", "--log-format", "json"}, args...)...), done: make(chan struct{})}
+	p.cmd.Stdout = stdout
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	collected := make(chan struct{})
+	go func() { p.logs.collect(stderr); close(collected) }()
+	go func() { <-collected; p.err = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	p.logs.wait(t, "tracing log", func(s string) bool { return strings.Contains(s, `"msg":"tracing"`) })
+	return p
+}
+
+// signalAndWait sends sig and waits at most limit for the exit; it returns
+// the time the exit took and the exit code.
+func (p *proc) signalAndWait(t *testing.T, sig syscall.Signal, limit time.Duration) (time.Duration, int) {
+	t.Helper()
+	start := time.Now()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(limit):
+		t.Fatalf("daemon still running %v after %v\n%s", limit, sig, strings.Join(p.logs.all(), "\n"))
+	}
+	return time.Since(start), p.cmd.ProcessState.ExitCode()
+}
+
+// metricsAddr is the address the daemon logged it serves metrics on.
+func (p *proc) metricsAddr(t *testing.T) string {
+	t.Helper()
+	var addr string
+	p.logs.wait(t, "metrics address", func(s string) bool {
+		if i := strings.Index(s, `"msg":"serving metrics"`); i >= 0 {
+			if j := strings.Index(s, `"addr":"`); j >= 0 {
+				addr = s[j+len(`"addr":"`):]
+				addr = addr[:strings.IndexByte(addr, '"')]
+				return true
+			}
+		}
+		return false
+	})
+	return addr
+}
+
+// scrape returns the sum of the samples of a metric whose label set
+// contains labels ("" for any).
+func scrape(t *testing.T, addr, name, labels string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var sum float64
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		if labels != "" && !strings.Contains(line, labels) {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
+
+// rssBytes is the resident memory of pid.
+func rssBytes(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
