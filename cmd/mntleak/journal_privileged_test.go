@@ -1,0 +1,139 @@
+package main
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mntleak/mntleak/internal/journald/journaldtest"
+	"github.com/mntleak/mntleak/internal/privtest"
+)
+
+// busyUmount makes a failure for the daemon to explain: a tmpfs at mnt in
+// the node namespace, a process whose cwd is in it, and an umount that
+// fails with EBUSY. The process is killed (by pid) at cleanup.
+func busyUmount(t *testing.T, node privtest.Node, mnt, source string) {
+	t.Helper()
+	node.Run(t, "mount", "-t", "tmpfs", source, mnt)
+	holder := exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", "sh", "-c", "cd "+mnt+" && echo ready && exec sleep 600")
+	out, err := holder.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
+	buf := make([]byte, 6)
+	if _, err := out.Read(buf); err != nil || string(buf) != "ready\n" {
+		t.Fatalf("cwd holder: %q %v", buf, err)
+	}
+	if b, err := exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", "umount", mnt).CombinedOutput(); err == nil {
+		t.Fatalf("umount of a busy mount succeeded: %s", b)
+	}
+}
+
+// waitFinding waits for the daemon's failure finding on path in its logs.
+func waitFinding(t *testing.T, d *proc, path string) {
+	t.Helper()
+	d.logs.wait(t, "finding on "+path, func(s string) bool {
+		return strings.Contains(s, `"finding":"failure"`) && strings.Contains(s, `"path":"`+path+`"`)
+	})
+}
+
+// TestJournalStalled: the journald is SIGSTOPped while raw events go to it
+// (--journald-events) during a storm. The daemon keeps reading, the
+// journal's drops are counted and warned about; after SIGCONT a finding
+// reaches the journal.
+func TestJournalStalled(t *testing.T) {
+	privtest.Require(t)
+	j := journaldtest.Start(t)
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	d := startTrace(t, bin, nil, "--journald", "on", "--journald-socket", j.Socket, "--journald-events",
+		"--metrics-addr", "127.0.0.1:0", "--state-dir", filepath.Join(dir, "state"))
+	addr := d.metricsAddr(t)
+	if len(j.Entries(t, 5*time.Second, "MESSAGE=tracing")) == 0 {
+		t.Fatal("no tracing line in the journal")
+	}
+	before := scrape(t, addr, "mntleak_events_total", "")
+
+	j.Pause(t)
+	storm := startStorm(t, stormRate, 3*time.Second)
+	d.logs.wait(t, "journal overload warning", func(s string) bool {
+		return strings.Contains(s, `"msg":"output overloaded`) && strings.Contains(s, `"sink":"journal"`)
+	})
+	if err := storm.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	read := scrape(t, addr, "mntleak_events_total", "") - before
+	dropped := scrape(t, addr, "mntleak_sink_dropped_total", `sink="journal"`)
+	lost := scrape(t, addr, "mntleak_events_lost_total", "")
+	t.Logf("journald stopped: %.0f events read, %.0f journal entries dropped, %.0f lost in the kernel", read, dropped, lost)
+	if dropped == 0 || read <= dropped/2 || lost != 0 {
+		t.Errorf("read %.0f, journal dropped %.0f, kernel lost %.0f: want the reader to go on", read, dropped, lost)
+	}
+
+	j.Resume(t)
+	node := privtest.StartNode(t)
+	mnt := privtest.Mkdir(t, filepath.Join(dir, "busy"))
+	busyUmount(t, node, mnt, "mntleak-after-sigcont")
+	waitFinding(t, d, mnt)
+	if got := j.Entries(t, 15*time.Second, "MNTLEAK_FINDING=failure", "MNTLEAK_PATH="+mnt); len(got) == 0 {
+		t.Error("the finding made after SIGCONT is not in the journal")
+	}
+	if _, code := d.signalAndWait(t, syscall.SIGTERM, 2*time.Second); code != 0 {
+		t.Errorf("exit %d", code)
+	}
+}
+
+// TestJournalGoneAndBack: the journald goes away, its socket removed.
+// Findings still reach stderr and the outage is warned about once; a
+// journald started again at the same socket gets the next finding and the
+// lifecycle lines.
+func TestJournalGoneAndBack(t *testing.T) {
+	privtest.Require(t)
+	j := journaldtest.Start(t)
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	d := startTrace(t, bin, nil, "--journald", "on", "--journald-socket", j.Socket, "--state-dir", filepath.Join(dir, "state"))
+	if len(j.Entries(t, 5*time.Second, "MESSAGE=tracing")) == 0 {
+		t.Fatal("no tracing line in the journal")
+	}
+	node := privtest.StartNode(t)
+
+	j.Stop(t)
+	gone := []string{privtest.Mkdir(t, filepath.Join(dir, "gone1")), privtest.Mkdir(t, filepath.Join(dir, "gone2"))}
+	for i, mnt := range gone {
+		busyUmount(t, node, mnt, "mntleak-journal-gone-"+strconv.Itoa(i))
+		waitFinding(t, d, mnt) // on stderr
+	}
+	d.logs.wait(t, "outage warning", func(s string) bool { return strings.Contains(s, "journal unavailable") })
+
+	j.Restart(t)
+	back := privtest.Mkdir(t, filepath.Join(dir, "back"))
+	busyUmount(t, node, back, "mntleak-journal-back")
+	waitFinding(t, d, back)
+	if got := j.Entries(t, 15*time.Second, "MNTLEAK_FINDING=failure", "MNTLEAK_PATH="+back); len(got) == 0 {
+		t.Error("the finding made after the restart is not in the journal")
+	}
+	d.logs.wait(t, "recovery line", func(s string) bool { return strings.Contains(s, `"msg":"journal available again"`) })
+	if _, code := d.signalAndWait(t, syscall.SIGTERM, 2*time.Second); code != 0 {
+		t.Errorf("exit %d", code)
+	}
+	if got := j.Entries(t, 5*time.Second, "MESSAGE=stopped"); len(got) == 0 {
+		t.Error("the stopped line is not in the restarted journal")
+	}
+	if n := strings.Count(strings.Join(d.logs.all(), "\n"), "journal unavailable"); n != 1 {
+		t.Errorf("outage warned %d times, want once", n)
+	}
+	for _, mnt := range gone {
+		if got := j.Entries(t, 0, "MNTLEAK_PATH="+mnt); len(got) != 0 {
+			t.Errorf("a finding made while the journal was gone is in it: %v", got)
+		}
+	}
+}
