@@ -1,0 +1,17 @@
+// Package bench holds the workloads and the measurement harness of
+// `mntleak-bench`: the null syscall loop, file churn, the mount storm,
+// container churn, failure injection among a crowd of processes and
+// namespaces, memory, startup and the after-the-fact commands.
+//
+// Every ratio is a ratio of medians over rounds that interleave the
+// variants (no tracer, the empty BPF program that is the design's floor,
+// `mntleak trace`, and bpftrace with an equivalent probe set) in one
+// process run, rotating their order each round: on a shared machine the
+// noise then hits every variant alike instead of whichever ran last.
+//
+// The workloads that change mount tables do so in mount namespaces of their
+// own (a locked OS thread that unshares and never unlocks, so the namespace
+// dies with the thread, or a private "node" namespace held by a child), so
+// nothing they mount is copied by other processes on the machine, and
+// nothing is left behind when a run ends or is interrupted.
+package bench

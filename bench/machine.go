@@ -1,0 +1,63 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Machine describes where a run happened.
+type Machine struct {
+	Kernel, CPU, Go, Bpftrace, Docker string
+	Cores                             int
+	MemoryMiB                         int64
+}
+
+// DescribeMachine reads the kernel, CPU, memory and tool versions.
+func DescribeMachine(ctx context.Context) Machine {
+	m := Machine{Go: runtime.Version(), Cores: runtime.NumCPU()}
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		m.Kernel = unix.ByteSliceToString(u.Sysname[:]) + " " + unix.ByteSliceToString(u.Release[:]) + " " + unix.ByteSliceToString(u.Machine[:])
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) == nil {
+		m.MemoryMiB = int64(si.Totalram) * int64(si.Unit) >> 20
+	}
+	m.Bpftrace = firstLine(ctx, "bpftrace", "--version")
+	m.Docker = firstLine(ctx, "dockerd", "--version")
+	return m
+}
+
+// firstLine runs a command and returns the first line it printed, or
+// "not installed".
+func firstLine(ctx context.Context, name string, args ...string) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, name, args...).Output()
+	if err != nil {
+		return "not installed"
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return line
+}
+
+// Line is the one-line description printed with the results.
+func (m Machine) Line() string {
+	return fmt.Sprintf("%s; %s, %d cores; %d MiB; %s; %s; %s",
+		m.Kernel, m.CPU, m.Cores, m.MemoryMiB, m.Go, m.Bpftrace, m.Docker)
+}

@@ -1,0 +1,86 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// MemoryResult is the daemon's memory with many mounts tracked.
+type MemoryResult struct {
+	RSS, HWM int64
+	Tracked  float64 // mntleak_namespaces_tracked
+	Entries  int     // mount entries in the benchmark's namespaces
+}
+
+// Memory mounts MountsPerNS tmpfs in a node namespace, copies it into
+// Namespaces holders, starts the daemon (its snapshot reads every table)
+// and reads its resident memory.
+func (r *Runner) Memory(ctx context.Context) (*MemoryResult, error) {
+	res := &MemoryResult{}
+	n, err := startNode("private")
+	if err != nil {
+		return res, err
+	}
+	defer n.close()
+	dirs := make([]string, r.cfg.MountsPerNS)
+	for i := range dirs {
+		dirs[i] = filepath.Join(r.dir, "mem", strconv.Itoa(i))
+	}
+	if err := mkdirs(dirs...); err != nil {
+		return res, err
+	}
+	if err := n.do(func() error {
+		for _, d := range dirs {
+			if err := unix.Mount("mem", d, "tmpfs", 0, "size=1m"); err != nil {
+				return fmt.Errorf("mount tmpfs on %s in the node: %w", d, err)
+			}
+		}
+		return nil
+	}); err != nil {
+		return res, err
+	}
+	g := &group{}
+	defer g.kill()
+	for range r.cfg.Namespaces {
+		if err := n.do(func() error { _, err := g.sleeper(crowdLifetime, true); return err }); err != nil {
+			return res, err
+		}
+	}
+	if b, err := os.ReadFile("/proc/" + strconv.Itoa(g.cmds[0].Process.Pid) + "/mountinfo"); err == nil {
+		res.Entries = strings.Count(string(b), "\n") * r.cfg.Namespaces
+	}
+	d, err := StartDaemon(ctx, DaemonOptions{Binary: r.cfg.Mntleak, LogFile: r.logPath("daemon-memory.log")})
+	if err != nil {
+		return res, err
+	}
+	defer d.Stop()
+	// The gauges are set on events, at most once a second: make some.
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		_, _ = g.sleeper(0, false)
+		time.Sleep(200 * time.Millisecond)
+		m, err := d.Scrape()
+		if err != nil {
+			return res, err
+		}
+		if res.Tracked = m["mntleak_namespaces_tracked"]; res.Tracked >= float64(r.cfg.Namespaces) {
+			break
+		}
+	}
+	time.Sleep(2 * time.Second)
+	mem, err := memoryOf(d.PID())
+	if err != nil {
+		return res, err
+	}
+	res.RSS, res.HWM = mem.RSS, mem.HWM
+	r.logf("  memory: RSS %.1f MiB, peak %.1f MiB, %v namespaces tracked, %d mount entries",
+		float64(res.RSS)/(1<<20), float64(res.HWM)/(1<<20), res.Tracked, res.Entries)
+	return res, nil
+}

@@ -1,0 +1,258 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// Row is one line of the results table.
+type Row struct {
+	Workload, Figure, Measured, Target string
+	Status                             string // "met", "MISSED", or "not run"
+	Hard                               bool   // a miss fails the run
+}
+
+const (
+	met    = "met"
+	missed = "MISSED"
+	notRun = "not run"
+)
+
+func status(ok bool) string {
+	if ok {
+		return met
+	}
+	return missed
+}
+
+// hardTargetsMet reports whether every hard target that ran was met.
+func hardTargetsMet(rows []Row) bool {
+	for _, r := range rows {
+		if r.Hard && r.Status == missed {
+			return false
+		}
+	}
+	return true
+}
+
+func ms(s float64) string { return fmt.Sprintf("%.1f ms", s*1000) }
+
+func pct(x float64) string { return fmt.Sprintf("%.1f%%", x*100) }
+
+// Rows turns the results into the table of the issue, in its order.
+func (rep *Report) Rows() []Row {
+	var rows []Row
+	rows = append(rows, rep.nullRow(), rep.churnRow(), rep.stormRow(), rep.dockerRow())
+	rows = append(rows, rep.crowdRows()...)
+	rows = append(rows, rep.memoryRow())
+	return rows
+}
+
+func (rep *Report) nullRow() Row {
+	row := Row{Workload: "null syscall loop (getppid), 2 threads", Figure: "ns/op ratio vs no tracer",
+		Target: "≤ empty-BPF ratio × 1.10, and below bpftrace's", Status: notRun}
+	s := rep.Null
+	if len(s[NoTracer]) == 0 || len(s[Mntleak]) == 0 {
+		return row
+	}
+	base := median(s[NoTracer])
+	r := func(v Variant) float64 { return ratio(median(s[v]), base) }
+	parts := []string{fmt.Sprintf("none %.1f ns", base)}
+	for _, v := range []Variant{Floor, Mntleak, Bpftrace} {
+		if len(s[v]) > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.1f ns (×%.3f)", v, median(s[v]), r(v)))
+		}
+	}
+	row.Measured = strings.Join(parts, "; ")
+	ok := len(s[Floor]) > 0 && r(Mntleak) <= r(Floor)*1.10
+	if len(s[Bpftrace]) > 0 {
+		ok = ok && r(Mntleak) < r(Bpftrace)
+		row.Measured += fmt.Sprintf("; mntleak/empty ×%.3f", ratio(median(s[Mntleak]), median(s[Floor])))
+	}
+	row.Status = status(ok)
+	return row
+}
+
+func (rep *Report) churnRow() Row {
+	row := Row{Workload: fmt.Sprintf("file churn: create + unlink %dk files in tmpfs", rep.Config.ChurnFiles/1000),
+		Figure: "wall ratio vs no tracer", Target: "≤ 1.03", Status: notRun}
+	s := rep.Churn
+	if len(s[NoTracer]) == 0 || len(s[Mntleak]) == 0 {
+		return row
+	}
+	base := median(s[NoTracer])
+	parts := []string{"none " + ms(base)}
+	for _, v := range []Variant{Floor, Mntleak, Bpftrace} {
+		if len(s[v]) > 0 {
+			parts = append(parts, fmt.Sprintf("%s %s (×%.3f)", v, ms(median(s[v])), ratio(median(s[v]), base)))
+		}
+	}
+	row.Measured = strings.Join(parts, "; ")
+	row.Status = status(ratio(median(s[Mntleak]), base) <= 1.03)
+	return row
+}
+
+func (rep *Report) stormRow() Row {
+	row := Row{Workload: fmt.Sprintf("mount storm: bind mount + umount pairs, %d threads, %s", rep.Config.StormThreads, rep.Config.StormTime),
+		Figure: "events received / generated; daemon CPU", Target: "100% received (zero lost), daemon < 50% of one core",
+		Hard: true, Status: notRun}
+	s := rep.Storm
+	if s == nil || s.Generated == 0 {
+		return row
+	}
+	row.Measured = fmt.Sprintf("%d / %d received (%s), %d lost, %d failed; daemon CPU %s of one core; %.0f syscalls/s",
+		s.Received, s.Generated, pct(float64(s.Received)/float64(s.Generated)), int64(s.Lost), s.Failed, pct(s.CPU), s.Rate)
+	if rep.StormBaseline > 0 {
+		row.Measured += fmt.Sprintf(" (no tracer %.0f/s, ×%.2f)", rep.StormBaseline, ratio(s.Rate, rep.StormBaseline))
+	}
+	allIn := s.Received == s.Generated && s.Lost == 0
+	row.Status = status(allIn && s.CPU < 0.5)
+	if !allIn {
+		row.Status = missed
+	} else if s.CPU >= 0.5 {
+		// Only the loss is a hard failure; CPU is reported.
+		row.Hard = false
+	}
+	return row
+}
+
+func (rep *Report) dockerRow() Row {
+	row := Row{Workload: fmt.Sprintf("container churn: %d docker run/rm per round", rep.Config.Containers),
+		Figure: "daemon CPU, findings", Target: "< 5% of one core, zero findings", Hard: true, Status: notRun}
+	d := rep.Docker
+	if d == nil || len(d.CPU) == 0 {
+		return row
+	}
+	row.Measured = fmt.Sprintf("daemon CPU %s of one core (median of %d rounds); %d findings on the benchmark's containers",
+		pct(median(d.CPU)), len(d.CPU), d.Findings)
+	if len(d.WallNone) > 0 {
+		row.Measured += fmt.Sprintf("; round wall ×%.3f vs no tracer", ratio(median(d.WallMntleak), median(d.WallNone)))
+	}
+	if d.OtherFindings > 0 {
+		row.Measured += fmt.Sprintf(" (%d findings about other processes on the machine not counted)", d.OtherFindings)
+	}
+	row.Status = status(d.Findings == 0 && median(d.CPU) < 0.05)
+	if d.Findings == 0 {
+		row.Hard = false // the CPU share is a soft target
+	}
+	return row
+}
+
+func (rep *Report) crowdRows() []Row {
+	c := rep.Crowd
+	crowd := "?"
+	if c != nil {
+		crowd = fmt.Sprintf("%d processes and %d mount namespaces", c.Processes, c.Namespaces)
+	} else {
+		crowd = fmt.Sprintf("%d processes and %d mount namespaces", rep.Config.Processes, rep.Config.Namespaces)
+	}
+	lat := Row{Workload: "failure → finding latency, with " + crowd + " present", Figure: "p50 / p99",
+		Target: "p99 ≤ 20 ms", Status: notRun}
+	st := Row{Workload: "startup: load, attach, first snapshot", Figure: "wall", Target: "≤ 500 ms", Status: notRun}
+	cmd := Row{Workload: "`mntleak why` / `audit` on the same node", Figure: "wall", Target: "≤ 200 ms", Status: notRun}
+	if c == nil {
+		return []Row{lat, st, cmd}
+	}
+	if len(c.Latencies) > 0 {
+		p50, p99 := percentile(c.Latencies, 50), percentile(c.Latencies, 99)
+		lat.Measured = fmt.Sprintf("p50 %s, p99 %s (%d of %d failures explained; max %s)",
+			ms(p50), ms(p99), len(c.Latencies), c.Trials, ms(percentile(c.Latencies, 100)))
+		lat.Status = status(p99 <= 0.020 && len(c.Latencies) == c.Trials)
+	}
+	if len(c.StartupCrowd) > 0 {
+		st.Measured = fmt.Sprintf("median %s with the crowd present (%s bare node)", ms(median(c.StartupCrowd)), ms(median(c.StartupBare)))
+		st.Status = status(median(c.StartupCrowd) <= 0.5)
+	}
+	if len(c.Why) > 0 && len(c.Audit) > 0 {
+		cmd.Measured = fmt.Sprintf("why %s, audit %s (medians, crowd present)", ms(median(c.Why)), ms(median(c.Audit)))
+		cmd.Status = status(median(c.Why) <= 0.2 && median(c.Audit) <= 0.2)
+	}
+	return []Row{lat, st, cmd}
+}
+
+func (rep *Report) memoryRow() Row {
+	row := Row{Workload: fmt.Sprintf("daemon memory with %d namespaces × %d mounts tracked", rep.Config.Namespaces, rep.Config.MountsPerNS),
+		Figure: "RSS", Target: "≤ 64 MiB", Status: notRun}
+	m := rep.Memory
+	if m == nil || m.RSS == 0 {
+		return row
+	}
+	row.Measured = fmt.Sprintf("RSS %.1f MiB, peak %.1f MiB (%d namespaces tracked, %d mount entries)",
+		float64(m.RSS)/(1<<20), float64(m.HWM)/(1<<20), int(m.Tracked), m.Entries)
+	row.Status = status(m.RSS <= 64<<20)
+	return row
+}
+
+// Text renders the table for a terminal.
+func (rep *Report) Text(rows []Row) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "mntleak benchmark — %s\n", rep.Started.UTC().Format(time.RFC3339))
+	fmt.Fprintf(&b, "command: %s\n", rep.CommandLine)
+	fmt.Fprintf(&b, "machine: %s\n", rep.Machine.Line())
+	fmt.Fprintf(&b, "elapsed: %s\n\n", rep.Elapsed.Round(time.Second))
+	for _, r := range rows {
+		hard := ""
+		if r.Hard {
+			hard = " (hard)"
+		}
+		fmt.Fprintf(&b, "[%s%s] %s — %s\n    measured: %s\n    target:   %s\n", r.Status, hard, r.Workload, r.Figure,
+			orDash(r.Measured), r.Target)
+	}
+	for _, e := range rep.Errors {
+		fmt.Fprintf(&b, "error: %s\n", e)
+	}
+	return b.String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+// Markdown renders the results section of docs/BENCHMARKS.md.
+func (rep *Report) Markdown(rows []Row) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Run of %s, %s in all.\n\n", rep.Started.UTC().Format("2006-01-02 15:04 MST"), rep.Elapsed.Round(time.Second))
+	fmt.Fprintf(&b, "    %s\n\n", rep.CommandLine)
+	m := rep.Machine
+	fmt.Fprintf(&b, "| machine | |\n| --- | --- |\n| kernel | %s |\n| CPU | %s, %d cores |\n| memory | %d MiB |\n| Go | %s |\n| bpftrace | %s |\n| docker | %s |\n\n",
+		m.Kernel, m.CPU, m.Cores, m.MemoryMiB, m.Go, m.Bpftrace, m.Docker)
+	fmt.Fprintf(&b, "| workload | figure | measured | target | status |\n| --- | --- | --- | --- | --- |\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.Workload, r.Figure, orDash(r.Measured), r.Target, r.Status)
+	}
+	if len(rep.Errors) > 0 {
+		b.WriteString("\nSections that failed:\n\n")
+		for _, e := range rep.Errors {
+			fmt.Fprintf(&b, "- %s\n", e)
+		}
+	}
+	b.WriteString("\nRaw samples (one per round, in seconds or ns/op):\n\n")
+	for _, s := range []struct {
+		name string
+		s    samples
+	}{{"null syscall ns/op", rep.Null}, {"file churn s", rep.Churn}} {
+		for _, v := range []Variant{NoTracer, Floor, Mntleak, Bpftrace} {
+			if len(s.s[v]) > 0 {
+				fmt.Fprintf(&b, "- %s, %s: %s\n", s.name, v, floats(s.s[v]))
+			}
+		}
+	}
+	return b.String()
+}
+
+func floats(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		if math.Abs(x) >= 10 {
+			parts[i] = fmt.Sprintf("%.1f", x)
+		} else {
+			parts[i] = fmt.Sprintf("%.4f", x)
+		}
+	}
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,92 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+)
+
+// Report is everything one run measured.
+type Report struct {
+	Machine     Machine
+	CommandLine string
+	Quick       bool
+	Config      Config
+	Started     time.Time
+	Elapsed     time.Duration
+
+	Null, Churn   samples
+	Storm         *StormResult
+	StormBaseline float64 // syscalls/s with no tracer (0: not measured)
+	Docker        *DockerResult
+	Crowd         *CrowdResult
+	Memory        *MemoryResult
+	Errors        []string // sections that could not run, and why
+}
+
+// Run runs every section not skipped, prints the table, and writes the
+// Markdown report when asked. It returns false when a hard target failed:
+// events lost in the storm, or findings during container churn.
+func Run(ctx context.Context, cfg Config) (bool, error) {
+	if os.Geteuid() != 0 {
+		return false, errors.New("needs root (BPF, mount namespaces, docker)")
+	}
+	if _, err := os.Stat(cfg.Mntleak); err != nil {
+		return false, fmt.Errorf("mntleak binary: %w (make build)", err)
+	}
+	r, err := NewRunner(cfg)
+	if err != nil {
+		return false, err
+	}
+	defer r.Close()
+	rep := &Report{CommandLine: cfg.CommandLine, Quick: cfg.Quick, Config: cfg, Started: time.Now()}
+	rep.Machine = DescribeMachine(ctx)
+	r.logf("mntleak-bench: %s (work dir %s)", cfg.CommandLine, r.dir)
+	r.logf("machine: %s", rep.Machine.Line())
+
+	section := func(name string, fn func() error) {
+		if cfg.Skip[name] || ctx.Err() != nil {
+			return
+		}
+		r.logf("== %s", name)
+		t0 := time.Now()
+		if err := fn(); err != nil {
+			r.logf("!! %s: %v", name, err)
+			rep.Errors = append(rep.Errors, name+": "+err.Error())
+		}
+		r.logf("== %s done in %s", name, time.Since(t0).Round(time.Second))
+	}
+	section("null", func() (err error) { rep.Null, err = r.NullSyscall(ctx); return })
+	section("churn", func() (err error) { rep.Churn, err = r.FileChurn(ctx); return })
+	section("storm", func() error {
+		if cfg.StormBaseline > 0 {
+			rate, err := r.StormBaselineRate(ctx, cfg.StormBaseline)
+			if err != nil {
+				return err
+			}
+			rep.StormBaseline = rate
+		}
+		res, err := r.MountStorm(ctx, cfg.StormTime)
+		rep.Storm = &res
+		return err
+	})
+	section("docker", func() (err error) { rep.Docker, err = r.ContainerChurn(ctx); return })
+	section("crowd", func() (err error) { rep.Crowd, err = r.Crowd(ctx); return })
+	section("memory", func() (err error) { rep.Memory, err = r.Memory(ctx); return })
+	rep.Elapsed = time.Since(rep.Started)
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	rows := rep.Rows()
+	fmt.Fprintln(r.out)
+	fmt.Fprint(r.out, rep.Text(rows))
+	if cfg.MarkdownOut != "" {
+		if err := os.WriteFile(cfg.MarkdownOut, []byte(rep.Markdown(rows)), 0o644); err != nil {
+			return false, fmt.Errorf("write %s: %w", cfg.MarkdownOut, err)
+		}
+		r.logf("results written to %s", cfg.MarkdownOut)
+	}
+	return hardTargetsMet(rows) && len(rep.Errors) == 0, nil
+}

@@ -1,0 +1,52 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+
+	"golang.org/x/sys/unix"
+)
+
+// onPrivateThread runs fn on a locked OS thread that first moves into a
+// mount namespace of its own, made private throughout, with a tmpfs at dir
+// (which must exist). The thread is never unlocked: when fn returns, the Go
+// runtime ends the thread, and with it the namespace and every mount made
+// in it, whatever fn left behind. ns receives the namespace's inode before
+// fn runs.
+func onPrivateThread(dir string, fn func(ns uint32) error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		// No UnlockOSThread: the thread must die with its namespace.
+		if err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_FS); err != nil {
+			errc <- fmt.Errorf("unshare a mount namespace: %w", err)
+			return
+		}
+		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+			errc <- fmt.Errorf("make the private namespace's / private: %w", err)
+			return
+		}
+		if err := unix.Mount("bench", dir, "tmpfs", 0, "size=64m"); err != nil {
+			errc <- fmt.Errorf("mount tmpfs on %s: %w", dir, err)
+			return
+		}
+		var st unix.Stat_t
+		if err := unix.Stat(fmt.Sprintf("/proc/self/task/%d/ns/mnt", unix.Gettid()), &st); err != nil {
+			errc <- fmt.Errorf("mount namespace of thread %d: %w", unix.Gettid(), err)
+			return
+		}
+		errc <- fn(uint32(st.Ino))
+	}()
+	return <-errc
+}
+
+// mkdirs creates each directory (and its parents).
+func mkdirs(dirs ...string) error {
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,64 @@
+// Command mntleak-bench measures mntleak's cost and responsiveness next to
+// no tracer, an empty BPF program and bpftrace; see bench/ and
+// docs/BENCHMARKS.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/mntleak/mntleak/bench"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == bench.StormWorkerCommand {
+		if err := bench.StormWorker(os.Args[2:], os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintf(os.Stderr, "mntleak-bench %s: %v\n", bench.StormWorkerCommand, err)
+			os.Exit(1)
+		}
+		return
+	}
+	os.Exit(run())
+}
+
+func run() int {
+	fs := flag.NewFlagSet("mntleak-bench", flag.ContinueOnError)
+	quick := fs.Bool("quick", false, "the reduced run for CI (under 2 minutes)")
+	mntleak := fs.String("mntleak", "bin/mntleak", "the mntleak binary to measure")
+	md := fs.String("markdown", "", "also write the results as Markdown to this file")
+	workDir := fs.String("work-dir", "", "scratch directory, kept with its logs (default: a temp dir, removed)")
+	skip := fs.String("skip", "", "sections not to run, comma-separated: null,churn,storm,docker,crowd,memory")
+	noBpftrace := fs.Bool("no-bpftrace", false, "leave bpftrace out of the comparison")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		return 2
+	}
+	cfg := bench.Full()
+	if *quick {
+		cfg = bench.Quick()
+	}
+	cfg.Mntleak, cfg.MarkdownOut, cfg.WorkDir, cfg.NoBpftrace = *mntleak, *md, *workDir, *noBpftrace
+	cfg.CommandLine = strings.Join(os.Args, " ")
+	cfg.Skip = map[string]bool{}
+	for _, s := range strings.Split(*skip, ",") {
+		if s != "" {
+			cfg.Skip[s] = true
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ok, err := bench.Run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "mntleak-bench: %v\n", err)
+		return 1
+	}
+	if !ok {
+		fmt.Fprintln(os.Stderr, "mntleak-bench: a hard target failed (events lost in the storm, or findings in container churn)")
+		return 1
+	}
+	return 0
+}
