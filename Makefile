@@ -13,7 +13,7 @@ PKGS     := ./...
 APT_PKGS := clang llvm libbpf-dev bpftool util-linux mount e2fsprogs coreutils docker.io busybox-static iproute2 ruby
 APT_CMDS := clang llvm-strip bpftool losetup unshare nsenter pivot_root mkfs.ext4 blockdev dockerd containerd runc busybox ip ruby
 
-.PHONY: all build run test deps lint vet fmt-check staticcheck generate check-generated unit clean lab fuzz
+.PHONY: all build run test deps lint vet fmt-check staticcheck generate check-generated unit clean lab fuzz bench bench-quick bench-bin
 
 all: build
 
@@ -71,6 +71,23 @@ fuzz:
 ## lab: the Vagrant lab VMs for other kernels (needs Vagrant and VirtualBox on the host).
 lab:
 	vagrant up
+
+## bench: the benchmark (root, about 12 minutes): no tracer, an empty BPF
+## program, mntleak and bpftrace in interleaved rounds; the table goes to
+## stdout and to docs/BENCHMARKS.md's results (bench/, docs/BENCHMARKS.md).
+## bench-quick: the reduced run for CI (under 2 minutes); both exit non-zero
+## when a hard target fails (events lost in the storm, findings in churn).
+BENCH_BIN := bin/mntleak-bench
+bench-bin: build
+	$(GO) build -o $(BENCH_BIN) ./cmd/mntleak-bench
+	@missing=""; for c in bpftrace dockerd busybox; do command -v $$c >/dev/null 2>&1 || missing=1; done; \
+	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bpftrace docker.io busybox-static >/dev/null; fi
+
+bench: bench-bin
+	./$(BENCH_BIN) -mntleak $(BIN) -markdown bin/bench-results.md $(BENCH_ARGS)
+
+bench-quick: bench-bin
+	./$(BENCH_BIN) -quick -mntleak $(BIN) $(BENCH_ARGS)
 
 clean:
 	rm -rf bin
