@@ -4,6 +4,13 @@
  * file, so each object carries the same map definitions; the Go loader
  * creates the maps once and hands them to every object (MapReplacements), so
  * all programs write one ring buffer and one set of counters.
+ *
+ * Records go to a BPF ring buffer, or, when the loader sets use_perf
+ * (kernels before 5.8, or --buffer=perf), to a perf event array: the loader
+ * then turns the events map into a PERF_EVENT_ARRAY before creating it, so
+ * no ring buffer map is ever created on a kernel without one. use_perf is a
+ * read-only constant, so the verifier knows it and skips the other branch
+ * of reserve_event/submit_event, helper calls included.
  */
 #ifndef __MNTLEAK_COMMON_BPF_H__
 #define __MNTLEAK_COMMON_BPF_H__
@@ -22,20 +29,62 @@
 #define MS_MOVE 8192
 #define CLONE_NEWNS 0x00020000
 #define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#define BPF_F_CURRENT_CPU 0xffffffffULL	/* BPF_F_INDEX_MASK */
 
-/* All events. The size is a default; the loader may change it. */
+/* Set by the loader (rodata): records go through the perf event array. */
+volatile const bool use_perf = false;
+
+/* All events. The type and size are defaults; the loader may change both. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 8 << 20);
 } events SEC(".maps");
 
-/* Ring-buffer reservations that failed, per event kind and CPU. */
+/*
+ * Records that could not be queued (ring buffer reservation or perf output
+ * failed), per event kind, in one per-CPU slot: userspace reads every
+ * counter with one lookup, so it can check them before each failure event.
+ */
+struct lost_counts {
+	__u64 n[EVENT_KIND_MAX];
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, EVENT_KIND_MAX);
+	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct lost_counts);
 } lost SEC(".maps");
+
+/* Every record, so that the perf staging buffer fits the largest. */
+union any_event {
+	struct mount_event mount;
+	struct umount_event umount;
+	struct ns_event ns;
+	struct fork_event fork;
+	struct exit_event exit;
+	struct pivot_root_event pivot_root;
+	struct open_tree_event open_tree;
+	struct move_mount_event move_mount;
+	struct fsopen_event fsopen;
+	struct fsmount_event fsmount;
+	struct mount_setattr_event mount_setattr;
+	struct failure_event failure;
+};
+
+/*
+ * In perf mode a record is built here, then copied out by
+ * bpf_perf_event_output. One slot per CPU is enough: the programs run in
+ * process context with preemption disabled (syscall and sched tracepoints)
+ * and none of them fires from an interrupt, so two records are never built
+ * at once on one CPU.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, union any_event);
+} perf_buf SEC(".maps");
 
 /*
  * Arguments saved at syscall entry for the rare syscalls whose exit event
@@ -91,18 +140,46 @@ static __always_inline void fill_header(struct event_header *h, __u32 kind,
 	bpf_get_current_comm(h->comm, sizeof(h->comm));
 }
 
-/* Reserves a record; a failure is counted, never silent. */
+static __always_inline void count_lost(__u32 kind)
+{
+	__u32 zero = 0;
+	struct lost_counts *c = bpf_map_lookup_elem(&lost, &zero);
+
+	if (c && kind < EVENT_KIND_MAX)
+		c->n[kind] += 1; /* per-CPU slot: no other writer */
+}
+
+/*
+ * Reserves a record of size bytes; a failure is counted, never silent.
+ * Every reserved record must go to submit_event with the same size.
+ */
 static __always_inline void *reserve_event(__u64 size, __u32 kind)
 {
-	void *rec = bpf_ringbuf_reserve(&events, size, 0);
+	__u32 zero = 0;
+	void *rec;
 
-	if (!rec) {
-		__u64 *count = bpf_map_lookup_elem(&lost, &kind);
-
-		if (count)
-			*count += 1; /* per-CPU slot: no other writer */
-	}
+	if (use_perf)
+		rec = bpf_map_lookup_elem(&perf_buf, &zero);
+	else
+		rec = bpf_ringbuf_reserve(&events, size, 0);
+	if (!rec)
+		count_lost(kind);
 	return rec;
+}
+
+/*
+ * Queues a record from reserve_event. In perf mode the copy can fail (the
+ * CPU's buffer is full): counted like a failed reservation, under the kind
+ * in the record's header.
+ */
+static __always_inline void submit_event(void *ctx, void *rec, __u64 size)
+{
+	if (use_perf) {
+		if (bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, rec, size) < 0)
+			count_lost(((struct event_header *)rec)->kind);
+	} else {
+		bpf_ringbuf_submit(rec, 0);
+	}
 }
 
 /*

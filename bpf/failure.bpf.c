@@ -148,7 +148,7 @@ int failure_exit(struct bpf_raw_tracepoint_args *ctx)
 				e->hdr.truncated = TRUNC_PATH1;
 		}
 	}
-	bpf_ringbuf_submit(e, 0);
+	submit_event(ctx, e, sizeof(*e));
 	return 0;
 }
 

@@ -46,7 +46,7 @@ int mount_exit(struct trace_event_raw_sys_exit *ctx)
 	if (read_user_str(e->data, sizeof(e->data), (const char *)st.args[4]))
 		trunc |= TRUNC_DATA;
 	e->hdr.truncated = trunc;
-	bpf_ringbuf_submit(e, 0);
+	submit_event(ctx, e, sizeof(*e));
 	return 0;
 }
 
@@ -71,7 +71,7 @@ int umount_exit(struct trace_event_raw_sys_exit *ctx)
 	e->flags = st.args[1];
 	if (resolve_user_path(e->target, AT_FDCWD, (const char *)st.args[0]))
 		e->hdr.truncated = TRUNC_PATH2;
-	bpf_ringbuf_submit(e, 0);
+	submit_event(ctx, e, sizeof(*e));
 	return 0;
 }
 
@@ -133,7 +133,7 @@ int pivot_root_exit(struct trace_event_raw_sys_exit *ctx)
 		bpf_probe_read_kernel(e->new_root, sizeof(e->new_root), p->new_root);
 		bpf_probe_read_kernel(e->put_old, sizeof(e->put_old), p->put_old);
 		e->hdr.truncated = p->truncated;
-		bpf_ringbuf_submit(e, 0);
+		submit_event(ctx, e, sizeof(*e));
 	}
 	bpf_map_delete_elem(&pivot_state, &tid);
 	return 0;

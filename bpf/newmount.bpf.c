@@ -44,7 +44,7 @@ int open_tree_exit(struct trace_event_raw_sys_exit *ctx)
 	e->mnt_id = ctx->ret >= 0 ? fd_mnt_id((int)ctx->ret) : 0;
 	if (resolve_user_path(e->path, e->dfd, (const char *)st.args[1]))
 		e->hdr.truncated = TRUNC_PATH1;
-	bpf_ringbuf_submit(e, 0);
+	submit_event(ctx, e, sizeof(*e));
 	return 0;
 }
 
@@ -77,7 +77,7 @@ int move_mount_exit(struct trace_event_raw_sys_exit *ctx)
 	if (resolve_user_path(e->to_path, e->to_dfd, (const char *)st.args[3]))
 		trunc |= TRUNC_PATH2;
 	e->hdr.truncated = trunc;
-	bpf_ringbuf_submit(e, 0);
+	submit_event(ctx, e, sizeof(*e));
 	return 0;
 }
 
@@ -102,7 +102,7 @@ int fsopen_exit(struct trace_event_raw_sys_exit *ctx)
 	e->flags = st.args[1];
 	if (read_user_str(e->fstype, sizeof(e->fstype), (const char *)st.args[0]))
 		e->hdr.truncated = TRUNC_FSTYPE;
-	bpf_ringbuf_submit(e, 0);
+	submit_event(ctx, e, sizeof(*e));
 	return 0;
 }
 
@@ -128,7 +128,7 @@ int fsmount_exit(struct trace_event_raw_sys_exit *ctx)
 	e->flags = st.args[1];
 	e->attr_flags = st.args[2];
 	e->mnt_id = ctx->ret >= 0 ? fd_mnt_id((int)ctx->ret) : 0;
-	bpf_ringbuf_submit(e, 0);
+	submit_event(ctx, e, sizeof(*e));
 	return 0;
 }
 
@@ -161,7 +161,7 @@ int mount_setattr_exit(struct trace_event_raw_sys_exit *ctx)
 	e->propagation = attr.propagation;
 	if (resolve_user_path(e->path, e->dfd, (const char *)st.args[1]))
 		e->hdr.truncated = TRUNC_PATH1;
-	bpf_ringbuf_submit(e, 0);
+	submit_event(ctx, e, sizeof(*e));
 	return 0;
 }
 

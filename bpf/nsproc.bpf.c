@@ -68,7 +68,7 @@ static __always_inline int ns_exit(struct trace_event_raw_sys_exit *ctx, __u32 k
 		e->fd = -1;
 		e->target_ino = 0;
 	}
-	bpf_ringbuf_submit(e, 0);
+	submit_event(ctx, e, sizeof(*e));
 	return 0;
 }
 
@@ -109,7 +109,7 @@ int newns_fork(struct bpf_raw_tracepoint_args *ctx)
 	e->child_tid = BPF_CORE_READ(child, pid);
 	e->parent_mntns = parent_ns;
 	e->child_mntns = child_ns;
-	bpf_ringbuf_submit(e, 0);
+	submit_event(ctx, e, sizeof(*e));
 	return 0;
 }
 
@@ -128,7 +128,7 @@ int leader_exit(struct bpf_raw_tracepoint_args *ctx)
 	fill_header(&e->hdr, EVENT_EXIT, -1, 0);
 	e->exit_code = BPF_CORE_READ(task, exit_code);
 	e->_pad = 0;
-	bpf_ringbuf_submit(e, 0);
+	submit_event(ctx, e, sizeof(*e));
 	return 0;
 }
 

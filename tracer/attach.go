@@ -1,7 +1,9 @@
 package tracer
 
 import (
+	"errors"
 	"fmt"
+	"os"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -21,37 +23,71 @@ func (a attachPoint) String() string {
 	return "tracepoint " + a.group + "/" + a.name
 }
 
-// attachPoints lists every program. Exit programs come before their entry
-// programs: an exit without saved arguments does nothing, while an entry
-// attached alone would save state that no exit deletes.
-func (o *objects) attachPoints() []attachPoint {
-	return []attachPoint{
-		{"syscalls", "sys_exit_mount", o.mount.MountExit},
-		{"syscalls", "sys_exit_umount", o.mount.UmountExit},
-		{"syscalls", "sys_exit_pivot_root", o.mount.PivotRootExit},
-		{"syscalls", "sys_exit_open_tree", o.newmount.OpenTreeExit},
-		{"syscalls", "sys_exit_move_mount", o.newmount.MoveMountExit},
-		{"syscalls", "sys_exit_fsopen", o.newmount.FsopenExit},
-		{"syscalls", "sys_exit_fsmount", o.newmount.FsmountExit},
-		{"syscalls", "sys_exit_mount_setattr", o.newmount.MountSetattrExit},
-		{"syscalls", "sys_exit_unshare", o.nsproc.UnshareExit},
-		{"syscalls", "sys_exit_setns", o.nsproc.SetnsExit},
+// probe is the programs behind one kind of event, attached all or none.
+// An optional probe whose tracepoint the kernel lacks (the new mount API
+// before 5.2, mount_setattr before 5.12) only disables its events; any
+// other failure, and a missing required one, fails the tracer.
+type probe struct {
+	event    string // what is lost without it: "open_tree", "failure"...
+	optional bool
+	// Exit programs come before entry programs: an exit without saved
+	// arguments does nothing, while an entry attached alone would save
+	// state that no exit deletes.
+	points []attachPoint
+}
 
-		{"syscalls", "sys_enter_mount", o.mount.MountEnter},
-		{"syscalls", "sys_enter_umount", o.mount.UmountEnter},
-		{"syscalls", "sys_enter_pivot_root", o.mount.PivotRootEnter},
-		{"syscalls", "sys_enter_open_tree", o.newmount.OpenTreeEnter},
-		{"syscalls", "sys_enter_move_mount", o.newmount.MoveMountEnter},
-		{"syscalls", "sys_enter_fsopen", o.newmount.FsopenEnter},
-		{"syscalls", "sys_enter_fsmount", o.newmount.FsmountEnter},
-		{"syscalls", "sys_enter_mount_setattr", o.newmount.MountSetattrEnter},
-		{"syscalls", "sys_enter_unshare", o.nsproc.UnshareEnter},
-		{"syscalls", "sys_enter_setns", o.nsproc.SetnsEnter},
+// syscallProbe is the exit and entry programs of one syscall.
+func syscallProbe(event, syscall string, optional bool, exit, enter *ebpf.Program) probe {
+	return probe{event: event, optional: optional, points: []attachPoint{
+		{"syscalls", "sys_exit_" + syscall, exit},
+		{"syscalls", "sys_enter_" + syscall, enter},
+	}}
+}
 
-		{"", "sched_process_fork", o.nsproc.NewnsFork},
-		{"", "sched_process_exit", o.nsproc.LeaderExit},
-		{"", "sys_exit", o.failure.FailureExit},
+// probes lists every program. It only reads program fields, so it also
+// describes what a zero objects would attach (DetectFeatures).
+func (o *objects) probes() []probe {
+	return []probe{
+		syscallProbe("mount", "mount", false, o.mount.MountExit, o.mount.MountEnter),
+		syscallProbe("umount", "umount", false, o.mount.UmountExit, o.mount.UmountEnter),
+		syscallProbe("unshare", "unshare", false, o.nsproc.UnshareExit, o.nsproc.UnshareEnter),
+		syscallProbe("setns", "setns", false, o.nsproc.SetnsExit, o.nsproc.SetnsEnter),
+		syscallProbe("pivot_root", "pivot_root", true, o.mount.PivotRootExit, o.mount.PivotRootEnter),
+		syscallProbe("open_tree", "open_tree", true, o.newmount.OpenTreeExit, o.newmount.OpenTreeEnter),
+		syscallProbe("move_mount", "move_mount", true, o.newmount.MoveMountExit, o.newmount.MoveMountEnter),
+		syscallProbe("fsopen", "fsopen", true, o.newmount.FsopenExit, o.newmount.FsopenEnter),
+		syscallProbe("fsmount", "fsmount", true, o.newmount.FsmountExit, o.newmount.FsmountEnter),
+		syscallProbe("mount_setattr", "mount_setattr", true, o.newmount.MountSetattrExit, o.newmount.MountSetattrEnter),
+		{event: "newns_fork", points: []attachPoint{{"", "sched_process_fork", o.nsproc.NewnsFork}}},
+		{event: "exit", points: []attachPoint{{"", "sched_process_exit", o.nsproc.LeaderExit}}},
+		{event: "failure", points: []attachPoint{{"", "sys_exit", o.failure.FailureExit}}},
 	}
+}
+
+// missingError is an attach point the kernel does not have.
+type missingError struct {
+	point attachPoint
+	err   error
+}
+
+func (e *missingError) Error() string { return fmt.Sprintf("attach %s: %v", e.point, e.err) }
+func (e *missingError) Unwrap() error { return e.err }
+
+// attachProbe attaches every point of p, or none: on an error it closes
+// what it attached. A point the kernel lacks gives a *missingError.
+func attachProbe(p probe) ([]link.Link, error) {
+	var links []link.Link
+	for _, a := range p.points {
+		l, err := attach(a)
+		if err != nil {
+			for _, l := range links {
+				_ = l.Close()
+			}
+			return nil, err
+		}
+		links = append(links, l)
+	}
+	return links, nil
 }
 
 func attach(a attachPoint) (link.Link, error) {
@@ -63,6 +99,9 @@ func attach(a attachPoint) (link.Link, error) {
 		l, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: a.name, Program: a.prog})
 	} else {
 		l, err = link.Tracepoint(a.group, a.name, a.prog, nil)
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, &missingError{point: a, err: err}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("attach %s: %w", a, err)

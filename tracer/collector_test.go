@@ -24,13 +24,31 @@ type collector struct {
 	added  chan struct{}
 }
 
+// envBuffer runs every test that uses startTracer with another buffer
+// (MNTLEAK_TEST_BUFFER=perf), to exercise the perf fallback with all of them.
+const envBuffer = "MNTLEAK_TEST_BUFFER"
+
 // startTracer loads and attaches the real programs; they are detached at
 // cleanup, where the test also fails if any event was lost.
 func startTracer(t *testing.T) *collector {
 	t.Helper()
+	buf, err := tracer.ParseBuffer(os.Getenv(envBuffer))
+	if os.Getenv(envBuffer) == "" {
+		buf, err = tracer.BufferAuto, nil
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", envBuffer, err)
+	}
+	return startTracerWith(t, tracer.Config{Buffer: buf})
+}
+
+// startTracerWith is startTracer with cfg (its Sink is the collector's).
+func startTracerWith(t *testing.T, cfg tracer.Config) *collector {
+	t.Helper()
 	privtest.Require(t)
 	c := &collector{added: make(chan struct{}, 1)}
-	tr, err := tracer.New(tracer.Config{Sink: c.add}, zaptest.NewLogger(t))
+	cfg.Sink = c.add
+	tr, err := tracer.New(cfg, zaptest.NewLogger(t))
 	if err != nil {
 		t.Fatalf("tracer.New: %v", err)
 	}

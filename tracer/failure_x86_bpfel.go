@@ -45,9 +45,11 @@ const (
 	failureMapEnterState         = "enter_state"
 	failureMapEvents             = "events"
 	failureMapLost               = "lost"
+	failureMapPerfBuf            = "perf_buf"
 	failureMapScratch            = "scratch"
 	failureProgFailureExit       = "failure_exit"
 	failureVarUnusedFailureEvent = "unused_failure_event"
+	failureVarUsePerf            = "use_perf"
 )
 
 // loadFailure returns the embedded CollectionSpec for failure.
@@ -102,6 +104,7 @@ type failureMapSpecs struct {
 	EnterState *ebpf.MapSpec `ebpf:"enter_state"`
 	Events     *ebpf.MapSpec `ebpf:"events"`
 	Lost       *ebpf.MapSpec `ebpf:"lost"`
+	PerfBuf    *ebpf.MapSpec `ebpf:"perf_buf"`
 	Scratch    *ebpf.MapSpec `ebpf:"scratch"`
 }
 
@@ -110,6 +113,7 @@ type failureMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type failureVariableSpecs struct {
 	UnusedFailureEvent *ebpf.VariableSpec `ebpf:"unused_failure_event"`
+	UsePerf            *ebpf.VariableSpec `ebpf:"use_perf"`
 }
 
 // failureObjects contains all objects after they have been loaded into the kernel.
@@ -135,6 +139,7 @@ type failureMaps struct {
 	EnterState *ebpf.Map `ebpf:"enter_state"`
 	Events     *ebpf.Map `ebpf:"events"`
 	Lost       *ebpf.Map `ebpf:"lost"`
+	PerfBuf    *ebpf.Map `ebpf:"perf_buf"`
 	Scratch    *ebpf.Map `ebpf:"scratch"`
 }
 
@@ -143,6 +148,7 @@ func (m *failureMaps) Close() error {
 		m.EnterState,
 		m.Events,
 		m.Lost,
+		m.PerfBuf,
 		m.Scratch,
 	)
 }
@@ -152,6 +158,7 @@ func (m *failureMaps) Close() error {
 // It can be passed to loadFailureObjects or ebpf.CollectionSpec.LoadAndAssign.
 type failureVariables struct {
 	UnusedFailureEvent *ebpf.Variable `ebpf:"unused_failure_event"`
+	UsePerf            *ebpf.Variable `ebpf:"use_perf"`
 }
 
 // failurePrograms contains all programs after they have been loaded into the kernel.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"go.uber.org/zap"
 
 	"github.com/mntleak/mntleak/internal/logkey"
@@ -20,57 +21,86 @@ type objects struct {
 
 // Maps every object defines (bpf/common.bpf.h, bpf/path.bpf.h) and that
 // must be one instance for all of them.
-var sharedMaps = []string{"events", "lost", "enter_state", "scratch"}
+var sharedMaps = []string{"events", "lost", "enter_state", "scratch", "perf_buf"}
 
-func loadObjects(ringBufBytes int, log *zap.Logger) (*objects, error) {
-	o := &objects{}
-	spec, err := loadMount()
-	if err != nil {
-		return nil, fmt.Errorf("parse BPF object mount: %w", err)
-	}
+// loadOptions is what the loader changes in every object before loading.
+type loadOptions struct {
+	buffer       Buffer // BufferRingbuf or BufferPerf, never auto
+	ringBufBytes int
+	// kernelTypes is the kernel BTF for CO-RE relocations; nil means the
+	// running kernel's, found by cilium/ebpf itself.
+	kernelTypes *btf.Spec
+}
+
+// prepare sets the buffer in one object's spec. A map replacement must
+// match the spec it replaces, so every object gets the same events map.
+func (lo loadOptions) prepare(name string, spec *ebpf.CollectionSpec) error {
 	events, ok := spec.Maps["events"]
 	if !ok {
-		return nil, errors.New("parse BPF object mount: no events map")
+		return fmt.Errorf("BPF object %s: no events map", name)
 	}
-	events.MaxEntries = uint32(ringBufBytes)
-	if err := spec.LoadAndAssign(&o.mount, nil); err != nil {
-		return nil, loadError("mount", err, log)
+	usePerf, ok := spec.Variables["use_perf"]
+	if !ok || !usePerf.Constant() {
+		return fmt.Errorf("BPF object %s: no read-only use_perf constant", name)
 	}
-	shared := map[string]*ebpf.Map{
-		"events":      o.mount.Events,
-		"lost":        o.mount.Lost,
-		"enter_state": o.mount.EnterState,
-		"scratch":     o.mount.Scratch,
+	if lo.buffer == BufferPerf {
+		// One perf buffer per possible CPU: MaxEntries 0 lets cilium/ebpf
+		// size the array, and no ring buffer map is created at all.
+		events.Type, events.KeySize, events.ValueSize, events.MaxEntries = ebpf.PerfEventArray, 4, 4, 0
+		if err := usePerf.Set(true); err != nil {
+			return fmt.Errorf("BPF object %s: set use_perf: %w", name, err)
+		}
+		return nil
 	}
+	events.MaxEntries = uint32(lo.ringBufBytes)
+	return nil
+}
 
-	others := []struct {
+func loadObjects(lo loadOptions, log *zap.Logger) (*objects, error) {
+	o := &objects{}
+	all := []struct {
 		name string
 		load func() (*ebpf.CollectionSpec, error)
 		dst  any
 	}{
+		// mount first: its maps are the shared ones.
+		{"mount", loadMount, &o.mount},
 		{"newmount", loadNewmount, &o.newmount},
 		{"nsproc", loadNsproc, &o.nsproc},
 		{"failure", loadFailure, &o.failure},
 	}
-	for _, obj := range others {
+	var shared map[string]*ebpf.Map
+	for _, obj := range all {
 		spec, err := obj.load()
 		if err != nil {
 			o.close()
 			return nil, fmt.Errorf("parse BPF object %s: %w", obj.name, err)
 		}
-		// A replacement must match the spec it replaces, size included.
-		if m, ok := spec.Maps["events"]; ok {
-			m.MaxEntries = uint32(ringBufBytes)
+		if err := lo.prepare(obj.name, spec); err != nil {
+			o.close()
+			return nil, err
 		}
-		repl := map[string]*ebpf.Map{}
-		for _, name := range sharedMaps {
-			if _, ok := spec.Maps[name]; ok {
-				repl[name] = shared[name]
+		opts := &ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: lo.kernelTypes}}
+		if shared != nil {
+			opts.MapReplacements = map[string]*ebpf.Map{}
+			for _, name := range sharedMaps {
+				if _, ok := spec.Maps[name]; ok {
+					opts.MapReplacements[name] = shared[name]
+				}
 			}
 		}
-		if err := spec.LoadAndAssign(obj.dst, &ebpf.CollectionOptions{MapReplacements: repl}); err != nil {
+		if err := spec.LoadAndAssign(obj.dst, opts); err != nil {
 			o.close()
 			return nil, loadError(obj.name, err, log)
+		}
+		if shared == nil {
+			shared = map[string]*ebpf.Map{
+				"events":      o.mount.Events,
+				"lost":        o.mount.Lost,
+				"enter_state": o.mount.EnterState,
+				"scratch":     o.mount.Scratch,
+				"perf_buf":    o.mount.PerfBuf,
+			}
 		}
 	}
 	return o, nil

@@ -29,6 +29,11 @@ type mountEventHeader struct {
 	Comm      [16]int8
 }
 
+type mountLostCounts struct {
+	_ structs.HostLayout
+	N [15]uint64
+}
+
 type mountMountEvent struct {
 	_      structs.HostLayout
 	Hdr    mountEventHeader
@@ -60,6 +65,7 @@ const (
 	mountMapEnterState           = "enter_state"
 	mountMapEvents               = "events"
 	mountMapLost                 = "lost"
+	mountMapPerfBuf              = "perf_buf"
 	mountMapPivotStaging         = "pivot_staging"
 	mountMapPivotState           = "pivot_state"
 	mountMapScratch              = "scratch"
@@ -72,6 +78,7 @@ const (
 	mountVarUnusedMountEvent     = "unused_mount_event"
 	mountVarUnusedPivotRootEvent = "unused_pivot_root_event"
 	mountVarUnusedUmountEvent    = "unused_umount_event"
+	mountVarUsePerf              = "use_perf"
 )
 
 // loadMount returns the embedded CollectionSpec for mount.
@@ -131,6 +138,7 @@ type mountMapSpecs struct {
 	EnterState   *ebpf.MapSpec `ebpf:"enter_state"`
 	Events       *ebpf.MapSpec `ebpf:"events"`
 	Lost         *ebpf.MapSpec `ebpf:"lost"`
+	PerfBuf      *ebpf.MapSpec `ebpf:"perf_buf"`
 	PivotStaging *ebpf.MapSpec `ebpf:"pivot_staging"`
 	PivotState   *ebpf.MapSpec `ebpf:"pivot_state"`
 	Scratch      *ebpf.MapSpec `ebpf:"scratch"`
@@ -143,6 +151,7 @@ type mountVariableSpecs struct {
 	UnusedMountEvent     *ebpf.VariableSpec `ebpf:"unused_mount_event"`
 	UnusedPivotRootEvent *ebpf.VariableSpec `ebpf:"unused_pivot_root_event"`
 	UnusedUmountEvent    *ebpf.VariableSpec `ebpf:"unused_umount_event"`
+	UsePerf              *ebpf.VariableSpec `ebpf:"use_perf"`
 }
 
 // mountObjects contains all objects after they have been loaded into the kernel.
@@ -168,6 +177,7 @@ type mountMaps struct {
 	EnterState   *ebpf.Map `ebpf:"enter_state"`
 	Events       *ebpf.Map `ebpf:"events"`
 	Lost         *ebpf.Map `ebpf:"lost"`
+	PerfBuf      *ebpf.Map `ebpf:"perf_buf"`
 	PivotStaging *ebpf.Map `ebpf:"pivot_staging"`
 	PivotState   *ebpf.Map `ebpf:"pivot_state"`
 	Scratch      *ebpf.Map `ebpf:"scratch"`
@@ -178,6 +188,7 @@ func (m *mountMaps) Close() error {
 		m.EnterState,
 		m.Events,
 		m.Lost,
+		m.PerfBuf,
 		m.PivotStaging,
 		m.PivotState,
 		m.Scratch,
@@ -191,6 +202,7 @@ type mountVariables struct {
 	UnusedMountEvent     *ebpf.Variable `ebpf:"unused_mount_event"`
 	UnusedPivotRootEvent *ebpf.Variable `ebpf:"unused_pivot_root_event"`
 	UnusedUmountEvent    *ebpf.Variable `ebpf:"unused_umount_event"`
+	UsePerf              *ebpf.Variable `ebpf:"use_perf"`
 }
 
 // mountPrograms contains all programs after they have been loaded into the kernel.

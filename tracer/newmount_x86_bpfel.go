@@ -139,6 +139,7 @@ const (
 	newmountMapEnterState              = "enter_state"
 	newmountMapEvents                  = "events"
 	newmountMapLost                    = "lost"
+	newmountMapPerfBuf                 = "perf_buf"
 	newmountMapScratch                 = "scratch"
 	newmountProgFsmountEnter           = "fsmount_enter"
 	newmountProgFsmountExit            = "fsmount_exit"
@@ -155,6 +156,7 @@ const (
 	newmountVarUnusedMountSetattrEvent = "unused_mount_setattr_event"
 	newmountVarUnusedMoveMountEvent    = "unused_move_mount_event"
 	newmountVarUnusedOpenTreeEvent     = "unused_open_tree_event"
+	newmountVarUsePerf                 = "use_perf"
 )
 
 // loadNewmount returns the embedded CollectionSpec for newmount.
@@ -218,6 +220,7 @@ type newmountMapSpecs struct {
 	EnterState *ebpf.MapSpec `ebpf:"enter_state"`
 	Events     *ebpf.MapSpec `ebpf:"events"`
 	Lost       *ebpf.MapSpec `ebpf:"lost"`
+	PerfBuf    *ebpf.MapSpec `ebpf:"perf_buf"`
 	Scratch    *ebpf.MapSpec `ebpf:"scratch"`
 }
 
@@ -230,6 +233,7 @@ type newmountVariableSpecs struct {
 	UnusedMountSetattrEvent *ebpf.VariableSpec `ebpf:"unused_mount_setattr_event"`
 	UnusedMoveMountEvent    *ebpf.VariableSpec `ebpf:"unused_move_mount_event"`
 	UnusedOpenTreeEvent     *ebpf.VariableSpec `ebpf:"unused_open_tree_event"`
+	UsePerf                 *ebpf.VariableSpec `ebpf:"use_perf"`
 }
 
 // newmountObjects contains all objects after they have been loaded into the kernel.
@@ -255,6 +259,7 @@ type newmountMaps struct {
 	EnterState *ebpf.Map `ebpf:"enter_state"`
 	Events     *ebpf.Map `ebpf:"events"`
 	Lost       *ebpf.Map `ebpf:"lost"`
+	PerfBuf    *ebpf.Map `ebpf:"perf_buf"`
 	Scratch    *ebpf.Map `ebpf:"scratch"`
 }
 
@@ -263,6 +268,7 @@ func (m *newmountMaps) Close() error {
 		m.EnterState,
 		m.Events,
 		m.Lost,
+		m.PerfBuf,
 		m.Scratch,
 	)
 }
@@ -276,6 +282,7 @@ type newmountVariables struct {
 	UnusedMountSetattrEvent *ebpf.Variable `ebpf:"unused_mount_setattr_event"`
 	UnusedMoveMountEvent    *ebpf.Variable `ebpf:"unused_move_mount_event"`
 	UnusedOpenTreeEvent     *ebpf.Variable `ebpf:"unused_open_tree_event"`
+	UsePerf                 *ebpf.Variable `ebpf:"use_perf"`
 }
 
 // newmountPrograms contains all programs after they have been loaded into the kernel.

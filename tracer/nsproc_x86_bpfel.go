@@ -88,6 +88,7 @@ const (
 	nsprocMapEnterState      = "enter_state"
 	nsprocMapEvents          = "events"
 	nsprocMapLost            = "lost"
+	nsprocMapPerfBuf         = "perf_buf"
 	nsprocProgLeaderExit     = "leader_exit"
 	nsprocProgNewnsFork      = "newns_fork"
 	nsprocProgSetnsEnter     = "setns_enter"
@@ -97,6 +98,7 @@ const (
 	nsprocVarUnusedExitEvent = "unused_exit_event"
 	nsprocVarUnusedForkEvent = "unused_fork_event"
 	nsprocVarUnusedNsEvent   = "unused_ns_event"
+	nsprocVarUsePerf         = "use_perf"
 )
 
 // loadNsproc returns the embedded CollectionSpec for nsproc.
@@ -156,6 +158,7 @@ type nsprocMapSpecs struct {
 	EnterState *ebpf.MapSpec `ebpf:"enter_state"`
 	Events     *ebpf.MapSpec `ebpf:"events"`
 	Lost       *ebpf.MapSpec `ebpf:"lost"`
+	PerfBuf    *ebpf.MapSpec `ebpf:"perf_buf"`
 }
 
 // nsprocVariableSpecs contains global variables before they are loaded into the kernel.
@@ -165,6 +168,7 @@ type nsprocVariableSpecs struct {
 	UnusedExitEvent *ebpf.VariableSpec `ebpf:"unused_exit_event"`
 	UnusedForkEvent *ebpf.VariableSpec `ebpf:"unused_fork_event"`
 	UnusedNsEvent   *ebpf.VariableSpec `ebpf:"unused_ns_event"`
+	UsePerf         *ebpf.VariableSpec `ebpf:"use_perf"`
 }
 
 // nsprocObjects contains all objects after they have been loaded into the kernel.
@@ -190,6 +194,7 @@ type nsprocMaps struct {
 	EnterState *ebpf.Map `ebpf:"enter_state"`
 	Events     *ebpf.Map `ebpf:"events"`
 	Lost       *ebpf.Map `ebpf:"lost"`
+	PerfBuf    *ebpf.Map `ebpf:"perf_buf"`
 }
 
 func (m *nsprocMaps) Close() error {
@@ -197,6 +202,7 @@ func (m *nsprocMaps) Close() error {
 		m.EnterState,
 		m.Events,
 		m.Lost,
+		m.PerfBuf,
 	)
 }
 
@@ -207,6 +213,7 @@ type nsprocVariables struct {
 	UnusedExitEvent *ebpf.Variable `ebpf:"unused_exit_event"`
 	UnusedForkEvent *ebpf.Variable `ebpf:"unused_fork_event"`
 	UnusedNsEvent   *ebpf.Variable `ebpf:"unused_ns_event"`
+	UsePerf         *ebpf.Variable `ebpf:"use_perf"`
 }
 
 // nsprocPrograms contains all programs after they have been loaded into the kernel.

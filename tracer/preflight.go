@@ -19,32 +19,97 @@ import (
 
 // Capability numbers from linux/capability.h.
 const (
-	capSysAdmin = 21
-	capPerfmon  = 38
-	capBPF      = 39
+	capDacReadSearch = 2
+	capSysPtrace     = 19
+	capSysAdmin      = 21
+	capPerfmon       = 38
+	capBPF           = 39
 )
+
+// DefaultBTFPath is where the kernel exposes its BTF.
+const DefaultBTFPath = "/sys/kernel/btf/vmlinux"
+
+// daemonCaps is the whole set mntleak runs with (deploy/), for messages.
+const daemonCaps = "CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN, CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH"
 
 // tracefs locations, in the order cilium/ebpf looks them up.
 var tracefsDirs = []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}
 
+// kernel is what preflight found out.
+type kernel struct {
+	buffer Buffer // resolved: ringbuf or perf
+	// btf is the kernel BTF when it was read from somewhere other than the
+	// default path; nil lets cilium/ebpf use (and cache) the default.
+	btf *btf.Spec
+}
+
 // preflight turns the usual reasons a load fails into one clear line each,
 // before the verifier or the attach code produce a less obvious error.
-func preflight(log *zap.Logger) error {
-	if err := checkCapabilities("/proc/self/status"); err != nil {
-		return err
+func preflight(cfg Config, log *zap.Logger) (kernel, error) {
+	var k kernel
+	if err := checkCapabilities("/proc/self/status", log); err != nil {
+		return k, err
 	}
-	if _, err := btf.LoadKernelSpec(); err != nil {
-		return fmt.Errorf("kernel BTF is not available (/sys/kernel/btf/vmlinux; needs CONFIG_DEBUG_INFO_BTF=y): %w", err)
+	var err error
+	if k.btf, err = kernelBTF(cfg.btfPath); err != nil {
+		return k, err
 	}
-	if err := features.HaveMapType(ebpf.RingBuf); err != nil {
-		return fmt.Errorf("kernel has no BPF ring buffer (needs Linux 5.8 or later): %w", err)
+	if k.buffer, err = chooseBuffer(cfg.Buffer); err != nil {
+		return k, err
 	}
-	return ensureTracefs(log)
+	return k, ensureTracefs(log)
+}
+
+// kernelBTF checks that the kernel BTF CO-RE needs is there and parses.
+func kernelBTF(path string) (*btf.Spec, error) {
+	if path == "" {
+		path = DefaultBTFPath
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("kernel BTF not found at %s: mntleak needs a kernel built with CONFIG_DEBUG_INFO_BTF=y: %w", path, err)
+	}
+	var (
+		spec *btf.Spec
+		err  error
+	)
+	if path == DefaultBTFPath {
+		_, err = btf.LoadKernelSpec()
+	} else {
+		spec, err = btf.LoadSpec(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kernel BTF at %s does not parse (needs CONFIG_DEBUG_INFO_BTF=y): %w", path, err)
+	}
+	return spec, nil
+}
+
+// chooseBuffer resolves auto and checks that the kernel has what is asked.
+func chooseBuffer(want Buffer) (Buffer, error) {
+	if want == BufferPerf {
+		if err := features.HaveMapType(ebpf.PerfEventArray); err != nil {
+			return want, fmt.Errorf("probe BPF perf event array: %w", err)
+		}
+		return want, nil
+	}
+	err := features.HaveMapType(ebpf.RingBuf)
+	switch {
+	case err == nil:
+		return BufferRingbuf, nil
+	case want == BufferAuto && errors.Is(err, ebpf.ErrNotSupported):
+		return chooseBuffer(BufferPerf)
+	case errors.Is(err, ebpf.ErrNotSupported):
+		return want, fmt.Errorf("kernel has no BPF ring buffer (needs Linux 5.8 or later; buffer auto falls back to a perf event array): %w", err)
+	default:
+		return want, fmt.Errorf("probe BPF ring buffer: %w", err)
+	}
 }
 
 // checkCapabilities reads the effective capability set. Loading tracing
-// programs needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN on older kernels.
-func checkCapabilities(statusPath string) error {
+// programs needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN on older
+// kernels: without them the error names what is missing. CAP_SYS_PTRACE
+// and CAP_DAC_READ_SEARCH only matter for reading other processes' /proc
+// entries (holders, command lines), so their absence is a warning.
+func checkCapabilities(statusPath string, log *zap.Logger) error {
 	f, err := os.Open(statusPath)
 	if err != nil {
 		return fmt.Errorf("read capabilities from %s: %w", statusPath, err)
@@ -56,20 +121,44 @@ func checkCapabilities(statusPath string) error {
 		if !ok {
 			continue
 		}
-		caps, err := strconv.ParseUint(strings.TrimSpace(val), 16, 64)
+		val = strings.TrimSpace(val)
+		caps, err := strconv.ParseUint(val, 16, 64)
 		if err != nil {
 			return fmt.Errorf("parse CapEff in %s: %w", statusPath, err)
 		}
-		has := func(c uint) bool { return caps&(1<<c) != 0 }
-		if has(capSysAdmin) || (has(capBPF) && has(capPerfmon)) {
-			return nil
-		}
-		return fmt.Errorf("missing capabilities: mntleak needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN); run it as root (uid %d has CapEff %s)", os.Geteuid(), strings.TrimSpace(val))
+		return judgeCapabilities(caps, val, log)
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("read capabilities from %s: %w", statusPath, err)
 	}
 	return errors.New("read capabilities: no CapEff line in " + statusPath)
+}
+
+func judgeCapabilities(caps uint64, capEff string, log *zap.Logger) error {
+	has := func(c uint) bool { return caps&(1<<c) != 0 }
+	if !has(capSysAdmin) && !(has(capBPF) && has(capPerfmon)) {
+		var lack []string
+		if !has(capBPF) {
+			lack = append(lack, "CAP_BPF")
+		}
+		if !has(capPerfmon) {
+			lack = append(lack, "CAP_PERFMON")
+		}
+		return fmt.Errorf("missing capabilities %s (or CAP_SYS_ADMIN) to load BPF programs: run mntleak as root or with %s (uid %d, CapEff %s)",
+			strings.Join(lack, " and "), daemonCaps, os.Geteuid(), capEff)
+	}
+	var lack []string
+	if !has(capSysPtrace) {
+		lack = append(lack, "CAP_SYS_PTRACE")
+	}
+	if !has(capDacReadSearch) {
+		lack = append(lack, "CAP_DAC_READ_SEARCH")
+	}
+	if len(lack) > 0 {
+		log.Warn("missing capabilities: other processes' /proc entries may be unreadable, so findings may lack holders and command lines",
+			zap.Strings(logkey.Capabilities, lack), zap.String(logkey.CapEff, capEff))
+	}
+	return nil
 }
 
 // ensureTracefs makes sure tracefs is mounted: syscall tracepoints are

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/ringbuf"
 	"go.uber.org/zap"
 
 	"github.com/mntleak/mntleak/event"
@@ -21,43 +21,68 @@ const DefaultRingBufferBytes = 8 << 20
 
 // Config configures a Tracer.
 type Config struct {
-	// Sink receives every decoded event, on the goroutine that calls Run,
-	// in ring-buffer order. Required.
+	// Sink receives every decoded event, and the KindLost events the
+	// tracer makes, on the goroutine that calls Run, in buffer order (with
+	// a perf buffer: in order per CPU).
 	Sink func(*event.Event)
+	// Buffer picks the ring buffer or a perf event array; zero is auto.
+	Buffer Buffer
 	// RingBufferBytes is the ring buffer size: a power of two and a
-	// multiple of the page size. Zero means DefaultRingBufferBytes.
+	// multiple of the page size. Zero means DefaultRingBufferBytes. A perf
+	// buffer gets the same total, split over the CPUs.
 	RingBufferBytes int
-	// LostCheckInterval is how often Run checks the kernel's lost-event
-	// counters and warns when they grew. Zero means 5s.
+	// LostCheckInterval is the longest time between two reads of the
+	// kernel's lost-event counters while Run runs (each failure event is
+	// also preceded by one). Zero means DefaultLostCheckInterval.
 	LostCheckInterval time.Duration
+	// LostWarnInterval is the shortest time between two warnings about
+	// lost events. Zero means DefaultLostWarnInterval.
+	LostWarnInterval time.Duration
+
+	// Test hooks (export_test.go): another BTF file, and probes on top of
+	// the real ones.
+	btfPath     string
+	extraProbes func(*objects) []probe
 }
 
 // Stats counts what the tracer saw.
 type Stats struct {
-	Received     uint64                // records read from the ring buffer
+	Buffer       Buffer                // the buffer in use: ringbuf or perf
+	Received     uint64                // records read from the buffer
 	DecodeErrors uint64                // records that did not decode
-	Lost         map[event.Kind]uint64 // reservations that failed in the kernel
+	Lost         map[event.Kind]uint64 // records the kernel could not queue
 	LostTotal    uint64
+	// PerfLostSamples is the perf buffer's own count of the same drops,
+	// reported late (with the next record of that CPU). LostTotal already
+	// includes them: every one is also a failed bpf_perf_event_output,
+	// which the programs count by kind.
+	PerfLostSamples uint64
 }
 
-// Tracer owns the loaded programs, their links and the ring-buffer reader.
+// Tracer owns the loaded programs, their links and the buffer reader.
 type Tracer struct {
 	log    *zap.Logger
 	cfg    Config
+	buffer Buffer
 	objs   *objects
 	links  []link.Link
-	reader *ringbuf.Reader
+	reader reader
 	clock  event.WallClock
+	// disabled lists the events whose optional tracepoints are missing.
+	disabled []string
 
 	received     atomic.Uint64
 	decodeErrors atomic.Uint64
+	perfLost     atomic.Uint64
 
-	closeOnce sync.Once
-	closeErr  error
+	detachOnce sync.Once
+	detachErr  error
+	closeOnce  sync.Once
+	closeErr   error
 }
 
-// New checks the kernel, loads and attaches every program, and opens the
-// ring buffer. Nothing is read until Run.
+// New checks the kernel, loads every program, opens the buffer and
+// attaches the programs. Nothing is read until Run.
 func New(cfg Config, log *zap.Logger) (*Tracer, error) {
 	if cfg.Sink == nil {
 		return nil, errors.New("tracer: Config.Sink is nil")
@@ -68,10 +93,14 @@ func New(cfg Config, log *zap.Logger) (*Tracer, error) {
 	if n := cfg.RingBufferBytes; n < 4096 || n&(n-1) != 0 {
 		return nil, fmt.Errorf("ring buffer size %d: want a power of two of at least 4096 bytes", n)
 	}
-	if cfg.LostCheckInterval == 0 {
-		cfg.LostCheckInterval = 5 * time.Second
+	if cfg.LostCheckInterval <= 0 || cfg.LostCheckInterval > DefaultLostCheckInterval {
+		cfg.LostCheckInterval = DefaultLostCheckInterval
 	}
-	if err := preflight(log); err != nil {
+	if cfg.LostWarnInterval <= 0 {
+		cfg.LostWarnInterval = DefaultLostWarnInterval
+	}
+	k, err := preflight(cfg, log)
+	if err != nil {
 		return nil, err
 	}
 	clock, err := wallClock()
@@ -79,51 +108,105 @@ func New(cfg Config, log *zap.Logger) (*Tracer, error) {
 		return nil, fmt.Errorf("read CLOCK_MONOTONIC: %w", err)
 	}
 	start := time.Now()
-	objs, err := loadObjects(cfg.RingBufferBytes, log)
+	objs, err := loadObjects(loadOptions{buffer: k.buffer, ringBufBytes: cfg.RingBufferBytes, kernelTypes: k.btf}, log)
 	if err != nil {
 		return nil, err
 	}
-	t := &Tracer{log: log, cfg: cfg, objs: objs, clock: clock}
-	for _, ap := range objs.attachPoints() {
-		l, err := attach(ap)
-		if err != nil {
-			t.Close()
-			return nil, err
-		}
-		t.links = append(t.links, l)
-	}
-	t.reader, err = ringbuf.NewReader(objs.mount.Events)
-	if err != nil {
+	t := &Tracer{log: log, cfg: cfg, buffer: k.buffer, objs: objs, clock: clock}
+	// The reader before the programs: a perf output to a CPU whose buffer
+	// is not open yet fails, and would count as lost.
+	if t.reader, err = newReader(objs.mount.Events, k.buffer, cfg.RingBufferBytes); err != nil {
 		t.Close()
-		return nil, fmt.Errorf("open ring buffer reader: %w", err)
+		return nil, err
+	}
+	if err := t.attachAll(); err != nil {
+		t.Close()
+		return nil, err
 	}
 	log.Info("BPF programs attached",
 		zap.Int(logkey.Attached, len(t.links)),
+		zap.Stringer(logkey.Buffer, k.buffer),
 		zap.Int(logkey.RingBufBytes, cfg.RingBufferBytes),
 		zap.Duration(logkey.Elapsed, time.Since(start)))
 	return t, nil
 }
 
-// Run reads events until ctx is done (then it closes the reader and returns
-// nil) or reading fails. It is meant to be called once.
+// attachAll attaches every probe. Missing optional tracepoints disable
+// their events with one warning for all of them.
+func (t *Tracer) attachAll() error {
+	probes := t.objs.probes()
+	if t.cfg.extraProbes != nil {
+		probes = append(probes, t.cfg.extraProbes(t.objs)...)
+	}
+	var missing []string
+	for _, p := range probes {
+		links, err := attachProbe(p)
+		var me *missingError
+		switch {
+		case errors.As(err, &me) && p.optional:
+			t.disabled = append(t.disabled, p.event)
+			missing = append(missing, me.point.String())
+			continue
+		case errors.As(err, &me):
+			return fmt.Errorf("attach %s: the kernel has no such tracepoint, and %s events need it: %w", me.point, p.event, me.err)
+		case err != nil:
+			return err
+		}
+		t.links = append(t.links, links...)
+	}
+	if len(t.disabled) > 0 {
+		t.log.Warn("tracepoints missing from this kernel: their events are disabled",
+			zap.Strings(logkey.Disabled, t.disabled), zap.Strings(logkey.Tracepoints, missing))
+	}
+	return nil
+}
+
+// Disabled lists the events that are not traced because the kernel lacks
+// their (optional) tracepoints.
+func (t *Tracer) Disabled() []string { return append([]string(nil), t.disabled...) }
+
+// Buffer is the buffer in use: BufferRingbuf or BufferPerf.
+func (t *Tracer) Buffer() Buffer { return t.buffer }
+
+// Run reads events until ctx is done (then it detaches the programs,
+// delivers what they queued, closes the reader and returns nil) or reading
+// fails. It is meant to be called once.
 func (t *Tracer) Run(ctx context.Context) error {
-	stop := context.AfterFunc(ctx, func() { t.reader.Close() })
+	stop := context.AfterFunc(ctx, func() {
+		// The programs stop first, then Run drains what they queued: the
+		// shutdown loses no event. (A perf buffer also refuses records
+		// once its reader is closed, which would count as lost.)
+		_ = t.detach()
+		if t.reader.flush() != nil {
+			_ = t.reader.close()
+		}
+	})
 	defer stop()
+	defer t.reader.close()
 
-	done := make(chan struct{})
-	defer close(done)
-	go t.watchLost(done)
-
-	var rec ringbuf.Record
+	lost := newLostWatch(t, time.Now())
+	var rec record
 	for {
-		if err := t.reader.ReadInto(&rec); err != nil {
-			if errors.Is(err, ringbuf.ErrClosed) {
-				return nil
-			}
-			return fmt.Errorf("read ring buffer: %w", err)
+		lost.due(time.Now())
+		err := t.reader.readInto(&rec)
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			continue
+		case errors.Is(err, errReaderFlushed), errors.Is(err, errReaderClosed):
+			// What was lost up to here is in the stream too.
+			lost.check(time.Now())
+			return nil
+		case err != nil:
+			return fmt.Errorf("read %s buffer: %w", t.buffer, err)
+		}
+		if rec.lostSamples > 0 {
+			t.perfLost.Add(rec.lostSamples)
+		}
+		if len(rec.sample) == 0 {
+			continue
 		}
 		t.received.Add(1)
-		ev, err := event.Decode(rec.RawSample)
+		ev, err := event.Decode(rec.sample)
 		if err != nil {
 			if t.decodeErrors.Add(1) == 1 {
 				t.log.Warn("dropping an undecodable record (further ones are only counted)", zap.Error(err))
@@ -131,59 +214,28 @@ func (t *Tracer) Run(ctx context.Context) error {
 			continue
 		}
 		ev.Time = t.clock.Time(ev.MonoNS)
+		if ev.Kind == event.KindFailure {
+			// A finding on this failure must know of any loss before it.
+			lost.check(time.Now())
+		}
 		t.cfg.Sink(&ev)
-	}
-}
-
-// watchLost warns whenever the kernel-side lost counters grow, so a loss is
-// never silent even if nobody reads Stats.
-func (t *Tracer) watchLost(done <-chan struct{}) {
-	tick := time.NewTicker(t.cfg.LostCheckInterval)
-	defer tick.Stop()
-	var last uint64
-	for {
-		select {
-		case <-done:
-			return
-		case <-tick.C:
-		}
-		st, err := t.Stats()
-		if err != nil {
-			continue
-		}
-		if st.LostTotal > last {
-			fields := []zap.Field{zap.Uint64(logkey.Lost, st.LostTotal-last), zap.Uint64(logkey.LostTotal, st.LostTotal)}
-			for k, n := range st.Lost {
-				fields = append(fields, zap.Uint64(logkey.Lost+"_"+k.String(), n))
-			}
-			t.log.Warn("events lost: the ring buffer was full", fields...)
-			last = st.LostTotal
-		}
 	}
 }
 
 // Stats returns the counters so far.
 func (t *Tracer) Stats() (Stats, error) {
 	st := Stats{
-		Received:     t.received.Load(),
-		DecodeErrors: t.decodeErrors.Load(),
-		Lost:         map[event.Kind]uint64{},
+		Buffer:          t.buffer,
+		Received:        t.received.Load(),
+		DecodeErrors:    t.decodeErrors.Load(),
+		PerfLostSamples: t.perfLost.Load(),
+		Lost:            map[event.Kind]uint64{},
 	}
-	var perCPU []uint64
-	for _, k := range event.KernelKinds() {
-		key := uint32(k)
-		if err := t.objs.mount.Lost.Lookup(&key, &perCPU); err != nil {
-			return st, fmt.Errorf("read lost counter for %s: %w", k, err)
-		}
-		var sum uint64
-		for _, n := range perCPU {
-			sum += n
-		}
-		if sum > 0 {
-			st.Lost[k] = sum
-			st.LostTotal += sum
-		}
+	lost, total, err := t.lostCounts()
+	if err != nil {
+		return st, err
 	}
+	st.Lost, st.LostTotal = lost, total
 	return st, nil
 }
 
@@ -193,13 +245,23 @@ func (t *Tracer) Close() error {
 	t.closeOnce.Do(func() {
 		var errs []error
 		if t.reader != nil {
-			errs = append(errs, t.reader.Close())
+			errs = append(errs, t.reader.close())
 		}
-		for _, l := range t.links {
-			errs = append(errs, l.Close())
-		}
+		errs = append(errs, t.detach())
 		t.objs.close()
 		t.closeErr = errors.Join(errs...)
 	})
 	return t.closeErr
+}
+
+// detach closes every link, once: on ctx.Done in Run, or in Close.
+func (t *Tracer) detach() error {
+	t.detachOnce.Do(func() {
+		var errs []error
+		for _, l := range t.links {
+			errs = append(errs, l.Close())
+		}
+		t.detachErr = errors.Join(errs...)
+	})
+	return t.detachErr
 }

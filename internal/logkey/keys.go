@@ -29,6 +29,12 @@ const (
 	MntNS        = "mntns"
 	Addr         = "addr"
 	Remembered   = "remembered"
+	Buffer       = "buffer"
+	Disabled     = "disabled"
+	Tracepoints  = "tracepoints"
+	Capabilities = "capabilities"
+	CapEff       = "cap_eff"
+	PerfLost     = "perf_lost_samples"
 
 	// Finding fields: the same names, upper-cased with an MNTLEAK_ prefix,
 	// are the journald fields.

@@ -1,0 +1,23 @@
+package tracer
+
+// Hooks for the tests in package tracer_test.
+
+// WithBTFPath makes New read the kernel BTF from path.
+func WithBTFPath(cfg Config, path string) Config {
+	cfg.btfPath = path
+	return cfg
+}
+
+// WithBogusTracepoint adds a probe for event on a syscall tracepoint that
+// no kernel has, with a real program (umount's exit program).
+func WithBogusTracepoint(cfg Config, event string, optional bool) Config {
+	cfg.extraProbes = func(o *objects) []probe {
+		return []probe{{event: event, optional: optional, points: []attachPoint{
+			{"syscalls", "sys_exit_mntleak_bogus_" + event, o.mount.UmountExit},
+		}}}
+	}
+	return cfg
+}
+
+// JudgeCapabilities is judgeCapabilities for a CapEff value.
+var JudgeCapabilities = judgeCapabilities
