@@ -1,0 +1,160 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mntleak/mntleak/internal/privtest"
+)
+
+// holdWatch samples, until stopped, what a daemon could pin: the mount
+// namespace of each of its threads (setns is per thread) and what each of
+// its descriptors, its cwd and its root point to.
+type holdWatch struct {
+	pid      int
+	hostNS   string
+	forbid   []string // paths (mount points, devices) it must not hold
+	mu       sync.Mutex
+	problems map[string]bool
+	samples  int
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+func watchHolds(pid int, hostNS string, forbid ...string) *holdWatch {
+	w := &holdWatch{pid: pid, hostNS: hostNS, forbid: forbid, problems: map[string]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for {
+			w.sample()
+			select {
+			case <-w.stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	return w
+}
+
+func (w *holdWatch) sample() {
+	dir := fmt.Sprintf("/proc/%d", w.pid)
+	var bad []string
+	tasks, _ := os.ReadDir(dir + "/task")
+	for _, task := range tasks {
+		if ns, err := os.Readlink(dir + "/task/" + task.Name() + "/ns/mnt"); err == nil && ns != w.hostNS {
+			bad = append(bad, fmt.Sprintf("thread %s in %s, not the host's %s", task.Name(), ns, w.hostNS))
+		}
+	}
+	links := []string{dir + "/cwd", dir + "/root"}
+	fds, _ := os.ReadDir(dir + "/fd")
+	for _, fd := range fds {
+		links = append(links, dir+"/fd/"+fd.Name())
+	}
+	for _, l := range links {
+		target, err := os.Readlink(l)
+		if err != nil {
+			continue
+		}
+		for _, f := range w.forbid {
+			if target == f || strings.HasPrefix(target, f+"/") {
+				bad = append(bad, fmt.Sprintf("%s -> %s", l, target))
+			}
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.samples++
+	for _, b := range bad {
+		w.problems[b] = true
+	}
+}
+
+func (w *holdWatch) finish(t *testing.T) {
+	t.Helper()
+	close(w.stop)
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t.Logf("%d samples of the daemon's namespaces and descriptors", w.samples)
+	for p := range w.problems {
+		t.Errorf("the daemon holds: %s", p)
+	}
+}
+
+// TestNeverHoldsAMount: mntleak must never be a holder itself. While it
+// explains a leak (a private copy of a loop-device mount in a holder
+// namespace) and a failure (mkfs.ext4 on the device: EBUSY), every thread
+// of the daemon stays in the host's mount namespace and none of its
+// descriptors, nor its cwd or root, is on the mount or the device. Once
+// the holder exits, the device is free (an O_EXCL open succeeds, as
+// losetup -d and mkfs need) while the daemon still runs.
+func TestNeverHoldsAMount(t *testing.T) {
+	privtest.Require(t)
+	privtest.RequireCommands(t, "mkfs.ext4", "losetup", "mount", "umount")
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	dev := privtest.LoopDevice(t, 16)
+	vol := privtest.Mkdir(t, filepath.Join(dir, "vol"))
+	node := privtest.StartNode(t)
+	node.Run(t, "mount", dev, vol)
+
+	d := startTrace(t, bin, nil, "--journald", "off", "--state-dir", filepath.Join(dir, "state"))
+	hostNS, err := os.Readlink("/proc/self/ns/mnt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := watchHolds(d.cmd.Process.Pid, hostNS, vol, dev)
+
+	holder := node.StartHolder(t, "private", "cd /")
+	node.Run(t, "umount", vol)
+	d.logs.wait(t, "leak finding", func(s string) bool {
+		return strings.Contains(s, `"finding":"leak"`) && strings.Contains(s, `"path":"`+vol+`"`)
+	})
+	mkfs := exec.Command("nsenter", "-t", fmt.Sprint(node.PID), "-m", "--", "mkfs.ext4", "-q", "-F", dev)
+	if out, err := mkfs.CombinedOutput(); err == nil {
+		t.Fatalf("mkfs.ext4 on a device still mounted in a holder succeeded: %s", out)
+	}
+	d.logs.wait(t, "failure finding", func(s string) bool {
+		return strings.Contains(s, `"finding":"failure"`) && strings.Contains(s, `"path":"`+dev+`"`) &&
+			strings.Contains(s, fmt.Sprintf(`"holder_pid":%d`, holder.PID))
+	})
+	if ns := privtest.MountNS(t, fmt.Sprint(d.cmd.Process.Pid)); ns != privtest.MountNS(t, "self") || ns == holder.MntNS {
+		t.Errorf("daemon in mnt:[%d], test in mnt:[%d], holder in mnt:[%d]", ns, privtest.MountNS(t, "self"), holder.MntNS)
+	}
+
+	// The holder goes: nothing else may keep the device busy.
+	_ = holder.Cmd.Process.Kill()
+	_ = holder.Cmd.Wait()
+	free := false
+	for i := 0; i < 100 && !free; i++ {
+		if fd, err := unix.Open(dev, unix.O_RDONLY|unix.O_EXCL, 0); err == nil {
+			unix.Close(fd)
+			free = true
+		} else {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if !free {
+		t.Errorf("%s still busy after its holder exited, with the daemon running", dev)
+	}
+	if err := exec.Command("nsenter", "-t", fmt.Sprint(node.PID), "-m", "--", "mkfs.ext4", "-q", "-F", dev).Run(); err != nil {
+		t.Errorf("mkfs.ext4 after the holder exited: %v", err)
+	}
+	w.finish(t)
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", d.cmd.Process.Pid)); err == nil && strings.Contains(string(b), " "+vol+" ") {
+		t.Errorf("the daemon's namespace has %s mounted", vol)
+	}
+	if _, code := d.signalAndWait(t, syscall.SIGTERM, 2*time.Second); code != 0 {
+		t.Errorf("exit %d", code)
+	}
+}
