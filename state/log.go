@@ -69,8 +69,10 @@ func Open(dir, bootID string, maxBytes int64) (*Log, error) {
 		return nil, err
 	}
 	l := &Log{dir: dir, bootID: bootID, maxBytes: maxBytes}
-	if len(segs) > 0 {
-		l.seq = segs[len(segs)-1].seq
+	// After every name taken, even by something that is not a segment (a
+	// directory in the way): O_EXCL would fail on it.
+	for _, s := range segs {
+		l.seq = max(l.seq, s.seq)
 	}
 	if err := l.rotate(); err != nil {
 		return nil, err
@@ -149,23 +151,36 @@ func (l *Log) trim() error {
 	if err != nil {
 		return err
 	}
+	segs = regular(segs)
 	var total int64
 	for _, s := range segs {
 		total += s.size
 	}
 	for i := 0; i < len(segs)-1 && total > l.maxBytes; i++ {
-		if err := os.Remove(segs[i].path); err != nil {
-			return err
+		if err := os.Remove(segs[i].path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("state segment: %w", err)
 		}
 		total -= segs[i].size
 	}
 	return nil
 }
 
+// regular keeps the segments that are regular files.
+func regular(segs []segment) []segment {
+	var out []segment
+	for _, s := range segs {
+		if s.regular {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 type segment struct {
-	path string
-	seq  int
-	size int64
+	path    string
+	seq     int
+	size    int64
+	regular bool // a directory or a FIFO by that name is never read nor removed
 }
 
 func segments(dir string) ([]segment, error) {
@@ -187,51 +202,98 @@ func segments(dir string) ([]segment, error) {
 		if err != nil {
 			continue
 		}
-		out = append(out, segment{path: filepath.Join(dir, name), seq: n, size: info.Size()})
+		out = append(out, segment{path: filepath.Join(dir, name), seq: n, size: info.Size(), regular: info.Mode().IsRegular()})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].seq < out[j].seq })
 	return out, nil
 }
 
-// Load reads the events of this boot, oldest first. Problems are returned
-// as warnings (one per skipped segment or line), never as an error, unless
-// the directory cannot be read at all.
+// Loaded is what Read found in a state directory.
+type Loaded struct {
+	Events    []*event.Event // of this boot, oldest first
+	Damaged   []Damage       // one per damaged file
+	OtherBoot int            // segments of another boot, skipped
+}
+
+// Damage is a file skipped, whole or in part.
+type Damage struct {
+	Path   string
+	Reason string
+}
+
+func (d Damage) String() string { return d.Path + ": " + d.Reason }
+
+// Load reads the events of this boot, oldest first, and the damage found
+// (see Read).
 func Load(dir, bootID string) (events []*event.Event, warnings []string, err error) {
-	segs, err := segments(dir)
-	if errors.Is(err, os.ErrNotExist) || (err != nil && strings.Contains(err.Error(), "no such file")) {
-		return nil, nil, nil
-	}
+	l, err := Read(dir, bootID)
 	if err != nil {
 		return nil, nil, err
 	}
+	for _, d := range l.Damaged {
+		warnings = append(warnings, d.String())
+	}
+	return l.Events, warnings, nil
+}
+
+// Read reads a state directory. Damage is returned as warnings, one per
+// damaged file naming it (a crash leaves a truncated last line; a disk
+// error, garbage), never as an error, unless the directory cannot be read
+// at all; a missing directory is an empty one. Segments of another boot
+// are skipped and counted: after a reboot that is expected, not damage.
+func Read(dir, bootID string) (*Loaded, error) {
+	var (
+		events    []*event.Event
+		damaged   []Damage
+		otherBoot int
+	)
+	segs, err := segments(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return &Loaded{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
 	for _, s := range segs {
+		if !s.regular {
+			// A FIFO would block the read for ever.
+			damaged = append(damaged, Damage{s.path, "not a regular file, skipped"})
+			continue
+		}
 		b, err := os.ReadFile(s.path)
 		if err != nil {
-			warnings = append(warnings, fmt.Sprintf("%s: %v", s.path, err))
+			damaged = append(damaged, Damage{s.path, err.Error()})
 			continue
 		}
 		lines := bytes.Split(b, []byte{'\n'})
 		var h header
 		if len(lines) == 0 || json.Unmarshal(lines[0], &h) != nil || h.Mntleak != 1 {
-			warnings = append(warnings, s.path+": no lineage header, segment skipped")
+			damaged = append(damaged, Damage{s.path, "no lineage header, segment skipped"})
 			continue
 		}
 		if h.BootID != bootID {
-			continue // another boot: its namespaces are gone
+			otherBoot++ // its namespaces are gone
+			continue
 		}
+		bad, first := 0, 0
 		for i, line := range lines[1:] {
 			if len(bytes.TrimSpace(line)) == 0 {
 				continue
 			}
 			var ev event.Event
 			if err := json.Unmarshal(line, &ev); err != nil || !ev.Kind.Valid() {
-				warnings = append(warnings, fmt.Sprintf("%s:%d: corrupt or truncated line skipped", s.path, i+2))
+				if bad++; bad == 1 {
+					first = i + 2
+				}
 				continue
 			}
 			events = append(events, &ev)
 		}
+		if bad > 0 {
+			damaged = append(damaged, Damage{s.path, fmt.Sprintf("%d corrupt or truncated lines skipped, the first at line %d", bad, first)})
+		}
 	}
-	return events, warnings, nil
+	return &Loaded{Events: events, Damaged: damaged, OtherBoot: otherBoot}, nil
 }
 
 // BootID reads the kernel's boot id.

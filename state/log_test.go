@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/mntleak/mntleak/event"
 )
 
@@ -63,44 +65,98 @@ func TestAppendLoadRotate(t *testing.T) {
 	}
 }
 
-func TestLoadSkipsDamage(t *testing.T) {
-	dir := t.TempDir()
-	l, err := Open(dir, "boot", 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 3; i++ {
-		l.Append(ev(i))
-	}
-	l.Close()
-	segs, _ := segments(dir)
-	// A crash mid-write leaves a truncated last line; garbage elsewhere.
-	f, _ := os.OpenFile(segs[0].path, os.O_APPEND|os.O_WRONLY, 0)
-	f.WriteString("{\"kind\":\"mount\",\"pid\":4\nnot json at all\n")
-	f.Close()
-	os.WriteFile(filepath.Join(dir, "lineage-7.jsonl"), []byte("\x00\x01garbage\n"), 0o600)
-	os.WriteFile(filepath.Join(dir, "unrelated.txt"), []byte("x"), 0o600)
+// TestReadDamage: each kind of damage is skipped with one warning naming
+// the file, the good events are kept, and a log opened afterwards appends
+// after every name taken.
+func TestReadDamage(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		damage    func(t *testing.T, dir string, first string)
+		warning   string // in the only warning; "" for none
+		events    int    // good events left of the 3 written
+		otherBoot int
+	}{
+		{"truncated last line and garbage lines", func(t *testing.T, dir, first string) {
+			f, _ := os.OpenFile(first, os.O_APPEND|os.O_WRONLY, 0)
+			f.WriteString("not json at all\n{\"kind\":\"mount\",\"pid\":4")
+			f.Close()
+		}, "2 corrupt or truncated lines skipped, the first at line 5", 3, 0},
+		{"garbage segment", func(t *testing.T, dir, first string) {
+			os.WriteFile(filepath.Join(dir, "lineage-7.jsonl"), []byte("\x00\x01garbage\n"), 0o600)
+		}, "lineage-7.jsonl: no lineage header", 3, 0},
+		{"segment truncated to nothing", func(t *testing.T, dir, first string) {
+			os.Truncate(first, 0)
+		}, "lineage-1.jsonl: no lineage header", 0, 0},
+		{"a directory named as a segment", func(t *testing.T, dir, first string) {
+			os.MkdirAll(filepath.Join(dir, "lineage-9.jsonl", "x"), 0o700)
+		}, "lineage-9.jsonl: not a regular file", 3, 0},
+		{"a FIFO named as a segment (would block a read)", func(t *testing.T, dir, first string) {
+			if err := unix.Mkfifo(filepath.Join(dir, "lineage-8.jsonl"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, "lineage-8.jsonl: not a regular file", 3, 0},
+		{"another boot", func(t *testing.T, dir, first string) {
+			l, err := Open(dir, "boot-before", 1<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.Append(ev(7))
+			l.Close()
+		}, "", 3, 1},
+		{"unrelated files", func(t *testing.T, dir, first string) {
+			os.WriteFile(filepath.Join(dir, "unrelated.txt"), []byte("x"), 0o600)
+			os.WriteFile(filepath.Join(dir, "lineage-x.jsonl"), []byte("x"), 0o600)
+		}, "", 3, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			l, err := Open(dir, "boot", 1<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 3; i++ {
+				l.Append(ev(i))
+			}
+			l.Close()
+			tt.damage(t, dir, filepath.Join(dir, "lineage-1.jsonl"))
 
-	got, warnings, err := Load(dir, "boot")
-	if err != nil {
-		t.Fatal(err)
+			got, err := Read(dir, "boot")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got.Events) != tt.events || got.OtherBoot != tt.otherBoot {
+				t.Errorf("%d events, %d of another boot; want %d, %d", len(got.Events), got.OtherBoot, tt.events, tt.otherBoot)
+			}
+			if tt.warning == "" && len(got.Damaged) != 0 || tt.warning != "" && (len(got.Damaged) != 1 || !strings.Contains(got.Damaged[0].String(), tt.warning)) {
+				t.Errorf("damage %v, want one with %q", got.Damaged, tt.warning)
+			}
+			// A restarted daemon appends after the damage and reads its own
+			// events back.
+			l2, err := Open(dir, "boot", 1<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l2.Append(ev(99))
+			if err := l2.Close(); err != nil {
+				t.Fatal(err)
+			}
+			again, err := Read(dir, "boot")
+			if err != nil || len(again.Events) != tt.events+1 || again.Events[len(again.Events)-1].PID != 99 {
+				t.Errorf("after reopening: %v, %+v", err, again)
+			}
+		})
 	}
-	if len(got) != 3 || len(warnings) != 3 {
-		t.Errorf("%d events, warnings %q: want the 3 good events and 3 warnings", len(got), warnings)
-	}
-	// Opening again starts a new segment after the damaged ones.
-	l2, err := Open(dir, "boot", 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l2.Append(ev(9))
-	l2.Close()
-	got, _, _ = Load(dir, "boot")
-	if len(got) != 4 || got[3].PID != 9 {
-		t.Errorf("after reopening: %d events", len(got))
-	}
-	if evs, warns, err := Load(filepath.Join(dir, "missing"), "boot"); err != nil || len(evs)+len(warns) != 0 {
+	if evs, warns, err := Load(filepath.Join(t.TempDir(), "missing"), "boot"); err != nil || len(evs)+len(warns) != 0 {
 		t.Errorf("missing dir: %v %v %v", evs, warns, err)
+	}
+	// A file where the directory should be is an error: the caller decides.
+	file := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(file, []byte("x"), 0o600)
+	if _, err := Read(file, "boot"); err == nil || !strings.Contains(err.Error(), file) {
+		t.Errorf("a file as the directory: %v", err)
+	}
+	if _, err := Open(file, "boot", 1<<20); err == nil || !strings.Contains(err.Error(), file) {
+		t.Errorf("Open of a file as the directory: %v", err)
 	}
 }
 

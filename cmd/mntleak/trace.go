@@ -69,7 +69,7 @@ func parseTraceFlags(args []string, stdoutTTY, stderrTTY bool, stderr io.Writer)
 	fs.StringVar(&opts.journald, "journald", "auto", "send findings and lifecycle logs to the systemd journal: auto (when /run/systemd/journal/socket exists), on, off")
 	fs.BoolVar(&opts.journalEvents, "journald-events", false, "also send every raw event to the journal (high volume)")
 	fs.StringVar(&opts.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (host:port, or :port for 127.0.0.1)")
-	fs.StringVar(&opts.stateDir, "state-dir", "/var/lib/mntleak", "keep the persistent lineage here (\"\" to disable): a restarted daemon still cites earlier namespace creations and binds")
+	fs.StringVar(&opts.stateDir, "state-dir", "/var/lib/mntleak", stateDirHelp)
 	fs.Int64Var(&opts.stateBytes, "state-size", state.DefaultMaxBytes, "size cap of the persistent lineage in bytes")
 	fs.IntVar(&opts.ringBufBytes, "ringbuf-size", tracer.DefaultRingBufferBytes, "ring buffer size in bytes (a power of two)")
 	fs.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -208,7 +208,7 @@ func trace(ctx context.Context, opts traceOptions, stdout io.Writer, log *zap.Lo
 		})
 	}
 
-	var stlog *state.Log
+	var stlog *lineageStore
 
 	// Raw events go to the journal only when asked (volume), not to stderr.
 	var eventLog *zap.Logger
@@ -237,11 +237,7 @@ func trace(ctx context.Context, opts traceOptions, stdout io.Writer, log *zap.Lo
 		if rec != nil {
 			fail(rec.Write(ev))
 		}
-		if stlog != nil && state.Keep(ev) {
-			if err := stlog.Append(ev); err != nil {
-				cancel(fmt.Errorf("persistent lineage: %w", err))
-			}
-		}
+		stlog.append(ev)
 		if opts.filter.Match(ev) {
 			fail(out.Write(ev))
 		}
@@ -266,39 +262,8 @@ func trace(ctx context.Context, opts traceOptions, stdout io.Writer, log *zap.Lo
 	// After the tracer's checks (privileges first), before the snapshot:
 	// the persistent lineage, what an earlier run saw, then what this one sees.
 	if opts.stateDir != "" && corr != nil {
-		boot, err := state.BootID()
-		if err != nil {
-			return err
-		}
-		remembered, warnings, err := state.Load(opts.stateDir, boot)
-		if err != nil {
-			return err
-		}
-		for _, w := range warnings {
-			log.Warn("persistent lineage: skipped damaged data", zap.String(logkey.Path, w))
-		}
-		for _, ev := range remembered {
-			corr.Remember(ev)
-		}
-		if stlog, err = state.Open(opts.stateDir, boot, opts.stateBytes); err != nil {
-			return err
-		}
-		defer stlog.Close()
-		go func() {
-			tick := time.NewTicker(time.Second)
-			defer tick.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-tick.C:
-					if err := stlog.Flush(); err != nil {
-						log.Warn("persistent lineage: write failed", zap.Error(err))
-					}
-				}
-			}
-		}()
-		log.Info("persistent lineage", zap.String(logkey.Path, opts.stateDir), zap.Int(logkey.Remembered, len(remembered)))
+		stlog = openLineage(ctx, opts.stateDir, opts.stateBytes, corr, log)
+		defer stlog.close()
 	}
 
 	if corr != nil {

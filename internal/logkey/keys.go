@@ -8,6 +8,8 @@ const (
 	DroppedTotal = "dropped_total" // ... since the start
 	Output       = "output"
 	Socket       = "socket"
+	Reason       = "reason"
+	Segments     = "segments"
 	Program      = "program"
 	Attach       = "attach"
 	Kind         = "kind"
