@@ -41,6 +41,7 @@ type traceOptions struct {
 	output        string // "" for stdout
 	journalSocket string
 	ringBufBytes  int
+	buffer        tracer.Buffer
 	logLevel      string
 	logFormat     string
 }
@@ -71,7 +72,8 @@ func parseTraceFlags(args []string, stdoutTTY, stderrTTY bool, stderr io.Writer)
 	fs.StringVar(&opts.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (host:port, or :port for 127.0.0.1)")
 	fs.StringVar(&opts.stateDir, "state-dir", "/var/lib/mntleak", stateDirHelp)
 	fs.Int64Var(&opts.stateBytes, "state-size", state.DefaultMaxBytes, "size cap of the persistent lineage in bytes")
-	fs.IntVar(&opts.ringBufBytes, "ringbuf-size", tracer.DefaultRingBufferBytes, "ring buffer size in bytes (a power of two)")
+	fs.IntVar(&opts.ringBufBytes, "ringbuf-size", tracer.DefaultRingBufferBytes, "ring buffer size in bytes (a power of two); a perf buffer splits it over the CPUs")
+	buffer := fs.String("buffer", "auto", "kernel-to-reader buffer: auto (ringbuf when the kernel has it, else perf), ringbuf, perf")
 	fs.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&opts.logFormat, "log-format", defaultLogFormat, "log format on stderr: json or console")
 	fs.Usage = func() {
@@ -87,6 +89,9 @@ func parseTraceFlags(args []string, stdoutTTY, stderrTTY bool, stderr io.Writer)
 	var err error
 	if opts.format, err = output.ParseFormat(*format); err != nil {
 		return opts, err
+	}
+	if opts.buffer, err = tracer.ParseBuffer(*buffer); err != nil {
+		return opts, fmt.Errorf("invalid -buffer %q: want auto, ringbuf or perf", *buffer)
 	}
 	if n := opts.ringBufBytes; n < 4096 || n&(n-1) != 0 {
 		return opts, fmt.Errorf("invalid -ringbuf-size %d: want a power of two of at least 4096", n)
@@ -253,7 +258,7 @@ func trace(ctx context.Context, opts traceOptions, stdout io.Writer, log *zap.Lo
 			}
 		}
 	}
-	t, err := tracer.New(tracer.Config{Sink: sink, RingBufferBytes: opts.ringBufBytes}, log.Named("tracer"))
+	t, err := tracer.New(tracer.Config{Sink: sink, Buffer: opts.buffer, RingBufferBytes: opts.ringBufBytes}, log.Named("tracer"))
 	if err != nil {
 		return err
 	}

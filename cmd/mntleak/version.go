@@ -55,9 +55,16 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	fmt.Fprintf(stdout, "mntleak %s (commit %s)\n", version, commit)
+	writeFeatures(stdout, feat)
+	return exitOK
+}
+
+// writeFeatures prints what the kernel offers, one line each.
+func writeFeatures(stdout io.Writer, feat tracer.Features) {
 	fmt.Fprintf(stdout, "kernel:      %s\n", feat.Kernel)
 	fmt.Fprintf(stdout, "btf:         %v\n", feat.BTF)
 	fmt.Fprintf(stdout, "ring buffer: %s\n", feat.RingBuffer)
+	fmt.Fprintf(stdout, "buffer:      %s (what --buffer=auto uses)\n", feat.Buffer)
 	fmt.Fprintf(stdout, "tracefs:     %s\n", feat.Tracefs)
 	var have, lack []string
 	for name, ok := range feat.Tracepoints {
@@ -73,5 +80,10 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, " (missing: %s)", strings.Join(lack, ", "))
 	}
 	fmt.Fprintln(stdout)
-	return exitOK
+	if len(feat.Disabled) > 0 {
+		fmt.Fprintf(stdout, "disabled:    %s events (optional tracepoints missing)\n", strings.Join(feat.Disabled, ", "))
+	}
+	if len(feat.RequiredMissing) > 0 {
+		fmt.Fprintf(stdout, "unusable:    required tracepoints missing: %s\n", strings.Join(feat.RequiredMissing, ", "))
+	}
 }
