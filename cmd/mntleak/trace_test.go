@@ -9,6 +9,7 @@ import (
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/internal/journald"
 	"github.com/mntleak/mntleak/output"
+	"github.com/mntleak/mntleak/tracer"
 )
 
 func TestParseTraceFlags(t *testing.T) {
@@ -39,6 +40,9 @@ func TestParseTraceFlags(t *testing.T) {
 		{name: "bad mntns", args: []string{"--mntns", "mnt:[x]"}, wantErr: `invalid mount namespace "x"`},
 		{name: "empty comm", args: []string{"--comm", "a,,b"}, wantErr: "empty name"},
 		{name: "ring buffer not a power of two", args: []string{"--ringbuf-size", "5000"}, wantErr: "power of two"},
+		{name: "perf buffer", args: []string{"--buffer", "perf"}, want: traceOptions{format: output.JSON, correlate: true, journald: "auto", ringBufBytes: 8 << 20, buffer: tracer.BufferPerf, logLevel: "info", logFormat: "json", stateDir: "/var/lib/mntleak", stateBytes: 64 << 20, journalSocket: journald.SocketPath}},
+		{name: "ring buffer asked", args: []string{"--buffer=ringbuf"}, want: traceOptions{format: output.JSON, correlate: true, journald: "auto", ringBufBytes: 8 << 20, buffer: tracer.BufferRingbuf, logLevel: "info", logFormat: "json", stateDir: "/var/lib/mntleak", stateBytes: 64 << 20, journalSocket: journald.SocketPath}},
+		{name: "bad buffer", args: []string{"--buffer", "mmap"}, wantErr: `invalid -buffer "mmap": want auto, ringbuf or perf`},
 		{name: "stray argument", args: []string{"extra"}, wantErr: `unexpected argument "extra"`},
 		{name: "unknown flag", args: []string{"--nope"}, wantErr: "flag provided but not defined"},
 	}
@@ -96,7 +100,7 @@ func TestVersion(t *testing.T) {
 	if code := run([]string{"version"}, &stdout, &bytes.Buffer{}); code != exitOK {
 		t.Fatalf("exit %d", code)
 	}
-	for _, want := range []string{"mntleak ", "kernel:", "btf:", "ring buffer:", "tracefs:", "tracepoints:"} {
+	for _, want := range []string{"mntleak ", "kernel:", "btf:", "ring buffer:", "buffer:", "tracefs:", "tracepoints:"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("version output lacks %q:\n%s", want, stdout.String())
 		}
@@ -104,5 +108,39 @@ func TestVersion(t *testing.T) {
 	stdout.Reset()
 	if code := run([]string{"version", "--json"}, &stdout, &bytes.Buffer{}); code != exitOK || !strings.Contains(stdout.String(), `"features"`) {
 		t.Errorf("version --json: %d %s", code, stdout.String())
+	}
+}
+
+// TestTraceBadBuffer: an unknown --buffer is one line on stderr and exit 2.
+func TestTraceBadBuffer(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"trace", "--buffer", "mmap"}, &stdout, &stderr); code != exitUsage {
+		t.Errorf("exit %d, want %d", code, exitUsage)
+	}
+	if want := "mntleak trace: invalid -buffer \"mmap\": want auto, ringbuf or perf\n"; stderr.String() != want || stdout.Len() != 0 {
+		t.Errorf("stderr %q stdout %q, want stderr %q", stderr.String(), stdout.String(), want)
+	}
+}
+
+// TestWriteFeatures: version names the buffer auto picks and the events
+// that missing optional tracepoints disable.
+func TestWriteFeatures(t *testing.T) {
+	var out bytes.Buffer
+	writeFeatures(&out, tracer.Features{
+		Kernel: "5.4.0", BTF: true, RingBuffer: "yes", Buffer: "ringbuf", Tracefs: "/sys/kernel/tracing",
+		Tracepoints: map[string]bool{"sys_exit_mount": true, "sys_exit_open_tree": false, "sys_exit_mount_setattr": false},
+		Disabled:    []string{"open_tree", "mount_setattr"},
+	})
+	for _, want := range []string{
+		"buffer:      ringbuf (what --buffer=auto uses)\n",
+		"tracepoints: 1 of 3 present (missing: sys_exit_mount_setattr, sys_exit_open_tree)\n",
+		"disabled:    open_tree, mount_setattr events (optional tracepoints missing)\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "unusable") {
+		t.Errorf("output says unusable:\n%s", out.String())
 	}
 }
