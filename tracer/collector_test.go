@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 	"golang.org/x/sys/unix"
 
@@ -39,16 +40,17 @@ func startTracer(t *testing.T) *collector {
 	if err != nil {
 		t.Fatalf("%s: %v", envBuffer, err)
 	}
-	return startTracerWith(t, tracer.Config{Buffer: buf})
+	return startTracerWith(t, tracer.Config{Buffer: buf}, zaptest.NewLogger(t))
 }
 
-// startTracerWith is startTracer with cfg (its Sink is the collector's).
-func startTracerWith(t *testing.T, cfg tracer.Config) *collector {
+// startTracerWith is startTracer with cfg (its Sink is the collector's)
+// and log.
+func startTracerWith(t *testing.T, cfg tracer.Config, log *zap.Logger) *collector {
 	t.Helper()
 	privtest.Require(t)
 	c := &collector{added: make(chan struct{}, 1)}
 	cfg.Sink = c.add
-	tr, err := tracer.New(cfg, zaptest.NewLogger(t))
+	tr, err := tracer.New(cfg, log)
 	if err != nil {
 		t.Fatalf("tracer.New: %v", err)
 	}

@@ -2,7 +2,9 @@ package tracer_test
 
 import (
 	"context"
+	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,46 +16,88 @@ import (
 	"github.com/mntleak/mntleak/tracer"
 )
 
-// TestLostEventsCounted: with a one-page ring buffer and a stalled reader,
-// a burst of mounts overflows the buffer. Every mount is accounted for:
-// received, or counted as lost in the kernel, and the loss is logged.
+// TestLostEventsCounted: with a one-page buffer (per CPU, for perf) and a
+// stalled reader, a burst of mounts overflows the buffer. Every mount is
+// accounted for: received, or counted as lost in the kernel; the loss is
+// logged once, and reaches the sink as KindLost events, in stream order,
+// whose counts add up to Stats.LostTotal. An EBUSY made after the loss
+// comes after a KindLost.
 func TestLostEventsCounted(t *testing.T) {
+	for _, buf := range []tracer.Buffer{tracer.BufferRingbuf, tracer.BufferPerf} {
+		t.Run(buf.String(), func(t *testing.T) { testLostEvents(t, buf) })
+	}
+}
+
+func testLostEvents(t *testing.T, buf tracer.Buffer) {
 	privtest.Require(t)
+	privtest.RequireCommands(t, "rmdir")
 	core, logs := observer.New(zap.WarnLevel)
 	release := make(chan struct{})
 	dir := t.TempDir()
-	var ours int
+	var (
+		mu     sync.Mutex
+		ours   int
+		stream []event.Event // lost and failure events, in delivery order
+	)
 	sink := func(ev *event.Event) {
 		<-release // stall until the burst is over
-		if ev.Kind == event.KindMount && filepath.Dir(ev.Target) == dir {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case ev.Kind == event.KindMount && filepath.Dir(ev.Target) == dir:
 			ours++
+		case ev.Kind == event.KindLost, ev.Kind == event.KindFailure && filepath.Dir(ev.Path) == dir:
+			stream = append(stream, *ev)
 		}
 	}
-	tr, err := tracer.New(tracer.Config{Sink: sink, RingBufferBytes: 4096, LostCheckInterval: 20 * time.Millisecond}, zap.New(core))
+	// A long warning interval: the one warning must come from the first loss.
+	cfg := tracer.Config{Sink: sink, Buffer: buf, RingBufferBytes: 4096, LostWarnInterval: time.Hour}
+	tr, err := tracer.New(cfg, zap.New(core))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tr.Close()
+	if tr.Buffer() != buf {
+		t.Fatalf("buffer %s, want %s", tr.Buffer(), buf)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- tr.Run(ctx) }()
 
 	const burst = 20
-	for i := 0; i < burst; i++ {
-		target := privtest.Mkdir(t, filepath.Join(dir, "m"+string(rune('a'+i))))
-		privtest.Mount(t, "mntleak-lost", target, "tmpfs", 0, "")
+	targets := make([]string, burst)
+	for i := range targets {
+		targets[i] = privtest.Mkdir(t, filepath.Join(dir, "m"+string(rune('a'+i))))
+		privtest.Mount(t, "mntleak-lost", targets[i], "tmpfs", 0, "")
 	}
 	close(release)
-	// The warning comes from the periodic check.
+	lostSeen := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(stream) > 0
+	}
 	deadline := time.Now().Add(5 * time.Second)
-	for logs.FilterMessageSnippet("events lost").Len() == 0 && time.Now().Before(deadline) {
+	for !lostSeen() && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(100 * time.Millisecond) // let the reader drain what fitted
+	// Drained now: an EBUSY on a mountpoint arrives after the KindLost.
+	rmdir := exec.Command("rmdir", targets[0])
+	if rmdir.Run() == nil {
+		t.Fatal("rmdir of a mountpoint succeeded")
+	}
+	failureSeen := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(stream) > 0 && stream[len(stream)-1].Kind == event.KindFailure
+	}
+	for !failureSeen() && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+	// Run detached the programs before it returned: nothing is lost now.
 	st, err := tr.Stats()
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +110,35 @@ func TestLostEventsCounted(t *testing.T) {
 	if uint64(ours)+lost < burst {
 		t.Errorf("received %d + lost %d < %d mounts made", ours, lost, burst)
 	}
-	if logs.FilterMessageSnippet("events lost").Len() == 0 {
-		t.Error("no warning logged for lost events")
+	if n := logs.FilterMessageSnippet("events lost").Len(); n != 1 {
+		t.Errorf("%d warnings for lost events, want 1 (one per LostWarnInterval)", n)
 	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	var sum uint64
+	var prev time.Time
+	failureAt := -1
+	for i, ev := range stream {
+		if ev.Kind == event.KindFailure {
+			failureAt = i
+			continue
+		}
+		sum += ev.Lost
+		if ev.Lost == 0 || ev.LostSince.IsZero() || ev.LostSince.After(ev.Time) || ev.LostSince.Before(prev) {
+			t.Errorf("lost event %d: %d lost in (%v, %v], previous at %v", i, ev.Lost, ev.LostSince, ev.Time, prev)
+		}
+		prev = ev.Time
+	}
+	if sum != st.LostTotal {
+		t.Errorf("KindLost events add up to %d, Stats.LostTotal is %d", sum, st.LostTotal)
+	}
+	if failureAt < 1 || stream[0].Kind != event.KindLost {
+		t.Errorf("the rmdir EBUSY (at %d of %d) does not follow a KindLost", failureAt, len(stream))
+	}
+	if buf == tracer.BufferPerf && st.PerfLostSamples > st.LostTotal {
+		t.Errorf("perf buffer lost %d samples, more than the %d counted by the programs", st.PerfLostSamples, st.LostTotal)
+	}
+	t.Logf("%s: received %d of ours, lost %d (total %d, perf lost samples %d), %d KindLost events",
+		buf, ours, lost, st.LostTotal, st.PerfLostSamples, len(stream)-1)
 }

@@ -19,6 +19,10 @@ import (
 // DefaultRingBufferBytes is the ring buffer size when Config leaves it zero.
 const DefaultRingBufferBytes = 8 << 20
 
+// drainTimeout bounds how long Run, once ctx is done, goes on delivering
+// the records queued before the programs were detached.
+const drainTimeout = 500 * time.Millisecond
+
 // Config configures a Tracer.
 type Config struct {
 	// Sink receives every decoded event, and the KindLost events the
@@ -169,17 +173,25 @@ func (t *Tracer) Disabled() []string { return append([]string(nil), t.disabled..
 func (t *Tracer) Buffer() Buffer { return t.buffer }
 
 // Run reads events until ctx is done (then it detaches the programs,
-// delivers what they queued, closes the reader and returns nil) or reading
-// fails. It is meant to be called once.
+// delivers what they queued within drainTimeout, closes the reader and
+// returns nil) or reading fails. It is meant to be called once.
 func (t *Tracer) Run(ctx context.Context) error {
+	done := make(chan struct{})
+	defer close(done)
 	stop := context.AfterFunc(ctx, func() {
-		// The programs stop first, then Run drains what they queued: the
-		// shutdown loses no event. (A perf buffer also refuses records
-		// once its reader is closed, which would count as lost.)
+		// The programs stop first: a perf buffer refuses records once its
+		// reader is closed, and each would count as lost. Then Run
+		// delivers what they queued, for at most drainTimeout, so that a
+		// slow sink cannot hold up the shutdown.
 		_ = t.detach()
-		if t.reader.flush() != nil {
-			_ = t.reader.close()
+		if t.reader.flush() == nil {
+			select {
+			case <-done:
+				return
+			case <-time.After(drainTimeout):
+			}
 		}
+		_ = t.reader.close()
 	})
 	defer stop()
 	defer t.reader.close()

@@ -1,0 +1,79 @@
+package tracer_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/tracer"
+)
+
+// TestMissingOptionalTracepoint: an optional probe on a tracepoint the
+// kernel lacks disables its events with one warning, and tracing works.
+func TestMissingOptionalTracepoint(t *testing.T) {
+	core, logs := observer.New(zap.WarnLevel)
+	cfg := tracer.WithBogusTracepoint(tracer.Config{}, "bogus", true)
+	c := startTracerWith(t, cfg, zap.New(core))
+
+	if got := c.tr.Disabled(); len(got) != 1 || got[0] != "bogus" {
+		t.Errorf("Disabled() = %q, want [bogus]", got)
+	}
+	warnings := logs.FilterMessageSnippet("tracepoints missing").All()
+	if len(warnings) != 1 || logs.Len() != 1 {
+		t.Fatalf("%d warnings about missing tracepoints (%d logs), want exactly 1", len(warnings), logs.Len())
+	}
+	fields := warnings[0].ContextMap()
+	if d, _ := fields["disabled"].([]any); len(d) != 1 || d[0] != "bogus" {
+		t.Errorf("warning field disabled = %v, want [bogus]", fields["disabled"])
+	}
+	if tp, _ := fields["tracepoints"].([]any); len(tp) != 1 || tp[0] != "tracepoint syscalls/sys_exit_mntleak_bogus_bogus" {
+		t.Errorf("warning field tracepoints = %v", fields["tracepoints"])
+	}
+
+	dir := t.TempDir()
+	privtest.Mount(t, "mntleak-optional", dir, "tmpfs", 0, "")
+	ev := c.waitFor(t, "mount", func(e *event.Event) bool { return e.Kind == event.KindMount && e.Target == dir })
+	if ev.PID != ownPID() || ev.Ret != 0 {
+		t.Errorf("mount event pid %d ret %d, want %d 0", ev.PID, ev.Ret, ownPID())
+	}
+}
+
+// TestMissingRequiredTracepoint: a required probe on a missing tracepoint
+// fails New with an error that names it, and nothing stays attached.
+func TestMissingRequiredTracepoint(t *testing.T) {
+	privtest.Require(t)
+	core, logs := observer.New(zap.WarnLevel)
+	cfg := tracer.WithBogusTracepoint(tracer.Config{Sink: func(*event.Event) {}}, "bogus", false)
+	before := openFDs(t)
+	tr, err := tracer.New(cfg, zap.New(core))
+	if err == nil {
+		tr.Close()
+		t.Fatal("New succeeded without a required tracepoint")
+	}
+	want := "attach tracepoint syscalls/sys_exit_mntleak_bogus_bogus: the kernel has no such tracepoint, and bogus events need it"
+	if !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("error %q, want one line starting %q", err, want)
+	}
+	if logs.Len() != 0 {
+		t.Errorf("unexpected logs: %v", logs.All())
+	}
+	// Everything New loaded and attached is closed again: programs, maps
+	// and links are all file descriptors of this process.
+	if after := openFDs(t); after != before {
+		t.Errorf("%d open file descriptors after the failed New, %d before", after, before)
+	}
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
