@@ -63,7 +63,8 @@ func New(lost LostFunc) *Metrics {
 type CountsFunc func() map[string]uint64
 
 // SinkDrops registers mntleak_sink_dropped_total{sink}: lines or entries an
-// output (stdout, record, journal) dropped because it did not keep up.
+// output (stdout or an --output file, record, journal) dropped because it
+// did not keep up.
 // The counters live in the outputs; fn is read at every scrape.
 func (m *Metrics) SinkDrops(fn CountsFunc) {
 	m.reg.MustRegister(lostCollector{fn: LostFunc(fn), desc: prometheus.NewDesc("mntleak_sink_dropped_total",

@@ -136,6 +136,24 @@ func (p *proc) signalAndWait(t *testing.T, sig syscall.Signal, limit time.Durati
 	return time.Since(start), p.cmd.ProcessState.ExitCode()
 }
 
+// waitFor is lines.wait without failing: whether a matching line came
+// within d.
+func (l *lines) waitFor(d time.Duration, match func(string) bool) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		l.mu.Lock()
+		for _, s := range l.buf {
+			if match(s) {
+				l.mu.Unlock()
+				return true
+			}
+		}
+		l.mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
+
 // metricsAddr is the address the daemon logged it serves metrics on.
 func (p *proc) metricsAddr(t *testing.T) string {
 	t.Helper()

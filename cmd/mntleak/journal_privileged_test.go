@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mntleak/mntleak/internal/journald"
 	"github.com/mntleak/mntleak/internal/journald/journaldtest"
 	"github.com/mntleak/mntleak/internal/privtest"
 )
@@ -74,7 +75,10 @@ func TestJournalStalled(t *testing.T) {
 	dropped := scrape(t, addr, "mntleak_sink_dropped_total", `sink="journal"`)
 	lost := scrape(t, addr, "mntleak_events_lost_total", "")
 	t.Logf("journald stopped: %.0f events read, %.0f journal entries dropped, %.0f lost in the kernel", read, dropped, lost)
-	if dropped == 0 || read <= dropped/2 || lost != 0 {
+	// A blocking send would have stopped the reader after the journal's
+	// queues (2048 entries) and socket backlog; kernel losses are only
+	// logged: other tests' storms share these 2 CPUs.
+	if dropped == 0 || read < 2*journald.OtherQueue {
 		t.Errorf("read %.0f, journal dropped %.0f, kernel lost %.0f: want the reader to go on", read, dropped, lost)
 	}
 

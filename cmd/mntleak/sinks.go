@@ -23,6 +23,7 @@ import (
 // tracepoint), so the outputs get what is left of flushBudget from the
 // signal, each at most its own timeout, all at once.
 const (
+	correlateBudget     = 700 * time.Millisecond
 	flushBudget         = 1500 * time.Millisecond
 	outputCloseTimeout  = 500 * time.Millisecond // each of --output and --record
 	journalCloseTimeout = 300 * time.Millisecond
@@ -44,6 +45,7 @@ const (
 // by a goroutine of its own, so the ring-buffer reader never waits for
 // them.
 type sinks struct {
+	outName string         // "stdout", or "output" for an --output file
 	out     *output.Writer // --output, or stdout
 	rec     *output.Writer // --record; nil without
 	journal *journald.Core // nil without
@@ -54,6 +56,16 @@ type sinks struct {
 // watch notes when ctx is done: the exit deadline counts from then.
 func (s *sinks) watch(ctx context.Context) {
 	context.AfterFunc(ctx, func() { s.stopAt.Store(time.Now().UnixNano()) })
+}
+
+// drainOnly reports whether the daemon was told to stop more than
+// correlateBudget ago. The tracer then still drains what the kernel had
+// queued, but a full buffer is tens of thousands of events: they are
+// written out, no longer correlated (the costly part), so the exit stays
+// within 2s.
+func (s *sinks) drainOnly() bool {
+	at := s.stopAt.Load()
+	return at != 0 && time.Since(time.Unix(0, at)) > correlateBudget
 }
 
 // remaining is how long an output may take to flush at exit.
@@ -70,6 +82,7 @@ func openSinks(ctx context.Context, opts traceOptions, stdout io.Writer, journal
 	s := &sinks{journal: journal}
 	s.watch(ctx)
 	streamOpts := output.Options{QueueBytes: streamQueueBytes, CloseTimeout: outputCloseTimeout}
+	s.outName = "stdout"
 	if opts.output == "" {
 		s.out = output.NewWriterOptions(stdout, opts.format, nil, streamOpts)
 	} else {
@@ -78,7 +91,7 @@ func openSinks(ctx context.Context, opts traceOptions, stdout io.Writer, journal
 		if err != nil {
 			return nil, err
 		}
-		s.out = w
+		s.out, s.outName = w, "output"
 	}
 	if opts.record != "" {
 		// Truncated: a record is one replayable stream from this start.
@@ -96,7 +109,7 @@ func openSinks(ctx context.Context, opts traceOptions, stdout io.Writer, journal
 // dropped returns the drop counters by sink, for the metric and the
 // warning.
 func (s *sinks) dropped() map[string]uint64 {
-	m := map[string]uint64{"stdout": s.out.Dropped()}
+	m := map[string]uint64{s.outName: s.out.Dropped()}
 	if s.rec != nil {
 		m["record"] = s.rec.Dropped()
 	}
@@ -173,7 +186,7 @@ func (s *sinks) close(log *zap.Logger) {
 		}
 	}
 	wg.Add(1)
-	go closeOne("stdout", s.out.CloseWithin, outputCloseTimeout)
+	go closeOne(s.outName, s.out.CloseWithin, outputCloseTimeout)
 	if s.rec != nil {
 		wg.Add(1)
 		go closeOne("record", s.rec.CloseWithin, outputCloseTimeout)

@@ -226,7 +226,7 @@ func trace(ctx context.Context, opts traceOptions, stdout io.Writer, log *zap.Lo
 	// reaches the same findings; the filters only select what is printed.
 	host := procfs.Host{}
 	sink := func(ev *event.Event) {
-		if opts.correlate && correlate.WantsCommand(ev) {
+		if opts.correlate && correlate.WantsCommand(ev) && !sk.drainOnly() {
 			// A failure carries its command line from the kernel already.
 			if cmd, err := host.Command(int(ev.PID)); err == nil {
 				ev.Exe = cmd.Exe
@@ -246,7 +246,7 @@ func trace(ctx context.Context, opts traceOptions, stdout io.Writer, log *zap.Lo
 		if opts.filter.Match(ev) {
 			fail(out.Write(ev))
 		}
-		if corr != nil {
+		if corr != nil && !sk.drainOnly() {
 			corr.Handle(ev)
 		}
 		if mets != nil {
