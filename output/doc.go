@@ -1,4 +1,10 @@
 // Package output writes events as JSON lines or one readable line each, to
-// stdout and to record files. Writes are buffered and flushed on a short
-// timer, so a storm of events costs one write(2) per batch, not per event.
+// stdout, --output files and record files. Each Writer has a bounded queue
+// (in bytes) drained by a goroutine of its own: the caller, the ring-buffer
+// reader, never waits for a slow or stuck destination. A line the queue has
+// no room for is dropped and counted, and a lost line marks the gap in the
+// stream; findings are never dropped. The drain writes one batch per
+// write(2), at least every FlushInterval. File writers reopen their path
+// on request (logrotate), and Close gives up on a stuck destination after
+// a time limit, so that a daemon told to stop does stop.
 package output

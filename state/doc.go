@@ -8,6 +8,8 @@
 // a header line naming the boot it belongs to; lines are the events' JSON
 // (the stream format). Segments rotate at a quarter of the size cap and the
 // oldest go when the cap is exceeded. A corrupt or truncated segment is
-// skipped with a warning, never fatal; segments of another boot are
-// ignored (namespace inodes mean nothing across a reboot). Files are 0600.
+// skipped with one warning naming it, never fatal; a name that is not a
+// regular file (a directory, a FIFO that would block a read) is neither
+// read nor removed; segments of another boot are ignored (namespace
+// inodes mean nothing across a reboot). Files are 0600.
 package state

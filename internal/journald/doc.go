@@ -7,5 +7,10 @@
 //	journalctl MNTLEAK_CAUSE=private-tmp -o json
 //
 // finds them. The core is teed with stderr: if the journal goes away the
-// entries still reach stderr, and the loss is logged there.
+// entries still reach stderr, and the loss is logged there, once per
+// outage. Entries are sent from a goroutine of the core's own, through
+// bounded queues (findings in one of their own, sent first) and with a
+// deadline per send: a journald that is stopped or slow never blocks the
+// logger's caller; what does not fit is dropped and counted. The socket is
+// a parameter (Socket), so that a journal namespace can be the target.
 package journald
