@@ -1,0 +1,96 @@
+package tracer
+
+import (
+	"os/exec"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/mntleak/mntleak/internal/privtest"
+)
+
+// TestLoadBuffers loads the objects for each buffer and checks what the
+// kernel got: the events map's type, one instance shared by all four
+// objects, no ring buffer map at all in perf mode (kernels before 5.8 have
+// none), and, in the programs as the verifier left them, only the helper
+// calls of the buffer in use: use_perf is a constant, so the other branch
+// is dead code the verifier removed.
+func TestLoadBuffers(t *testing.T) {
+	privtest.Require(t)
+	privtest.RequireCommands(t, "bpftool")
+	tests := []struct {
+		buffer         Buffer
+		events         ebpf.MapType
+		want, unwanted []string // helper calls in an exit program
+	}{
+		{BufferRingbuf, ebpf.RingBuf, []string{"bpf_ringbuf_reserve", "bpf_ringbuf_submit"}, []string{"bpf_perf_event_output"}},
+		{BufferPerf, ebpf.PerfEventArray, []string{"bpf_perf_event_output"}, []string{"bpf_ringbuf_reserve", "bpf_ringbuf_submit"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.buffer.String(), func(t *testing.T) {
+			o, err := loadObjects(loadOptions{buffer: tt.buffer, ringBufBytes: 1 << 16}, zaptest.NewLogger(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer o.close()
+			if typ := o.mount.Events.Type(); typ != tt.events {
+				t.Errorf("events map is a %s, want %s", typ, tt.events)
+			}
+			eventsID := mapID(t, o.mount.Events)
+			for _, objMaps := range []any{&o.mount.mountMaps, &o.newmount.newmountMaps, &o.nsproc.nsprocMaps, &o.failure.failureMaps} {
+				v := reflect.ValueOf(objMaps).Elem()
+				for i := 0; i < v.NumField(); i++ {
+					m := v.Field(i).Interface().(*ebpf.Map)
+					if m.Type() == ebpf.RingBuf && tt.buffer == BufferPerf {
+						t.Errorf("%s: map %s is a ring buffer", v.Type(), v.Type().Field(i).Name)
+					}
+					if v.Type().Field(i).Name == "Events" && mapID(t, m) != eventsID {
+						t.Errorf("%s: events map %d is not the shared one (%d)", v.Type(), mapID(t, m), eventsID)
+					}
+				}
+			}
+			for name, prog := range map[string]*ebpf.Program{"mount_exit": o.mount.MountExit, "failure_exit": o.failure.FailureExit} {
+				dump := xlated(t, prog)
+				for _, call := range tt.want {
+					if !strings.Contains(dump, call) {
+						t.Errorf("%s: no call to %s", name, call)
+					}
+				}
+				for _, call := range tt.unwanted {
+					if strings.Contains(dump, call) {
+						t.Errorf("%s: a call to %s is left in the %s program", name, call, tt.buffer)
+					}
+				}
+			}
+		})
+	}
+}
+
+func mapID(t *testing.T, m *ebpf.Map) ebpf.MapID {
+	t.Helper()
+	info, err := m.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := info.ID()
+	return id
+}
+
+// xlated is the program as the kernel runs it, helper calls by name.
+func xlated(t *testing.T, prog *ebpf.Program) string {
+	t.Helper()
+	info, err := prog.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := info.ID()
+	out, err := exec.Command("bpftool", "prog", "dump", "xlated", "id", strconv.Itoa(int(id))).CombinedOutput()
+	if err != nil {
+		t.Fatalf("bpftool prog dump xlated id %d: %v\n%s", id, err, out)
+	}
+	return string(out)
+}
