@@ -26,6 +26,15 @@ type Options struct {
 	// knows its copies before an unmount elsewhere, and before the kernel
 	// detaches them (unlink of the mountpoint). Default 100ms.
 	SettleDelay time.Duration
+	// GCInterval is how often (in event time) dead namespaces, stale
+	// tables and old keys are collected. Default 30s.
+	GCInterval time.Duration
+	// MaxDead caps the dead namespaces kept for lineage. Default 4096.
+	MaxDead int
+	// MaxMounts caps the mounts held in mount tables; beyond it the
+	// least recently read tables are evicted (and re-read when needed),
+	// never those of namespaces holding an open leak. Default 400000.
+	MaxMounts int
 }
 
 func (o *Options) defaults() {
@@ -44,6 +53,15 @@ func (o *Options) defaults() {
 	if o.SettleDelay == 0 {
 		o.SettleDelay = 100 * time.Millisecond
 	}
+	if o.GCInterval == 0 {
+		o.GCInterval = 30 * time.Second
+	}
+	if o.MaxDead == 0 {
+		o.MaxDead = 4096
+	}
+	if o.MaxMounts == 0 {
+		o.MaxMounts = 400000
+	}
 }
 
 // Correlator consumes events in order and emits findings. It is not safe
@@ -61,6 +79,8 @@ type Correlator struct {
 	leaks      []*leakRecord        // recent leak findings, for linking
 	remembered bool                 // a persistent lineage was applied
 	losses     []loss               // when the kernel dropped events
+	lastGC     time.Time            // event time of the last collection
+	evicted    uint64               // tables evicted by MaxMounts
 }
 
 type leakRecord struct {
@@ -248,6 +268,7 @@ func (c *Correlator) Handle(ev *event.Event) {
 		c.failure(ev)
 	}
 	c.settle()
+	c.collect()
 }
 
 // settle re-reads the tables of namespaces whose mount activity has been

@@ -62,9 +62,7 @@ func (c *Correlator) checkLeak(ev *event.Event) {
 		rec.namespaces = append(rec.namespaces, mt.ns)
 	}
 	c.leaks = append(c.leaks, rec)
-	if len(c.leaks) > maxLeaks {
-		c.leaks = c.leaks[len(c.leaks)-maxLeaks:]
-	}
+	c.capLeaks()
 	c.report(f)
 }
 

@@ -222,3 +222,25 @@ func (l *Ledger) Seq() uint64 { return l.seq }
 // Invalidate marks every table stale, as after events were lost: each is
 // re-read before it is next relied on.
 func (l *Ledger) Invalidate() { l.seq++ }
+
+// Mounts counts the mounts held in current and previous tables.
+func (l *Ledger) Mounts() int {
+	n := 0
+	for _, t := range l.tables {
+		n += len(t.Mounts)
+	}
+	for _, t := range l.last {
+		n += len(t.Mounts)
+	}
+	return n
+}
+
+// namespaces lists the namespaces with a table, in order.
+func (l *Ledger) namespaces() []uint32 {
+	out := make([]uint32, 0, len(l.tables))
+	for ns := range l.tables {
+		out = append(out, ns)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}

@@ -301,5 +301,24 @@ func (l *Lineage) expire(now time.Time) {
 	for cut < len(l.dead) && now.Sub(l.dead[cut].Died) > l.retention {
 		cut++
 	}
-	l.dead = l.dead[cut:]
+	if cut > 0 {
+		l.dead = append([]*Namespace(nil), l.dead[cut:]...)
+	}
+}
+
+// hasEmpty reports whether a live namespace has no known member left.
+func (l *Lineage) hasEmpty() bool {
+	for _, n := range l.live {
+		if len(n.members) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// capDead keeps the max most recently dead namespaces.
+func (l *Lineage) capDead(max int) {
+	if len(l.dead) > max {
+		l.dead = append([]*Namespace(nil), l.dead[len(l.dead)-max:]...)
+	}
 }

@@ -10,29 +10,49 @@ import (
 )
 
 // Replay runs a correlator over a stream recorded by `mntleak trace
-// --record`: the /proc answers are queued first (the correlator asks for
-// them while handling the events they follow), then the events are fed in
-// order. The findings are the ones the live daemon reached.
+// --record`. Each event is followed in the stream by the /proc answers the
+// live correlator read while handling it; those are queued just before the
+// event is fed, so a question asked at another point (a periodic sweep, a
+// read the live run did not make) cannot take an answer meant for a later
+// one. The answers before the first event are the startup snapshot's. The
+// findings are the ones the live daemon reached.
 func Replay(r io.Reader, name string, emit func(*Finding)) error {
-	proc := procfs.NewReplay()
-	var events []*event.Event
+	type step struct {
+		ev      *event.Event
+		answers []*procfs.Record
+	}
+	var (
+		startup []*procfs.Record
+		steps   []step
+	)
 	err := stream.Read(r, name, func(it stream.Item) error {
-		if it.Proc != nil {
-			proc.Add(it.Proc)
-		} else {
-			events = append(events, it.Event)
+		switch {
+		case it.Event != nil:
+			steps = append(steps, step{ev: it.Event})
+		case len(steps) == 0:
+			startup = append(startup, it.Proc)
+		default:
+			last := &steps[len(steps)-1]
+			last.answers = append(last.answers, it.Proc)
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
+	proc := procfs.NewReplay()
+	for _, rec := range startup {
+		proc.Add(rec)
+	}
 	corr := New(proc, Options{}, emit)
 	if err := corr.Start(); err != nil {
 		return fmt.Errorf("%s: startup snapshot: %w", name, err)
 	}
-	for _, ev := range events {
-		corr.Handle(ev)
+	for _, st := range steps {
+		for _, rec := range st.answers {
+			proc.Add(rec)
+		}
+		corr.Handle(st.ev)
 	}
 	return nil
 }
