@@ -1,10 +1,16 @@
 // Package tracer loads mntleak's BPF programs, attaches them to their
-// tracepoints, reads the shared ring buffer and hands decoded events
-// (package event) to a sink. It is the only package that imports
+// tracepoints, reads the shared buffer and hands decoded events (package
+// event) to a sink. It is the only package that imports
 // github.com/cilium/ebpf.
 //
 // The programs live in four objects, one per concern (bpf/*.bpf.c); the
-// maps they share (the ring buffer, the lost-event counters, the per-thread
-// entry state and the path scratch buffer) are created once from the first
-// object and handed to the others.
+// maps they share (the events buffer, the lost-event counters, the
+// per-thread entry state and the scratch buffers) are created once from the
+// first object and handed to the others.
+//
+// The events buffer is a BPF ring buffer or, without one (or with
+// Config.Buffer = BufferPerf), a perf event array; the loader sets the
+// programs' use_perf constant to match (buffer.go, load.go). Records the
+// kernel cannot queue are counted by kind, and Run puts each loss in the
+// stream as a KindLost event (lost.go).
 package tracer
