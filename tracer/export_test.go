@@ -21,3 +21,10 @@ func WithBogusTracepoint(cfg Config, event string, optional bool) Config {
 
 // JudgeCapabilities is judgeCapabilities for a CapEff value.
 var JudgeCapabilities = judgeCapabilities
+
+// WithoutPeriodicLostCheck leaves only the lost check before each failure
+// event (and the last one, when Run returns).
+func WithoutPeriodicLostCheck(cfg Config) Config {
+	cfg.noPeriodicCheck = true
+	return cfg
+}

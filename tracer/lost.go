@@ -39,7 +39,7 @@ func newLostWatch(t *Tracer, now time.Time) *lostWatch {
 // due runs the periodic check when its time has come. It costs one clock
 // read, so Run calls it for every record.
 func (w *lostWatch) due(now time.Time) {
-	if now.Before(w.next) {
+	if now.Before(w.next) || w.t.cfg.noPeriodicCheck {
 		return
 	}
 	w.check(now)

@@ -142,3 +142,81 @@ func testLostEvents(t *testing.T, buf tracer.Buffer) {
 	t.Logf("%s: received %d of ours, lost %d (total %d, perf lost samples %d), %d KindLost events",
 		buf, ours, lost, st.LostTotal, st.PerfLostSamples, len(stream)-1)
 }
+
+// TestLossBeforeFailure: with only the check before each failure event, a
+// loss that happened before an EBUSY still reaches the sink just before
+// the failure, so a finding on it knows its evidence may be incomplete.
+func TestLossBeforeFailure(t *testing.T) {
+	for _, buf := range []tracer.Buffer{tracer.BufferRingbuf, tracer.BufferPerf} {
+		t.Run(buf.String(), func(t *testing.T) {
+			privtest.Require(t)
+			privtest.RequireCommands(t, "rmdir")
+			release := make(chan struct{})
+			dir := t.TempDir()
+			var (
+				mu     sync.Mutex
+				stream []event.Event
+			)
+			sink := func(ev *event.Event) {
+				<-release
+				mu.Lock()
+				defer mu.Unlock()
+				if ev.Kind == event.KindLost || ev.Kind == event.KindFailure && filepath.Dir(ev.Path) == dir {
+					stream = append(stream, *ev)
+				}
+			}
+			cfg := tracer.WithoutPeriodicLostCheck(tracer.Config{Sink: sink, Buffer: buf, RingBufferBytes: 4096})
+			tr, err := tracer.New(cfg, zap.NewNop())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tr.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- tr.Run(ctx) }()
+
+			var targets []string
+			for i := 0; i < 20; i++ {
+				targets = append(targets, privtest.Mkdir(t, filepath.Join(dir, "m"+string(rune('a'+i)))))
+				privtest.Mount(t, "mntleak-lost", targets[i], "tmpfs", 0, "")
+			}
+			close(release)
+			// Let the reader drain the buffer, so the failure record fits.
+			time.Sleep(300 * time.Millisecond)
+			if exec.Command("rmdir", targets[0]).Run() == nil {
+				t.Fatal("rmdir of a mountpoint succeeded")
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for time.Now().Before(deadline) {
+				mu.Lock()
+				n := len(stream)
+				mu.Unlock()
+				if n >= 2 {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			mu.Lock()
+			got := append([]event.Event(nil), stream...)
+			mu.Unlock()
+			if len(got) < 2 || got[0].Kind != event.KindLost || got[0].Lost == 0 || got[1].Kind != event.KindFailure {
+				kinds := make([]string, len(got))
+				for i, ev := range got {
+					kinds[i] = ev.Kind.String()
+				}
+				t.Fatalf("stream %v, want lost then the rmdir failure", kinds)
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			st, err := tr.Stats()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got[0].Lost > st.LostTotal {
+				t.Errorf("KindLost says %d, Stats.LostTotal %d", got[0].Lost, st.LostTotal)
+			}
+		})
+	}
+}

@@ -43,10 +43,12 @@ type Config struct {
 	// lost events. Zero means DefaultLostWarnInterval.
 	LostWarnInterval time.Duration
 
-	// Test hooks (export_test.go): another BTF file, and probes on top of
-	// the real ones.
-	btfPath     string
-	extraProbes func(*objects) []probe
+	// Test hooks (export_test.go): another BTF file, probes on top of the
+	// real ones, and no periodic lost check (only the one before each
+	// failure event and the last one).
+	btfPath         string
+	extraProbes     func(*objects) []probe
+	noPeriodicCheck bool
 }
 
 // Stats counts what the tracer saw.
