@@ -3,14 +3,15 @@
  * Maps and helpers shared by every mntleak object. Each .bpf.c includes this
  * file, so each object carries the same map definitions; the Go loader
  * creates the maps once and hands them to every object (MapReplacements), so
- * all programs write one ring buffer and one set of counters.
+ * all programs write one events buffer and one set of counters.
  *
  * Records go to a BPF ring buffer, or, when the loader sets use_perf
  * (kernels before 5.8, or --buffer=perf), to a perf event array: the loader
  * then turns the events map into a PERF_EVENT_ARRAY before creating it, so
  * no ring buffer map is ever created on a kernel without one. use_perf is a
- * read-only constant, so the verifier knows it and skips the other branch
- * of reserve_event/submit_event, helper calls included.
+ * read-only constant, so the verifier knows it and removes the other branch
+ * of reserve_event/submit_event, helper calls included
+ * (tracer/load_privileged_test.go checks the loaded programs).
  */
 #ifndef __MNTLEAK_COMMON_BPF_H__
 #define __MNTLEAK_COMMON_BPF_H__
