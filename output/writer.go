@@ -162,11 +162,15 @@ func (w *Writer) Dropped() uint64 { return w.q.dropped.Load() }
 // Flush writes out queued lines, waiting for the destination.
 func (w *Writer) Flush() error { return w.q.request(false, w.q.closeTimeout) }
 
+// ReopenTimeout bounds how long Reopen waits for a stuck destination; the
+// reopen still happens once the destination takes the queued lines.
+const ReopenTimeout = 5 * time.Second
+
 // Reopen writes out queued lines to the current file, then opens its path
 // anew and closes the old one: after logrotate renamed it, new lines go to
 // a new file at the original path. It does nothing for a Writer not made
 // by OpenFile.
-func (w *Writer) Reopen() error { return w.q.request(true, 0) }
+func (w *Writer) Reopen() error { return w.q.request(true, ReopenTimeout) }
 
 // Close writes out queued lines (waiting at most Options.CloseTimeout),
 // stops the drain and closes an owned file. It is idempotent.

@@ -158,7 +158,11 @@ func (s *sinks) reopenOn(ctx context.Context, sig <-chan os.Signal, log *zap.Log
 			return
 		case <-sig:
 		}
-		err := errors.Join(s.out.Reopen(), reopenRec(s.rec))
+		var err error
+		if s.outName == "output" { // stdout has no path to reopen
+			err = s.out.Reopen()
+		}
+		err = errors.Join(err, reopenRec(s.rec))
 		if err != nil {
 			log.Error("reopen output files", zap.Error(err))
 			continue

@@ -58,7 +58,7 @@ func TestFindingsReachTheJournal(t *testing.T) {
 	// Over the datagram limit: sent as a sealed memfd.
 	log.Info("big", zap.String("path", path+"-big"), zap.String("detail", strings.Repeat("x", 300<<10)))
 
-	got := j.Entries(t, 5*time.Second, "MNTLEAK_PATH="+path)
+	got := j.Entries(t, 15*time.Second, "MNTLEAK_PATH="+path)
 	if len(got) != 1 {
 		t.Fatalf("%d journal entries for %s, want 1", len(got), path)
 	}
@@ -74,10 +74,10 @@ func TestFindingsReachTheJournal(t *testing.T) {
 			t.Errorf("%s = %v, want %q", k, e[k], want)
 		}
 	}
-	if leak := j.Entries(t, 5*time.Second, "MNTLEAK_PATH="+path+"-leak"); len(leak) != 1 || leak[0]["PRIORITY"] != "4" {
+	if leak := j.Entries(t, 15*time.Second, "MNTLEAK_PATH="+path+"-leak"); len(leak) != 1 || leak[0]["PRIORITY"] != "4" {
 		t.Errorf("leak entry %v, want one at priority 4 (warning)", leak)
 	}
-	if big := j.Entries(t, 5*time.Second, "MNTLEAK_PATH="+path+"-big"); len(big) != 1 {
+	if big := j.Entries(t, 15*time.Second, "MNTLEAK_PATH="+path+"-big"); len(big) != 1 {
 		t.Errorf("%d entries for the big entry, want 1", len(big))
 	}
 
@@ -94,7 +94,7 @@ func TestFindingsReachTheJournal(t *testing.T) {
 	}
 	j.Restart(t)
 	log.Error("after the outage", zap.String("path", path+"-back"))
-	if len(j.Entries(t, 5*time.Second, "MNTLEAK_PATH="+path+"-back")) != 1 {
+	if len(j.Entries(t, 15*time.Second, "MNTLEAK_PATH="+path+"-back")) != 1 {
 		t.Error("no entry after the journal came back")
 	}
 	if !strings.Contains(stderr.String(), `"msg":"journal available again","lost":2`) {
