@@ -232,6 +232,7 @@ func TestFilter(t *testing.T) {
 		{"mntns of caller", Filter{MntNS: []uint32{100}}, mount, true},
 		{"mntns named by fork", Filter{MntNS: []uint32{200}}, fork, true},
 		{"pid and comm both needed", Filter{PIDs: []uint32{10}, Comms: []string{"dockerd"}}, mount, false},
+		{"lost events pass every filter", Filter{PIDs: []uint32{10}, Comms: []string{"dockerd"}, MntNS: []uint32{100}}, &Event{Kind: KindLost, Lost: 3, SyscallNr: -1}, true},
 	}
 	for _, tt := range tests {
 		if got := tt.f.Match(tt.ev); got != tt.expect {

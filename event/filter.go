@@ -13,8 +13,12 @@ func (f *Filter) Empty() bool {
 	return len(f.PIDs) == 0 && len(f.Comms) == 0 && len(f.MntNS) == 0
 }
 
-// Match reports whether e passes the filter.
+// Match reports whether e passes the filter. A lost event always does: the
+// lost events may be any process's, so a filtered view is incomplete too.
 func (f *Filter) Match(e *Event) bool {
+	if e.Kind == KindLost {
+		return true
+	}
 	if len(f.PIDs) > 0 && !containsAny(f.PIDs, e.PID, e.ChildPID) {
 		return false
 	}
