@@ -80,9 +80,20 @@ func (c *Correlator) privateParent(a *analysis, m match) (verdict, bool) {
 	if parent == nil || !IsPrivate(parent) {
 		return verdict{}, false
 	}
+	// Only the parent namespace's own propagation change counts, and only
+	// from its present generation: every `unshare --propagation private`
+	// on the node makes some / private, in its own new namespace.
+	if m.ns.Parent == 0 {
+		return verdict{}, false
+	}
+	var since time.Time
+	if p := c.lineage.Get(m.ns.Parent); p != nil {
+		since = p.Created
+	}
 	var made *event.Event
 	for _, ev := range c.ledger.History() {
-		if ev.Ret < 0 || (!m.ns.Created.IsZero() && !ev.Time.Before(m.ns.Created)) {
+		if ev.Ret < 0 || ev.MntNS != m.ns.Parent || ev.Time.Before(since) ||
+			(!m.ns.Created.IsZero() && !ev.Time.Before(m.ns.Created)) {
 			continue
 		}
 		if (ev.Kind == event.KindMount && hasFlags(ev, "MS_PRIVATE") && ev.Target == parent.Mountpoint) ||
