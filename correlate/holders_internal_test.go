@@ -127,12 +127,12 @@ func TestOutermostAndPropagation(t *testing.T) {
 2 1 7:0 / /srv/vol rw shared:2 master:7 - ext4 /dev/loop0 rw
 3 2 7:0 /sub /srv/vol/sub rw unbindable - ext4 /dev/loop0 rw
 `)
-	got := outermost(tb, []*mountinfo.Info{tb.byID[3], tb.byID[2]})
+	got := outermost(tb, []*mountinfo.Info{tb.mount(3), tb.mount(2)})
 	if len(got) != 1 || got[0].ID != 2 {
 		t.Errorf("outermost kept %v", got)
 	}
 	for id, want := range map[int]string{1: "shared:1", 2: "shared:2 master:7", 3: "private"} {
-		if p := Propagation(tb.byID[id]); p != want {
+		if p := Propagation(tb.mount(id)); p != want {
 			t.Errorf("Propagation(%d) = %q, want %q", id, p, want)
 		}
 	}
@@ -182,7 +182,7 @@ func TestUnknownCause(t *testing.T) {
 	c := New(nil, Options{}, func(*Finding) {})
 	tb := table(t, 9, "1 0 254:0 / / rw - ext4 /dev/vda rw\n2 1 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n")
 	n := &Namespace{Ino: 9, Origin: OriginPredates, Inferred: true, members: map[int]*Member{}}
-	v := c.classify(&analysis{trigger: &event.Event{Kind: event.KindFailure}, caller: 1}, match{ns: n, table: tb, mount: tb.byID[2], where: "/srv/vol"})
+	v := c.classify(&analysis{trigger: &event.Event{Kind: event.KindFailure}, caller: 1}, match{ns: n, table: tb, mount: tb.mount(2), where: "/srv/vol"})
 	if v.cause != CauseUnknown || len(v.missing) == 0 {
 		t.Errorf("cause %s, missing %v: want unknown saying what is missing", v.cause, v.missing)
 	}

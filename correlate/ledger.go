@@ -17,22 +17,20 @@ type Table struct {
 	ReadAt time.Time
 	Seq    uint64 // ledger change sequence when read
 	Mounts []*mountinfo.Info
-	byID   map[int]*mountinfo.Info
+	byID   []int32 // indexes into Mounts, in mount ID order (see tableindex.go)
+	local  uint64  // the namespace's own change count when read (see Ledger.Record)
+	shared bool    // some mount is in a shared peer group
 }
 
 // NewTable indexes a mount table.
 func NewTable(ns uint32, mounts []*mountinfo.Info, at time.Time, seq uint64) *Table {
-	t := &Table{NS: ns, ReadAt: at, Seq: seq, Mounts: mounts, byID: make(map[int]*mountinfo.Info, len(mounts))}
-	for _, m := range mounts {
-		t.byID[m.ID] = m
-	}
-	return t
+	return &Table{NS: ns, ReadAt: at, Seq: seq, Mounts: mounts, byID: indexByID(mounts), shared: anyShared(mounts)}
 }
 
 // Root returns the namespace's root mount (its parent is outside the table).
 func (t *Table) Root() *mountinfo.Info {
 	for _, m := range t.Mounts {
-		if _, ok := t.byID[m.Parent]; !ok || m.Parent == m.ID {
+		if t.mount(m.Parent) == nil || m.Parent == m.ID {
 			return m
 		}
 	}
@@ -69,7 +67,7 @@ func (t *Table) Parent(m *mountinfo.Info) *mountinfo.Info {
 	if m.Parent == m.ID {
 		return nil
 	}
-	return t.byID[m.Parent]
+	return t.mount(m.Parent)
 }
 
 // Propagation renders a mount's propagation as mountinfo's optional fields
@@ -141,7 +139,8 @@ func join(dir, r string) string {
 type Ledger struct {
 	tables  map[uint32]*Table
 	last    map[uint32]*Table // the table before the latest one, per namespace
-	seq     uint64            // bumped by every mount-changing event
+	seq     uint64            // bumped by every mount-changing event that may reach other tables
+	local   map[uint32]uint64 // per namespace: its changes that reach no other table
 	history []*event.Event
 	maxHist int
 	dirty   map[uint32]time.Time // namespace -> its last mount activity
@@ -149,7 +148,8 @@ type Ledger struct {
 
 // NewLedger returns a ledger keeping up to maxHistory events.
 func NewLedger(maxHistory int) *Ledger {
-	return &Ledger{tables: map[uint32]*Table{}, last: map[uint32]*Table{}, maxHist: maxHistory, dirty: map[uint32]time.Time{}}
+	return &Ledger{tables: map[uint32]*Table{}, last: map[uint32]*Table{}, local: map[uint32]uint64{},
+		maxHist: maxHistory, dirty: map[uint32]time.Time{}}
 }
 
 // Table returns the last table read for a namespace, or nil.
@@ -161,12 +161,14 @@ func (l *Ledger) Previous(ns uint32) *Table { return l.last[ns] }
 // Fresh reports whether ns's table was read after the latest mount change.
 func (l *Ledger) Fresh(ns uint32) bool {
 	t := l.tables[ns]
-	return t != nil && t.Seq == l.seq
+	return t != nil && t.Seq == l.seq && t.local == l.local[ns]
 }
 
 // Store records a table just read.
 func (l *Ledger) Store(t *Table) {
+	t.local = l.local[t.NS]
 	if old := l.tables[t.NS]; old != nil {
+		t.shareWith(old)
 		l.last[t.NS] = old
 	}
 	l.tables[t.NS] = t
@@ -178,14 +180,21 @@ func (l *Ledger) Forget(ns uint32) *Table {
 	t := l.tables[ns]
 	delete(l.tables, ns)
 	delete(l.last, ns)
+	delete(l.local, ns)
 	return t
 }
 
 // Record appends a mount-family event to the history and marks every
 // table stale: with propagation, a mount anywhere may change any table.
+// Only the caller's table goes stale when the change cannot leave its
+// namespace (see contained).
 func (l *Ledger) Record(ev *event.Event) {
 	if ev.Ret >= 0 {
-		l.seq++
+		if l.contained(ev) {
+			l.local[ev.MntNS]++
+		} else {
+			l.seq++
+		}
 	}
 	l.history = append(l.history, ev)
 	if len(l.history) > l.maxHist {

@@ -1,15 +1,16 @@
 package procfs
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
+	"unique"
 
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
@@ -32,43 +33,44 @@ func (h Host) root() string {
 // Processes implements Proc. Processes that exit while being read are
 // skipped: the list is a snapshot of the ones that could be read.
 func (h Host) Processes() ([]Process, error) {
-	ents, err := os.ReadDir(h.root())
+	pids, err := h.pids()
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", h.root(), err)
 	}
-	procs := make([]Process, 0, len(ents))
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid <= 0 {
-			continue
+	procs := make([]Process, len(pids))
+	ok := make([]bool, len(pids))
+	scan(len(pids), func(i int, s *scratch) {
+		p, err := h.process(pids[i], s)
+		// An error: gone, or a kernel thread without a mount namespace.
+		procs[i], ok[i] = p, err == nil
+	})
+	out := procs[:0]
+	for i := range procs {
+		if ok[i] {
+			out = append(out, procs[i])
 		}
-		p, err := h.process(pid)
-		if err != nil {
-			continue // gone, or a kernel thread without a mount namespace
-		}
-		procs = append(procs, p)
 	}
-	return procs, nil
+	return out, nil
 }
 
-func (h Host) process(pid int) (Process, error) {
-	dir := filepath.Join(h.root(), strconv.Itoa(pid))
+func (h Host) process(pid int, s *scratch) (Process, error) {
+	dir := h.root() + "/" + strconv.Itoa(pid)
 	p := Process{PID: pid}
-	stat, err := os.ReadFile(dir + "/stat")
+	stat, err := s.read(dir + "/stat")
 	if err != nil {
 		return p, err
 	}
 	if err := parseStat(stat, &p); err != nil {
 		return p, fmt.Errorf("%s/stat: %w", dir, err)
 	}
-	link, err := os.Readlink(dir + "/ns/mnt")
+	link, err := s.readlink(dir + "/ns/mnt")
 	if err != nil {
 		return p, err
 	}
 	if p.MntNS, err = ParseNSLink(link); err != nil {
 		return p, err
 	}
-	if b, err := os.ReadFile(dir + "/cgroup"); err == nil {
+	if b, err := s.read(dir + "/cgroup"); err == nil {
 		p.Cgroup = pickCgroup(string(b))
 	}
 	return p, nil
@@ -175,7 +177,21 @@ func (h Host) Mountinfo(pid int) (uint32, []*mountinfo.Info, error) {
 	if after, err := h.nsOf(dir); err != nil || after != ns {
 		return 0, nil, fmt.Errorf("%s changed mount namespace while being read", dir)
 	}
+	for _, m := range mounts {
+		intern(m)
+	}
 	return ns, mounts, nil
+}
+
+// intern makes a mount entry's strings the canonical copies: namespaces
+// are copies of one another (every container's copy of the host's mounts,
+// 300 namespaces of 300 mounts on a busy node), so the same mount point,
+// options and source strings are kept once instead of once per namespace
+// and per re-read. unique keeps no string nobody references.
+func intern(m *mountinfo.Info) {
+	for _, s := range []*string{&m.Root, &m.Mountpoint, &m.Options, &m.Optional, &m.FSType, &m.Source, &m.VFSOptions} {
+		*s = unique.Make(*s).Value()
+	}
 }
 
 func (h Host) nsOf(dir string) (uint32, error) {
@@ -247,40 +263,66 @@ func (h Host) Pins(devs []event.Dev) ([]Pin, error) {
 	if err != nil {
 		return nil, err
 	}
+	per := make([][]Pin, len(procs))
+	scan(len(procs), func(i int, s *scratch) { per[i] = h.pinsOf(procs[i], want, s) })
 	var pins []Pin
-	for _, p := range procs {
-		dir := filepath.Join(h.root(), strconv.Itoa(p.PID))
-		add := func(kind PinKind, dev event.Dev, path string) {
-			pins = append(pins, Pin{Process: p, Kind: kind, Dev: dev, Path: path})
+	for _, ps := range per {
+		pins = append(pins, ps...)
+	}
+	return pins, nil
+}
+
+// pinsOf lists how one process pins the wanted devices. A link is read
+// (for its path) only once its device matched: most never do.
+func (h Host) pinsOf(p Process, want map[event.Dev]bool, s *scratch) []Pin {
+	var pins []Pin
+	dir := h.root() + "/" + strconv.Itoa(p.PID)
+	add := func(kind PinKind, dev event.Dev, path string) {
+		pins = append(pins, Pin{Process: p, Kind: kind, Dev: dev, Path: path})
+	}
+	for _, link := range []struct {
+		name string
+		kind PinKind
+	}{{"cwd", PinCwd}, {"root", PinRoot}} {
+		if dev, _, ok := statDev(dir + "/" + link.name); ok && want[dev] {
+			target, _ := os.Readlink(dir + "/" + link.name)
+			add(link.kind, dev, target)
 		}
-		for _, link := range []struct {
-			name string
-			kind PinKind
-		}{{"cwd", PinCwd}, {"root", PinRoot}} {
-			if dev, _, ok := statDev(dir + "/" + link.name); ok && want[dev] {
-				target, _ := os.Readlink(dir + "/" + link.name)
-				add(link.kind, dev, target)
-			}
+	}
+	fds, _ := readDirNames(dir + "/fd")
+	for _, fd := range fds {
+		p := dir + "/fd/" + fd
+		dev, rdev, ok := statDev(p)
+		if !ok {
+			continue
 		}
-		fds, _ := os.ReadDir(dir + "/fd")
-		for _, fd := range fds {
-			p := dir + "/fd/" + fd.Name()
-			dev, rdev, ok := statDev(p)
-			if !ok {
-				continue
-			}
+		if rdev != 0 && want[rdev] {
 			target, _ := os.Readlink(p)
-			if rdev != 0 && want[rdev] {
-				add(PinBlockFD, rdev, target)
-			} else if want[dev] {
-				add(PinFD, dev, target)
-			}
+			add(PinBlockFD, rdev, target)
+		} else if want[dev] {
+			target, _ := os.Readlink(p)
+			add(PinFD, dev, target)
 		}
-		for _, m := range mapsOn(dir+"/maps", want) {
+	}
+	if b, err := s.read(dir + "/maps"); err == nil {
+		for _, m := range mapsOn(b, want) {
 			add(PinMap, m.dev, m.path)
 		}
 	}
-	return pins, nil
+	return pins
+}
+
+// readDirNames lists a directory's names in os.ReadDir's order (by name),
+// without the lstat os.ReadDir may do per entry.
+func readDirNames(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	sort.Strings(names)
+	return names, err
 }
 
 // statDev stats path (following the link) and returns its device and, for
@@ -302,37 +344,82 @@ type mapping struct {
 	path string
 }
 
-// mapsOn returns the file mappings of a maps file that are on wanted
-// devices, one per file. Its device field is "maj:min" in hex.
-func mapsOn(path string, want map[event.Dev]bool) []mapping {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
+// mapsOn returns the file mappings of a maps file's contents that are on
+// wanted devices, one per file. Its device field is "maj:min" in hex. Lines
+// are cut by hand: a process maps dozens of files, and a scan of every
+// process reads them all, while only a wanted device's lines are kept.
+func mapsOn(b []byte, want map[event.Dev]bool) []mapping {
 	var out []mapping
-	seen := map[string]bool{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 6 || fields[4] == "0" {
+	var seen map[string]bool
+	for len(b) > 0 {
+		var line []byte
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			line, b = b, nil
+		}
+		// address perms offset dev inode path
+		var field [5][]byte
+		rest := line
+		n := 0
+		for ; n < 5; n++ {
+			rest = bytes.TrimLeft(rest, " ")
+			j := bytes.IndexByte(rest, ' ')
+			if j < 0 {
+				field[n], rest = rest, nil
+				n++
+				break
+			}
+			field[n], rest = rest[:j], rest[j:]
+		}
+		if n < 5 || len(field[4]) == 0 || string(field[4]) == "0" {
 			continue
 		}
-		majmin := strings.SplitN(fields[3], ":", 2)
-		if len(majmin) != 2 {
+		path := string(bytes.TrimLeft(rest, " "))
+		if path == "" {
 			continue
 		}
-		major, err1 := strconv.ParseUint(majmin[0], 16, 32)
-		minor, err2 := strconv.ParseUint(majmin[1], 16, 32)
-		if err1 != nil || err2 != nil {
+		majS, minS, ok := bytes.Cut(field[3], []byte(":"))
+		if !ok {
+			continue
+		}
+		major, ok1 := parseHex(majS)
+		minor, ok2 := parseHex(minS)
+		if !ok1 || !ok2 {
 			continue
 		}
 		dev := event.MakeDev(uint32(major), uint32(minor))
-		file := strings.Join(fields[5:], " ")
-		if want[dev] && !seen[file] {
-			seen[file] = true
-			out = append(out, mapping{dev, file})
+		if !want[dev] {
+			continue
+		}
+		if seen == nil {
+			seen = map[string]bool{}
+		}
+		if !seen[path] {
+			seen[path] = true
+			out = append(out, mapping{dev, path})
 		}
 	}
 	return out
+}
+
+// parseHex parses a maps device half: up to 8 hex digits.
+func parseHex(b []byte) (uint64, bool) {
+	if len(b) == 0 || len(b) > 8 {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			v = v<<4 | uint64(c-'0')
+		case c >= 'a' && c <= 'f':
+			v = v<<4 | uint64(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			v = v<<4 | uint64(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return v, true
 }

@@ -147,3 +147,23 @@ func TestRecordReplay(t *testing.T) {
 		t.Error("an unrecorded mountinfo was answered")
 	}
 }
+
+// TestMapsOn: the hand-cut maps lines give what strings.Fields did, for
+// wanted devices only, one entry per file, paths with spaces kept whole.
+func TestMapsOn(t *testing.T) {
+	maps := "55d0c0a00000-55d0c0a02000 r--p 00000000 fd:01 1234 /usr/bin/sleep\n" +
+		"55d0c0a02000-55d0c0a06000 r-xp 00002000 fd:01 1234 /usr/bin/sleep\n" +
+		"7f0000000000-7f0000001000 rw-p 00000000 00:00 0 \n" +
+		"7f0000001000-7f0000002000 r--s 00000000 07:00 77 /mnt/vol/my file (deleted)\n" +
+		"7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0                          [stack]\n" +
+		"7f0000002000-7f0000003000 r--p 00000000 zz:00 5 /bad\n" +
+		"truncated line"
+	got := mapsOn([]byte(maps), map[event.Dev]bool{event.MakeDev(0xfd, 1): true, event.MakeDev(7, 0): true})
+	want := []mapping{{event.MakeDev(0xfd, 1), "/usr/bin/sleep"}, {event.MakeDev(7, 0), "/mnt/vol/my file (deleted)"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("mapsOn = %+v, want %+v", got, want)
+	}
+	if got := mapsOn([]byte(maps), map[event.Dev]bool{event.MakeDev(1, 1): true}); len(got) != 0 {
+		t.Errorf("unwanted device kept: %+v", got)
+	}
+}

@@ -1,0 +1,93 @@
+package correlate
+
+import (
+	"testing"
+	"time"
+
+	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
+
+	"github.com/mntleak/mntleak/event"
+)
+
+func mnt(id, parent int, mp, optional string) *mountinfo.Info {
+	return &mountinfo.Info{ID: id, Parent: parent, Mountpoint: mp, Optional: optional, FSType: "tmpfs", Source: "t", Root: "/"}
+}
+
+// TestTableIndex: lookups by ID through the sorted index, the root, and a
+// re-read table sharing its unchanged entries with the one before.
+func TestTableIndex(t *testing.T) {
+	old := NewTable(1, []*mountinfo.Info{mnt(30, 1, "/", ""), mnt(7, 30, "/a", ""), mnt(12, 30, "/b", "")}, time.Time{}, 0)
+	if old.mount(7).Mountpoint != "/a" || old.mount(12).Mountpoint != "/b" || old.mount(8) != nil || old.mount(99) != nil {
+		t.Fatal("lookup by ID")
+	}
+	if old.Root().ID != 30 || old.Parent(old.mount(12)).ID != 30 {
+		t.Fatal("root or parent")
+	}
+	cur := NewTable(1, []*mountinfo.Info{mnt(30, 1, "/", ""), mnt(7, 30, "/a", "shared:1"), mnt(13, 30, "/c", "")}, time.Time{}, 0)
+	l := NewLedger(16)
+	l.Store(old)
+	l.Store(cur)
+	if cur.Mounts[0] != old.Mounts[0] {
+		t.Error("unchanged entry not shared")
+	}
+	if cur.Mounts[1] == old.Mounts[1] || cur.Mounts[1].Optional != "shared:1" {
+		t.Error("changed entry shared")
+	}
+	if l.Previous(1) != old {
+		t.Error("previous table lost")
+	}
+}
+
+// TestContained: a plain mount or unmount in a namespace without shared
+// mounts leaves the other tables fresh; anything that may propagate, or is
+// judged on a table behind other changes, makes every table stale.
+func TestContained(t *testing.T) {
+	private := []*mountinfo.Info{mnt(1, 0, "/", ""), mnt(2, 1, "/scratch", "")}
+	shared := []*mountinfo.Info{mnt(1, 0, "/", "shared:1")}
+	l := NewLedger(16)
+	l.Store(NewTable(10, private, time.Time{}, l.Seq()))
+	l.Store(NewTable(20, shared, time.Time{}, l.Seq()))
+	l.Store(NewTable(30, private, time.Time{}, l.Seq()))
+	ev := func(ns uint32, kind event.Kind, flags uint64) *event.Event {
+		return &event.Event{Kind: kind, MntNS: ns, Flags: flags, Target: "/scratch/x"}
+	}
+	for _, e := range []*event.Event{ev(10, event.KindMount, unix.MS_BIND), ev(10, event.KindUmount, 0), ev(10, event.KindMount, 0)} {
+		l.Record(e)
+		if l.Fresh(10) || !l.Fresh(20) || !l.Fresh(30) {
+			t.Fatalf("%s in a private namespace: fresh 10=%v 20=%v 30=%v", e.Kind, l.Fresh(10), l.Fresh(20), l.Fresh(30))
+		}
+	}
+	failed := ev(10, event.KindMount, unix.MS_BIND)
+	failed.Ret = -2
+	l.Record(failed)
+	if !l.Fresh(20) {
+		t.Error("a failed mount made tables stale")
+	}
+	for name, e := range map[string]*event.Event{
+		"shared namespace": ev(20, event.KindMount, unix.MS_BIND),
+		"propagation":      ev(30, event.KindMount, unix.MS_REC|unix.MS_SHARED),
+		"move":             ev(30, event.KindMount, unix.MS_MOVE),
+		"remount":          ev(30, event.KindMount, unix.MS_REMOUNT),
+		"no table":         ev(99, event.KindUmount, 0),
+		"new mount API":    ev(30, event.KindMoveMount, 0),
+	} {
+		l = NewLedger(16)
+		l.Store(NewTable(20, shared, time.Time{}, l.Seq()))
+		l.Store(NewTable(30, private, time.Time{}, l.Seq()))
+		l.Record(e)
+		if l.Fresh(20) || l.Fresh(30) {
+			t.Errorf("%s: a table stayed fresh", name)
+		}
+	}
+	// Behind a change that may have reached it, a table is not judged.
+	l = NewLedger(16)
+	l.Store(NewTable(30, private, time.Time{}, l.Seq()))
+	l.Store(NewTable(40, private, time.Time{}, l.Seq()))
+	l.Invalidate()
+	l.Store(NewTable(40, private, time.Time{}, l.Seq()))
+	l.Record(ev(30, event.KindMount, unix.MS_BIND))
+	if l.Fresh(40) {
+		t.Error("an event judged on a stale table left others fresh")
+	}
+}
