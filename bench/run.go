@@ -17,13 +17,14 @@ type Report struct {
 	Started     time.Time
 	Elapsed     time.Duration
 
-	Null, Churn   samples
-	Storm         *StormResult
-	StormBaseline float64 // syscalls/s with no tracer (0: not measured)
-	Docker        *DockerResult
-	Crowd         *CrowdResult
-	Memory        *MemoryResult
-	Errors        []string // sections that could not run, and why
+	Null, Churn       samples // wall: ns/op, seconds
+	NullCPU, ChurnCPU samples // the workload threads' CPU time
+	Storm             *StormResult
+	StormBaseline     float64 // syscalls/s with no tracer (0: not measured)
+	Docker            *DockerResult
+	Crowd             *CrowdResult
+	Memory            *MemoryResult
+	Errors            []string // sections that could not run, and why
 }
 
 // Run runs every section not skipped, prints the table, and writes the
@@ -58,8 +59,8 @@ func Run(ctx context.Context, cfg Config) (bool, error) {
 		}
 		r.logf("== %s done in %s", name, time.Since(t0).Round(time.Second))
 	}
-	section("null", func() (err error) { rep.Null, err = r.NullSyscall(ctx); return })
-	section("churn", func() (err error) { rep.Churn, err = r.FileChurn(ctx); return })
+	section("null", func() (err error) { rep.Null, rep.NullCPU, err = r.NullSyscall(ctx); return })
+	section("churn", func() (err error) { rep.Churn, rep.ChurnCPU, err = r.FileChurn(ctx); return })
 	section("storm", func() error {
 		if cfg.StormBaseline > 0 {
 			rate, err := r.StormBaselineRate(ctx, cfg.StormBaseline)

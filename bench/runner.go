@@ -48,7 +48,7 @@ func Full() Config {
 		StormThreads: 2, StormTime: 60 * time.Second, StormBaseline: 10 * time.Second,
 		DockerRounds: 3, Containers: 20,
 		Processes: 2000, Namespaces: 300, MountsPerNS: 300,
-		LatencyTrials: 200, CommandRepeats: 5, StartupRepeats: 5,
+		LatencyTrials: 100, CommandRepeats: 5, StartupRepeats: 5,
 	}
 }
 

@@ -3,7 +3,6 @@ package bench
 import (
 	"math"
 	"sort"
-	"time"
 )
 
 // median returns the median of xs (the mean of the middle two for an even
@@ -32,15 +31,6 @@ func ratio(a, b float64) float64 {
 		return math.NaN()
 	}
 	return a / b
-}
-
-// seconds converts durations to float seconds for the statistics.
-func seconds(ds []time.Duration) []float64 {
-	out := make([]float64, len(ds))
-	for i, d := range ds {
-		out[i] = d.Seconds()
-	}
-	return out
 }
 
 // rotate returns the variants in the order of round r: each round starts

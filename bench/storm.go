@@ -82,9 +82,9 @@ func (w *stormWorker) kill() {
 	}
 }
 
-// finish stops the storm and returns the worker's counts.
+// finish stops the storm and returns the worker's counts; the worker
+// keeps its namespace until release.
 func (w *stormWorker) finish() (mounts, umounts, failed int64, err error) {
-	defer w.kill()
 	if _, err := io.WriteString(w.in, "stop\n"); err != nil {
 		return 0, 0, 0, fmt.Errorf("stop storm worker %d: %w", w.pid, err)
 	}
@@ -95,12 +95,21 @@ func (w *stormWorker) finish() (mounts, umounts, failed int64, err error) {
 	if _, err := fmt.Sscanf(line, "count %d %d %d", &mounts, &umounts, &failed); err != nil {
 		return 0, 0, 0, fmt.Errorf("storm worker %d counts %q: %w", w.pid, line, err)
 	}
-	_ = w.in.Close()
-	if err := w.cmd.Wait(); err != nil {
-		return mounts, umounts, failed, fmt.Errorf("storm worker %d: %w", w.pid, err)
-	}
-	w.ended = true
 	return mounts, umounts, failed, nil
+}
+
+// release lets the worker exit, taking its namespace with it.
+func (w *stormWorker) release() error {
+	if w.ended {
+		return nil
+	}
+	_ = w.in.Close()
+	err := w.cmd.Wait()
+	w.ended = true
+	if err != nil {
+		return fmt.Errorf("storm worker %d: %w", w.pid, err)
+	}
+	return nil
 }
 
 // isStormEvent reports whether a daemon stdout line is a mount or umount
@@ -157,9 +166,10 @@ func (r *Runner) MountStorm(ctx context.Context, d time.Duration) (StormResult, 
 	res.Generated, res.Failed = m+u, f
 	res.Rate = float64(res.Generated) / res.Duration.Seconds()
 	// Drain: the daemon may run behind; wait until it has printed every
-	// event or has stopped making progress for 5s.
-	last, lastAt := received.Load(), time.Now()
-	for received.Load() < res.Generated && time.Since(lastAt) < 5*time.Second {
+	// event, has stopped making progress for 3s, or 15s have passed (what
+	// it has not read by then was lost: the kernel counts it).
+	last, lastAt, drainEnd := received.Load(), time.Now(), time.Now().Add(15*time.Second)
+	for received.Load() < res.Generated && time.Since(lastAt) < 3*time.Second && time.Now().Before(drainEnd) {
 		time.Sleep(50 * time.Millisecond)
 		if n := received.Load(); n != last {
 			last, lastAt = n, time.Now()
@@ -176,6 +186,9 @@ func (r *Runner) MountStorm(ctx context.Context, d time.Duration) (StormResult, 
 	}
 	res.Lost = lost(after) - lost(before)
 	res.Received = received.Load()
+	if err := w.release(); err != nil {
+		return res, err
+	}
 	return res, ctx.Err()
 }
 
@@ -196,8 +209,12 @@ func (r *Runner) StormBaselineRate(ctx context.Context, d time.Duration) (float6
 	case <-ctx.Done():
 	}
 	m, u, _, err := w.finish()
+	wall := time.Since(t0)
 	if err != nil {
 		return 0, err
 	}
-	return float64(m+u) / time.Since(t0).Seconds(), ctx.Err()
+	if err := w.release(); err != nil {
+		return 0, err
+	}
+	return float64(m+u) / wall.Seconds(), ctx.Err()
 }

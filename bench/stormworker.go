@@ -24,7 +24,8 @@ const StormWorkerCommand = "_storm-worker"
 // (in the worker's namespace only); each thread binds DIR/src/N on
 // DIR/dst/N and unmounts it, as fast as it can. The protocol on
 // stdin/stdout: the worker prints "ready", waits for a line, storms until
-// the next line or EOF, then prints "count MOUNTS UMOUNTS FAILED".
+// the next line or EOF, then prints "count MOUNTS UMOUNTS FAILED" and
+// exits at EOF.
 func StormWorker(args []string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) != 2 {
 		return fmt.Errorf("usage: %s DIR THREADS", StormWorkerCommand)
@@ -79,6 +80,10 @@ func StormWorker(args []string, stdin io.Reader, stdout io.Writer) error {
 	stop.Store(true)
 	wg.Wait()
 	fmt.Fprintf(stdout, "count %d %d %d\n", mounts.Load(), umounts.Load(), failed.Load())
+	// Hold the namespace until told (EOF): while the daemon drains, its
+	// inode must not be reused by someone else's namespace, whose events
+	// the daemon's --mntns filter would then let through.
+	_, _ = io.Copy(io.Discard, in)
 	return nil
 }
 

@@ -55,7 +55,7 @@ type samples map[Variant][]float64
 // interleave runs measure under every variant, rounds times, rotating the
 // order each round; measure returns one sample (lower is better).
 func (r *Runner) interleave(ctx context.Context, name string, variants []Variant, rounds int,
-	measure func(ctx context.Context) (float64, error)) (samples, error) {
+	measure func(ctx context.Context, v Variant) (float64, error)) (samples, error) {
 	out := samples{}
 	for round := 0; round < rounds; round++ {
 		for _, v := range rotate(variants, round) {
@@ -66,7 +66,7 @@ func (r *Runner) interleave(ctx context.Context, name string, variants []Variant
 			if err != nil {
 				return out, fmt.Errorf("%s round %d: %s: %w", name, round, v, err)
 			}
-			x, err := measure(ctx)
+			x, err := measure(ctx, v)
 			if serr := t.stop(); err == nil && serr != nil {
 				err = fmt.Errorf("stop %s: %w", v, serr)
 			}
