@@ -31,8 +31,10 @@ func (c *Correlator) checkLeak(ev *event.Event) {
 			return false
 		}
 		// A namespace made before the mount can only hold it through
-		// propagation, which also carries the unmount.
-		return mounted == nil || n.Created.IsZero() || n.Created.After(mounted.Time)
+		// propagation, which also carries the unmount. One that predates
+		// tracing was made before any mount tracing saw: under a mount
+		// storm, every unmount would otherwise re-read every such table.
+		return mounted == nil || (!n.Created.IsZero() && n.Created.After(mounted.Time))
 	}
 	any := false
 	for _, n := range c.lineage.Live() {

@@ -23,6 +23,9 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "soak" {
+		os.Exit(runSoak(os.Args[2:]))
+	}
 	os.Exit(run())
 }
 
