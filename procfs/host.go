@@ -166,6 +166,11 @@ func (h Host) Mountinfo(pid int) (uint32, []*mountinfo.Info, error) {
 		return 0, nil, err
 	}
 	f, err := os.Open(dir + "/mountinfo")
+	if errors.Is(err, unix.EINVAL) {
+		// The kernel refuses the mount table of a process that is exiting
+		// (its namespaces are already released): it is gone.
+		return 0, nil, fmt.Errorf("%s/mountinfo: %w", dir, unix.ESRCH)
+	}
 	if err != nil {
 		return 0, nil, err
 	}
@@ -259,12 +264,28 @@ func (h Host) Pins(devs []event.Dev) ([]Pin, error) {
 	for _, d := range devs {
 		want[d] = true
 	}
-	procs, err := h.Processes()
+	// Only the processes that pin something are described (stat, mount
+	// namespace, cgroup): almost none are, and a failure has just listed
+	// every process already.
+	pids, err := h.pids()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list %s: %w", h.root(), err)
 	}
-	per := make([][]Pin, len(procs))
-	scan(len(procs), func(i int, s *scratch) { per[i] = h.pinsOf(procs[i], want, s) })
+	per := make([][]Pin, len(pids))
+	scan(len(pids), func(i int, s *scratch) {
+		pins := h.pinsOf(pids[i], want, s)
+		if len(pins) == 0 {
+			return
+		}
+		p, err := h.process(pids[i], s)
+		if err != nil {
+			return // gone meanwhile, or a kernel thread
+		}
+		for j := range pins {
+			pins[j].Process = p
+		}
+		per[i] = pins
+	})
 	var pins []Pin
 	for _, ps := range per {
 		pins = append(pins, ps...)
@@ -272,13 +293,14 @@ func (h Host) Pins(devs []event.Dev) ([]Pin, error) {
 	return pins, nil
 }
 
-// pinsOf lists how one process pins the wanted devices. A link is read
-// (for its path) only once its device matched: most never do.
-func (h Host) pinsOf(p Process, want map[event.Dev]bool, s *scratch) []Pin {
+// pinsOf lists how one process pins the wanted devices, without its
+// description. A link is read (for its path) only once its device matched:
+// most never do.
+func (h Host) pinsOf(pid int, want map[event.Dev]bool, s *scratch) []Pin {
 	var pins []Pin
-	dir := h.root() + "/" + strconv.Itoa(p.PID)
+	dir := h.root() + "/" + strconv.Itoa(pid)
 	add := func(kind PinKind, dev event.Dev, path string) {
-		pins = append(pins, Pin{Process: p, Kind: kind, Dev: dev, Path: path})
+		pins = append(pins, Pin{Kind: kind, Dev: dev, Path: path})
 	}
 	for _, link := range []struct {
 		name string
