@@ -26,15 +26,34 @@ func (c *Correlator) checkLeak(ev *event.Event) {
 		return
 	}
 	mounted := c.mountEventFor(identity{path: ev.Target}, ev.Time)
+	// Namespaces that changed their own mounts since the mount: one that
+	// received it by propagation may have bound or re-marked its copy.
+	active := map[uint32]bool{}
+	if mounted != nil {
+		hist := c.ledger.History()
+		for i := len(hist) - 1; i >= 0 && hist[i].Time.After(mounted.Time); i-- {
+			if hist[i].Ret >= 0 {
+				active[hist[i].MntNS] = true
+			}
+		}
+	}
 	candidate := func(n *Namespace) bool {
-		if n.Ino == ev.MntNS {
+		switch {
+		case n.Ino == ev.MntNS:
+			return false
+		case mounted == nil:
+			return true
+		case active[n.Ino]:
+			return true
+		case n.Created.IsZero():
+			// Predates tracing, so made before any mount tracing saw;
+			// without the exclusion every unmount of a mount storm would
+			// re-read every such table.
 			return false
 		}
 		// A namespace made before the mount can only hold it through
-		// propagation, which also carries the unmount. One that predates
-		// tracing was made before any mount tracing saw: under a mount
-		// storm, every unmount would otherwise re-read every such table.
-		return mounted == nil || (!n.Created.IsZero() && n.Created.After(mounted.Time))
+		// propagation, which also carries the unmount.
+		return n.Created.After(mounted.Time)
 	}
 	any := false
 	for _, n := range c.lineage.Live() {

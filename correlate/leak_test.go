@@ -1,0 +1,60 @@
+package correlate_test
+
+import (
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/procfs"
+)
+
+// TestLeakCandidates: a namespace that predates tracing can only have
+// received a mount tracing saw by propagation, which also carries the
+// unmount; unless it changed its own mounts since (here: bound its copy
+// elsewhere), it is not searched, and when it did, the leak is found.
+func TestLeakCandidates(t *testing.T) {
+	const agentNS = 30
+	slaveRoot := "40 39 254:0 / / rw master:1 - ext4 /dev/vda rw\n"
+	tests := []struct {
+		name  string
+		bind  bool
+		leaks int
+	}{
+		{"a slave copy, unmounted by propagation", false, 0},
+		{"a slave copy bound elsewhere after the mount", true, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "/init.scope"), proc(50, "agent", agentNS, "/agent.scope")},
+				map[uint32]string{hostNS: hostWithoutVol, agentNS: slaveRoot})
+			w.proc.tables[hostNS] = hostTable
+			w.proc.tables[agentNS] = slaveRoot + "41 40 7:0 / /srv/vol rw master:3 - ext4 /dev/loop0 rw\n"
+			w.send(mountEv(400, "kubelet", hostNS, "/dev/loop0", "/srv/vol", "ext4", 0, 0))
+			w.send(exitEv(401, "true", hostNS)) // settles: the tables are read
+			if tt.bind {
+				w.proc.tables[agentNS] += "42 40 7:0 / /agent/vol rw master:3 - ext4 /dev/loop0 rw\n"
+				w.send(mountEv(50, "agent", agentNS, "/srv/vol", "/agent/vol", "", unix.MS_BIND, 0))
+				w.send(exitEv(402, "true", hostNS))
+			}
+			w.proc.tables[hostNS] = hostWithoutVol
+			w.proc.tables[agentNS] = slaveRoot
+			if tt.bind {
+				w.proc.tables[agentNS] += "42 40 7:0 / /agent/vol rw master:3 - ext4 /dev/loop0 rw\n"
+			}
+			w.send(umountEv(400, "kubelet", hostNS, "/srv/vol", 0))
+			if len(w.findings) != tt.leaks {
+				for _, f := range w.findings {
+					t.Log(f.Line())
+				}
+				t.Fatalf("%d findings, want %d", len(w.findings), tt.leaks)
+			}
+			if tt.leaks > 0 {
+				f := w.findings[0]
+				if f.Kind != correlate.KindLeak || len(f.Holders) == 0 || f.Holders[0].MntNS != agentNS || f.Holders[0].Where != "/agent/vol" {
+					t.Errorf("want a leak held in mnt:[%d] at /agent/vol: %s", agentNS, f.Line())
+				}
+			}
+		})
+	}
+}
