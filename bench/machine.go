@@ -15,6 +15,7 @@ import (
 // Machine describes where a run happened.
 type Machine struct {
 	Kernel, CPU, Go, Bpftrace, Docker string
+	Commit                            string // of the tree the benchmark ran in
 	Cores                             int
 	MemoryMiB                         int64
 }
@@ -40,6 +41,7 @@ func DescribeMachine(ctx context.Context) Machine {
 	}
 	m.Bpftrace = firstLine(ctx, "bpftrace", "--version")
 	m.Docker = firstLine(ctx, "dockerd", "--version")
+	m.Commit = firstLine(ctx, "git", "describe", "--always", "--dirty")
 	return m
 }
 
@@ -58,6 +60,6 @@ func firstLine(ctx context.Context, name string, args ...string) string {
 
 // Line is the one-line description printed with the results.
 func (m Machine) Line() string {
-	return fmt.Sprintf("%s; %s, %d cores; %d MiB; %s; %s; %s",
-		m.Kernel, m.CPU, m.Cores, m.MemoryMiB, m.Go, m.Bpftrace, m.Docker)
+	return fmt.Sprintf("%s; %s, %d cores; %d MiB; %s; %s; %s; mntleak at %s",
+		m.Kernel, m.CPU, m.Cores, m.MemoryMiB, m.Go, m.Bpftrace, m.Docker, m.Commit)
 }

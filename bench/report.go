@@ -239,8 +239,8 @@ func (rep *Report) Markdown(rows []Row) string {
 	fmt.Fprintf(&b, "Run of %s, %s in all.\n\n", rep.Started.UTC().Format("2006-01-02 15:04 MST"), rep.Elapsed.Round(time.Second))
 	fmt.Fprintf(&b, "    %s\n\n", rep.CommandLine)
 	m := rep.Machine
-	fmt.Fprintf(&b, "| machine | |\n| --- | --- |\n| kernel | %s |\n| CPU | %s, %d cores |\n| memory | %d MiB |\n| Go | %s |\n| bpftrace | %s |\n| docker | %s |\n\n",
-		m.Kernel, m.CPU, m.Cores, m.MemoryMiB, m.Go, m.Bpftrace, m.Docker)
+	fmt.Fprintf(&b, "| machine | |\n| --- | --- |\n| kernel | %s |\n| CPU | %s, %d cores |\n| memory | %d MiB |\n| Go | %s |\n| bpftrace | %s |\n| docker | %s |\n| mntleak commit | %s |\n\n",
+		m.Kernel, m.CPU, m.Cores, m.MemoryMiB, m.Go, m.Bpftrace, m.Docker, m.Commit)
 	fmt.Fprintf(&b, "| workload | figure | measured | target | status |\n| --- | --- | --- | --- | --- |\n")
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.Workload, r.Figure, orDash(r.Measured), r.Target, r.Status)
