@@ -74,7 +74,7 @@ lab:
 
 ## bench: the benchmark (root, about 12 minutes): no tracer, an empty BPF
 ## program, mntleak and bpftrace in interleaved rounds; the table goes to
-## stdout and to docs/BENCHMARKS.md's results (bench/, docs/BENCHMARKS.md).
+## stdout and replaces the Results section of docs/BENCHMARKS.md.
 ## bench-quick: the reduced run for CI (under 2 minutes); both exit non-zero
 ## when a hard target fails (events lost in the storm, findings in churn).
 BENCH_BIN := bin/mntleak-bench
@@ -84,7 +84,7 @@ bench-bin: build
 	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bpftrace docker.io busybox-static >/dev/null; fi
 
 bench: bench-bin
-	./$(BENCH_BIN) -mntleak $(BIN) -markdown bin/bench-results.md $(BENCH_ARGS)
+	./$(BENCH_BIN) -mntleak $(BIN) -markdown docs/BENCHMARKS.md $(BENCH_ARGS)
 
 bench-quick: bench-bin
 	./$(BENCH_BIN) -quick -mntleak $(BIN) $(BENCH_ARGS)

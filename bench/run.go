@@ -84,7 +84,7 @@ func Run(ctx context.Context, cfg Config) (bool, error) {
 	fmt.Fprintln(r.out)
 	fmt.Fprint(r.out, rep.Text(rows))
 	if cfg.MarkdownOut != "" {
-		if err := os.WriteFile(cfg.MarkdownOut, []byte(rep.Markdown(rows)), 0o644); err != nil {
+		if err := writeResults(cfg.MarkdownOut, rep.Markdown(rows)); err != nil {
 			return false, fmt.Errorf("write %s: %w", cfg.MarkdownOut, err)
 		}
 		r.logf("results written to %s", cfg.MarkdownOut)
