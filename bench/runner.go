@@ -44,7 +44,7 @@ type Config struct {
 // Full is the configuration of `make bench`.
 func Full() Config {
 	return Config{
-		Rounds: 7, NullOps: 2_000_000, ChurnFiles: 200_000,
+		Rounds: 11, NullOps: 2_000_000, ChurnFiles: 200_000,
 		StormThreads: 2, StormTime: 60 * time.Second, StormBaseline: 10 * time.Second,
 		DockerRounds: 3, Containers: 20,
 		Processes: 2000, Namespaces: 300, MountsPerNS: 300,
