@@ -30,8 +30,9 @@ var ErrCloseTimeout = errors.New("output not flushed in time")
 // that fits is preceded by a marker line saying how many were dropped, so
 // the gap is in the stream itself.
 type queue struct {
-	max    int
-	marker func(n uint64, since time.Time) []byte
+	max       int
+	forcedMax int // forced lines are dropped past this (0: never)
+	marker    func(n uint64, since time.Time) []byte
 
 	mu           sync.Mutex
 	pending      *bytes.Buffer
@@ -73,9 +74,9 @@ func newQueue(dst io.Writer, closer io.Closer, max int, marker func(uint64, time
 }
 
 // push queues one complete line (copied). It never blocks on the
-// destination. force queues it even over the capacity: for the rare lines
-// that must not be dropped (findings). It returns the destination's error,
-// if it failed.
+// destination. force queues it over the capacity, up to forcedMax: for the
+// rare lines that must not be dropped (findings). It returns the
+// destination's error, if it failed.
 func (q *queue) push(line []byte, force bool) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -90,8 +91,9 @@ func (q *queue) push(line []byte, force bool) error {
 		mark = q.marker(q.gap, q.gapSince)
 	}
 	// An empty queue takes any line, however long (a big /proc snapshot).
-	fits := q.pending.Len() == 0 || q.pending.Len()+len(mark)+len(line) <= q.max
-	if !fits && !force {
+	size := q.pending.Len() + len(mark) + len(line)
+	fits := q.pending.Len() == 0 || size <= q.max || (force && (q.forcedMax == 0 || size <= q.forcedMax))
+	if !fits {
 		if q.gap == 0 {
 			q.gapSince = time.Now()
 		}

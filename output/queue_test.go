@@ -212,3 +212,42 @@ func countLines(t *testing.T, path string) int {
 	}
 	return n
 }
+
+// TestLinesForcedCap: forced lines pass the capacity up to ForcedBytes,
+// then they too are dropped and counted; ordinary ones stop at the
+// capacity.
+func TestLinesForcedCap(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		force       bool
+		wantDropped bool
+	}{
+		{"ordinary lines stop at the capacity", false, true},
+		{"forced lines stop at the forced cap", true, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dst := newGate()
+			l := NewLines(dst, Options{QueueBytes: 1 << 10, ForcedBytes: 8 << 10}, func(n uint64, _ time.Time) []byte { return []byte("dropped\n") })
+			w := l.Writer(tt.force)
+			line := []byte(strings.Repeat("y", 99) + "\n")
+			for i := 0; i < 200; i++ { // 20 KB
+				if _, err := w.Write(line); err != nil {
+					t.Fatal(err)
+				}
+			}
+			time.Sleep(2 * FlushInterval) // the drain takes a batch and blocks
+			pending := l.q.pendingBytes()
+			limit := 1 << 10
+			if tt.force {
+				limit = 8 << 10
+			}
+			if pending > limit || (l.Dropped() > 0) != tt.wantDropped {
+				t.Errorf("%d bytes pending (limit %d), %d dropped", pending, limit, l.Dropped())
+			}
+			close(dst.open)
+			if err := l.CloseWithin(5 * time.Second); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

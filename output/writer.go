@@ -53,6 +53,9 @@ type Options struct {
 	// CloseTimeout bounds how long Close waits for the destination. Zero
 	// means no limit (mntleak replay, whose output must be whole).
 	CloseTimeout time.Duration
+	// ForcedBytes caps what may wait including the lines that must not be
+	// dropped (findings); zero means no cap.
+	ForcedBytes int
 }
 
 // Writer writes events in one format, through a bounded queue drained by a
@@ -106,7 +109,7 @@ func newWriter(w io.Writer, owned io.Closer, reopen func() (io.Writer, io.Closer
 	wr.enc = json.NewEncoder(&wr.scratch)
 	wr.enc.SetEscapeHTML(false)
 	wr.q = newQueue(w, owned, opts.QueueBytes, wr.lostLine, reopen)
-	wr.q.closeTimeout = opts.CloseTimeout
+	wr.q.closeTimeout, wr.q.forcedMax = opts.CloseTimeout, opts.ForcedBytes
 	return wr
 }
 

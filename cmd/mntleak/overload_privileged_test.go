@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -121,5 +123,161 @@ func TestStdoutNobodyReads(t *testing.T) {
 	}
 	if markers == 0 {
 		t.Error("no lost line marks the gap in the stream")
+	}
+}
+
+// TestStderrNobodyReads: stderr (under systemd, a stream to journald)
+// stops being read, then a burst of failures is explained. The findings
+// are logged without the reader waiting: the findings counter grows far
+// past what the pipe holds, and once stderr is read again every finding is
+// there, each a whole line.
+func TestStderrNobodyReads(t *testing.T) {
+	privtest.Require(t)
+	privtest.RequireCommands(t, "bash", "nsenter")
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cmd := exec.Command(bin, "trace", "--format", "json", "--log-format", "json", "--journald", "off",
+		"--metrics-addr", "127.0.0.1:0", "--state-dir", filepath.Join(dir, "state"))
+	cmd.Stderr = w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	done := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		select {
+		case <-done:
+		default:
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	// Read up to the tracing line, then stop reading.
+	br := bufio.NewReaderSize(r, 1<<20)
+	var addr string
+	readLine := make(chan string)
+	go func() {
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				close(readLine)
+				return
+			}
+			readLine <- line
+			if strings.Contains(line, `"msg":"tracing"`) {
+				close(readLine)
+				return
+			}
+		}
+	}()
+	for line := range readLine {
+		if i := strings.Index(line, `"addr":"`); i >= 0 && strings.Contains(line, `"msg":"serving metrics"`) {
+			addr = line[i+len(`"addr":"`):]
+			addr = addr[:strings.IndexByte(addr, '"')]
+		}
+	}
+	if addr == "" {
+		t.Fatal("no metrics address before tracing")
+	}
+
+	// Distinct failures (repeats of one are folded into one finding): as
+	// many tmpfs mounts, each kept busy by a descriptor of one holder, and
+	// an umount of each.
+	const failures = 100
+	node := privtest.StartNode(t)
+	mnt := privtest.Mkdir(t, filepath.Join(dir, "busy"))
+	node.Run(t, "bash", "-c", fmt.Sprintf(`for i in $(seq %d); do mkdir -p %s/$i && mount -t tmpfs mntleak-stderr-$i %s/$i && touch %s/$i/f || exit 1; done`, failures, mnt, mnt, mnt))
+	holder := exec.Command("nsenter", "-t", fmt.Sprint(node.PID), "-m", "--", "bash", "-c",
+		fmt.Sprintf(`for i in $(seq %d); do exec {fd}<%s/$i/f || exit 1; done; echo ready; exec sleep 600`, failures, mnt))
+	holderOut, err := holder.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
+	if line, err := bufio.NewReader(holderOut).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("holder: %q %v", line, err)
+	}
+	node.Run(t, "bash", "-c", fmt.Sprintf(`for i in $(seq %d); do umount %s/$i 2>/dev/null; done; true`, failures, mnt))
+	// A finding line is some 3 KiB: a reader waiting on a 64 KiB pipe
+	// would stop after a score of them.
+	const want = 70
+	deadline := time.Now().Add(60 * time.Second)
+	var findings float64
+	for time.Now().Before(deadline) {
+		if findings = scrape(t, addr, "mntleak_findings_total", ""); findings >= want {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("%.0f findings with stderr unread", findings)
+	if findings < want {
+		t.Fatalf("%.0f findings, want at least %d: the reader waited for stderr", findings, want)
+	}
+	if dropped := scrape(t, addr, "mntleak_sink_dropped_total", `sink="stderr"`); dropped != 0 {
+		t.Errorf("%.0f stderr lines dropped: findings must be kept", dropped)
+	}
+
+	// Read again: every finding is there, whole.
+	var mu sync.Mutex
+	var logged []string
+	eof := make(chan struct{})
+	go func() {
+		defer close(eof)
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			logged = append(logged, line)
+			mu.Unlock()
+		}
+	}()
+	time.Sleep(time.Second)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+		if waitErr != nil {
+			t.Errorf("exit: %v", waitErr)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("still running 2s after SIGTERM")
+	}
+	select {
+	case <-eof: // all the daemon wrote is read
+	case <-time.After(5 * time.Second):
+		t.Fatal("stderr not closed after the exit")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	n, size := 0, 0
+	for _, l := range logged {
+		if !json.Valid([]byte(l)) {
+			t.Fatalf("stderr line is not whole JSON: %q", l)
+		}
+		if strings.Contains(l, `"finding":"failure"`) && strings.Contains(l, `"path":"`+mnt+`/`) {
+			n++
+			size += len(l)
+		}
+	}
+	if float64(n) < findings {
+		t.Errorf("%d findings on stderr, %.0f counted", n, findings)
+	}
+	// The test means something only if what was logged unread is more than
+	// a pipe holds (64 KiB).
+	if n > 0 && findings*float64(size/n) < 2*64<<10 {
+		t.Errorf("%.0f findings of %d bytes: not more than twice a pipe's capacity", findings, size/n)
 	}
 }

@@ -49,6 +49,7 @@ type sinks struct {
 	out     *output.Writer // --output, or stdout
 	rec     *output.Writer // --record; nil without
 	journal *journald.Core // nil without
+	stderr  *output.Lines
 
 	stopAt atomic.Int64 // unix nanoseconds when the daemon was told to stop
 }
@@ -78,8 +79,8 @@ func (s *sinks) remaining(limit time.Duration) time.Duration {
 	return min(max(d, minCloseTimeout), limit)
 }
 
-func openSinks(ctx context.Context, opts traceOptions, stdout io.Writer, journal *journald.Core) (*sinks, error) {
-	s := &sinks{journal: journal}
+func openSinks(ctx context.Context, opts traceOptions, stdout io.Writer, logs logSinks) (*sinks, error) {
+	s := &sinks{journal: logs.journal, stderr: logs.stderr}
 	s.watch(ctx)
 	streamOpts := output.Options{QueueBytes: streamQueueBytes, CloseTimeout: outputCloseTimeout}
 	s.outName = "stdout"
@@ -112,6 +113,9 @@ func (s *sinks) dropped() map[string]uint64 {
 	m := map[string]uint64{s.outName: s.out.Dropped()}
 	if s.rec != nil {
 		m["record"] = s.rec.Dropped()
+	}
+	if s.stderr != nil {
+		m["stderr"] = s.stderr.Dropped()
 	}
 	if s.journal != nil {
 		// Entries that found the queue full and entries journald did not

@@ -18,7 +18,6 @@ import (
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/internal/journald"
-	"github.com/mntleak/mntleak/internal/logging"
 	"github.com/mntleak/mntleak/internal/logkey"
 	"github.com/mntleak/mntleak/metrics"
 	"github.com/mntleak/mntleak/output"
@@ -123,17 +122,10 @@ func runTrace(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mntleak trace: %v\n", err)
 		return exitUsage
 	}
-	log, err := logging.New(stderr, opts.logLevel, opts.logFormat)
+	log, logs, err := openLog(opts, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "mntleak trace: %v\n", err)
 		return exitUsage
-	}
-	var journal *journald.Core
-	defer log.Sync() //nolint:errcheck // stderr sync fails on terminals
-	if sock := journald.NewSocket(opts.journalSocket, 0); opts.journald == "on" || (opts.journald == "auto" && sock.Available()) {
-		log, journal = journald.Tee(log, zap.InfoLevel, sock.Send)
-		defer sock.Close()
-		defer journal.Close(journalCloseTimeout) //nolint:errcheck // what is left is on stderr
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -141,7 +133,9 @@ func runTrace(args []string, stdout, stderr io.Writer) int {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	if err := trace(ctx, opts, stdout, log, journal, hup); err != nil {
+	err = trace(ctx, opts, stdout, log, logs, hup)
+	logs.close() // before the last line, written directly
+	if err != nil {
 		fmt.Fprintf(stderr, "mntleak trace: %v\n", err)
 		return exitError
 	}
@@ -151,12 +145,12 @@ func runTrace(args []string, stdout, stderr io.Writer) int {
 // trace wires the tracer to the writers and the correlator, and runs until
 // ctx is done.
 // reopen delivers the signals (SIGHUP) that reopen the output files.
-func trace(ctx context.Context, opts traceOptions, stdout io.Writer, log *zap.Logger, journal *journald.Core, reopen <-chan os.Signal) error {
+func trace(ctx context.Context, opts traceOptions, stdout io.Writer, log *zap.Logger, logs logSinks, reopen <-chan os.Signal) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
 	// Every slow output is behind a bounded queue: the reader never waits.
-	sk, err := openSinks(ctx, opts, stdout, journal)
+	sk, err := openSinks(ctx, opts, stdout, logs)
 	if err != nil {
 		return err
 	}
@@ -217,8 +211,8 @@ func trace(ctx context.Context, opts traceOptions, stdout io.Writer, log *zap.Lo
 
 	// Raw events go to the journal only when asked (volume), not to stderr.
 	var eventLog *zap.Logger
-	if opts.journalEvents && journal != nil {
-		eventLog = zap.New(journal).Named("event")
+	if opts.journalEvents && logs.journal != nil {
+		eventLog = zap.New(logs.journal).Named("event")
 	}
 
 	var gaugesAt time.Time
