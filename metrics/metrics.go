@@ -24,6 +24,9 @@ type Metrics struct {
 	findings   *prometheus.CounterVec
 	leaksOpen  prometheus.Gauge
 	namespaces prometheus.Gauge
+	dead       prometheus.Gauge
+	mounts     prometheus.Gauge
+	evicted    prometheus.Gauge
 	latency    prometheus.Histogram
 }
 
@@ -46,13 +49,22 @@ func New(lost LostFunc) *Metrics {
 		namespaces: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "mntleak_namespaces_tracked", Help: "Live mount namespaces in the lineage.",
 		}),
+		dead: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "mntleak_namespaces_dead_kept", Help: "Dead mount namespaces kept for lineage (bounded, expire after the retention).",
+		}),
+		mounts: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "mntleak_mounts_tracked", Help: "Mount entries held in the ledger's tables (bounded by the mount cap).",
+		}),
+		evicted: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "mntleak_tables_evicted", Help: "Mount tables evicted by the mount cap so far (re-read from /proc when needed).",
+		}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "mntleak_finding_latency_seconds",
 			Help:    "From the failing (or leaking) syscall to its finding.",
 			Buckets: []float64{.001, .002, .005, .01, .02, .05, .1, .25, .5, 1, 2.5},
 		}),
 	}
-	m.reg.MustRegister(m.events, m.findings, m.leaksOpen, m.namespaces, m.latency,
+	m.reg.MustRegister(m.events, m.findings, m.leaksOpen, m.namespaces, m.dead, m.mounts, m.evicted, m.latency,
 		lostCollector{fn: lost, desc: prometheus.NewDesc("mntleak_events_lost_total",
 			"Events the kernel could not put in the ring buffer, by kind.", []string{"kind"}, nil)},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -83,10 +95,19 @@ func (m *Metrics) Finding(finding, cause string, callTime time.Time) {
 	}
 }
 
-// State sets the gauges.
-func (m *Metrics) State(openLeaks, namespaces int) {
-	m.leaksOpen.Set(float64(openLeaks))
-	m.namespaces.Set(float64(namespaces))
+// State is the size of the correlator's state.
+type State struct {
+	OpenLeaks, Namespaces, DeadNamespaces, Mounts int
+	Evicted                                       uint64
+}
+
+// SetState sets the gauges.
+func (m *Metrics) SetState(s State) {
+	m.leaksOpen.Set(float64(s.OpenLeaks))
+	m.namespaces.Set(float64(s.Namespaces))
+	m.dead.Set(float64(s.DeadNamespaces))
+	m.mounts.Set(float64(s.Mounts))
+	m.evicted.Set(float64(s.Evicted))
 }
 
 // Handler serves the metrics.

@@ -244,11 +244,15 @@ func trace(ctx context.Context, opts traceOptions, stdout io.Writer, log *zap.Lo
 			corr.Handle(ev)
 		}
 		if mets != nil {
-			mets.Event(ev.Kind.String())
+			if ev.Kind != event.KindLost { // counted by mntleak_events_lost_total
+				mets.Event(ev.Kind.String())
+			}
 			// The gauges walk the correlator's state: once a second.
 			if corr != nil && ev.Time.Sub(gaugesAt) >= time.Second {
 				gaugesAt = ev.Time
-				mets.State(corr.OpenLeaks(), corr.Namespaces())
+				sz := corr.Size()
+				mets.SetState(metrics.State{OpenLeaks: corr.OpenLeaks(), Namespaces: sz.Live, DeadNamespaces: sz.Dead,
+					Mounts: sz.Mounts, Evicted: sz.Evicted})
 			}
 		}
 	}
