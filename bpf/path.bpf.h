@@ -12,6 +12,16 @@
  * The walk writes components backwards into a per-CPU scratch buffer ending
  * at DIR_END; a relative user suffix is read at DIR_END+1, so the absolute
  * path is one contiguous run that is copied into the event once.
+ *
+ * Two forms of the walk's loop, picked by the loader through no_bpf_loop:
+ * bpf_loop (Linux 5.17+), and a plain bounded loop for older kernels. The
+ * bounded loop keeps the walk state in the per-CPU map value, not on the
+ * stack: the verifier does not track what a map value holds, so every
+ * iteration starts from the same state and is verified once per iteration
+ * (about 37k instructions per walk on 6.18, 92k for the program with the
+ * most walks, against 1M allowed), where state tracked on the stack (an
+ * offset that moves) gives a new state per path and blows the budget.
+ * tracer/walk_privileged_test.go measures both forms.
  */
 #ifndef __MNTLEAK_PATH_BPF_H__
 #define __MNTLEAK_PATH_BPF_H__
@@ -21,11 +31,34 @@
 #define SCRATCH_SIZE 16384
 #define SCRATCH_MASK 8191	/* offsets stay below DIR_END + PATH_LEN */
 #define DIR_END 4096
-#define MAX_WALK 64		/* components plus mount crossings */
+#define MAX_WALK 64		/* components plus mount crossings (tracer.MaxWalk) */
 #define NAME_MASK 255		/* NAME_MAX */
+
+/*
+ * Set by the loader (rodata) when the kernel has no bpf_loop helper: the
+ * walk runs as a bounded loop. The verifier knows the constant and drops
+ * the other branch, so on such a kernel no bpf_loop call is left; the
+ * loader also removes the callback's address from the bpf_loop branch,
+ * which kernels before 5.13 could not even parse (tracer/walk.go).
+ */
+volatile const bool no_bpf_loop = false;
+
+/* State of one dentry walk, carried across iterations. */
+struct walk_ctx {
+	struct vfsmount *vfsmnt;
+	struct dentry *dentry;
+	struct dentry *root_dentry;
+	struct vfsmount *root_mnt;
+	int off;	/* start of the path written so far */
+	int done;	/* reached the caller's root or the namespace root */
+	int trunc;
+	int _pad;
+};
 
 struct scratch {
 	char buf[SCRATCH_SIZE];
+	/* The bounded loop's walk state (see the top of this file). */
+	struct walk_ctx walk;
 };
 
 struct {
@@ -49,21 +82,10 @@ static __always_inline struct mount *real_mount(struct vfsmount *vfsmnt)
 				bpf_core_field_offset(struct mount, mnt));
 }
 
-/* State of one dentry walk, carried across bpf_loop iterations. */
-struct walk_ctx {
-	struct vfsmount *vfsmnt;
-	struct dentry *dentry;
-	struct dentry *root_dentry;
-	struct vfsmount *root_mnt;
-	int off;	/* start of the path written so far */
-	int done;	/* reached the caller's root or the namespace root */
-	int trunc;
-};
-
 /*
  * One step of the walk: cross to the parent mount at a mount root, else
- * prepend "/name". A bpf_loop callback is verified once, where an unrolled
- * loop with a moving offset explodes the verifier's state space.
+ * prepend "/name". It is the bpf_loop callback (data on the stack), and
+ * the bounded loop calls it as a function (data in the map value).
  */
 static long walk_step(__u32 i, void *data)
 {
@@ -129,7 +151,24 @@ static __always_inline int walk_path(struct task_struct *task,
 		.off = DIR_END,
 	};
 
-	bpf_loop(MAX_WALK, walk_step, &c, 0);
+	if (no_bpf_loop) {
+		__u32 zero = 0;
+		struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+
+		if (!s) {
+			*trunc = true;
+			return DIR_END;
+		}
+		s->walk = c;
+		/* Not unrolled: one copy of the step, verified per iteration. */
+#pragma clang loop unroll(disable)
+		for (__u32 i = 0; i < MAX_WALK; i++)
+			if (walk_step(i, &s->walk))
+				break;
+		c = s->walk;
+	} else {
+		bpf_loop(MAX_WALK, walk_step, &c, 0);
+	}
 	if (c.trunc || !c.done)
 		*trunc = true;
 	if (c.off < 0 || c.off > DIR_END)

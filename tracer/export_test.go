@@ -28,3 +28,10 @@ func WithoutPeriodicLostCheck(cfg Config) Config {
 	cfg.noPeriodicCheck = true
 	return cfg
 }
+
+// WithBoundedWalk loads the path walk of kernels without bpf_loop, as New
+// would there: no_bpf_loop set and the callback's address removed.
+func WithBoundedWalk(cfg Config) Config {
+	cfg.boundedWalk = true
+	return cfg
+}

@@ -48,6 +48,7 @@ const (
 	failureMapPerfBuf            = "perf_buf"
 	failureMapScratch            = "scratch"
 	failureProgFailureExit       = "failure_exit"
+	failureVarNoBpfLoop          = "no_bpf_loop"
 	failureVarUnusedFailureEvent = "unused_failure_event"
 	failureVarUsePerf            = "use_perf"
 )
@@ -112,6 +113,7 @@ type failureMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type failureVariableSpecs struct {
+	NoBpfLoop          *ebpf.VariableSpec `ebpf:"no_bpf_loop"`
 	UnusedFailureEvent *ebpf.VariableSpec `ebpf:"unused_failure_event"`
 	UsePerf            *ebpf.VariableSpec `ebpf:"use_perf"`
 }
@@ -157,6 +159,7 @@ func (m *failureMaps) Close() error {
 //
 // It can be passed to loadFailureObjects or ebpf.CollectionSpec.LoadAndAssign.
 type failureVariables struct {
+	NoBpfLoop          *ebpf.Variable `ebpf:"no_bpf_loop"`
 	UnusedFailureEvent *ebpf.Variable `ebpf:"unused_failure_event"`
 	UsePerf            *ebpf.Variable `ebpf:"use_perf"`
 }

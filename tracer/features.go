@@ -16,7 +16,10 @@ type Features struct {
 	RingBuffer string `json:"ring_buffer"` // yes, no, or why it is unknown
 	// Buffer is what --buffer=auto picks: ringbuf, perf, or why it is
 	// unknown (the probes need CAP_BPF).
-	Buffer      string            `json:"buffer"`
+	Buffer string `json:"buffer"`
+	// PathWalk is how the programs will walk paths: bpf_loop, or the
+	// bounded loop of kernels without it, or why it is unknown.
+	PathWalk    string            `json:"path_walk"`
 	Tracefs     string            `json:"tracefs"`     // where, or "not mounted"
 	Tracepoints map[string]bool   `json:"tracepoints"` // syscall tracepoints mntleak attaches
 	Missing     map[string]string `json:"missing,omitempty"`
@@ -49,6 +52,14 @@ func DetectFeatures() Features {
 	default:
 		f.RingBuffer = "unknown: " + err.Error()
 		f.Buffer = "unknown (probing needs CAP_BPF)"
+	}
+	switch w, err := probePathWalk(); {
+	case err != nil:
+		f.PathWalk = "unknown (probing needs CAP_BPF; tracing would use the " + WalkBounded.String() + ")"
+	case w == WalkBounded:
+		f.PathWalk = w.String() + " (the kernel has no bpf_loop)"
+	default:
+		f.PathWalk = w.String()
 	}
 	f.Tracefs = "not mounted"
 	for _, dir := range tracefsDirs {

@@ -30,11 +30,19 @@ type loadOptions struct {
 	// kernelTypes is the kernel BTF for CO-RE relocations; nil means the
 	// running kernel's, found by cilium/ebpf itself.
 	kernelTypes *btf.Spec
+	walk        PathWalk
+	// logStats keeps the verifier's statistics (processed instructions,
+	// verification time) in each Program's VerifierLog, for the tests.
+	logStats bool
 }
 
-// prepare sets the buffer in one object's spec. A map replacement must
-// match the spec it replaces, so every object gets the same events map.
+// prepare sets the buffer and the path walk in one object's spec. A map
+// replacement must match the spec it replaces, so every object gets the
+// same events map.
 func (lo loadOptions) prepare(name string, spec *ebpf.CollectionSpec) error {
+	if err := prepareWalk(name, spec, lo.walk); err != nil {
+		return err
+	}
 	events, ok := spec.Maps["events"]
 	if !ok {
 		return fmt.Errorf("BPF object %s: no events map", name)
@@ -81,6 +89,9 @@ func loadObjects(lo loadOptions, log *zap.Logger) (*objects, error) {
 			return nil, err
 		}
 		opts := &ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: lo.kernelTypes}}
+		if lo.logStats {
+			opts.Programs.LogLevel = ebpf.LogLevelStats
+		}
 		if shared != nil {
 			opts.MapReplacements = map[string]*ebpf.Map{}
 			for _, name := range sharedMaps {

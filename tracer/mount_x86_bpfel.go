@@ -75,6 +75,7 @@ const (
 	mountProgPivotRootExit       = "pivot_root_exit"
 	mountProgUmountEnter         = "umount_enter"
 	mountProgUmountExit          = "umount_exit"
+	mountVarNoBpfLoop            = "no_bpf_loop"
 	mountVarUnusedMountEvent     = "unused_mount_event"
 	mountVarUnusedPivotRootEvent = "unused_pivot_root_event"
 	mountVarUnusedUmountEvent    = "unused_umount_event"
@@ -148,6 +149,7 @@ type mountMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type mountVariableSpecs struct {
+	NoBpfLoop            *ebpf.VariableSpec `ebpf:"no_bpf_loop"`
 	UnusedMountEvent     *ebpf.VariableSpec `ebpf:"unused_mount_event"`
 	UnusedPivotRootEvent *ebpf.VariableSpec `ebpf:"unused_pivot_root_event"`
 	UnusedUmountEvent    *ebpf.VariableSpec `ebpf:"unused_umount_event"`
@@ -199,6 +201,7 @@ func (m *mountMaps) Close() error {
 //
 // It can be passed to loadMountObjects or ebpf.CollectionSpec.LoadAndAssign.
 type mountVariables struct {
+	NoBpfLoop            *ebpf.Variable `ebpf:"no_bpf_loop"`
 	UnusedMountEvent     *ebpf.Variable `ebpf:"unused_mount_event"`
 	UnusedPivotRootEvent *ebpf.Variable `ebpf:"unused_pivot_root_event"`
 	UnusedUmountEvent    *ebpf.Variable `ebpf:"unused_umount_event"`

@@ -151,6 +151,7 @@ const (
 	newmountProgMoveMountExit          = "move_mount_exit"
 	newmountProgOpenTreeEnter          = "open_tree_enter"
 	newmountProgOpenTreeExit           = "open_tree_exit"
+	newmountVarNoBpfLoop               = "no_bpf_loop"
 	newmountVarUnusedFsmountEvent      = "unused_fsmount_event"
 	newmountVarUnusedFsopenEvent       = "unused_fsopen_event"
 	newmountVarUnusedMountSetattrEvent = "unused_mount_setattr_event"
@@ -228,6 +229,7 @@ type newmountMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type newmountVariableSpecs struct {
+	NoBpfLoop               *ebpf.VariableSpec `ebpf:"no_bpf_loop"`
 	UnusedFsmountEvent      *ebpf.VariableSpec `ebpf:"unused_fsmount_event"`
 	UnusedFsopenEvent       *ebpf.VariableSpec `ebpf:"unused_fsopen_event"`
 	UnusedMountSetattrEvent *ebpf.VariableSpec `ebpf:"unused_mount_setattr_event"`
@@ -277,6 +279,7 @@ func (m *newmountMaps) Close() error {
 //
 // It can be passed to loadNewmountObjects or ebpf.CollectionSpec.LoadAndAssign.
 type newmountVariables struct {
+	NoBpfLoop               *ebpf.Variable `ebpf:"no_bpf_loop"`
 	UnusedFsmountEvent      *ebpf.Variable `ebpf:"unused_fsmount_event"`
 	UnusedFsopenEvent       *ebpf.Variable `ebpf:"unused_fsopen_event"`
 	UnusedMountSetattrEvent *ebpf.Variable `ebpf:"unused_mount_setattr_event"`

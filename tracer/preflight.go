@@ -38,6 +38,7 @@ var tracefsDirs = []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}
 // kernel is what preflight found out.
 type kernel struct {
 	buffer Buffer // resolved: ringbuf or perf
+	walk   PathWalk
 	// btf is the kernel BTF when it was read from somewhere other than the
 	// default path; nil lets cilium/ebpf use (and cache) the default.
 	btf *btf.Spec
@@ -56,6 +57,13 @@ func preflight(cfg Config, log *zap.Logger) (kernel, error) {
 	}
 	if k.buffer, err = chooseBuffer(cfg.Buffer); err != nil {
 		return k, err
+	}
+	k.walk, err = probePathWalk()
+	switch {
+	case cfg.boundedWalk:
+		k.walk = WalkBounded
+	case err != nil:
+		log.Warn("could not probe for bpf_loop: paths are walked with a bounded loop", zap.Error(err))
 	}
 	return k, ensureTracefs(log)
 }

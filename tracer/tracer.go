@@ -44,11 +44,13 @@ type Config struct {
 	LostWarnInterval time.Duration
 
 	// Test hooks (export_test.go): another BTF file, probes on top of the
-	// real ones, and no periodic lost check (only the one before each
-	// failure event and the last one).
+	// real ones, no periodic lost check (only the one before each failure
+	// event and the last one), and the path walk of kernels without
+	// bpf_loop.
 	btfPath         string
 	extraProbes     func(*objects) []probe
 	noPeriodicCheck bool
+	boundedWalk     bool // the bounded path walk even when bpf_loop exists
 }
 
 // Stats counts what the tracer saw.
@@ -70,6 +72,7 @@ type Tracer struct {
 	log    *zap.Logger
 	cfg    Config
 	buffer Buffer
+	walk   PathWalk
 	objs   *objects
 	links  []link.Link
 	reader reader
@@ -114,11 +117,11 @@ func New(cfg Config, log *zap.Logger) (*Tracer, error) {
 		return nil, fmt.Errorf("read CLOCK_MONOTONIC: %w", err)
 	}
 	start := time.Now()
-	objs, err := loadObjects(loadOptions{buffer: k.buffer, ringBufBytes: cfg.RingBufferBytes, kernelTypes: k.btf}, log)
+	objs, err := loadObjects(loadOptions{buffer: k.buffer, ringBufBytes: cfg.RingBufferBytes, kernelTypes: k.btf, walk: k.walk}, log)
 	if err != nil {
 		return nil, err
 	}
-	t := &Tracer{log: log, cfg: cfg, buffer: k.buffer, objs: objs, clock: clock}
+	t := &Tracer{log: log, cfg: cfg, buffer: k.buffer, walk: k.walk, objs: objs, clock: clock}
 	// The reader before the programs: a perf output to a CPU whose buffer
 	// is not open yet fails, and would count as lost.
 	if t.reader, err = newReader(objs.mount.Events, k.buffer, cfg.RingBufferBytes); err != nil {
@@ -132,6 +135,7 @@ func New(cfg Config, log *zap.Logger) (*Tracer, error) {
 	log.Info("BPF programs attached",
 		zap.Int(logkey.Attached, len(t.links)),
 		zap.Stringer(logkey.Buffer, k.buffer),
+		zap.Stringer(logkey.PathWalk, k.walk),
 		zap.Int(logkey.RingBufBytes, cfg.RingBufferBytes),
 		zap.Duration(logkey.Elapsed, time.Since(start)))
 	return t, nil
@@ -173,6 +177,9 @@ func (t *Tracer) Disabled() []string { return append([]string(nil), t.disabled..
 
 // Buffer is the buffer in use: BufferRingbuf or BufferPerf.
 func (t *Tracer) Buffer() Buffer { return t.buffer }
+
+// PathWalk is the path walk the loaded programs use.
+func (t *Tracer) PathWalk() PathWalk { return t.walk }
 
 // Run reads events until ctx is done (then it detaches the programs,
 // delivers what they queued within drainTimeout, closes the reader and

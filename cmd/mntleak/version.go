@@ -65,6 +65,7 @@ func writeFeatures(stdout io.Writer, feat tracer.Features) {
 	fmt.Fprintf(stdout, "btf:         %v\n", feat.BTF)
 	fmt.Fprintf(stdout, "ring buffer: %s\n", feat.RingBuffer)
 	fmt.Fprintf(stdout, "buffer:      %s (what --buffer=auto uses)\n", feat.Buffer)
+	fmt.Fprintf(stdout, "path walk:   %s\n", feat.PathWalk)
 	fmt.Fprintf(stdout, "tracefs:     %s\n", feat.Tracefs)
 	var have, lack []string
 	for name, ok := range feat.Tracepoints {

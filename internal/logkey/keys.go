@@ -32,6 +32,7 @@ const (
 	Addr         = "addr"
 	Remembered   = "remembered"
 	Buffer       = "buffer"
+	PathWalk     = "path_walk" // bpf_loop or bounded loop (tracer.PathWalk)
 	Disabled     = "disabled"
 	Tracepoints  = "tracepoints"
 	Capabilities = "capabilities"
