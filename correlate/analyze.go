@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/procfs"
 )
 
 // callOf describes the event as the finding's call.
@@ -137,7 +138,7 @@ func (c *Correlator) pinsFor(id identity, matches []match) map[uint32][]PinRef {
 		list = append(list, d)
 	}
 	sortDevs(list)
-	pins, err := c.proc.Pins(list)
+	pins, err := c.pinsOn(id, matches, list)
 	if err != nil {
 		return nil
 	}
@@ -156,6 +157,40 @@ func (c *Correlator) pinsFor(id identity, matches []match) map[uint32][]PinRef {
 		out[r.MntNS] = append(out[r.MntNS], r)
 	}
 	return out
+}
+
+// pinsOn asks for the processes pinning devs: all of them, or, when only
+// the processes of the namespaces that match can yield a pin pinsFor
+// keeps, those alone (a scan of every process's files and mappings is
+// what a failure waits for on a node with thousands of processes). That
+// is when the object is neither a block device nor a whole filesystem
+// (see pinInObject) and no device is a block device's (major 0 is the
+// anonymous devices': tmpfs, overlay, nsfs), so no blockdev-fd pin exists.
+func (c *Correlator) pinsOn(id identity, matches []match, devs []event.Dev) ([]procfs.Pin, error) {
+	np, ok := c.proc.(procfs.NamespacePinner)
+	scoped := ok && !id.block && id.root != "/" && len(matches) > 0
+	for _, d := range devs {
+		scoped = scoped && d.Major() == 0
+	}
+	if !scoped {
+		return c.proc.Pins(devs)
+	}
+	var nss []uint32
+	for _, m := range matches {
+		if !containsNS(nss, m.ns.Ino) {
+			nss = append(nss, m.ns.Ino)
+		}
+	}
+	return np.PinsIn(devs, nss)
+}
+
+func containsNS(nss []uint32, ns uint32) bool {
+	for _, x := range nss {
+		if x == ns {
+			return true
+		}
+	}
+	return false
 }
 
 // pinInObject reports whether a pin's path lies inside the object as seen

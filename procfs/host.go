@@ -293,6 +293,53 @@ func (h Host) Pins(devs []event.Dev) ([]Pin, error) {
 	return pins, nil
 }
 
+// PinsIn implements NamespacePinner: Pins for the processes whose mount
+// namespace is one of mntns.
+func (h Host) PinsIn(devs []event.Dev, mntns []uint32) ([]Pin, error) {
+	if len(devs) == 0 || len(mntns) == 0 {
+		return nil, nil
+	}
+	want := make(map[event.Dev]bool, len(devs))
+	for _, d := range devs {
+		want[d] = true
+	}
+	in := make(map[uint32]bool, len(mntns))
+	for _, ns := range mntns {
+		in[ns] = true
+	}
+	pids, err := h.pids()
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", h.root(), err)
+	}
+	per := make([][]Pin, len(pids))
+	scan(len(pids), func(i int, s *scratch) {
+		link, err := s.readlink(h.root() + "/" + strconv.Itoa(pids[i]) + "/ns/mnt")
+		if err != nil {
+			return
+		}
+		if ns, err := ParseNSLink(link); err != nil || !in[ns] {
+			return
+		}
+		pins := h.pinsOf(pids[i], want, s)
+		if len(pins) == 0 {
+			return
+		}
+		p, err := h.process(pids[i], s)
+		if err != nil || !in[p.MntNS] { // gone, or moved (setns) meanwhile
+			return
+		}
+		for j := range pins {
+			pins[j].Process = p
+		}
+		per[i] = pins
+	})
+	var pins []Pin
+	for _, ps := range per {
+		pins = append(pins, ps...)
+	}
+	return pins, nil
+}
+
 // pinsOf lists how one process pins the wanted devices, without its
 // description. A link is read (for its path) only once its device matched:
 // most never do.

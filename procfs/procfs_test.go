@@ -167,3 +167,33 @@ func TestMapsOn(t *testing.T) {
 		t.Errorf("unwanted device kept: %+v", got)
 	}
 }
+
+// TestPinsIn: the namespace-limited search finds this process's cwd pin in
+// its own namespace and nothing of it for another namespace.
+func TestPinsIn(t *testing.T) {
+	h := Host{}
+	self, err := h.process(os.Getpid(), newScratch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cwd, _ := os.Getwd()
+	dev, _, ok := statDev(cwd)
+	if !ok {
+		t.Fatal("stat cwd")
+	}
+	has := func(pins []Pin) bool {
+		for _, p := range pins {
+			if p.PID == os.Getpid() && p.Kind == PinCwd && p.MntNS == self.MntNS {
+				return true
+			}
+		}
+		return false
+	}
+	pins, err := h.PinsIn([]event.Dev{dev}, []uint32{self.MntNS})
+	if err != nil || !has(pins) {
+		t.Errorf("PinsIn own namespace: %v, cwd pin found %v", err, has(pins))
+	}
+	if pins, _ := h.PinsIn([]event.Dev{dev}, []uint32{self.MntNS + 1}); has(pins) {
+		t.Error("PinsIn another namespace listed this process")
+	}
+}

@@ -65,3 +65,13 @@ type Pin struct {
 	Dev  event.Dev `json:"dev"`
 	Path string    `json:"path,omitempty"` // as /proc shows it (may say "(deleted)")
 }
+
+// NamespacePinner is implemented by a Proc that can limit the pin search
+// to the processes of some mount namespaces, for a caller that knows no
+// other process's pin could matter: it reads one link per process to tell
+// its namespace instead of its cwd, root, every open file and every
+// mapping. The Recorder does not implement it, so a recorded stream holds
+// the full answers and a replay asks what the recording answered.
+type NamespacePinner interface {
+	PinsIn(devs []event.Dev, mntns []uint32) ([]Pin, error)
+}
