@@ -10,7 +10,14 @@
 //
 // The events buffer is a BPF ring buffer or, without one (or with
 // Config.Buffer = BufferPerf), a perf event array; the loader sets the
-// programs' use_perf constant to match (buffer.go, load.go). Records the
-// kernel cannot queue are counted by kind, and Run puts each loss in the
-// stream as a KindLost event (lost.go).
+// programs' use_perf constant to match (buffer.go, load.go). A perf event
+// array is in order per CPU only, so Run holds its events for a short
+// window and releases them in kernel time order (reorder.go); the ring
+// buffer is in order already and never waits. Records the kernel cannot
+// queue are counted by kind, and Run puts each loss in the stream as a
+// KindLost event (lost.go).
+//
+// Relative paths and fds are made absolute in the kernel by a dentry walk,
+// through bpf_loop (5.17+) or, on kernels without it, a bounded loop; the
+// loader picks one with the programs' no_bpf_loop constant (walk.go).
 package tracer

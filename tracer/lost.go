@@ -20,9 +20,9 @@ const (
 // events, delivered in stream order, and into warnings. It belongs to the
 // Run goroutine: the sink only ever sees events from there.
 type lostWatch struct {
-	t *Tracer
-	// next is when the periodic check is due; Run also sets it as the
-	// reader's deadline, so an idle reader still wakes up for it.
+	t    *Tracer
+	emit func(*event.Event) // Run's output: the sink, or the perf reorder
+	// next is when the periodic check is due.
 	next time.Time
 	seen uint64 // LostTotal at the previous check
 	// since is when the previous check ran: the loss a check finds
@@ -32,25 +32,31 @@ type lostWatch struct {
 	unwarned uint64 // lost since the last warning
 }
 
-func newLostWatch(t *Tracer, now time.Time) *lostWatch {
-	return &lostWatch{t: t, next: now, since: now}
+func newLostWatch(t *Tracer, emit func(*event.Event), now time.Time) *lostWatch {
+	return &lostWatch{t: t, emit: emit, next: now, since: now}
 }
 
 // due runs the periodic check when its time has come. It costs one clock
-// read, so Run calls it for every record.
+// read, so Run calls it for every record. Run also sets next as the
+// reader's deadline, so an idle reader still wakes up for it.
 func (w *lostWatch) due(now time.Time) {
-	if now.Before(w.next) || w.t.cfg.noPeriodicCheck {
+	if w.t.cfg.noPeriodicCheck {
+		w.next = now.Add(w.t.cfg.LostCheckInterval)
 		return
 	}
-	w.check(now)
+	if now.Before(w.next) {
+		return
+	}
+	w.check(now, 0)
 	w.next = now.Add(w.t.cfg.LostCheckInterval)
-	w.t.reader.setDeadline(w.next)
 }
 
 // check reads the counters (one map lookup) and, when they grew since the
-// previous check, hands a KindLost event to the sink. It warns at most once
-// per LostWarnInterval, with everything lost since the previous warning.
-func (w *lostWatch) check(now time.Time) {
+// previous check, emits a KindLost event, at kernel time before (when not
+// zero and earlier than now: the failure event it must precede), else now.
+// It warns at most once per LostWarnInterval, with everything lost since
+// the previous warning.
+func (w *lostWatch) check(now time.Time, before uint64) {
 	lost, total, err := w.t.lostCounts()
 	if err != nil {
 		// Retried at the next check, which then reports the loss with
@@ -61,10 +67,14 @@ func (w *lostWatch) check(now time.Time) {
 		n := total - w.seen
 		w.seen = total
 		w.unwarned += n
-		w.t.cfg.Sink(&event.Event{
+		mono := uint64(now.UnixNano() - w.t.clock.OffsetNS)
+		if before != 0 && before < mono {
+			mono = before
+		}
+		w.emit(&event.Event{
 			Kind:      event.KindLost,
 			Time:      now,
-			MonoNS:    uint64(now.UnixNano() - w.t.clock.OffsetNS),
+			MonoNS:    mono,
 			SyscallNr: -1,
 			Lost:      n,
 			LostSince: w.since,

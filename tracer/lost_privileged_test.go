@@ -16,6 +16,13 @@ import (
 	"github.com/mntleak/mntleak/tracer"
 )
 
+// stallNow is the perf reorder window for tests whose stalled sink must
+// stall the reader at once: a reorder holds events for its window before
+// the sink sees them, and would absorb the burst meant to overflow the
+// buffer. A nanosecond keeps the reorder stage, releasing each event on
+// the reader's next turn.
+const stallNow = time.Nanosecond
+
 // TestLostEventsCounted: with a one-page buffer (per CPU, for perf) and a
 // stalled reader, a burst of mounts overflows the buffer. Every mount is
 // accounted for: received, or counted as lost in the kernel; the loss is
@@ -51,7 +58,8 @@ func testLostEvents(t *testing.T, buf tracer.Buffer) {
 		}
 	}
 	// A long warning interval: the one warning must come from the first loss.
-	cfg := tracer.Config{Sink: sink, Buffer: buf, RingBufferBytes: 4096, LostWarnInterval: time.Hour}
+	cfg := tracer.Config{Sink: sink, Buffer: buf, RingBufferBytes: 4096, LostWarnInterval: time.Hour,
+		PerfReorderWindow: stallNow}
 	tr, err := tracer.New(cfg, zap.New(core))
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +173,7 @@ func TestLossBeforeFailure(t *testing.T) {
 					stream = append(stream, *ev)
 				}
 			}
-			cfg := tracer.WithoutPeriodicLostCheck(tracer.Config{Sink: sink, Buffer: buf, RingBufferBytes: 4096})
+			cfg := tracer.WithoutPeriodicLostCheck(tracer.Config{Sink: sink, Buffer: buf, RingBufferBytes: 4096, PerfReorderWindow: stallNow})
 			tr, err := tracer.New(cfg, zap.NewNop())
 			if err != nil {
 				t.Fatal(err)

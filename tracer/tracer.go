@@ -26,8 +26,10 @@ const drainTimeout = 500 * time.Millisecond
 // Config configures a Tracer.
 type Config struct {
 	// Sink receives every decoded event, and the KindLost events the
-	// tracer makes, on the goroutine that calls Run, in buffer order (with
-	// a perf buffer: in order per CPU).
+	// tracer makes, on the goroutine that calls Run, in buffer order. With
+	// a perf buffer (in order per CPU only) events are held for
+	// PerfReorderWindow and released in kernel time order. The sink may
+	// keep the pointer.
 	Sink func(*event.Event)
 	// Buffer picks the ring buffer or a perf event array; zero is auto.
 	Buffer Buffer
@@ -42,6 +44,15 @@ type Config struct {
 	// LostWarnInterval is the shortest time between two warnings about
 	// lost events. Zero means DefaultLostWarnInterval.
 	LostWarnInterval time.Duration
+	// PerfReorderWindow is how long, after its kernel timestamp, a perf
+	// buffer's event is held so that earlier events from other CPUs can
+	// overtake it: the latency the perf buffer adds. Zero means
+	// DefaultPerfReorderWindow; negative turns the reordering off. The
+	// ring buffer, in order already, never waits.
+	PerfReorderWindow time.Duration
+	// PerfReorderMax bounds the events held; past it the oldest go first.
+	// Zero means DefaultPerfReorderMax.
+	PerfReorderMax int
 
 	// Test hooks (export_test.go): another BTF file, probes on top of the
 	// real ones, no periodic lost check (only the one before each failure
@@ -65,6 +76,12 @@ type Stats struct {
 	// includes them: every one is also a failed bpf_perf_event_output,
 	// which the programs count by kind.
 	PerfLostSamples uint64
+	// PerfReorderLate counts perf events that arrived after a later event
+	// had been released (more than PerfReorderWindow late): they reached
+	// the sink out of order. PerfReorderForced counts events released
+	// before their window ended because PerfReorderMax were held.
+	PerfReorderLate   uint64
+	PerfReorderForced uint64
 }
 
 // Tracer owns the loaded programs, their links and the buffer reader.
@@ -80,9 +97,11 @@ type Tracer struct {
 	// disabled lists the events whose optional tracepoints are missing.
 	disabled []string
 
-	received     atomic.Uint64
-	decodeErrors atomic.Uint64
-	perfLost     atomic.Uint64
+	received      atomic.Uint64
+	decodeErrors  atomic.Uint64
+	perfLost      atomic.Uint64
+	reorderLate   atomic.Uint64
+	reorderForced atomic.Uint64
 
 	detachOnce sync.Once
 	detachErr  error
@@ -107,6 +126,12 @@ func New(cfg Config, log *zap.Logger) (*Tracer, error) {
 	}
 	if cfg.LostWarnInterval <= 0 {
 		cfg.LostWarnInterval = DefaultLostWarnInterval
+	}
+	if cfg.PerfReorderWindow == 0 {
+		cfg.PerfReorderWindow = DefaultPerfReorderWindow
+	}
+	if cfg.PerfReorderMax <= 0 {
+		cfg.PerfReorderMax = DefaultPerfReorderMax
 	}
 	k, err := preflight(cfg, log)
 	if err != nil {
@@ -205,17 +230,21 @@ func (t *Tracer) Run(ctx context.Context) error {
 	defer stop()
 	defer t.reader.close()
 
-	lost := newLostWatch(t, time.Now())
+	out := newOutput(t)
+	defer out.flush()
+	lost := newLostWatch(t, out.emit, time.Now())
 	var rec record
 	for {
-		lost.due(time.Now())
+		now := time.Now()
+		lost.due(now)
+		out.due(now, lost.next)
 		err := t.reader.readInto(&rec)
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			continue
 		case errors.Is(err, errReaderFlushed), errors.Is(err, errReaderClosed):
 			// What was lost up to here is in the stream too.
-			lost.check(time.Now())
+			lost.check(time.Now(), 0)
 			return nil
 		case err != nil:
 			return fmt.Errorf("read %s buffer: %w", t.buffer, err)
@@ -236,21 +265,24 @@ func (t *Tracer) Run(ctx context.Context) error {
 		}
 		ev.Time = t.clock.Time(ev.MonoNS)
 		if ev.Kind == event.KindFailure {
-			// A finding on this failure must know of any loss before it.
-			lost.check(time.Now())
+			// A finding on this failure must know of any loss before it
+			// (a reorder keeps it there by placing it at the same time).
+			lost.check(time.Now(), out.at(ev.MonoNS))
 		}
-		t.cfg.Sink(&ev)
+		out.emit(&ev)
 	}
 }
 
 // Stats returns the counters so far.
 func (t *Tracer) Stats() (Stats, error) {
 	st := Stats{
-		Buffer:          t.buffer,
-		Received:        t.received.Load(),
-		DecodeErrors:    t.decodeErrors.Load(),
-		PerfLostSamples: t.perfLost.Load(),
-		Lost:            map[event.Kind]uint64{},
+		Buffer:            t.buffer,
+		Received:          t.received.Load(),
+		DecodeErrors:      t.decodeErrors.Load(),
+		PerfLostSamples:   t.perfLost.Load(),
+		PerfReorderLate:   t.reorderLate.Load(),
+		PerfReorderForced: t.reorderForced.Load(),
+		Lost:              map[event.Kind]uint64{},
 	}
 	lost, total, err := t.lostCounts()
 	if err != nil {
