@@ -50,8 +50,9 @@ type Config struct {
 	// DefaultPerfReorderWindow; negative turns the reordering off. The
 	// ring buffer, in order already, never waits.
 	PerfReorderWindow time.Duration
-	// PerfReorderMax bounds the events held; past it the oldest go first.
-	// Zero means DefaultPerfReorderMax.
+	// PerfReorderMax bounds the events held (each 0.5 KB plus its
+	// strings: the default holds at most some 10 MB); past it the oldest
+	// go first. Zero means DefaultPerfReorderMax.
 	PerfReorderMax int
 
 	// Test hooks (export_test.go): another BTF file, probes on top of the
