@@ -281,8 +281,14 @@ func trace(ctx context.Context, opts traceOptions, stdout io.Writer, log *zap.Lo
 
 	runErr := t.Run(ctx)
 	if st, err := t.Stats(); err == nil {
-		log.Info("stopped", zap.Uint64(logkey.Received, st.Received),
-			zap.Uint64(logkey.LostTotal, st.LostTotal), zap.Uint64(logkey.DecodeErrors, st.DecodeErrors))
+		fields := []zap.Field{zap.Uint64(logkey.Received, st.Received),
+			zap.Uint64(logkey.LostTotal, st.LostTotal), zap.Uint64(logkey.DecodeErrors, st.DecodeErrors)}
+		if st.Buffer == tracer.BufferPerf {
+			// Events the reorder window could not put back in order.
+			fields = append(fields, zap.Uint64(logkey.PerfLost, st.PerfLostSamples),
+				zap.Uint64(logkey.ReorderLate, st.PerfReorderLate), zap.Uint64(logkey.ReorderForced, st.PerfReorderForced))
+		}
+		log.Info("stopped", fields...)
 	}
 	if runErr != nil {
 		return runErr

@@ -38,6 +38,9 @@ const (
 	Capabilities = "capabilities"
 	CapEff       = "cap_eff"
 	PerfLost     = "perf_lost_samples"
+	// ReorderLate and ReorderForced: perf events released out of order.
+	ReorderLate   = "perf_reorder_late"
+	ReorderForced = "perf_reorder_forced"
 
 	// Finding fields: the same names, upper-cased with an MNTLEAK_ prefix,
 	// are the journald fields.
