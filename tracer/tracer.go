@@ -311,10 +311,14 @@ func (t *Tracer) Close() error {
 // detach closes every link, once: on ctx.Done in Run, or in Close.
 func (t *Tracer) detach() error {
 	t.detachOnce.Do(func() {
-		var errs []error
-		for _, l := range t.links {
-			errs = append(errs, l.Close())
+		// Concurrently: each detach waits for an RCU grace period, and one
+		// after another they took most of the 2s a SIGTERM allows.
+		errs := make([]error, len(t.links))
+		var wg sync.WaitGroup
+		for i, l := range t.links {
+			wg.Go(func() { errs[i] = l.Close() })
 		}
+		wg.Wait()
 		t.detachErr = errors.Join(errs...)
 	})
 	return t.detachErr
