@@ -46,6 +46,9 @@ func FindingFields(f *correlate.Finding) []zap.Field {
 		zap.String(logkey.Path, f.Object.Path),
 		zap.Bool(logkey.Inferred, f.Inferred),
 	}
+	if f.Incomplete != nil {
+		fields = append(fields, zap.Uint64(logkey.EvidenceLost, f.Incomplete.Lost))
+	}
 	if f.Object.Dev != 0 {
 		fields = append(fields, zap.Stringer(logkey.Dev, f.Object.Dev))
 	}

@@ -57,5 +57,7 @@ const (
 	Unit        = "unit"
 	LeakEvent   = "leak_event"
 	Inferred    = "inferred"
-	Detail      = "detail"
+	// EvidenceLost: events lost while a finding's evidence formed.
+	EvidenceLost = "evidence_lost"
+	Detail       = "detail"
 )
