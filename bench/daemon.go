@@ -30,6 +30,7 @@ type DaemonOptions struct {
 // Finding is one finding line the daemon logged, as the benchmark saw it.
 type Finding struct {
 	Arrived time.Time // when the line reached the benchmark
+	Logged  time.Time // the line's own timestamp: when the daemon logged it (ms)
 	Level   string
 	Kind    string // failure or leak
 	Cause   string
@@ -135,9 +136,13 @@ func StartDaemon(ctx context.Context, o DaemonOptions) (*Daemon, error) {
 	}
 }
 
+// logTime is zap's ISO 8601 time encoding, the daemon's "ts".
+const logTime = "2006-01-02T15:04:05.000Z0700"
+
 // logLine is what the benchmark reads from a daemon log line.
 type logLine struct {
 	Level  string `json:"level"`
+	TS     string `json:"ts"`
 	Logger string `json:"logger"`
 	Msg    string `json:"msg"`
 	Kind   string `json:"finding"`
@@ -171,7 +176,8 @@ func (d *Daemon) readLog(r io.Reader, copyTo io.Writer, ready chan struct{}, sta
 			close(ready)
 		case l.Logger == "correlate" && l.Kind != "":
 			d.mu.Lock()
-			d.findings = append(d.findings, Finding{Arrived: now, Level: l.Level, Kind: l.Kind, Cause: l.Cause,
+			logged, _ := time.Parse(logTime, l.TS)
+			d.findings = append(d.findings, Finding{Arrived: now, Logged: logged, Level: l.Level, Kind: l.Kind, Cause: l.Cause,
 				Path: l.Path, Call: l.Detail.Call.Time, Line: string(b)})
 			d.mu.Unlock()
 		}
