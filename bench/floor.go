@@ -14,11 +14,28 @@ import (
 // every task, the slow exit path, one program call). mntleak's catch-all
 // failure program sits there, so this is the floor of its design.
 type floorTracer struct {
-	prog *ebpf.Program
-	l    link.Link
+	progs []*ebpf.Program
+	links []link.Link
 }
 
-func attachFloor() (tracer, error) {
+// attachFloor attaches the empty program to each raw tracepoint named
+// (sys_exit alone is the floor; with sys_enter as well it is what any
+// design that also hooks syscall entry pays, as mntleak's entry programs
+// do through the per-syscall tracepoints).
+func attachFloor(points ...string) (tracer, error) {
+	f := &floorTracer{}
+	for _, tp := range points {
+		prog, l, err := attachEmpty(tp)
+		if err != nil {
+			_ = f.stop()
+			return nil, err
+		}
+		f.progs, f.links = append(f.progs, prog), append(f.links, l)
+	}
+	return f, nil
+}
+
+func attachEmpty(tp string) (*ebpf.Program, link.Link, error) {
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
 		Name:         "bench_floor",
 		Type:         ebpf.RawTracepoint,
@@ -26,16 +43,23 @@ func attachFloor() (tracer, error) {
 		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("load the empty sys_exit program: %w", err)
+		return nil, nil, fmt.Errorf("load the empty %s program: %w", tp, err)
 	}
-	l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sys_exit", Program: prog})
+	l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: tp, Program: prog})
 	if err != nil {
 		prog.Close()
-		return nil, fmt.Errorf("attach the empty program to raw tracepoint sys_exit: %w", err)
+		return nil, nil, fmt.Errorf("attach the empty program to raw tracepoint %s: %w", tp, err)
 	}
-	return &floorTracer{prog: prog, l: l}, nil
+	return prog, l, nil
 }
 
 func (f *floorTracer) stop() error {
-	return errors.Join(f.l.Close(), f.prog.Close())
+	var errs []error
+	for _, l := range f.links {
+		errs = append(errs, l.Close())
+	}
+	for _, p := range f.progs {
+		errs = append(errs, p.Close())
+	}
+	return errors.Join(errs...)
 }

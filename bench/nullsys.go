@@ -60,7 +60,8 @@ func threadCPU() time.Duration {
 // and CPU ns/op in cpu.
 func (r *Runner) NullSyscall(ctx context.Context) (wall, cpu samples, err error) {
 	cpu = samples{}
-	wall, err = r.interleave(ctx, "null-syscall", r.variants(), r.cfg.Rounds, func(_ context.Context, v Variant) (float64, error) {
+	variants := append(r.variants(), FloorEntry)
+	wall, err = r.interleave(ctx, "null-syscall", variants, r.cfg.Rounds, func(_ context.Context, v Variant) (float64, error) {
 		w, c := nullSyscalls(2, r.cfg.NullOps)
 		cpu[v] = append(cpu[v], c)
 		return w, nil

@@ -60,6 +60,10 @@ func (rep *Report) nullRow() Row {
 	wall, wallOK := compare(s, "%.1f ns", 1)
 	cpu, cpuOK := compare(rep.NullCPU, "%.1f ns", 1)
 	row.Measured = "wall: " + wall + ". Thread CPU: " + cpu
+	if c := rep.NullCPU; len(c[FloorEntry]) > 0 {
+		row.Measured += fmt.Sprintf(". mntleak over the floor that also hooks sys_enter: ×%.3f wall, ×%.3f CPU",
+			ratio(median(s[Mntleak]), median(s[FloorEntry])), ratio(median(c[Mntleak]), median(c[FloorEntry])))
+	}
 	row.Status = judged(wallOK, cpuOK)
 	return row
 }
@@ -71,7 +75,7 @@ func compare(s samples, format string, scale float64) (string, bool) {
 	base := median(s[NoTracer])
 	r := func(v Variant) float64 { return ratio(median(s[v]), base) }
 	parts := []string{"none " + fmt.Sprintf(format, base*scale)}
-	for _, v := range []Variant{Floor, Mntleak, Bpftrace} {
+	for _, v := range []Variant{Floor, FloorEntry, Mntleak, Bpftrace} {
 		if len(s[v]) > 0 {
 			parts = append(parts, fmt.Sprintf("%s "+format+" (×%.3f)", v, median(s[v])*scale, r(v)))
 		}
@@ -259,7 +263,7 @@ func (rep *Report) Markdown(rows []Row) string {
 		s    samples
 	}{{"null syscall wall ns/op", rep.Null}, {"null syscall CPU ns/op", rep.NullCPU},
 		{"file churn wall s", rep.Churn}, {"file churn CPU s", rep.ChurnCPU}} {
-		for _, v := range []Variant{NoTracer, Floor, Mntleak, Bpftrace} {
+		for _, v := range []Variant{NoTracer, Floor, FloorEntry, Mntleak, Bpftrace} {
 			if len(s.s[v]) > 0 {
 				fmt.Fprintf(&b, "- %s, %s: %s\n", s.name, v, floats(s.s[v]))
 			}

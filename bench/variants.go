@@ -12,8 +12,11 @@ type Variant string
 const (
 	NoTracer Variant = "none"
 	Floor    Variant = "empty-bpf"
-	Mntleak  Variant = "mntleak"
-	Bpftrace Variant = "bpftrace"
+	// FloorEntry adds an empty program on raw sys_enter: the floor of a
+	// design that hooks syscall entry too (only the null loop runs it).
+	FloorEntry Variant = "empty-bpf+enter"
+	Mntleak    Variant = "mntleak"
+	Bpftrace   Variant = "bpftrace"
 )
 
 // tracer is a running variant; stop detaches it.
@@ -36,7 +39,9 @@ func (r *Runner) startVariant(ctx context.Context, v Variant) (tracer, error) {
 	case NoTracer:
 		return noTracer{}, nil
 	case Floor:
-		return attachFloor()
+		return attachFloor("sys_exit")
+	case FloorEntry:
+		return attachFloor("sys_enter", "sys_exit")
 	case Mntleak:
 		d, err := StartDaemon(ctx, DaemonOptions{Binary: r.cfg.Mntleak, LogFile: r.logPath("daemon-round.log")})
 		if err != nil {
