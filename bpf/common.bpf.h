@@ -19,6 +19,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
 #include "mntleak.h"
 
 #define EBUSY 16
@@ -88,23 +89,75 @@ struct {
 } perf_buf SEC(".maps");
 
 /*
- * Arguments saved at syscall entry for the rare syscalls whose exit event
- * needs them (mount family, unshare, setns). Keyed by tid; the exit program
- * always deletes its entry, and the LRU bound covers threads that were
- * inside such a syscall when the programs were attached.
+ * The syscall handlers, by x86_64 syscall number, plus SLOT_FAILURE for the
+ * -EBUSY catch-all. The only per-syscall hook is the dispatcher on the
+ * sys_exit tracepoint (dispatch.bpf.c): it tail-calls the slot of the
+ * syscall that returned, so each handler has its own verifier budget (the
+ * path walks are big) and an uninteresting syscall costs one failed tail
+ * call. Hooking nothing on sys_enter is the point: any syscalls:sys_enter_*
+ * tracepoint makes the kernel run its perf probe on every syscall entry.
+ * The loader fills the slots; numbers the kernel lacks stay empty.
  */
-struct enter_state {
-	__u64 args[6];
-	__u32 mntns_before;
-	__s32 nr;
-};
+#define NR_SLOTS 512
+#define SLOT_FAILURE (NR_SLOTS - 1)	/* above every x86_64 syscall number */
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, NR_SLOTS);
 	__type(key, __u32);
-	__type(value, struct enter_state);
-} enter_state SEC(".maps");
+	__type(value, __u32);
+} handlers SEC(".maps");
+
+/*
+ * The mount namespace of each task, by tid, as last seen: written for every
+ * new task by the sched_process_fork program and by the unshare/setns
+ * handlers after a change, deleted at the task's exit. It stands in for the
+ * state an entry program would have saved: at unshare/setns exit the
+ * namespace before the call is this entry. Tasks that predate tracing have
+ * none (mntns_before 0, see nsproc.bpf.c); the LRU bound keeps the map's
+ * size fixed whatever the number of threads (an evicted task is unknown).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u32);
+} task_mntns_map SEC(".maps");
+
+#define TS_COMPAT 0x0002	/* arch/x86/include/asm/thread_info.h */
+
+/*
+ * A 32-bit (ia32) syscall: orig_ax is then an ia32 number, which would
+ * select the wrong handler. The syscalls:* tracepoints mntleak used before
+ * ignored compat syscalls too (trace_get_syscall_nr).
+ */
+static __always_inline bool compat_syscall(void)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+
+	return BPF_CORE_READ(task, thread_info.status) & TS_COMPAT;
+}
+
+/*
+ * Defines a handler: a tp_btf program on sys_exit, never attached itself,
+ * only reached through the dispatcher's tail call (a prog array takes
+ * programs of the dispatcher's type and attach point only). The body gets
+ * ctx, the saved user registers and the return value; the registers hold
+ * the syscall's arguments (x86_64: di, si, dx, r10, r8, r9), which a
+ * syscall does not change, so no entry state is needed.
+ */
+#define SYSCALL_HANDLER(name)							\
+	static __always_inline int name##_body(void *ctx, struct pt_regs *regs,	\
+					       long ret);			\
+	SEC("tp_btf/sys_exit")							\
+	int BPF_PROG(name, struct pt_regs *regs, long ret)			\
+	{									\
+		if (compat_syscall())						\
+			return 0;						\
+		return name##_body(ctx, regs, ret);				\
+	}									\
+	static __always_inline int name##_body(void *ctx, struct pt_regs *regs,	\
+					       long ret)
 
 static __always_inline struct task_struct *current_task(void)
 {
@@ -181,48 +234,6 @@ static __always_inline void submit_event(void *ctx, void *rec, __u64 size)
 	} else {
 		bpf_ringbuf_submit(rec, 0);
 	}
-}
-
-/*
- * Saves the first nargs arguments (a constant). Reading past a syscall's
- * last argument would raise the program's context size above the
- * tracepoint's and the kernel would refuse to attach it (EACCES).
- */
-static __always_inline int save_args(struct trace_event_raw_sys_enter *ctx, int nargs)
-{
-	struct enter_state st = {};
-	__u32 tid = current_tid();
-
-	/* Spelled out: a loop lets clang form ctx+16, which the verifier rejects. */
-	if (nargs > 0)
-		st.args[0] = ctx->args[0];
-	if (nargs > 1)
-		st.args[1] = ctx->args[1];
-	if (nargs > 2)
-		st.args[2] = ctx->args[2];
-	if (nargs > 3)
-		st.args[3] = ctx->args[3];
-	if (nargs > 4)
-		st.args[4] = ctx->args[4];
-	if (nargs > 5)
-		st.args[5] = ctx->args[5];
-	st.nr = (__s32)ctx->id;
-	st.mntns_before = task_mntns(current_task());
-	bpf_map_update_elem(&enter_state, &tid, &st, BPF_ANY);
-	return 0;
-}
-
-/* Copies out and deletes the entry saved by save_args. */
-static __always_inline bool take_args(struct enter_state *out)
-{
-	__u32 tid = current_tid();
-	struct enter_state *st = bpf_map_lookup_elem(&enter_state, &tid);
-
-	if (!st)
-		return false;
-	*out = *st;
-	bpf_map_delete_elem(&enter_state, &tid);
-	return true;
 }
 
 /* Reads a user string into dst; returns true when it did not fit. */

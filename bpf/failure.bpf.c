@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The catch-all: any syscall that returns -EBUSY, from one program on the raw
- * sys_exit tracepoint. It runs on every syscall exit in the system, so the
- * first instruction that matters is the comparison with -EBUSY: a successful
- * unlinkat, rmdir or openat returns before touching a map or the ring buffer.
+ * The catch-all: any syscall that returns -EBUSY. The dispatcher
+ * (dispatch.bpf.c) tail-calls this handler only for a syscall without a
+ * handler of its own that returned -EBUSY, so a successful unlinkat, rmdir
+ * or openat never gets here.
  *
  * The arguments are read back from the saved user registers (pt_regs), so no
  * entry program and no per-thread state are needed. Syscalls traced by the
- * dedicated programs (mount.bpf.c, newmount.bpf.c, nsproc.bpf.c) are skipped
- * here; their events already carry the return value.
+ * dedicated handlers (mount.bpf.c, newmount.bpf.c, nsproc.bpf.c) are skipped
+ * here too, should one of their slots be empty; their events already carry
+ * the return value.
  *
  * Syscall numbers are x86_64's: the objects are generated for amd64 only.
  */
@@ -85,20 +86,14 @@ static __always_inline enum arg_kind classify(long nr)
 	return ARG_NONE;
 }
 
-SEC("raw_tracepoint/sys_exit")
-int failure_exit(struct bpf_raw_tracepoint_args *ctx)
+SYSCALL_HANDLER(failure_exit)
 {
-	struct pt_regs *regs;
 	struct failure_event *e;
 	enum arg_kind kind;
-	long nr;
+	long nr = regs->orig_ax;
 
-	/* The hot path: every other syscall exit ends here. */
-	if ((long)ctx->args[1] != -EBUSY)
+	if (ret != -EBUSY)
 		return 0;
-
-	regs = (struct pt_regs *)ctx->args[0];
-	nr = BPF_CORE_READ(regs, orig_ax);
 	kind = classify(nr);
 	if (kind == ARG_OWNED)
 		return 0;
@@ -127,14 +122,14 @@ int failure_exit(struct bpf_raw_tracepoint_args *ctx)
 	}
 
 	if (kind == ARG_PATH0) {
-		if (resolve_user_path(e->path, AT_FDCWD, (const char *)BPF_CORE_READ(regs, di)))
+		if (resolve_user_path(e->path, AT_FDCWD, (const char *)regs->di))
 			e->hdr.truncated = TRUNC_PATH1;
 	} else if (kind == ARG_DIRFD0_PATH1) {
-		if (resolve_user_path(e->path, (int)BPF_CORE_READ(regs, di),
-				      (const char *)BPF_CORE_READ(regs, si)))
+		if (resolve_user_path(e->path, (int)regs->di,
+				      (const char *)regs->si))
 			e->hdr.truncated = TRUNC_PATH1;
 	} else if (kind == ARG_FD0) {
-		int fd = (int)BPF_CORE_READ(regs, di);
+		int fd = (int)regs->di;
 		struct file *file = task_fd_file(current_task(), fd);
 
 		e->fd = fd;

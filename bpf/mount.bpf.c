@@ -4,6 +4,9 @@
  * Every call is reported, successful or not: the return value is part of
  * the event (umount2 -> EINVAL and mount -> ENOENT are failures mntleak
  * explains).
+ *
+ * Each handler runs at the syscall's exit (see dispatch.bpf.c) and reads
+ * the arguments from the saved user registers; paths are resolved then.
  */
 #include "path.bpf.h"
 
@@ -12,130 +15,74 @@ const struct mount_event *unused_mount_event __attribute__((unused));
 const struct umount_event *unused_umount_event __attribute__((unused));
 const struct pivot_root_event *unused_pivot_root_event __attribute__((unused));
 
-SEC("tracepoint/syscalls/sys_enter_mount")
-int mount_enter(struct trace_event_raw_sys_enter *ctx)
+/* mount(source, target, fstype, flags, data) */
+SYSCALL_HANDLER(mount_exit)
 {
-	return save_args(ctx, 5);
-}
-
-SEC("tracepoint/syscalls/sys_exit_mount")
-int mount_exit(struct trace_event_raw_sys_exit *ctx)
-{
-	struct enter_state st;
 	struct mount_event *e;
 	__u32 trunc = 0;
 
-	if (!take_args(&st))
-		return 0;
 	e = reserve_event(sizeof(*e), EVENT_MOUNT);
 	if (!e)
 		return 0;
-	fill_header(&e->hdr, EVENT_MOUNT, st.nr, ctx->ret);
-	e->flags = st.args[3];
-	if (read_user_str(e->fstype, sizeof(e->fstype), (const char *)st.args[2]))
+	fill_header(&e->hdr, EVENT_MOUNT, (__s32)regs->orig_ax, ret);
+	e->flags = regs->r10;
+	if (read_user_str(e->fstype, sizeof(e->fstype), (const char *)regs->dx))
 		trunc |= TRUNC_FSTYPE;
 	/* The source is a path only for binds and moves; else a device name. */
 	if (e->flags & (MS_BIND | MS_MOVE)) {
-		if (resolve_user_path(e->source, AT_FDCWD, (const char *)st.args[0]))
+		if (resolve_user_path(e->source, AT_FDCWD, (const char *)regs->di))
 			trunc |= TRUNC_PATH1;
-	} else if (read_user_str(e->source, sizeof(e->source), (const char *)st.args[0])) {
+	} else if (read_user_str(e->source, sizeof(e->source), (const char *)regs->di)) {
 		trunc |= TRUNC_PATH1;
 	}
-	if (resolve_user_path(e->target, AT_FDCWD, (const char *)st.args[1]))
+	if (resolve_user_path(e->target, AT_FDCWD, (const char *)regs->si))
 		trunc |= TRUNC_PATH2;
-	if (read_user_str(e->data, sizeof(e->data), (const char *)st.args[4]))
+	if (read_user_str(e->data, sizeof(e->data), (const char *)regs->r8))
 		trunc |= TRUNC_DATA;
 	e->hdr.truncated = trunc;
 	submit_event(ctx, e, sizeof(*e));
 	return 0;
 }
 
-SEC("tracepoint/syscalls/sys_enter_umount")
-int umount_enter(struct trace_event_raw_sys_enter *ctx)
+/* umount2(target, flags) */
+SYSCALL_HANDLER(umount_exit)
 {
-	return save_args(ctx, 2);
-}
-
-SEC("tracepoint/syscalls/sys_exit_umount")
-int umount_exit(struct trace_event_raw_sys_exit *ctx)
-{
-	struct enter_state st;
 	struct umount_event *e;
 
-	if (!take_args(&st))
-		return 0;
 	e = reserve_event(sizeof(*e), EVENT_UMOUNT);
 	if (!e)
 		return 0;
-	fill_header(&e->hdr, EVENT_UMOUNT, st.nr, ctx->ret);
-	e->flags = st.args[1];
-	if (resolve_user_path(e->target, AT_FDCWD, (const char *)st.args[0]))
+	fill_header(&e->hdr, EVENT_UMOUNT, (__s32)regs->orig_ax, ret);
+	e->flags = regs->si;
+	if (resolve_user_path(e->target, AT_FDCWD, (const char *)regs->di))
 		e->hdr.truncated = TRUNC_PATH2;
 	submit_event(ctx, e, sizeof(*e));
 	return 0;
 }
 
 /*
- * pivot_root changes what "." and "/" mean, so its paths are resolved at
- * entry (runc calls pivot_root(".", ".") from the new root) and kept per
- * thread until the exit program reports them with the result.
+ * pivot_root(new_root, put_old). The paths are resolved at exit, against
+ * the caller's root and cwd as they are after the call: a successful
+ * pivot_root has moved both to new_root, so the paths are as seen from
+ * inside the new root. runc's pivot_root(".", ".") from the new root is
+ * reported as new_root "/" and put_old "/"; absolute paths are kept as
+ * given. A failed call changed nothing: its paths are as at entry.
  */
-struct pivot_paths {
-	char new_root[PATH_LEN];
-	char put_old[PATH_LEN];
-	__u32 truncated;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u32);
-	__type(value, struct pivot_paths);
-} pivot_state SEC(".maps");
-
-/* Staging for pivot_paths, too large for the BPF stack. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct pivot_paths);
-} pivot_staging SEC(".maps");
-
-SEC("tracepoint/syscalls/sys_enter_pivot_root")
-int pivot_root_enter(struct trace_event_raw_sys_enter *ctx)
+SYSCALL_HANDLER(pivot_root_exit)
 {
-	__u32 zero = 0, tid = current_tid();
-	struct pivot_paths *p = bpf_map_lookup_elem(&pivot_staging, &zero);
-
-	if (!p)
-		return 0;
-	p->truncated = 0;
-	if (resolve_user_path(p->new_root, AT_FDCWD, (const char *)ctx->args[0]))
-		p->truncated |= TRUNC_PATH1;
-	if (resolve_user_path(p->put_old, AT_FDCWD, (const char *)ctx->args[1]))
-		p->truncated |= TRUNC_PATH2;
-	bpf_map_update_elem(&pivot_state, &tid, p, BPF_ANY);
-	return 0;
-}
-
-SEC("tracepoint/syscalls/sys_exit_pivot_root")
-int pivot_root_exit(struct trace_event_raw_sys_exit *ctx)
-{
-	__u32 tid = current_tid();
-	struct pivot_paths *p = bpf_map_lookup_elem(&pivot_state, &tid);
 	struct pivot_root_event *e;
+	__u32 trunc = 0;
 
-	if (!p)
-		return 0;
 	e = reserve_event(sizeof(*e), EVENT_PIVOT_ROOT);
-	if (e) {
-		fill_header(&e->hdr, EVENT_PIVOT_ROOT, (__s32)ctx->id, ctx->ret);
-		bpf_probe_read_kernel(e->new_root, sizeof(e->new_root), p->new_root);
-		bpf_probe_read_kernel(e->put_old, sizeof(e->put_old), p->put_old);
-		e->hdr.truncated = p->truncated;
-		submit_event(ctx, e, sizeof(*e));
-	}
-	bpf_map_delete_elem(&pivot_state, &tid);
+	if (!e)
+		return 0;
+	fill_header(&e->hdr, EVENT_PIVOT_ROOT, (__s32)regs->orig_ax, ret);
+	if (resolve_user_path(e->new_root, AT_FDCWD, (const char *)regs->di))
+		trunc |= TRUNC_PATH1;
+	if (resolve_user_path(e->put_old, AT_FDCWD, (const char *)regs->si))
+		trunc |= TRUNC_PATH2;
+	e->hdr.truncated = trunc;
+	submit_event(ctx, e, sizeof(*e));
 	return 0;
 }
 

@@ -11,84 +11,87 @@ const struct ns_event *unused_ns_event __attribute__((unused));
 const struct fork_event *unused_fork_event __attribute__((unused));
 const struct exit_event *unused_exit_event __attribute__((unused));
 
-/* Only calls that can touch the mount namespace are worth a map entry. */
-SEC("tracepoint/syscalls/sys_enter_unshare")
-int unshare_enter(struct trace_event_raw_sys_enter *ctx)
-{
-	if (!(ctx->args[0] & CLONE_NEWNS))
-		return 0;
-	return save_args(ctx, 1);
-}
-
-/* nstype 0 accepts any namespace fd; a pidfd may carry CLONE_NEWNS. */
-SEC("tracepoint/syscalls/sys_enter_setns")
-int setns_enter(struct trace_event_raw_sys_enter *ctx)
-{
-	__u64 nstype = ctx->args[1];
-
-	if (nstype != 0 && !(nstype & CLONE_NEWNS))
-		return 0;
-	return save_args(ctx, 2);
-}
-
-static __always_inline int ns_exit(struct trace_event_raw_sys_exit *ctx, __u32 kind)
+/*
+ * unshare(flags) and setns(fd, nstype), at exit. mntns_before is what
+ * task_mntns_map (common.bpf.h) holds for the thread: its namespace when it
+ * was forked under tracing, or after its last unshare/setns. With no entry
+ * (the thread predates tracing, or the LRU evicted it) it is the current
+ * namespace when the call failed, a failed call changing nothing, and else
+ * 0: unknown, left to userspace to fill from what it knows of the process.
+ * mntns_after is always read at exit.
+ */
+static __always_inline int ns_exit(void *ctx, struct pt_regs *regs, long ret, __u32 kind)
 {
 	struct task_struct *task = current_task();
-	struct enter_state st;
+	__u64 arg0 = regs->di, arg1 = regs->si;
+	__u32 tid = current_tid(), before = 0, after, target_ino = 0;
+	__u32 *known;
 	struct ns_event *e;
-	__u32 after;
 
-	if (!take_args(&st))
+	/* Only calls that can touch the mount namespace; nstype 0 accepts any
+	 * namespace fd, and a pidfd may carry CLONE_NEWNS. */
+	if (kind == EVENT_UNSHARE && !(arg0 & CLONE_NEWNS))
+		return 0;
+	if (kind == EVENT_SETNS && arg1 != 0 && !(arg1 & CLONE_NEWNS))
 		return 0;
 	after = task_mntns(task);
-	/* setns(fd, 0) into some other kind of namespace: not ours. */
-	if (kind == EVENT_SETNS && st.args[1] == 0 && after == st.mntns_before)
-		return 0;
-	e = reserve_event(sizeof(*e), kind);
-	if (!e)
-		return 0;
-	fill_header(&e->hdr, kind, st.nr, ctx->ret);
-	e->mntns_before = st.mntns_before;
-	e->mntns_after = after;
+	known = bpf_map_lookup_elem(&task_mntns_map, &tid);
+	if (known)
+		before = *known;
+	else if (ret < 0)
+		before = after;
+	if (!known || before != after)
+		bpf_map_update_elem(&task_mntns_map, &tid, &after, BPF_ANY);
 	if (kind == EVENT_SETNS) {
 		struct file *file = NULL;
 		struct file **fds = BPF_CORE_READ(task, files, fdt, fd);
-		__s32 fd = (__s32)st.args[0];
+		__s32 fd = (__s32)arg0;
 
-		e->flags = st.args[1];
-		e->fd = fd;
-		e->target_ino = 0;
 		if (fd >= 0 && (unsigned int)fd < BPF_CORE_READ(task, files, fdt, max_fds)) {
 			bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]);
 			if (file)
-				e->target_ino = (__u32)BPF_CORE_READ(file, f_inode, i_ino);
+				target_ino = (__u32)BPF_CORE_READ(file, f_inode, i_ino);
 		}
+		/* setns(fd, 0) into some other kind of namespace: not ours. With
+		 * before unknown, a successful setns into a mount namespace is
+		 * the one whose inode the fd names. */
+		if (arg1 == 0 && (known ? after == before : after != target_ino))
+			return 0;
+	}
+	e = reserve_event(sizeof(*e), kind);
+	if (!e)
+		return 0;
+	fill_header(&e->hdr, kind, (__s32)regs->orig_ax, ret);
+	e->mntns_before = before;
+	e->mntns_after = after;
+	e->target_ino = target_ino;
+	if (kind == EVENT_SETNS) {
+		e->flags = arg1;
+		e->fd = (__s32)arg0;
 	} else {
-		e->flags = st.args[0];
+		e->flags = arg0;
 		e->fd = -1;
-		e->target_ino = 0;
 	}
 	submit_event(ctx, e, sizeof(*e));
 	return 0;
 }
 
-SEC("tracepoint/syscalls/sys_exit_unshare")
-int unshare_exit(struct trace_event_raw_sys_exit *ctx)
+SYSCALL_HANDLER(unshare_exit)
 {
-	return ns_exit(ctx, EVENT_UNSHARE);
+	return ns_exit(ctx, regs, ret, EVENT_UNSHARE);
 }
 
-SEC("tracepoint/syscalls/sys_exit_setns")
-int setns_exit(struct trace_event_raw_sys_exit *ctx)
+SYSCALL_HANDLER(setns_exit)
 {
-	return ns_exit(ctx, EVENT_SETNS);
+	return ns_exit(ctx, regs, ret, EVENT_SETNS);
 }
 
 /*
  * clone/clone3/fork with CLONE_NEWNS: the flags are not visible here, but
  * the child's namespace already differs from the parent's when the
  * tracepoint fires (copy_process has run). Threads share the namespace, so
- * the comparison is cheap and exact.
+ * the comparison is cheap and exact. Every new task's namespace also goes
+ * into task_mntns_map, for the unshare/setns handlers.
  */
 SEC("raw_tracepoint/sched_process_fork")
 int newns_fork(struct bpf_raw_tracepoint_args *ctx)
@@ -97,8 +100,10 @@ int newns_fork(struct bpf_raw_tracepoint_args *ctx)
 	struct task_struct *child = (struct task_struct *)ctx->args[1];
 	__u32 parent_ns = task_mntns(parent);
 	__u32 child_ns = task_mntns(child);
+	__u32 child_tid = BPF_CORE_READ(child, pid);
 	struct fork_event *e;
 
+	bpf_map_update_elem(&task_mntns_map, &child_tid, &child_ns, BPF_ANY);
 	if (parent_ns == child_ns)
 		return 0;
 	e = reserve_event(sizeof(*e), EVENT_NEWNS_FORK);
@@ -106,21 +111,26 @@ int newns_fork(struct bpf_raw_tracepoint_args *ctx)
 		return 0;
 	fill_header(&e->hdr, EVENT_NEWNS_FORK, -1, 0);
 	e->child_tgid = BPF_CORE_READ(child, tgid);
-	e->child_tid = BPF_CORE_READ(child, pid);
+	e->child_tid = child_tid;
 	e->parent_mntns = parent_ns;
 	e->child_mntns = child_ns;
 	submit_event(ctx, e, sizeof(*e));
 	return 0;
 }
 
-/* Fires in the exiting task's context, before its namespaces are dropped. */
+/*
+ * Fires in the exiting task's context, before its namespaces are dropped.
+ * Every thread's task_mntns_map entry goes, so a reused tid starts unknown.
+ */
 SEC("raw_tracepoint/sched_process_exit")
 int leader_exit(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct task_struct *task = (struct task_struct *)ctx->args[0];
+	__u32 tid = BPF_CORE_READ(task, pid);
 	struct exit_event *e;
 
-	if (BPF_CORE_READ(task, pid) != BPF_CORE_READ(task, tgid))
+	bpf_map_delete_elem(&task_mntns_map, &tid);
+	if (tid != BPF_CORE_READ(task, tgid))
 		return 0;
 	e = reserve_event(sizeof(*e), EVENT_EXIT);
 	if (!e)

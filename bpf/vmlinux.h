@@ -42,6 +42,7 @@ enum {
 enum bpf_map_type {
 	BPF_MAP_TYPE_HASH = 1,
 	BPF_MAP_TYPE_ARRAY = 2,
+	BPF_MAP_TYPE_PROG_ARRAY = 3,
 	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
 	BPF_MAP_TYPE_LRU_HASH = 9,
 	BPF_MAP_TYPE_RINGBUF = 27,
@@ -141,7 +142,14 @@ struct mm_struct {
 	unsigned long arg_end;
 };
 
+struct thread_info {
+	unsigned long flags;
+	unsigned long syscall_work;
+	u32 status;
+};
+
 struct task_struct {
+	struct thread_info thread_info;
 	pid_t pid;
 	pid_t tgid;
 	char comm[16];

@@ -6,88 +6,124 @@ import (
 	"os"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 )
 
-// attachPoint is one program and where it goes. An empty group means a raw
-// tracepoint (no tracefs id needed, fired with raw arguments).
+// attachPoint is one program and the tracepoint it is attached to.
 type attachPoint struct {
-	group, name string
-	prog        *ebpf.Program
+	name string
+	// btf marks a BTF-typed (tp_btf) program; else a raw tracepoint
+	// program. Neither needs tracefs.
+	btf  bool
+	prog *ebpf.Program
 }
 
 func (a attachPoint) String() string {
-	if a.group == "" {
-		return "raw tracepoint " + a.name
+	if a.btf {
+		return "tp_btf " + a.name
 	}
-	return "tracepoint " + a.group + "/" + a.name
+	return "raw tracepoint " + a.name
 }
 
-// probe is the programs behind one kind of event, attached all or none.
-// An optional probe whose tracepoint the kernel lacks (the new mount API
-// before 5.2, mount_setattr before 5.12) only disables its events; any
-// other failure, and a missing required one, fails the tracer.
-type probe struct {
-	event    string // what is lost without it: "open_tree", "failure"...
+// attachPoints lists every program that is attached. Only the dispatcher
+// runs on each syscall (on its exit; nothing is attached to sys_enter);
+// the syscall handlers are reached through its tail call (handlers). It
+// only reads program fields, so it also describes what a zero objects
+// would attach (DetectFeatures).
+func (o *objects) attachPoints() []attachPoint {
+	return []attachPoint{
+		{name: "sys_exit", btf: true, prog: o.dispatch.Dispatch},
+		{name: "sched_process_fork", prog: o.nsproc.NewnsFork},
+		{name: "sched_process_exit", prog: o.nsproc.LeaderExit},
+	}
+}
+
+// slotFailure is the handlers slot of the -EBUSY catch-all (SLOT_FAILURE in
+// bpf/common.bpf.h), above every syscall number.
+const slotFailure = 511
+
+// handler is one program in the dispatcher's handlers prog array.
+type handler struct {
+	event string // what is lost without it: "open_tree", "failure"...
+	// syscall is the kernel's name for it (__x64_sys_<syscall> in the
+	// kernel BTF); empty for the failure catch-all, which needs none.
+	syscall string
+	slot    uint32 // x86_64 syscall number, or slotFailure
+	// optional: a kernel without the syscall (the new mount API before
+	// 5.2, mount_setattr before 5.12) only disables its events.
 	optional bool
-	// Exit programs come before entry programs: an exit without saved
-	// arguments does nothing, while an entry attached alone would save
-	// state that no exit deletes.
-	points []attachPoint
+	prog     *ebpf.Program
 }
 
-// syscallProbe is the exit and entry programs of one syscall.
-func syscallProbe(event, syscall string, optional bool, exit, enter *ebpf.Program) probe {
-	return probe{event: event, optional: optional, points: []attachPoint{
-		{"syscalls", "sys_exit_" + syscall, exit},
-		{"syscalls", "sys_enter_" + syscall, enter},
-	}}
-}
-
-// probes lists every program. It only reads program fields, so it also
-// describes what a zero objects would attach (DetectFeatures).
-func (o *objects) probes() []probe {
-	return []probe{
-		syscallProbe("mount", "mount", false, o.mount.MountExit, o.mount.MountEnter),
-		syscallProbe("umount", "umount", false, o.mount.UmountExit, o.mount.UmountEnter),
-		syscallProbe("unshare", "unshare", false, o.nsproc.UnshareExit, o.nsproc.UnshareEnter),
-		syscallProbe("setns", "setns", false, o.nsproc.SetnsExit, o.nsproc.SetnsEnter),
-		syscallProbe("pivot_root", "pivot_root", true, o.mount.PivotRootExit, o.mount.PivotRootEnter),
-		syscallProbe("open_tree", "open_tree", true, o.newmount.OpenTreeExit, o.newmount.OpenTreeEnter),
-		syscallProbe("move_mount", "move_mount", true, o.newmount.MoveMountExit, o.newmount.MoveMountEnter),
-		syscallProbe("fsopen", "fsopen", true, o.newmount.FsopenExit, o.newmount.FsopenEnter),
-		syscallProbe("fsmount", "fsmount", true, o.newmount.FsmountExit, o.newmount.FsmountEnter),
-		syscallProbe("mount_setattr", "mount_setattr", true, o.newmount.MountSetattrExit, o.newmount.MountSetattrEnter),
-		{event: "newns_fork", points: []attachPoint{{"", "sched_process_fork", o.nsproc.NewnsFork}}},
-		{event: "exit", points: []attachPoint{{"", "sched_process_exit", o.nsproc.LeaderExit}}},
-		{event: "failure", points: []attachPoint{{"", "sys_exit", o.failure.FailureExit}}},
+// handlers lists every syscall handler by slot. Like attachPoints it only
+// reads program fields.
+func (o *objects) handlers() []handler {
+	return []handler{
+		{"mount", "mount", 165, false, o.mount.MountExit},
+		{"umount", "umount", 166, false, o.mount.UmountExit},
+		{"unshare", "unshare", 272, false, o.nsproc.UnshareExit},
+		{"setns", "setns", 308, false, o.nsproc.SetnsExit},
+		{"pivot_root", "pivot_root", 155, true, o.mount.PivotRootExit},
+		{"open_tree", "open_tree", 428, true, o.newmount.OpenTreeExit},
+		{"move_mount", "move_mount", 429, true, o.newmount.MoveMountExit},
+		{"fsopen", "fsopen", 430, true, o.newmount.FsopenExit},
+		{"fsmount", "fsmount", 432, true, o.newmount.FsmountExit},
+		{"mount_setattr", "mount_setattr", 442, true, o.newmount.MountSetattrExit},
+		{"failure", "", slotFailure, false, o.failure.FailureExit},
 	}
 }
 
-// missingError is an attach point the kernel does not have.
-type missingError struct {
-	point attachPoint
-	err   error
-}
+// syscallFunc is the kernel function of a syscall, which the kernel BTF
+// has when the kernel has the syscall. A syscall configured out is an
+// alias of sys_ni_syscall, with no BTF of its own.
+func syscallFunc(name string) string { return "__x64_sys_" + name }
 
-func (e *missingError) Error() string { return fmt.Sprintf("attach %s: %v", e.point, e.err) }
-func (e *missingError) Unwrap() error { return e.err }
-
-// attachProbe attaches every point of p, or none: on an error it closes
-// what it attached. A point the kernel lacks gives a *missingError.
-func attachProbe(p probe) ([]link.Link, error) {
-	var links []link.Link
-	for _, a := range p.points {
-		l, err := attach(a)
-		if err != nil {
-			for _, l := range links {
-				_ = l.Close()
-			}
-			return nil, err
+// haveSyscall looks name's function up in the kernel BTF (spec, or the
+// running kernel's when nil).
+func haveSyscall(spec *btf.Spec, name string) (bool, error) {
+	if spec == nil {
+		var err error
+		if spec, err = btf.LoadKernelSpec(); err != nil {
+			return false, fmt.Errorf("load kernel BTF: %w", err)
 		}
-		links = append(links, l)
 	}
-	return links, nil
+	var fn *btf.Func
+	err := spec.TypeByName(syscallFunc(name), &fn)
+	if errors.Is(err, btf.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("look up %s in the kernel BTF: %w", syscallFunc(name), err)
+	}
+	return true, nil
+}
+
+// missingError is a syscall the kernel does not have.
+type missingError struct {
+	syscall string
+}
+
+func (e *missingError) Error() string {
+	return fmt.Sprintf("syscall %s: the kernel has none (no %s in its BTF)", e.syscall, syscallFunc(e.syscall))
+}
+
+// install puts h in the handlers prog array, after checking that the
+// kernel has its syscall (a *missingError when not).
+func install(slots *ebpf.Map, h handler, spec *btf.Spec) error {
+	if h.syscall != "" {
+		ok, err := haveSyscall(spec, h.syscall)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return &missingError{syscall: h.syscall}
+		}
+	}
+	if err := slots.Put(h.slot, h.prog); err != nil {
+		return fmt.Errorf("put %s handler in handlers slot %d: %w", h.event, h.slot, err)
+	}
+	return nil
 }
 
 func attach(a attachPoint) (link.Link, error) {
@@ -95,15 +131,15 @@ func attach(a attachPoint) (link.Link, error) {
 		l   link.Link
 		err error
 	)
-	if a.group == "" {
-		l, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: a.name, Program: a.prog})
+	if a.btf {
+		l, err = link.AttachTracing(link.TracingOptions{Program: a.prog})
 	} else {
-		l, err = link.Tracepoint(a.group, a.name, a.prog, nil)
-	}
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, &missingError{point: a, err: err}
+		l, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: a.name, Program: a.prog})
 	}
 	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("attach %s: the kernel has no such tracepoint: %w", a, err)
+		}
 		return nil, fmt.Errorf("attach %s: %w", a, err)
 	}
 	return l, nil

@@ -8,13 +8,12 @@ func WithBTFPath(cfg Config, path string) Config {
 	return cfg
 }
 
-// WithBogusTracepoint adds a probe for event on a syscall tracepoint that
-// no kernel has, with a real program (umount's exit program).
-func WithBogusTracepoint(cfg Config, event string, optional bool) Config {
-	cfg.extraProbes = func(o *objects) []probe {
-		return []probe{{event: event, optional: optional, points: []attachPoint{
-			{"syscalls", "sys_exit_mntleak_bogus_" + event, o.mount.UmountExit},
-		}}}
+// WithBogusSyscall adds a handler for event on a syscall that no kernel
+// has (mntleak_bogus_<event>), with a real program (umount's handler) in
+// an unused slot.
+func WithBogusSyscall(cfg Config, event string, optional bool) Config {
+	cfg.extraHandlers = func(o *objects) []handler {
+		return []handler{{event: event, syscall: "mntleak_bogus_" + event, slot: 510, optional: optional, prog: o.mount.UmountExit}}
 	}
 	return cfg
 }

@@ -42,11 +42,12 @@ type failureFailureEvent struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	failureMapEnterState         = "enter_state"
 	failureMapEvents             = "events"
+	failureMapHandlers           = "handlers"
 	failureMapLost               = "lost"
 	failureMapPerfBuf            = "perf_buf"
 	failureMapScratch            = "scratch"
+	failureMapTaskMntnsMap       = "task_mntns_map"
 	failureProgFailureExit       = "failure_exit"
 	failureVarNoBpfLoop          = "no_bpf_loop"
 	failureVarUnusedFailureEvent = "unused_failure_event"
@@ -102,11 +103,12 @@ type failureProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type failureMapSpecs struct {
-	EnterState *ebpf.MapSpec `ebpf:"enter_state"`
-	Events     *ebpf.MapSpec `ebpf:"events"`
-	Lost       *ebpf.MapSpec `ebpf:"lost"`
-	PerfBuf    *ebpf.MapSpec `ebpf:"perf_buf"`
-	Scratch    *ebpf.MapSpec `ebpf:"scratch"`
+	Events       *ebpf.MapSpec `ebpf:"events"`
+	Handlers     *ebpf.MapSpec `ebpf:"handlers"`
+	Lost         *ebpf.MapSpec `ebpf:"lost"`
+	PerfBuf      *ebpf.MapSpec `ebpf:"perf_buf"`
+	Scratch      *ebpf.MapSpec `ebpf:"scratch"`
+	TaskMntnsMap *ebpf.MapSpec `ebpf:"task_mntns_map"`
 }
 
 // failureVariableSpecs contains global variables before they are loaded into the kernel.
@@ -138,20 +140,22 @@ func (o *failureObjects) Close() error {
 //
 // It can be passed to loadFailureObjects or ebpf.CollectionSpec.LoadAndAssign.
 type failureMaps struct {
-	EnterState *ebpf.Map `ebpf:"enter_state"`
-	Events     *ebpf.Map `ebpf:"events"`
-	Lost       *ebpf.Map `ebpf:"lost"`
-	PerfBuf    *ebpf.Map `ebpf:"perf_buf"`
-	Scratch    *ebpf.Map `ebpf:"scratch"`
+	Events       *ebpf.Map `ebpf:"events"`
+	Handlers     *ebpf.Map `ebpf:"handlers"`
+	Lost         *ebpf.Map `ebpf:"lost"`
+	PerfBuf      *ebpf.Map `ebpf:"perf_buf"`
+	Scratch      *ebpf.Map `ebpf:"scratch"`
+	TaskMntnsMap *ebpf.Map `ebpf:"task_mntns_map"`
 }
 
 func (m *failureMaps) Close() error {
 	return _FailureClose(
-		m.EnterState,
 		m.Events,
+		m.Handlers,
 		m.Lost,
 		m.PerfBuf,
 		m.Scratch,
+		m.TaskMntnsMap,
 	)
 }
 

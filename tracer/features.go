@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/features"
 	"golang.org/x/sys/unix"
 )
@@ -19,21 +20,29 @@ type Features struct {
 	Buffer string `json:"buffer"`
 	// PathWalk is how the programs will walk paths: bpf_loop, or the
 	// bounded loop of kernels without it, or why it is unknown.
-	PathWalk    string            `json:"path_walk"`
-	Tracefs     string            `json:"tracefs"`     // where, or "not mounted"
-	Tracepoints map[string]bool   `json:"tracepoints"` // syscall tracepoints mntleak attaches
-	Missing     map[string]string `json:"missing,omitempty"`
-	// Disabled lists the events whose optional tracepoints are missing:
+	PathWalk string `json:"path_walk"`
+	// Tracefs is where tracefs is mounted, or "not mounted": mntleak no
+	// longer needs it (tp_btf and raw tracepoints are found by name).
+	Tracefs string `json:"tracefs"`
+	// Tracepoints are the tracepoints mntleak attaches to: sys_exit (the
+	// only per-syscall hook) and the sched ones.
+	Tracepoints map[string]bool `json:"tracepoints"`
+	// Syscalls are the syscalls the sys_exit dispatcher hands to a
+	// handler, and whether the kernel has each.
+	Syscalls map[string]bool   `json:"syscalls"`
+	Missing  map[string]string `json:"missing,omitempty"`
+	// Disabled lists the events whose optional syscalls are missing:
 	// tracing runs without them.
 	Disabled []string `json:"disabled,omitempty"`
-	// RequiredMissing lists missing tracepoints tracing cannot run without.
+	// RequiredMissing lists missing tracepoints and syscalls tracing
+	// cannot run without.
 	RequiredMissing []string `json:"required_missing,omitempty"`
 }
 
 // DetectFeatures probes the kernel without loading anything. The map
 // probes need CAP_BPF; without it the answers say so.
 func DetectFeatures() Features {
-	f := Features{Tracepoints: map[string]bool{}, Missing: map[string]string{}}
+	f := Features{Tracepoints: map[string]bool{}, Syscalls: map[string]bool{}, Missing: map[string]string{}}
 	var u unix.Utsname
 	if unix.Uname(&u) == nil {
 		f.Kernel = unix.ByteSliceToString(u.Release[:])
@@ -68,29 +77,40 @@ func DetectFeatures() Features {
 			break
 		}
 	}
-	if f.Tracefs != "not mounted" {
-		for _, p := range (&objects{}).probes() {
-			ok := true
-			for _, a := range p.points {
-				if a.group != "syscalls" {
-					continue
-				}
-				_, err := os.Stat(f.Tracefs + "/events/syscalls/" + a.name)
-				f.Tracepoints[a.name] = err == nil
-				if err != nil && ok {
-					ok = false
-					if p.optional {
-						f.Disabled = append(f.Disabled, p.event)
-					}
-				}
-				if err != nil && !p.optional {
-					f.RequiredMissing = append(f.RequiredMissing, a.group+"/"+a.name)
-				}
-			}
-		}
+	// What New checks, from the kernel BTF: the tracepoints it attaches to
+	// (each has a btf_trace_<name> type) and the syscalls the dispatcher
+	// hands to a handler.
+	if spec, err := btf.LoadKernelSpec(); err == nil {
+		f.checkBTF(spec)
 	}
 	if !f.BTF {
 		f.Missing["btf"] = DefaultBTFPath + ": build the kernel with CONFIG_DEBUG_INFO_BTF=y"
 	}
 	return f
+}
+
+// checkBTF fills Tracepoints, Syscalls, Disabled and RequiredMissing.
+func (f *Features) checkBTF(spec *btf.Spec) {
+	for _, a := range (&objects{}).attachPoints() {
+		var td *btf.Typedef
+		ok := spec.TypeByName("btf_trace_"+a.name, &td) == nil
+		f.Tracepoints[a.name] = ok
+		if !ok {
+			f.RequiredMissing = append(f.RequiredMissing, a.name)
+		}
+	}
+	for _, h := range (&objects{}).handlers() {
+		if h.syscall == "" {
+			continue
+		}
+		ok, err := haveSyscall(spec, h.syscall)
+		f.Syscalls[h.syscall] = ok && err == nil
+		switch {
+		case err != nil || ok:
+		case h.optional:
+			f.Disabled = append(f.Disabled, h.event)
+		default:
+			f.RequiredMissing = append(f.RequiredMissing, "syscall "+h.syscall)
+		}
+	}
 }

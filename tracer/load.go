@@ -11,17 +11,18 @@ import (
 	"github.com/mntleak/mntleak/internal/logkey"
 )
 
-// objects holds the four loaded BPF objects.
+// objects holds the loaded BPF objects.
 type objects struct {
 	mount    mountObjects
 	newmount newmountObjects
 	nsproc   nsprocObjects
 	failure  failureObjects
+	dispatch dispatchObjects
 }
 
 // Maps every object defines (bpf/common.bpf.h, bpf/path.bpf.h) and that
 // must be one instance for all of them.
-var sharedMaps = []string{"events", "lost", "enter_state", "scratch", "perf_buf"}
+var sharedMaps = []string{"events", "lost", "scratch", "perf_buf", "handlers", "task_mntns_map"}
 
 // loadOptions is what the loader changes in every object before loading.
 type loadOptions struct {
@@ -76,6 +77,7 @@ func loadObjects(lo loadOptions, log *zap.Logger) (*objects, error) {
 		{"newmount", loadNewmount, &o.newmount},
 		{"nsproc", loadNsproc, &o.nsproc},
 		{"failure", loadFailure, &o.failure},
+		{"dispatch", loadDispatch, &o.dispatch},
 	}
 	var shared map[string]*ebpf.Map
 	for _, obj := range all {
@@ -106,11 +108,12 @@ func loadObjects(lo loadOptions, log *zap.Logger) (*objects, error) {
 		}
 		if shared == nil {
 			shared = map[string]*ebpf.Map{
-				"events":      o.mount.Events,
-				"lost":        o.mount.Lost,
-				"enter_state": o.mount.EnterState,
-				"scratch":     o.mount.Scratch,
-				"perf_buf":    o.mount.PerfBuf,
+				"events":         o.mount.Events,
+				"lost":           o.mount.Lost,
+				"scratch":        o.mount.Scratch,
+				"perf_buf":       o.mount.PerfBuf,
+				"handlers":       o.mount.Handlers,
+				"task_mntns_map": o.mount.TaskMntnsMap,
 			}
 		}
 	}
@@ -135,4 +138,5 @@ func (o *objects) close() {
 	_ = o.newmount.Close()
 	_ = o.nsproc.Close()
 	_ = o.failure.Close()
+	_ = o.dispatch.Close()
 }

@@ -147,8 +147,10 @@ func TestUmountFlags(t *testing.T) {
 	}
 }
 
-// TestPivotRoot: pivot_root(".", "old") from inside the new root; the paths
-// are resolved before the root changes.
+// TestPivotRoot: pivot_root(".", "old") from inside the new root. The
+// paths are resolved at exit: after a successful call they are as seen from
+// the new root ("/" and "/old"); a failed call (new_root not a mount point)
+// moved nothing, so its paths are the directories it was given.
 func TestPivotRoot(t *testing.T) {
 	privtest.RequireCommands(t, "pivot_root", "unshare")
 	c := startTracer(t)
@@ -161,8 +163,22 @@ func TestPivotRoot(t *testing.T) {
 	ev := c.waitFor(t, "pivot_root", func(e *event.Event) bool {
 		return e.Kind == event.KindPivotRoot && e.PID == uint32(cmd.Process.Pid)
 	})
-	if ev.NewRoot != root || ev.PutOld != root+"/old" || ev.Ret != 0 {
-		t.Errorf("new_root=%q put_old=%q ret=%d, want %q %q 0", ev.NewRoot, ev.PutOld, ev.Ret, root, root+"/old")
+	if ev.NewRoot != "/" || ev.PutOld != "/old" || ev.Ret != 0 {
+		t.Errorf("new_root=%q put_old=%q ret=%d, want \"/\" \"/old\" 0", ev.NewRoot, ev.PutOld, ev.Ret)
+	}
+
+	plain := privtest.Mkdir(t, filepath.Join(t.TempDir(), "plain"))
+	privtest.Mkdir(t, filepath.Join(plain, "old"))
+	fail := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c",
+		"cd "+plain+" && exec pivot_root . old")
+	if out, err := fail.CombinedOutput(); err == nil {
+		t.Fatalf("pivot_root into a directory that is not a mount point succeeded\n%s", out)
+	}
+	ev = c.waitFor(t, "failed pivot_root", func(e *event.Event) bool {
+		return e.Kind == event.KindPivotRoot && e.PID == uint32(fail.Process.Pid)
+	})
+	if ev.NewRoot != plain || ev.PutOld != plain+"/old" || ev.Ret >= 0 {
+		t.Errorf("new_root=%q put_old=%q ret=%d, want %q %q and an error", ev.NewRoot, ev.PutOld, ev.Ret, plain, plain+"/old")
 	}
 }
 

@@ -62,18 +62,14 @@ type mountUmountEvent struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	mountMapEnterState           = "enter_state"
 	mountMapEvents               = "events"
+	mountMapHandlers             = "handlers"
 	mountMapLost                 = "lost"
 	mountMapPerfBuf              = "perf_buf"
-	mountMapPivotStaging         = "pivot_staging"
-	mountMapPivotState           = "pivot_state"
 	mountMapScratch              = "scratch"
-	mountProgMountEnter          = "mount_enter"
+	mountMapTaskMntnsMap         = "task_mntns_map"
 	mountProgMountExit           = "mount_exit"
-	mountProgPivotRootEnter      = "pivot_root_enter"
 	mountProgPivotRootExit       = "pivot_root_exit"
-	mountProgUmountEnter         = "umount_enter"
 	mountProgUmountExit          = "umount_exit"
 	mountVarNoBpfLoop            = "no_bpf_loop"
 	mountVarUnusedMountEvent     = "unused_mount_event"
@@ -124,25 +120,21 @@ type mountSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type mountProgramSpecs struct {
-	MountEnter     *ebpf.ProgramSpec `ebpf:"mount_enter"`
-	MountExit      *ebpf.ProgramSpec `ebpf:"mount_exit"`
-	PivotRootEnter *ebpf.ProgramSpec `ebpf:"pivot_root_enter"`
-	PivotRootExit  *ebpf.ProgramSpec `ebpf:"pivot_root_exit"`
-	UmountEnter    *ebpf.ProgramSpec `ebpf:"umount_enter"`
-	UmountExit     *ebpf.ProgramSpec `ebpf:"umount_exit"`
+	MountExit     *ebpf.ProgramSpec `ebpf:"mount_exit"`
+	PivotRootExit *ebpf.ProgramSpec `ebpf:"pivot_root_exit"`
+	UmountExit    *ebpf.ProgramSpec `ebpf:"umount_exit"`
 }
 
 // mountMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type mountMapSpecs struct {
-	EnterState   *ebpf.MapSpec `ebpf:"enter_state"`
 	Events       *ebpf.MapSpec `ebpf:"events"`
+	Handlers     *ebpf.MapSpec `ebpf:"handlers"`
 	Lost         *ebpf.MapSpec `ebpf:"lost"`
 	PerfBuf      *ebpf.MapSpec `ebpf:"perf_buf"`
-	PivotStaging *ebpf.MapSpec `ebpf:"pivot_staging"`
-	PivotState   *ebpf.MapSpec `ebpf:"pivot_state"`
 	Scratch      *ebpf.MapSpec `ebpf:"scratch"`
+	TaskMntnsMap *ebpf.MapSpec `ebpf:"task_mntns_map"`
 }
 
 // mountVariableSpecs contains global variables before they are loaded into the kernel.
@@ -176,24 +168,22 @@ func (o *mountObjects) Close() error {
 //
 // It can be passed to loadMountObjects or ebpf.CollectionSpec.LoadAndAssign.
 type mountMaps struct {
-	EnterState   *ebpf.Map `ebpf:"enter_state"`
 	Events       *ebpf.Map `ebpf:"events"`
+	Handlers     *ebpf.Map `ebpf:"handlers"`
 	Lost         *ebpf.Map `ebpf:"lost"`
 	PerfBuf      *ebpf.Map `ebpf:"perf_buf"`
-	PivotStaging *ebpf.Map `ebpf:"pivot_staging"`
-	PivotState   *ebpf.Map `ebpf:"pivot_state"`
 	Scratch      *ebpf.Map `ebpf:"scratch"`
+	TaskMntnsMap *ebpf.Map `ebpf:"task_mntns_map"`
 }
 
 func (m *mountMaps) Close() error {
 	return _MountClose(
-		m.EnterState,
 		m.Events,
+		m.Handlers,
 		m.Lost,
 		m.PerfBuf,
-		m.PivotStaging,
-		m.PivotState,
 		m.Scratch,
+		m.TaskMntnsMap,
 	)
 }
 
@@ -212,21 +202,15 @@ type mountVariables struct {
 //
 // It can be passed to loadMountObjects or ebpf.CollectionSpec.LoadAndAssign.
 type mountPrograms struct {
-	MountEnter     *ebpf.Program `ebpf:"mount_enter"`
-	MountExit      *ebpf.Program `ebpf:"mount_exit"`
-	PivotRootEnter *ebpf.Program `ebpf:"pivot_root_enter"`
-	PivotRootExit  *ebpf.Program `ebpf:"pivot_root_exit"`
-	UmountEnter    *ebpf.Program `ebpf:"umount_enter"`
-	UmountExit     *ebpf.Program `ebpf:"umount_exit"`
+	MountExit     *ebpf.Program `ebpf:"mount_exit"`
+	PivotRootExit *ebpf.Program `ebpf:"pivot_root_exit"`
+	UmountExit    *ebpf.Program `ebpf:"umount_exit"`
 }
 
 func (p *mountPrograms) Close() error {
 	return _MountClose(
-		p.MountEnter,
 		p.MountExit,
-		p.PivotRootEnter,
 		p.PivotRootExit,
-		p.UmountEnter,
 		p.UmountExit,
 	)
 }

@@ -136,20 +136,16 @@ type newmountOpenTreeEvent struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	newmountMapEnterState              = "enter_state"
 	newmountMapEvents                  = "events"
+	newmountMapHandlers                = "handlers"
 	newmountMapLost                    = "lost"
 	newmountMapPerfBuf                 = "perf_buf"
 	newmountMapScratch                 = "scratch"
-	newmountProgFsmountEnter           = "fsmount_enter"
+	newmountMapTaskMntnsMap            = "task_mntns_map"
 	newmountProgFsmountExit            = "fsmount_exit"
-	newmountProgFsopenEnter            = "fsopen_enter"
 	newmountProgFsopenExit             = "fsopen_exit"
-	newmountProgMountSetattrEnter      = "mount_setattr_enter"
 	newmountProgMountSetattrExit       = "mount_setattr_exit"
-	newmountProgMoveMountEnter         = "move_mount_enter"
 	newmountProgMoveMountExit          = "move_mount_exit"
-	newmountProgOpenTreeEnter          = "open_tree_enter"
 	newmountProgOpenTreeExit           = "open_tree_exit"
 	newmountVarNoBpfLoop               = "no_bpf_loop"
 	newmountVarUnusedFsmountEvent      = "unused_fsmount_event"
@@ -202,27 +198,23 @@ type newmountSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type newmountProgramSpecs struct {
-	FsmountEnter      *ebpf.ProgramSpec `ebpf:"fsmount_enter"`
-	FsmountExit       *ebpf.ProgramSpec `ebpf:"fsmount_exit"`
-	FsopenEnter       *ebpf.ProgramSpec `ebpf:"fsopen_enter"`
-	FsopenExit        *ebpf.ProgramSpec `ebpf:"fsopen_exit"`
-	MountSetattrEnter *ebpf.ProgramSpec `ebpf:"mount_setattr_enter"`
-	MountSetattrExit  *ebpf.ProgramSpec `ebpf:"mount_setattr_exit"`
-	MoveMountEnter    *ebpf.ProgramSpec `ebpf:"move_mount_enter"`
-	MoveMountExit     *ebpf.ProgramSpec `ebpf:"move_mount_exit"`
-	OpenTreeEnter     *ebpf.ProgramSpec `ebpf:"open_tree_enter"`
-	OpenTreeExit      *ebpf.ProgramSpec `ebpf:"open_tree_exit"`
+	FsmountExit      *ebpf.ProgramSpec `ebpf:"fsmount_exit"`
+	FsopenExit       *ebpf.ProgramSpec `ebpf:"fsopen_exit"`
+	MountSetattrExit *ebpf.ProgramSpec `ebpf:"mount_setattr_exit"`
+	MoveMountExit    *ebpf.ProgramSpec `ebpf:"move_mount_exit"`
+	OpenTreeExit     *ebpf.ProgramSpec `ebpf:"open_tree_exit"`
 }
 
 // newmountMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type newmountMapSpecs struct {
-	EnterState *ebpf.MapSpec `ebpf:"enter_state"`
-	Events     *ebpf.MapSpec `ebpf:"events"`
-	Lost       *ebpf.MapSpec `ebpf:"lost"`
-	PerfBuf    *ebpf.MapSpec `ebpf:"perf_buf"`
-	Scratch    *ebpf.MapSpec `ebpf:"scratch"`
+	Events       *ebpf.MapSpec `ebpf:"events"`
+	Handlers     *ebpf.MapSpec `ebpf:"handlers"`
+	Lost         *ebpf.MapSpec `ebpf:"lost"`
+	PerfBuf      *ebpf.MapSpec `ebpf:"perf_buf"`
+	Scratch      *ebpf.MapSpec `ebpf:"scratch"`
+	TaskMntnsMap *ebpf.MapSpec `ebpf:"task_mntns_map"`
 }
 
 // newmountVariableSpecs contains global variables before they are loaded into the kernel.
@@ -258,20 +250,22 @@ func (o *newmountObjects) Close() error {
 //
 // It can be passed to loadNewmountObjects or ebpf.CollectionSpec.LoadAndAssign.
 type newmountMaps struct {
-	EnterState *ebpf.Map `ebpf:"enter_state"`
-	Events     *ebpf.Map `ebpf:"events"`
-	Lost       *ebpf.Map `ebpf:"lost"`
-	PerfBuf    *ebpf.Map `ebpf:"perf_buf"`
-	Scratch    *ebpf.Map `ebpf:"scratch"`
+	Events       *ebpf.Map `ebpf:"events"`
+	Handlers     *ebpf.Map `ebpf:"handlers"`
+	Lost         *ebpf.Map `ebpf:"lost"`
+	PerfBuf      *ebpf.Map `ebpf:"perf_buf"`
+	Scratch      *ebpf.Map `ebpf:"scratch"`
+	TaskMntnsMap *ebpf.Map `ebpf:"task_mntns_map"`
 }
 
 func (m *newmountMaps) Close() error {
 	return _NewmountClose(
-		m.EnterState,
 		m.Events,
+		m.Handlers,
 		m.Lost,
 		m.PerfBuf,
 		m.Scratch,
+		m.TaskMntnsMap,
 	)
 }
 
@@ -292,29 +286,19 @@ type newmountVariables struct {
 //
 // It can be passed to loadNewmountObjects or ebpf.CollectionSpec.LoadAndAssign.
 type newmountPrograms struct {
-	FsmountEnter      *ebpf.Program `ebpf:"fsmount_enter"`
-	FsmountExit       *ebpf.Program `ebpf:"fsmount_exit"`
-	FsopenEnter       *ebpf.Program `ebpf:"fsopen_enter"`
-	FsopenExit        *ebpf.Program `ebpf:"fsopen_exit"`
-	MountSetattrEnter *ebpf.Program `ebpf:"mount_setattr_enter"`
-	MountSetattrExit  *ebpf.Program `ebpf:"mount_setattr_exit"`
-	MoveMountEnter    *ebpf.Program `ebpf:"move_mount_enter"`
-	MoveMountExit     *ebpf.Program `ebpf:"move_mount_exit"`
-	OpenTreeEnter     *ebpf.Program `ebpf:"open_tree_enter"`
-	OpenTreeExit      *ebpf.Program `ebpf:"open_tree_exit"`
+	FsmountExit      *ebpf.Program `ebpf:"fsmount_exit"`
+	FsopenExit       *ebpf.Program `ebpf:"fsopen_exit"`
+	MountSetattrExit *ebpf.Program `ebpf:"mount_setattr_exit"`
+	MoveMountExit    *ebpf.Program `ebpf:"move_mount_exit"`
+	OpenTreeExit     *ebpf.Program `ebpf:"open_tree_exit"`
 }
 
 func (p *newmountPrograms) Close() error {
 	return _NewmountClose(
-		p.FsmountEnter,
 		p.FsmountExit,
-		p.FsopenEnter,
 		p.FsopenExit,
-		p.MountSetattrEnter,
 		p.MountSetattrExit,
-		p.MoveMountEnter,
 		p.MoveMountExit,
-		p.OpenTreeEnter,
 		p.OpenTreeExit,
 	)
 }

@@ -48,6 +48,70 @@ func TestUnshare(t *testing.T) {
 	}
 }
 
+// TestUnshareMntnsBefore: with no entry state, mntns_before comes from
+// what the programs recorded of the thread. A process forked after tracing
+// started is known from its fork: its namespace (TestUnshare checks that
+// path with unshare(1)). One that predates tracing is unknown: a successful
+// unshare reports mntns_before 0, for userspace to fill in, while a failed
+// one changed nothing and reports the namespace it is in.
+func TestUnshareMntnsBefore(t *testing.T) {
+	privtest.RequireCommands(t, "sh", "unshare", "readlink")
+	hostNS := privtest.MountNS(t, "self")
+	// Started before the tracer; exec keeps its pid, so the unshare comes
+	// from a task forked before tracing.
+	old := exec.Command("sh", "-c", "read go && exec unshare -m readlink /proc/self/ns/mnt")
+	stdin, err := old.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	old.Stdout = &out
+	if err := old.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = old.Process.Kill(); _ = old.Wait() })
+	c := startTracer(t)
+
+	if _, err := stdin.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Wait(); err != nil {
+		t.Fatalf("unshare -m: %v", err)
+	}
+	ev := c.waitFor(t, "unshare by a process predating tracing", func(e *event.Event) bool {
+		return e.Kind == event.KindUnshare && e.PID == uint32(old.Process.Pid)
+	})
+	if newNS := nsOf(t, out.String()); ev.MntNSBefore != 0 || ev.MntNSAfter != newNS || ev.Ret != 0 {
+		t.Errorf("predating: before=%d after=%d ret=%d, want 0 (unknown) -> %d", ev.MntNSBefore, ev.MntNSAfter, ev.Ret, newNS)
+	}
+
+	// Forked under tracing: known from the fork.
+	young := exec.Command("unshare", "-m", "true")
+	if err := young.Run(); err != nil {
+		t.Fatalf("unshare -m: %v", err)
+	}
+	ev = c.waitFor(t, "unshare by a process forked under tracing", func(e *event.Event) bool {
+		return e.Kind == event.KindUnshare && e.PID == uint32(young.Process.Pid)
+	})
+	if ev.MntNSBefore != hostNS || ev.MntNSAfter == hostNS || ev.Ret != 0 {
+		t.Errorf("forked under tracing: before=%d after=%d ret=%d, want %d -> another", ev.MntNSBefore, ev.MntNSAfter, ev.Ret, hostNS)
+	}
+
+	// A failed unshare (CLONE_VFORK is not a flag unshare takes): known
+	// or not, the thread is where it was.
+	tid := onThread(func() {
+		if err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_VFORK); err != unix.EINVAL {
+			t.Errorf("unshare(CLONE_NEWNS|CLONE_VFORK): %v, want EINVAL", err)
+		}
+	})
+	ev = c.waitFor(t, "failed unshare", func(e *event.Event) bool {
+		return e.Kind == event.KindUnshare && e.TID == uint32(tid)
+	})
+	if ev.MntNSBefore != hostNS || ev.MntNSAfter != hostNS || ev.Ret != -int64(unix.EINVAL) {
+		t.Errorf("failed: before=%d after=%d ret=%d, want %d -> %d -EINVAL", ev.MntNSBefore, ev.MntNSAfter, ev.Ret, hostNS, hostNS)
+	}
+}
+
 // TestSetns: nsenter(1) joins another process's mount namespace.
 func TestSetns(t *testing.T) {
 	privtest.RequireCommands(t, "nsenter", "readlink")

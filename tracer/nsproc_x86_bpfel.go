@@ -85,15 +85,14 @@ type nsprocNsEvent struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	nsprocMapEnterState      = "enter_state"
 	nsprocMapEvents          = "events"
+	nsprocMapHandlers        = "handlers"
 	nsprocMapLost            = "lost"
 	nsprocMapPerfBuf         = "perf_buf"
+	nsprocMapTaskMntnsMap    = "task_mntns_map"
 	nsprocProgLeaderExit     = "leader_exit"
 	nsprocProgNewnsFork      = "newns_fork"
-	nsprocProgSetnsEnter     = "setns_enter"
 	nsprocProgSetnsExit      = "setns_exit"
-	nsprocProgUnshareEnter   = "unshare_enter"
 	nsprocProgUnshareExit    = "unshare_exit"
 	nsprocVarUnusedExitEvent = "unused_exit_event"
 	nsprocVarUnusedForkEvent = "unused_fork_event"
@@ -143,22 +142,21 @@ type nsprocSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type nsprocProgramSpecs struct {
-	LeaderExit   *ebpf.ProgramSpec `ebpf:"leader_exit"`
-	NewnsFork    *ebpf.ProgramSpec `ebpf:"newns_fork"`
-	SetnsEnter   *ebpf.ProgramSpec `ebpf:"setns_enter"`
-	SetnsExit    *ebpf.ProgramSpec `ebpf:"setns_exit"`
-	UnshareEnter *ebpf.ProgramSpec `ebpf:"unshare_enter"`
-	UnshareExit  *ebpf.ProgramSpec `ebpf:"unshare_exit"`
+	LeaderExit  *ebpf.ProgramSpec `ebpf:"leader_exit"`
+	NewnsFork   *ebpf.ProgramSpec `ebpf:"newns_fork"`
+	SetnsExit   *ebpf.ProgramSpec `ebpf:"setns_exit"`
+	UnshareExit *ebpf.ProgramSpec `ebpf:"unshare_exit"`
 }
 
 // nsprocMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type nsprocMapSpecs struct {
-	EnterState *ebpf.MapSpec `ebpf:"enter_state"`
-	Events     *ebpf.MapSpec `ebpf:"events"`
-	Lost       *ebpf.MapSpec `ebpf:"lost"`
-	PerfBuf    *ebpf.MapSpec `ebpf:"perf_buf"`
+	Events       *ebpf.MapSpec `ebpf:"events"`
+	Handlers     *ebpf.MapSpec `ebpf:"handlers"`
+	Lost         *ebpf.MapSpec `ebpf:"lost"`
+	PerfBuf      *ebpf.MapSpec `ebpf:"perf_buf"`
+	TaskMntnsMap *ebpf.MapSpec `ebpf:"task_mntns_map"`
 }
 
 // nsprocVariableSpecs contains global variables before they are loaded into the kernel.
@@ -191,18 +189,20 @@ func (o *nsprocObjects) Close() error {
 //
 // It can be passed to loadNsprocObjects or ebpf.CollectionSpec.LoadAndAssign.
 type nsprocMaps struct {
-	EnterState *ebpf.Map `ebpf:"enter_state"`
-	Events     *ebpf.Map `ebpf:"events"`
-	Lost       *ebpf.Map `ebpf:"lost"`
-	PerfBuf    *ebpf.Map `ebpf:"perf_buf"`
+	Events       *ebpf.Map `ebpf:"events"`
+	Handlers     *ebpf.Map `ebpf:"handlers"`
+	Lost         *ebpf.Map `ebpf:"lost"`
+	PerfBuf      *ebpf.Map `ebpf:"perf_buf"`
+	TaskMntnsMap *ebpf.Map `ebpf:"task_mntns_map"`
 }
 
 func (m *nsprocMaps) Close() error {
 	return _NsprocClose(
-		m.EnterState,
 		m.Events,
+		m.Handlers,
 		m.Lost,
 		m.PerfBuf,
+		m.TaskMntnsMap,
 	)
 }
 
@@ -220,21 +220,17 @@ type nsprocVariables struct {
 //
 // It can be passed to loadNsprocObjects or ebpf.CollectionSpec.LoadAndAssign.
 type nsprocPrograms struct {
-	LeaderExit   *ebpf.Program `ebpf:"leader_exit"`
-	NewnsFork    *ebpf.Program `ebpf:"newns_fork"`
-	SetnsEnter   *ebpf.Program `ebpf:"setns_enter"`
-	SetnsExit    *ebpf.Program `ebpf:"setns_exit"`
-	UnshareEnter *ebpf.Program `ebpf:"unshare_enter"`
-	UnshareExit  *ebpf.Program `ebpf:"unshare_exit"`
+	LeaderExit  *ebpf.Program `ebpf:"leader_exit"`
+	NewnsFork   *ebpf.Program `ebpf:"newns_fork"`
+	SetnsExit   *ebpf.Program `ebpf:"setns_exit"`
+	UnshareExit *ebpf.Program `ebpf:"unshare_exit"`
 }
 
 func (p *nsprocPrograms) Close() error {
 	return _NsprocClose(
 		p.LeaderExit,
 		p.NewnsFork,
-		p.SetnsEnter,
 		p.SetnsExit,
-		p.UnshareEnter,
 		p.UnshareExit,
 	)
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/features"
 	"go.uber.org/zap"
-	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/internal/logkey"
 )
@@ -32,7 +31,8 @@ const DefaultBTFPath = "/sys/kernel/btf/vmlinux"
 // daemonCaps is the whole set mntleak runs with (deploy/), for messages.
 const daemonCaps = "CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN, CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH"
 
-// tracefs locations, in the order cilium/ebpf looks them up.
+// tracefs locations, for DetectFeatures: mntleak no longer needs tracefs,
+// but version still says where it is.
 var tracefsDirs = []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}
 
 // kernel is what preflight found out.
@@ -65,7 +65,9 @@ func preflight(cfg Config, log *zap.Logger) (kernel, error) {
 	case err != nil:
 		log.Warn("could not probe for bpf_loop: paths are walked with a bounded loop", zap.Error(err))
 	}
-	return k, ensureTracefs(log)
+	// No tracefs: tp_btf and raw tracepoints are attached by name, and no
+	// syscalls:* tracepoint is used (see attach.go).
+	return k, nil
 }
 
 // kernelBTF checks that the kernel BTF CO-RE needs is there and parses.
@@ -166,25 +168,5 @@ func judgeCapabilities(caps uint64, capEff string, log *zap.Logger) error {
 		log.Warn("missing capabilities: other processes' /proc entries may be unreadable, so findings may lack holders and command lines",
 			zap.Strings(logkey.Capabilities, lack), zap.String(logkey.CapEff, capEff))
 	}
-	return nil
-}
-
-// ensureTracefs makes sure tracefs is mounted: syscall tracepoints are
-// looked up by id in it. Minimal hosts and some container setups lack it;
-// mounting it at its standard place is what systemd would have done.
-func ensureTracefs(log *zap.Logger) error {
-	for _, dir := range tracefsDirs {
-		var st unix.Statfs_t
-		if unix.Statfs(dir, &st) == nil && (st.Type == unix.TRACEFS_MAGIC || st.Type == unix.DEBUGFS_MAGIC) {
-			if _, err := os.Stat(dir + "/events"); err == nil {
-				return nil
-			}
-		}
-	}
-	dir := tracefsDirs[0]
-	if err := unix.Mount("tracefs", dir, "tracefs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return fmt.Errorf("tracefs is not mounted and mounting it on %s failed (mount -t tracefs tracefs %s): %w", dir, dir, err)
-	}
-	log.Info("mounted tracefs for syscall tracepoints", zap.String(logkey.Tracefs, dir))
 	return nil
 }

@@ -13,26 +13,26 @@ import (
 	"github.com/mntleak/mntleak/tracer"
 )
 
-// TestMissingOptionalTracepoint: an optional probe on a tracepoint the
-// kernel lacks disables its events with one warning, and tracing works.
-func TestMissingOptionalTracepoint(t *testing.T) {
+// TestMissingOptionalSyscall: an optional handler of a syscall the kernel
+// lacks disables its events with one warning, and tracing works.
+func TestMissingOptionalSyscall(t *testing.T) {
 	core, logs := observer.New(zap.WarnLevel)
-	cfg := tracer.WithBogusTracepoint(tracer.Config{}, "bogus", true)
+	cfg := tracer.WithBogusSyscall(tracer.Config{}, "bogus", true)
 	c := startTracerWith(t, cfg, zap.New(core))
 
 	if got := c.tr.Disabled(); len(got) != 1 || got[0] != "bogus" {
 		t.Errorf("Disabled() = %q, want [bogus]", got)
 	}
-	warnings := logs.FilterMessageSnippet("tracepoints missing").All()
+	warnings := logs.FilterMessageSnippet("syscalls missing").All()
 	if len(warnings) != 1 || logs.Len() != 1 {
-		t.Fatalf("%d warnings about missing tracepoints (%d logs), want exactly 1", len(warnings), logs.Len())
+		t.Fatalf("%d warnings about missing syscalls (%d logs), want exactly 1", len(warnings), logs.Len())
 	}
 	fields := warnings[0].ContextMap()
 	if d, _ := fields["disabled"].([]any); len(d) != 1 || d[0] != "bogus" {
 		t.Errorf("warning field disabled = %v, want [bogus]", fields["disabled"])
 	}
-	if tp, _ := fields["tracepoints"].([]any); len(tp) != 1 || tp[0] != "tracepoint syscalls/sys_exit_mntleak_bogus_bogus" {
-		t.Errorf("warning field tracepoints = %v", fields["tracepoints"])
+	if sc, _ := fields["syscall"].([]any); len(sc) != 1 || sc[0] != "mntleak_bogus_bogus" {
+		t.Errorf("warning field syscall = %v", fields["syscall"])
 	}
 
 	dir := t.TempDir()
@@ -43,19 +43,19 @@ func TestMissingOptionalTracepoint(t *testing.T) {
 	}
 }
 
-// TestMissingRequiredTracepoint: a required probe on a missing tracepoint
+// TestMissingRequiredSyscall: a required handler of a missing syscall
 // fails New with an error that names it, and nothing stays attached.
-func TestMissingRequiredTracepoint(t *testing.T) {
+func TestMissingRequiredSyscall(t *testing.T) {
 	privtest.Require(t)
 	core, logs := observer.New(zap.WarnLevel)
-	cfg := tracer.WithBogusTracepoint(tracer.Config{Sink: func(*event.Event) {}}, "bogus", false)
+	cfg := tracer.WithBogusSyscall(tracer.Config{Sink: func(*event.Event) {}}, "bogus", false)
 	before := openFDs(t)
 	tr, err := tracer.New(cfg, zap.New(core))
 	if err == nil {
 		tr.Close()
-		t.Fatal("New succeeded without a required tracepoint")
+		t.Fatal("New succeeded without a required syscall")
 	}
-	want := "attach tracepoint syscalls/sys_exit_mntleak_bogus_bogus: the kernel has no such tracepoint, and bogus events need it"
+	want := "bogus events need syscall mntleak_bogus_bogus: the kernel has none (no __x64_sys_mntleak_bogus_bogus in its BTF)"
 	if !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
 		t.Errorf("error %q, want one line starting %q", err, want)
 	}

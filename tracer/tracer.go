@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"go.uber.org/zap"
 
@@ -55,12 +56,12 @@ type Config struct {
 	// go first. Zero means DefaultPerfReorderMax.
 	PerfReorderMax int
 
-	// Test hooks (export_test.go): another BTF file, probes on top of the
+	// Test hooks (export_test.go): another BTF file, handlers on top of the
 	// real ones, no periodic lost check (only the one before each failure
 	// event and the last one), and the path walk of kernels without
 	// bpf_loop.
 	btfPath         string
-	extraProbes     func(*objects) []probe
+	extraHandlers   func(*objects) []handler
 	noPeriodicCheck bool
 	boundedWalk     bool // the bounded path walk even when bpf_loop exists
 }
@@ -95,8 +96,10 @@ type Tracer struct {
 	links  []link.Link
 	reader reader
 	clock  event.WallClock
-	// disabled lists the events whose optional tracepoints are missing.
+	// disabled lists the events whose optional syscalls are missing.
 	disabled []string
+	// kernelTypes is the kernel BTF read from elsewhere (tests), else nil.
+	kernelTypes *btf.Spec
 
 	received      atomic.Uint64
 	decodeErrors  atomic.Uint64
@@ -147,7 +150,7 @@ func New(cfg Config, log *zap.Logger) (*Tracer, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Tracer{log: log, cfg: cfg, buffer: k.buffer, walk: k.walk, objs: objs, clock: clock}
+	t := &Tracer{log: log, cfg: cfg, buffer: k.buffer, walk: k.walk, objs: objs, clock: clock, kernelTypes: k.btf}
 	// The reader before the programs: a perf output to a CPU whose buffer
 	// is not open yet fails, and would count as lost.
 	if t.reader, err = newReader(objs.mount.Events, k.buffer, cfg.RingBufferBytes); err != nil {
@@ -167,38 +170,45 @@ func New(cfg Config, log *zap.Logger) (*Tracer, error) {
 	return t, nil
 }
 
-// attachAll attaches every probe. Missing optional tracepoints disable
-// their events with one warning for all of them.
+// attachAll fills the dispatcher's handlers, then attaches the programs.
+// Handlers whose optional syscall the kernel lacks are left out, which
+// disables their events with one warning for all of them.
 func (t *Tracer) attachAll() error {
-	probes := t.objs.probes()
-	if t.cfg.extraProbes != nil {
-		probes = append(probes, t.cfg.extraProbes(t.objs)...)
+	handlers := t.objs.handlers()
+	if t.cfg.extraHandlers != nil {
+		handlers = append(handlers, t.cfg.extraHandlers(t.objs)...)
 	}
 	var missing []string
-	for _, p := range probes {
-		links, err := attachProbe(p)
+	for _, h := range handlers {
+		err := install(t.objs.mount.Handlers, h, t.kernelTypes)
 		var me *missingError
 		switch {
-		case errors.As(err, &me) && p.optional:
-			t.disabled = append(t.disabled, p.event)
-			missing = append(missing, me.point.String())
+		case errors.As(err, &me) && h.optional:
+			t.disabled = append(t.disabled, h.event)
+			missing = append(missing, me.syscall)
 			continue
 		case errors.As(err, &me):
-			return fmt.Errorf("attach %s: the kernel has no such tracepoint, and %s events need it: %w", me.point, p.event, me.err)
+			return fmt.Errorf("%s events need %w", h.event, err)
 		case err != nil:
 			return err
 		}
-		t.links = append(t.links, links...)
+	}
+	for _, a := range t.objs.attachPoints() {
+		l, err := attach(a)
+		if err != nil {
+			return err
+		}
+		t.links = append(t.links, l)
 	}
 	if len(t.disabled) > 0 {
-		t.log.Warn("tracepoints missing from this kernel: their events are disabled",
-			zap.Strings(logkey.Disabled, t.disabled), zap.Strings(logkey.Tracepoints, missing))
+		t.log.Warn("syscalls missing from this kernel: their events are disabled",
+			zap.Strings(logkey.Disabled, t.disabled), zap.Strings(logkey.Syscall, missing))
 	}
 	return nil
 }
 
 // Disabled lists the events that are not traced because the kernel lacks
-// their (optional) tracepoints.
+// their (optional) syscalls.
 func (t *Tracer) Disabled() []string { return append([]string(nil), t.disabled...) }
 
 // Buffer is the buffer in use: BufferRingbuf or BufferPerf.

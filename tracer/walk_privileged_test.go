@@ -17,7 +17,7 @@ func walkPrograms(o *objects) map[string]*ebpf.Program {
 	return map[string]*ebpf.Program{
 		"mount_exit":         o.mount.MountExit,
 		"umount_exit":        o.mount.UmountExit,
-		"pivot_root_enter":   o.mount.PivotRootEnter,
+		"pivot_root_exit":    o.mount.PivotRootExit,
 		"open_tree_exit":     o.newmount.OpenTreeExit,
 		"move_mount_exit":    o.newmount.MoveMountExit,
 		"mount_setattr_exit": o.newmount.MountSetattrExit,

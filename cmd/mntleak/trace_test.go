@@ -123,18 +123,20 @@ func TestTraceBadBuffer(t *testing.T) {
 }
 
 // TestWriteFeatures: version names the buffer auto picks and the events
-// that missing optional tracepoints disable.
+// that missing optional syscalls disable.
 func TestWriteFeatures(t *testing.T) {
 	var out bytes.Buffer
 	writeFeatures(&out, tracer.Features{
 		Kernel: "5.4.0", BTF: true, RingBuffer: "yes", Buffer: "ringbuf", Tracefs: "/sys/kernel/tracing",
-		Tracepoints: map[string]bool{"sys_exit_mount": true, "sys_exit_open_tree": false, "sys_exit_mount_setattr": false},
+		Tracepoints: map[string]bool{"sys_exit": true, "sched_process_fork": true, "sched_process_exit": true},
+		Syscalls:    map[string]bool{"mount": true, "open_tree": false, "mount_setattr": false},
 		Disabled:    []string{"open_tree", "mount_setattr"},
 	})
 	for _, want := range []string{
 		"buffer:      ringbuf (what --buffer=auto uses)\n",
-		"tracepoints: 1 of 3 present (missing: sys_exit_mount_setattr, sys_exit_open_tree)\n",
-		"disabled:    open_tree, mount_setattr events (optional tracepoints missing)\n",
+		"tracepoints: 3 of 3 present\n",
+		"syscalls:    1 of 3 present (missing: mount_setattr, open_tree)\n",
+		"disabled:    open_tree, mount_setattr events (optional syscalls missing)\n",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())

@@ -66,9 +66,24 @@ func writeFeatures(stdout io.Writer, feat tracer.Features) {
 	fmt.Fprintf(stdout, "ring buffer: %s\n", feat.RingBuffer)
 	fmt.Fprintf(stdout, "buffer:      %s (what --buffer=auto uses)\n", feat.Buffer)
 	fmt.Fprintf(stdout, "path walk:   %s\n", feat.PathWalk)
-	fmt.Fprintf(stdout, "tracefs:     %s\n", feat.Tracefs)
+	fmt.Fprintf(stdout, "tracefs:     %s (not needed: tp_btf and raw tracepoints only)\n", feat.Tracefs)
+	writePresent(stdout, "tracepoints: ", feat.Tracepoints)
+	if feat.Syscalls != nil {
+		writePresent(stdout, "syscalls:    ", feat.Syscalls)
+	}
+	if len(feat.Disabled) > 0 {
+		fmt.Fprintf(stdout, "disabled:    %s events (optional syscalls missing)\n", strings.Join(feat.Disabled, ", "))
+	}
+	if len(feat.RequiredMissing) > 0 {
+		fmt.Fprintf(stdout, "unusable:    required tracepoints or syscalls missing: %s\n", strings.Join(feat.RequiredMissing, ", "))
+	}
+}
+
+// writePresent prints how many of the names the kernel has, and the
+// missing ones by name.
+func writePresent(stdout io.Writer, label string, present map[string]bool) {
 	var have, lack []string
-	for name, ok := range feat.Tracepoints {
+	for name, ok := range present {
 		if ok {
 			have = append(have, name)
 		} else {
@@ -76,15 +91,9 @@ func writeFeatures(stdout io.Writer, feat tracer.Features) {
 		}
 	}
 	sort.Strings(lack)
-	fmt.Fprintf(stdout, "tracepoints: %d of %d present", len(have), len(feat.Tracepoints))
+	fmt.Fprintf(stdout, "%s%d of %d present", label, len(have), len(present))
 	if len(lack) > 0 {
 		fmt.Fprintf(stdout, " (missing: %s)", strings.Join(lack, ", "))
 	}
 	fmt.Fprintln(stdout)
-	if len(feat.Disabled) > 0 {
-		fmt.Fprintf(stdout, "disabled:    %s events (optional tracepoints missing)\n", strings.Join(feat.Disabled, ", "))
-	}
-	if len(feat.RequiredMissing) > 0 {
-		fmt.Fprintf(stdout, "unusable:    required tracepoints missing: %s\n", strings.Join(feat.RequiredMissing, ", "))
-	}
 }
