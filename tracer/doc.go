@@ -3,10 +3,14 @@
 // event) to a sink. It is the only package that imports
 // github.com/cilium/ebpf.
 //
-// The programs live in four objects, one per concern (bpf/*.bpf.c); the
-// maps they share (the events buffer, the lost-event counters, the
-// per-thread entry state and the scratch buffers) are created once from the
-// first object and handed to the others.
+// The programs live in five objects, one per concern (bpf/*.bpf.c); the
+// maps they share (the events buffer, the lost-event counters, the scratch
+// buffers, the handlers prog array and the per-thread mount namespaces) are
+// created once from the first object and handed to the others. One program
+// runs on every syscall, the dispatcher on sys_exit (dispatch.bpf.c); it
+// tail-calls the handler of the few syscalls mntleak reports, which the
+// loader puts in the handlers prog array (attach.go). Nothing is attached
+// to syscall entry.
 //
 // The events buffer is a BPF ring buffer or, without one (or with
 // Config.Buffer = BufferPerf), a perf event array; the loader sets the

@@ -14,8 +14,8 @@ import (
 )
 
 // TestLoadBuffers loads the objects for each buffer and checks what the
-// kernel got: the events map's type, one instance shared by all four
-// objects, no ring buffer map at all in perf mode (kernels before 5.8 have
+// kernel got: the events map's type, one instance of each shared map
+// for all the objects, no ring buffer map at all in perf mode (kernels before 5.8 have
 // none), and, in the programs as the verifier left them, only the helper
 // calls of the buffer in use: use_perf is a constant, so the other branch
 // is dead code the verifier removed.
@@ -40,16 +40,25 @@ func TestLoadBuffers(t *testing.T) {
 			if typ := o.mount.Events.Type(); typ != tt.events {
 				t.Errorf("events map is a %s, want %s", typ, tt.events)
 			}
-			eventsID := mapID(t, o.mount.Events)
-			for _, objMaps := range []any{&o.mount.mountMaps, &o.newmount.newmountMaps, &o.nsproc.nsprocMaps, &o.failure.failureMaps} {
+			// By field name in the generated structs.
+			sharedIDs := map[string]ebpf.MapID{
+				"Events": mapID(t, o.mount.Events), "Lost": mapID(t, o.mount.Lost),
+				"Scratch": mapID(t, o.mount.Scratch), "PerfBuf": mapID(t, o.mount.PerfBuf),
+				"Handlers": mapID(t, o.mount.Handlers), "TaskMntnsMap": mapID(t, o.mount.TaskMntnsMap),
+			}
+			if len(sharedIDs) != len(sharedMaps) {
+				t.Fatalf("checking %d shared maps, the loader shares %d", len(sharedIDs), len(sharedMaps))
+			}
+			for _, objMaps := range []any{&o.mount.mountMaps, &o.newmount.newmountMaps, &o.nsproc.nsprocMaps, &o.failure.failureMaps, &o.dispatch.dispatchMaps} {
 				v := reflect.ValueOf(objMaps).Elem()
 				for i := 0; i < v.NumField(); i++ {
 					m := v.Field(i).Interface().(*ebpf.Map)
+					name := v.Type().Field(i).Name
 					if m.Type() == ebpf.RingBuf && tt.buffer == BufferPerf {
-						t.Errorf("%s: map %s is a ring buffer", v.Type(), v.Type().Field(i).Name)
+						t.Errorf("%s: map %s is a ring buffer", v.Type(), name)
 					}
-					if v.Type().Field(i).Name == "Events" && mapID(t, m) != eventsID {
-						t.Errorf("%s: events map %d is not the shared one (%d)", v.Type(), mapID(t, m), eventsID)
+					if id, ok := sharedIDs[name]; ok && mapID(t, m) != id {
+						t.Errorf("%s: map %s %d is not the shared one (%d)", v.Type(), name, mapID(t, m), id)
 					}
 				}
 			}

@@ -51,7 +51,7 @@ func TestLoadPathWalks(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer o.close()
-			t.Logf("%s: all four objects loaded in %v", walk, time.Since(start))
+			t.Logf("%s: all objects loaded in %v", walk, time.Since(start))
 			var total uint64
 			for name, prog := range walkPrograms(o) {
 				dump := xlated(t, prog)
