@@ -54,16 +54,23 @@ func (c *Correlator) failure(ev *event.Event) {
 	missing := c.refresh(nil)
 	id, obj := c.objectOf(ev)
 	a := &analysis{trigger: ev, caller: ev.MntNS, id: id}
-	matches := c.search(id, ev.MntNS, c.opts.ExitGrace)
-	if ev.Kind == event.KindUmount && ev.Errno == "EINVAL" {
-		// "Not a mount point here": only a holding elsewhere explains it.
-		matches = otherThan(matches, ev.MntNS)
+	held := func() []match {
+		matches := c.search(id, ev.MntNS, c.opts.ExitGrace)
+		if ev.Kind == event.KindUmount && ev.Errno == "EINVAL" {
+			// "Not a mount point here": only a holding elsewhere explains it.
+			matches = otherThan(matches, ev.MntNS)
+		}
+		if len(otherThan(matches, ev.MntNS)) == 0 {
+			// The caller may remove the directory right after failing (the
+			// runtime deletes the bundle), which detaches the private copies
+			// elsewhere before /proc is read: the tables from before show them.
+			matches = append(matches, c.detachedCopies(id, ev, before, matches)...)
+		}
+		return matches
 	}
-	if len(otherThan(matches, ev.MntNS)) == 0 {
-		// The caller may remove the directory right after failing (the
-		// runtime deletes the bundle), which detaches the private copies
-		// elsewhere before /proc is read: the tables from before show them.
-		matches = append(matches, c.detachedCopies(id, ev, before, matches)...)
+	matches := held()
+	if c.rescanFor(matches) {
+		matches = held()
 	}
 	a.pins = c.pinsFor(id, matches)
 	if len(matches) == 0 && len(a.pins) == 0 {
@@ -175,13 +182,21 @@ func (c *Correlator) pinsOn(id identity, matches []match, devs []event.Dev) ([]p
 	if !scoped {
 		return c.proc.Pins(devs)
 	}
+	// The known processes of those namespaces: every process the last
+	// process list found there, and those that joined since by an event.
+	// One forked there since the last list is not looked at: its pins would
+	// add detail to a holder the mount table already names.
 	var nss []uint32
+	pids := []int{}
 	for _, m := range matches {
 		if !containsNS(nss, m.ns.Ino) {
 			nss = append(nss, m.ns.Ino)
+			for _, mem := range m.ns.Members() {
+				pids = append(pids, mem.PID)
+			}
 		}
 	}
-	return np.PinsIn(devs, nss)
+	return np.PinsIn(devs, nss, pids)
 }
 
 func containsNS(nss []uint32, ns uint32) bool {

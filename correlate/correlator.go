@@ -31,6 +31,12 @@ type Options struct {
 	GCInterval time.Duration
 	// MaxDead caps the dead namespaces kept for lineage. Default 4096.
 	MaxDead int
+	// ScanInterval: a failure or a leak check reuses the process list read
+	// within this much event time (exit events keep the known members
+	// current); a namespace none of whose known processes is left forces a
+	// new read, and so does a holder known only from an event. The
+	// collection (GCInterval) reads it too. Default 60s.
+	ScanInterval time.Duration
 	// MaxMounts caps the mounts held in mount tables; beyond it the
 	// least recently read tables are evicted (and re-read when needed),
 	// never those of namespaces holding an open leak. Default 400000.
@@ -62,6 +68,9 @@ func (o *Options) defaults() {
 	if o.MaxMounts == 0 {
 		o.MaxMounts = 400000
 	}
+	if o.ScanInterval == 0 {
+		o.ScanInterval = time.Minute
+	}
 }
 
 // Correlator consumes events in order and emits findings. It is not safe
@@ -80,6 +89,8 @@ type Correlator struct {
 	remembered bool                 // a persistent lineage was applied
 	losses     []loss               // when the kernel dropped events
 	lastGC     time.Time            // event time of the last collection
+	lastScan   time.Time            // event time of the last process list
+	scanned    bool                 // a process list was read since Start
 	evicted    uint64               // tables evicted by MaxMounts
 }
 
@@ -176,6 +187,7 @@ func (c *Correlator) Start() error {
 		return err
 	}
 	c.lineage.Seed(procs)
+	c.scanned = true // as of the first event (lastScan is set by Handle)
 	if c.hostNS, err = c.proc.HostNS(); err != nil {
 		return fmt.Errorf("host mount namespace: %w", err)
 	}
@@ -211,21 +223,79 @@ func (c *Correlator) refresh(only func(*Namespace) bool) []string {
 }
 
 func (c *Correlator) refreshTables(only func(*Namespace) bool, force bool) []string {
-	procs, err := c.proc.Processes()
-	if err != nil {
-		return []string{"process list: " + err.Error()}
+	scanned := false
+	if !c.scanned || c.now.Sub(c.lastScan) >= c.opts.ScanInterval {
+		if err := c.scan(); err != nil {
+			return []string{"process list: " + err.Error()}
+		}
+		scanned = true
 	}
-	c.reconcile(procs)
-	var missing []string
+	var missing, retry []*Namespace
 	for _, n := range c.lineage.Live() {
 		if (c.ledger.Fresh(n.Ino) && !force) || (only != nil && !only(n)) {
 			continue
 		}
 		if err := c.readTable(n); err != nil {
-			missing = append(missing, "mount table of "+nsName(n.Ino)+": "+err.Error())
+			if scanned {
+				missing = append(missing, n)
+			} else {
+				retry = append(retry, n) // its known processes are gone: who else is there?
+			}
 		}
 	}
-	return missing
+	if len(retry) > 0 {
+		if err := c.scan(); err != nil {
+			return []string{"process list: " + err.Error()}
+		}
+		for _, n := range retry {
+			if c.lineage.Get(n.Ino) == n {
+				if err := c.readTable(n); err != nil {
+					missing = append(missing, n)
+				}
+			}
+		}
+	}
+	var out []string
+	for _, n := range missing {
+		out = append(out, "mount table of "+nsName(n.Ino)+": no process of it could be read")
+	}
+	return out
+}
+
+// scan reads the process list and reconciles the lineage with it.
+func (c *Correlator) scan() error {
+	procs, err := c.proc.Processes()
+	if err != nil {
+		return err
+	}
+	c.reconcile(procs)
+	c.lastScan, c.scanned = c.now, true
+	return nil
+}
+
+// rescanFor reads the process list again when a namespace among the
+// matches has no known process left (they exited, or it only has
+// processes forked since the last list), or one known only from an event
+// (its name is the one it had then: an unshare exec's its program after):
+// the list says whether it is gone, who holds it and what they run. It
+// reports whether it read one.
+func (c *Correlator) rescanFor(matches []match) bool {
+	if c.lastScan.Equal(c.now) && c.scanned {
+		return false
+	}
+	for _, m := range matches {
+		if !m.exited.IsZero() || m.ns.Dead {
+			continue
+		}
+		stale := len(m.ns.members) == 0
+		for _, mem := range m.ns.members {
+			stale = stale || mem.StartTime == 0
+		}
+		if stale {
+			return c.scan() == nil
+		}
+	}
+	return false
 }
 
 // reconcile applies a process snapshot and keeps the last table of every
@@ -247,6 +317,9 @@ func (c *Correlator) reconcile(procs []procfs.Process) {
 func (c *Correlator) Handle(ev *event.Event) {
 	if ev.Time.After(c.now) {
 		c.now = ev.Time
+	}
+	if c.lastScan.IsZero() {
+		c.lastScan = c.now // the startup snapshot's list
 	}
 	switch {
 	case c.lineageEvent(ev, true):

@@ -12,20 +12,12 @@ import (
 	"github.com/mntleak/mntleak/procfs"
 )
 
-// vanishing is a /proc whose listed processes exit right after the list is
-// read: their mountinfo, command and pins are gone when asked for.
+// vanishing is a /proc whose dead processes are still in the process list
+// (they exited after it was read) but whose files are gone: mountinfo and
+// command fail when asked for.
 type vanishing struct {
 	*fakeProc
-	gone map[int]bool // pids to make vanish after the next Processes
 	dead map[int]bool
-}
-
-func (v *vanishing) Processes() ([]procfs.Process, error) {
-	procs, err := v.fakeProc.Processes()
-	for pid := range v.gone {
-		v.dead[pid] = true
-	}
-	return procs, err
 }
 
 func (v *vanishing) Mountinfo(pid int) (uint32, []*mountinfo.Info, error) {
@@ -58,7 +50,7 @@ func TestHolderExitsMidCorrelation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "/init.scope")}, map[uint32]string{hostNS: hostTable})
-			v := &vanishing{fakeProc: w.proc, gone: map[int]bool{}, dead: map[int]bool{}}
+			v := &vanishing{fakeProc: w.proc, dead: map[int]bool{}}
 			w.c = correlate.New(v, correlate.Options{}, func(f *correlate.Finding) { w.findings = append(w.findings, f) })
 			if err := w.c.Start(); err != nil {
 				t.Fatal(err)
@@ -73,7 +65,7 @@ func TestHolderExitsMidCorrelation(t *testing.T) {
 			w.proc.tables[20] = "70 69 254:0 / / rw master:1 - ext4 /dev/vda rw\n72 70 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"
 			w.send(exitEv(301, "true", 20)) // settles: ns 20's table is read
 			for _, pid := range tt.vanish {
-				v.gone[pid] = true
+				v.dead[pid] = true
 			}
 			w.proc.tables[hostNS] = hostWithoutVol
 			w.send(umountEv(400, "kubelet", hostNS, "/srv/vol", 0))
@@ -92,4 +84,61 @@ func TestHolderExitsMidCorrelation(t *testing.T) {
 // gone is the error reading a file of an exited process gives.
 func gone(pid int, file string) error {
 	return fmt.Errorf("open /proc/%d/%s: %w", pid, file, fs.ErrNotExist)
+}
+
+// counting is a /proc that counts process-list reads.
+type counting struct {
+	*fakeProc
+	lists int
+}
+
+func (c *counting) Processes() ([]procfs.Process, error) {
+	c.lists++
+	return c.fakeProc.Processes()
+}
+
+// TestScanInterval: failures in a burst share one process list (exit
+// events keep the members current), but a holder namespace none of whose
+// known processes is left forces a new list, which names its survivor.
+func TestScanInterval(t *testing.T) {
+	w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "/init.scope")}, map[uint32]string{hostNS: hostTable})
+	cp := &counting{fakeProc: w.proc}
+	w.c = correlate.New(cp, correlate.Options{}, func(f *correlate.Finding) { w.findings = append(w.findings, f) })
+	if err := w.c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.send(unshareEv(300, "(ntpd)", hostNS, 20))
+	w.proc.procs = append(w.proc.procs, proc(300, "ntpd", 20, "/system.slice/ntpd.service"))
+	w.proc.tables[20] = "70 69 254:0 / / rw master:1 - ext4 /dev/vda rw\n72 70 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"
+	w.send(exitEv(301, "true", 20)) // settles: ns 20's table is read
+	start := cp.lists
+	// 200ms apart, within one scan interval; five different calls, so
+	// that none is folded into another as a retry.
+	for i, nr := range []int32{257, 2, 85, 21, 4} {
+		w.send(failEv(900+i, "mkfs.ext4", hostNS, nr, "/dev/loop0", 16))
+	}
+	if got := cp.lists - start; got > 1 {
+		t.Errorf("%d process lists for a burst of 5 failures, want at most 1", got)
+	}
+	if len(w.findings) == 0 {
+		t.Fatal("no finding")
+	}
+	// ntpd exits (an exit event), a child it forked (never seen) keeps the
+	// namespace: the next failure must read the list to name it.
+	w.proc.procs = []procfs.Process{proc(1, "systemd", hostNS, "/init.scope"), proc(310, "ntpd-child", 20, "/system.slice/ntpd.service")}
+	w.send(exitEv(300, "ntpd", 20))
+	before := cp.lists
+	w.findings = nil
+	w.send(failEv(950, "blockdev", hostNS, 16, "/dev/loop0", 16))
+	if cp.lists == before {
+		t.Error("no new process list although the holder's known processes are all gone")
+	}
+	f := w.only()
+	named := false
+	for _, h := range f.Holders {
+		named = named || h.MntNS == 20 && len(h.Processes) > 0 && h.Processes[0].PID == 310
+	}
+	if !named {
+		t.Errorf("the finding does not name the survivor ntpd-child[310] in mnt:[20]: %s", f.Line())
+	}
 }

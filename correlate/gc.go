@@ -21,9 +21,7 @@ func (c *Correlator) collect() {
 	// known members all exited may be empty (its mounts gone with it) or
 	// still hold children mntleak never saw fork. /proc tells.
 	if c.lineage.hasEmpty() {
-		if procs, err := c.proc.Processes(); err == nil {
-			c.reconcile(procs)
-		}
+		_ = c.scan()
 	}
 	c.lineage.expire(c.now)
 	c.lineage.capDead(c.opts.MaxDead)

@@ -64,13 +64,19 @@ func (c *Correlator) checkLeak(ev *event.Event) {
 	}
 	before := c.tables()
 	missing := c.refresh(candidate)
-	var matches []match
-	for _, mt := range c.search(id, ev.MntNS, 0) {
-		if !mt.self && mt.exited.IsZero() && candidate(mt.ns) {
-			matches = append(matches, mt)
+	held := func() []match {
+		var matches []match
+		for _, mt := range c.search(id, ev.MntNS, 0) {
+			if !mt.self && mt.exited.IsZero() && candidate(mt.ns) {
+				matches = append(matches, mt)
+			}
 		}
+		return append(matches, c.detachedCopies(id, ev, before, matches)...)
 	}
-	matches = append(matches, c.detachedCopies(id, ev, before, matches)...)
+	matches := held()
+	if c.rescanFor(matches) {
+		matches = held()
+	}
 	if len(matches) == 0 {
 		return
 	}
@@ -200,8 +206,6 @@ func (c *Correlator) staleBind(ev *event.Event) {
 	if src == "" {
 		return
 	}
-	// Forced: deleting the bind's source changes mountinfo (//deleted)
-	// without any mount event.
 	// The caller's namespace, and the one it was copied from: runc's init
 	// fails and exits, and its namespace may be gone before /proc is read.
 	scope := []uint32{ev.MntNS}
@@ -209,8 +213,24 @@ func (c *Correlator) staleBind(ev *event.Event) {
 		scope = append(scope, n.Parent)
 	}
 	// Forced: deleting the bind's source changes mountinfo (//deleted)
-	// without any mount event.
-	missing := c.refreshTables(func(n *Namespace) bool { return n.Ino == scope[0] || n.Ino == scope[len(scope)-1] }, true)
+	// without any mount event. But only of a mount at the source: a table
+	// read after the last mount change that has none there needs no
+	// re-read (runc's ENOENTs from missing mount sources, many per
+	// container, then cost nothing).
+	need := func(n *Namespace) bool {
+		if n.Ino != scope[0] && n.Ino != scope[len(scope)-1] {
+			return false
+		}
+		t := c.ledger.Table(n.Ino)
+		return t == nil || !c.ledger.Fresh(n.Ino) || t.At(src) != nil
+	}
+	var missing []string
+	for _, n := range c.lineage.Live() {
+		if need(n) {
+			missing = c.refreshTables(need, true)
+			break
+		}
+	}
 	var m *mountinfo.Info
 	var holderNS uint32
 	for _, ns := range scope {

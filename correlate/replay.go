@@ -49,9 +49,7 @@ func Replay(r io.Reader, name string, emit func(*Finding)) error {
 		return fmt.Errorf("%s: startup snapshot: %w", name, err)
 	}
 	for _, st := range steps {
-		for _, rec := range st.answers {
-			proc.Add(rec)
-		}
+		proc.AddStep(st.answers)
 		corr.Handle(st.ev)
 	}
 	return nil

@@ -106,7 +106,9 @@ func (q *queue) push(line []byte, force bool) error {
 		q.gap = 0
 	}
 	q.pending.Write(line)
-	if q.pending.Len() >= wakeBytes {
+	// A finding goes out at once: someone may be waiting for it (an
+	// operator, the journal); events wait for the timer or a full batch.
+	if q.pending.Len() >= wakeBytes || force {
 		select {
 		case q.wake <- struct{}{}:
 		default:

@@ -294,8 +294,8 @@ func (h Host) Pins(devs []event.Dev) ([]Pin, error) {
 }
 
 // PinsIn implements NamespacePinner: Pins for the processes whose mount
-// namespace is one of mntns.
-func (h Host) PinsIn(devs []event.Dev, mntns []uint32) ([]Pin, error) {
+// namespace is one of mntns (among candidates, when given).
+func (h Host) PinsIn(devs []event.Dev, mntns []uint32, candidates []int) ([]Pin, error) {
 	if len(devs) == 0 || len(mntns) == 0 {
 		return nil, nil
 	}
@@ -307,9 +307,12 @@ func (h Host) PinsIn(devs []event.Dev, mntns []uint32) ([]Pin, error) {
 	for _, ns := range mntns {
 		in[ns] = true
 	}
-	pids, err := h.pids()
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", h.root(), err)
+	pids := candidates
+	if pids == nil {
+		var err error
+		if pids, err = h.pids(); err != nil {
+			return nil, fmt.Errorf("list %s: %w", h.root(), err)
+		}
 	}
 	per := make([][]Pin, len(pids))
 	scan(len(pids), func(i int, s *scratch) {

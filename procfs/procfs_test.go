@@ -140,11 +140,44 @@ func TestRecordReplay(t *testing.T) {
 	if got, _ := r.Pins([]event.Dev{event.MakeDev(7, 99)}); !reflect.DeepEqual(got, pins) {
 		t.Error("pins differ")
 	}
-	if _, err := r.Processes(); err == nil {
-		t.Error("a second process list was answered but never recorded")
+	// Asked more often than recorded: the freshest answer is repeated.
+	if got, err := r.Processes(); err != nil || !reflect.DeepEqual(got, procs) {
+		t.Errorf("a second process list: %v, want the last one again", err)
 	}
 	if _, _, err := r.Mountinfo(12345); err == nil {
 		t.Error("an unrecorded mountinfo was answered")
+	}
+}
+
+// TestReplaySteps: answers recorded at a later step replace the unused
+// ones of earlier steps (a replay that asks less often never gets an old
+// answer), and several answers of one step are given in order.
+func TestReplaySteps(t *testing.T) {
+	list := func(pids ...int) *Record {
+		r := &Record{Op: OpProcesses}
+		for _, p := range pids {
+			r.Processes = append(r.Processes, Process{PID: p})
+		}
+		return r
+	}
+	pids := func(ps []Process) []int {
+		var out []int
+		for _, p := range ps {
+			out = append(out, p.PID)
+		}
+		return out
+	}
+	r := NewReplay()
+	r.AddStep([]*Record{list(1)})
+	r.AddStep([]*Record{list(1, 2)}) // step 1's answer was never asked for
+	if got, _ := r.Processes(); !reflect.DeepEqual(pids(got), []int{1, 2}) {
+		t.Errorf("after two steps: %v, want the second step's [1 2]", pids(got))
+	}
+	r.AddStep([]*Record{list(3), list(3, 4)})
+	for _, want := range [][]int{{3}, {3, 4}, {3, 4}} {
+		if got, _ := r.Processes(); !reflect.DeepEqual(pids(got), want) {
+			t.Errorf("got %v, want %v", pids(got), want)
+		}
 	}
 }
 
@@ -189,11 +222,21 @@ func TestPinsIn(t *testing.T) {
 		}
 		return false
 	}
-	pins, err := h.PinsIn([]event.Dev{dev}, []uint32{self.MntNS})
+	pins, err := h.PinsIn([]event.Dev{dev}, []uint32{self.MntNS}, nil)
 	if err != nil || !has(pins) {
 		t.Errorf("PinsIn own namespace: %v, cwd pin found %v", err, has(pins))
 	}
-	if pins, _ := h.PinsIn([]event.Dev{dev}, []uint32{self.MntNS + 1}); has(pins) {
+	if pins, _ := h.PinsIn([]event.Dev{dev}, []uint32{self.MntNS + 1}, nil); has(pins) {
 		t.Error("PinsIn another namespace listed this process")
+	}
+	// Candidates: only those pids are looked at, each still checked.
+	if pins, err := h.PinsIn([]event.Dev{dev}, []uint32{self.MntNS}, []int{os.Getpid()}); err != nil || !has(pins) {
+		t.Errorf("PinsIn with this process as the candidate: %v, cwd pin found %v", err, has(pins))
+	}
+	if pins, _ := h.PinsIn([]event.Dev{dev}, []uint32{self.MntNS}, []int{1 << 30}); has(pins) {
+		t.Error("PinsIn listed this process although it was no candidate")
+	}
+	if pins, _ := h.PinsIn([]event.Dev{dev}, []uint32{self.MntNS + 1}, []int{os.Getpid()}); has(pins) {
+		t.Error("PinsIn listed a candidate that is in another namespace")
 	}
 }

@@ -123,10 +123,13 @@ func (r Recorder) Command(pid int) (Command, error) {
 type Replay struct {
 	mu     sync.Mutex
 	queues map[string][]*Record
+	last   map[string]*Record // the last answer given, per question
 }
 
 // NewReplay returns an empty Replay.
-func NewReplay() *Replay { return &Replay{queues: map[string][]*Record{}} }
+func NewReplay() *Replay {
+	return &Replay{queues: map[string][]*Record{}, last: map[string]*Record{}}
+}
 
 // Add queues a recorded answer.
 func (r *Replay) Add(rec *Record) {
@@ -136,14 +139,40 @@ func (r *Replay) Add(rec *Record) {
 	r.queues[k] = append(r.queues[k], rec)
 }
 
+// AddStep queues the answers recorded while one event was handled. An
+// answer of an earlier step still unused is dropped when this step answers
+// the same question: a replaying correlator that asks less often than the
+// recording one (it reuses a recent process list) gets the freshest
+// answer, never an older one.
+func (r *Replay) AddStep(recs []*Record) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fresh := map[string]bool{}
+	for _, rec := range recs {
+		k := rec.key()
+		if !fresh[k] {
+			fresh[k] = true
+			r.queues[k] = nil
+		}
+		r.queues[k] = append(r.queues[k], rec)
+	}
+}
+
+// next takes the next answer to question k; with none queued, the last one
+// given is repeated (a correlator that asks more often than the recording
+// one did gets the freshest answer there is).
 func (r *Replay) next(k string) (*Record, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	q := r.queues[k]
 	if len(q) == 0 {
+		if last := r.last[k]; last != nil {
+			return last, nil
+		}
 		return nil, fmt.Errorf("replay: no recorded answer for %s", k)
 	}
 	r.queues[k] = q[1:]
+	r.last[k] = q[0]
 	return q[0], nil
 }
 

@@ -70,8 +70,10 @@ type Pin struct {
 // to the processes of some mount namespaces, for a caller that knows no
 // other process's pin could matter: it reads one link per process to tell
 // its namespace instead of its cwd, root, every open file and every
-// mapping. The Recorder does not implement it, so a recorded stream holds
-// the full answers and a replay asks what the recording answered.
+// mapping. With candidates, only those pids are looked at (the processes
+// the caller knows to be in mntns; each is still checked to be there). The
+// Recorder does not implement it, so a recorded stream holds the full
+// answers and a replay asks what the recording answered.
 type NamespacePinner interface {
-	PinsIn(devs []event.Dev, mntns []uint32) ([]Pin, error)
+	PinsIn(devs []event.Dev, mntns []uint32, candidates []int) ([]Pin, error)
 }
