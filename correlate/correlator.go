@@ -147,6 +147,14 @@ func (c *Correlator) lineageEvent(ev *event.Event, live bool) bool {
 			c.lineage.Created(ino, parent, origin, actor, ev)
 		}
 	}
+	if (ev.Kind == event.KindUnshare || ev.Kind == event.KindSetns) && ev.MntNSBefore == 0 && ev.Ret == 0 {
+		// The kernel side knows the namespace before only for threads it
+		// saw forked; for older ones the lineage knows where the process
+		// was (or its parent: a fork inherits the namespace).
+		e := *ev
+		e.MntNSBefore = c.lineage.namespaceOf(int(ev.PID), int(ev.PPID))
+		ev = &e
+	}
 	switch ev.Kind {
 	case event.KindUnshare:
 		if ev.Ret == 0 && ev.MntNSAfter != ev.MntNSBefore {

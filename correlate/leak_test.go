@@ -58,3 +58,31 @@ func TestLeakCandidates(t *testing.T) {
 		})
 	}
 }
+
+// TestUnknownNamespaceBefore: the kernel side sends mntns_before 0 for a
+// thread it did not see forked; the lineage supplies where the process (or
+// else its parent) was.
+func TestUnknownNamespaceBefore(t *testing.T) {
+	tests := []struct {
+		name       string
+		pid, ppid  int
+		wantParent uint32
+	}{
+		{"a process of the snapshot", 300, 1, 4026531840},
+		{"a process forked since, by one of the snapshot", 777, 1, 4026531840},
+		{"nothing known", 778, 779, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "/init.scope"), proc(300, "ntpd", hostNS, "")},
+				map[uint32]string{hostNS: hostTable})
+			ev := unshareEv(tt.pid, "unshare", 0, 20)
+			ev.PPID = uint32(tt.ppid)
+			w.send(ev)
+			n := w.c.Lineage().Get(20)
+			if n == nil || n.Parent != tt.wantParent {
+				t.Fatalf("namespace 20: %+v, want parent %d", n, tt.wantParent)
+			}
+		})
+	}
+}

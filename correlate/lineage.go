@@ -322,3 +322,18 @@ func (l *Lineage) capDead(max int) {
 		l.dead = append([]*Namespace(nil), l.dead[len(l.dead)-max:]...)
 	}
 }
+
+// namespaceOf returns the live namespace pid is a member of, else its
+// parent's, else 0.
+func (l *Lineage) namespaceOf(pid, ppid int) uint32 {
+	var parent uint32
+	for ino, n := range l.live {
+		if _, ok := n.members[pid]; ok {
+			return ino
+		}
+		if _, ok := n.members[ppid]; ok && ppid != 0 {
+			parent = ino
+		}
+	}
+	return parent
+}
