@@ -164,26 +164,7 @@ struct task_struct {
 
 #pragma clang attribute pop
 
-/* Tracepoint contexts: fixed by the tracepoint format files, not by BTF. */
-struct trace_entry {
-	unsigned short type;
-	unsigned char flags;
-	unsigned char preempt_count;
-	int pid;
-};
-
-struct trace_event_raw_sys_enter {
-	struct trace_entry ent;
-	long id;
-	unsigned long args[6];
-};
-
-struct trace_event_raw_sys_exit {
-	struct trace_entry ent;
-	long id;
-	long ret;
-};
-
+/* Raw tracepoint context: the tracepoint's arguments, untyped. */
 struct bpf_raw_tracepoint_args {
 	__u64 args[0];
 };
