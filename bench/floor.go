@@ -11,8 +11,9 @@ import (
 
 // floorTracer is an empty program on the raw sys_exit tracepoint: the cost
 // every syscall pays once anything hooks sys_exit (the syscall-work flag on
-// every task, the slow exit path, one program call). mntleak's catch-all
-// failure program sits there, so this is the floor of its design.
+// every task, the slow exit path, one program call). mntleak's dispatcher
+// (its only per-syscall program) sits there, so this is the floor of its
+// design.
 type floorTracer struct {
 	progs []*ebpf.Program
 	links []link.Link
@@ -21,7 +22,7 @@ type floorTracer struct {
 // attachFloor attaches the empty program to each raw tracepoint named
 // (sys_exit alone is the floor; with sys_enter as well it is what any
 // design that also hooks syscall entry pays, as mntleak's entry programs
-// do through the per-syscall tracepoints).
+// did through the per-syscall tracepoints before a9dbb7b).
 func attachFloor(points ...string) (tracer, error) {
 	f := &floorTracer{}
 	for _, tp := range points {

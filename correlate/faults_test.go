@@ -55,6 +55,7 @@ func TestHolderExitsMidCorrelation(t *testing.T) {
 			if err := w.c.Start(); err != nil {
 				t.Fatal(err)
 			}
+			w.proc.tables[20] = "70 69 254:0 / / rw master:1 - ext4 /dev/vda rw\n72 70 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"
 			w.send(unshareEv(300, "(ntpd)", hostNS, 20))
 			w.proc.procs = append(w.proc.procs, proc(300, "ntpd", 20, "/system.slice/ntpd.service"))
 			if strings.Contains(tt.name, "two members") {
@@ -62,7 +63,6 @@ func TestHolderExitsMidCorrelation(t *testing.T) {
 				w.send(exitEv(311, "true", hostNS)) // a refresh that sees the second member
 				w.send(failEv(312, "probe", hostNS, 84, "/nonexistent", 16))
 			}
-			w.proc.tables[20] = "70 69 254:0 / / rw master:1 - ext4 /dev/vda rw\n72 70 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"
 			w.send(exitEv(301, "true", 20)) // settles: ns 20's table is read
 			for _, pid := range tt.vanish {
 				v.dead[pid] = true

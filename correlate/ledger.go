@@ -20,11 +20,13 @@ type Table struct {
 	byID   []int32 // indexes into Mounts, in mount ID order (see tableindex.go)
 	local  uint64  // the namespace's own change count when read (see Ledger.Record)
 	shared bool    // some mount is in a shared peer group
+	groups peerGroups
 }
 
 // NewTable indexes a mount table.
 func NewTable(ns uint32, mounts []*mountinfo.Info, at time.Time, seq uint64) *Table {
-	return &Table{NS: ns, ReadAt: at, Seq: seq, Mounts: mounts, byID: indexByID(mounts), shared: anyShared(mounts)}
+	return &Table{NS: ns, ReadAt: at, Seq: seq, Mounts: mounts, byID: indexByID(mounts), shared: anyShared(mounts),
+		groups: groupsOf(mounts)}
 }
 
 // Root returns the namespace's root mount (its parent is outside the table).
@@ -192,6 +194,12 @@ func (l *Ledger) Record(ev *event.Event) {
 	if ev.Ret >= 0 {
 		if l.contained(ev) {
 			l.local[ev.MntNS]++
+		} else if others, ok := l.reach(ev); ok {
+			// Only the namespaces its parent's peer group reaches.
+			l.local[ev.MntNS]++
+			for _, ns := range others {
+				l.local[ns]++
+			}
 		} else {
 			l.seq++
 		}

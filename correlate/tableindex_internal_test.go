@@ -64,13 +64,21 @@ func TestContained(t *testing.T) {
 	if !l.Fresh(20) {
 		t.Error("a failed mount made tables stale")
 	}
+	// Under a shared mount: its own table and its group's go stale (see
+	// TestReach), a private namespace's stays fresh.
+	l = NewLedger(16)
+	l.Store(NewTable(20, shared, time.Time{}, l.Seq()))
+	l.Store(NewTable(30, private, time.Time{}, l.Seq()))
+	l.Record(ev(20, event.KindMount, unix.MS_BIND))
+	if l.Fresh(20) || !l.Fresh(30) {
+		t.Errorf("a bind under a shared mount: fresh 20=%v (want false), 30=%v (want true)", l.Fresh(20), l.Fresh(30))
+	}
 	for name, e := range map[string]*event.Event{
-		"shared namespace": ev(20, event.KindMount, unix.MS_BIND),
-		"propagation":      ev(30, event.KindMount, unix.MS_REC|unix.MS_SHARED),
-		"move":             ev(30, event.KindMount, unix.MS_MOVE),
-		"remount":          ev(30, event.KindMount, unix.MS_REMOUNT),
-		"no table":         ev(99, event.KindUmount, 0),
-		"new mount API":    ev(30, event.KindMoveMount, 0),
+		"propagation":   ev(30, event.KindMount, unix.MS_REC|unix.MS_SHARED),
+		"move":          ev(30, event.KindMount, unix.MS_MOVE),
+		"remount":       ev(30, event.KindMount, unix.MS_REMOUNT),
+		"no table":      ev(99, event.KindUmount, 0),
+		"new mount API": ev(30, event.KindMoveMount, 0),
 	} {
 		l = NewLedger(16)
 		l.Store(NewTable(20, shared, time.Time{}, l.Seq()))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 	"time"
 
@@ -119,6 +120,13 @@ func (m *Metrics) Handler() http.Handler {
 func (m *Metrics) Serve(ctx context.Context, ln net.Listener, log *zap.Logger) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", m.Handler())
+	// Profiles for whoever investigates the daemon's own cost, on a
+	// loopback address only: they show paths and command lines.
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
