@@ -23,6 +23,7 @@ const (
 	dispatchMapTaskMntnsMap = "task_mntns_map"
 	dispatchProgDispatch    = "dispatch"
 	dispatchVarUsePerf      = "use_perf"
+	dispatchVarWakeupBytes  = "wakeup_bytes"
 )
 
 // loadDispatch returns the embedded CollectionSpec for dispatch.
@@ -85,7 +86,8 @@ type dispatchMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type dispatchVariableSpecs struct {
-	UsePerf *ebpf.VariableSpec `ebpf:"use_perf"`
+	UsePerf     *ebpf.VariableSpec `ebpf:"use_perf"`
+	WakeupBytes *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
 
 // dispatchObjects contains all objects after they have been loaded into the kernel.
@@ -129,7 +131,8 @@ func (m *dispatchMaps) Close() error {
 //
 // It can be passed to loadDispatchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type dispatchVariables struct {
-	UsePerf *ebpf.Variable `ebpf:"use_perf"`
+	UsePerf     *ebpf.Variable `ebpf:"use_perf"`
+	WakeupBytes *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
 
 // dispatchPrograms contains all programs after they have been loaded into the kernel.

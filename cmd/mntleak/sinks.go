@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/internal/journald"
 	"github.com/mntleak/mntleak/internal/logkey"
@@ -46,6 +47,7 @@ const (
 // them.
 type sinks struct {
 	outName string         // "stdout", or "output" for an --output file
+	discard bool           // stdout is /dev/null: events are not encoded
 	out     *output.Writer // --output, or stdout
 	rec     *output.Writer // --record; nil without
 	journal *journald.Core // nil without
@@ -86,6 +88,9 @@ func openSinks(ctx context.Context, opts traceOptions, stdout io.Writer, logs lo
 	s.outName = "stdout"
 	if opts.output == "" {
 		s.out = output.NewWriterOptions(stdout, opts.format, nil, streamOpts)
+		// Under systemd (StandardOutput=null) or a benchmark, events to
+		// /dev/null would be encoded for nothing: a storm's worth of JSON.
+		s.discard = isDevNull(stdout)
 	} else {
 		// Appended to: a restarted daemon continues the file.
 		w, err := output.OpenFile(opts.output, opts.format, false, streamOpts)
@@ -204,4 +209,17 @@ func (s *sinks) close(log *zap.Logger) {
 		go closeOne("journal", s.journal.Close, journalCloseTimeout)
 	}
 	wg.Wait()
+}
+
+// isDevNull reports whether w is the null device (character device 1:3).
+func isDevNull(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return false
+	}
+	return st.Mode&unix.S_IFMT == unix.S_IFCHR && unix.Major(st.Rdev) == 1 && unix.Minor(st.Rdev) == 3
 }

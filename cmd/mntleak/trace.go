@@ -238,7 +238,9 @@ func trace(ctx context.Context, opts traceOptions, stdout io.Writer, log *zap.Lo
 		}
 		stlog.append(ev)
 		if opts.filter.Match(ev) {
-			fail(out.Write(ev))
+			if !sk.discard {
+				fail(out.Write(ev))
+			}
 		}
 		if corr != nil && !sk.drainOnly() {
 			corr.Handle(ev)
