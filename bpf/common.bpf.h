@@ -36,19 +36,6 @@
 /* Set by the loader (rodata): records go through the perf event array. */
 volatile const bool use_perf = false;
 
-/*
- * Ring buffer wakeups. A record wakes the reader at once only when it is a
- * failed call (a finding waits on it) or when this much is pending (the
- * loader sets it to a quarter of the buffer); any other record is read at
- * the reader's next wakeup, at most 200 ms later (tracer/lost.go). A busy
- * node's events then cost one wakeup per batch, not one per event.
- */
-volatile const __u64 wakeup_bytes = 1 << 20;
-
-#define RB_AVAIL_DATA 0		/* BPF_RB_AVAIL_DATA */
-#define RB_NO_WAKEUP 1		/* BPF_RB_NO_WAKEUP */
-#define RB_FORCE_WAKEUP 2	/* BPF_RB_FORCE_WAKEUP */
-
 /* All events. The type and size are defaults; the loader may change both. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -245,12 +232,7 @@ static __always_inline void submit_event(void *ctx, void *rec, __u64 size)
 		if (bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, rec, size) < 0)
 			count_lost(((struct event_header *)rec)->kind);
 	} else {
-		__u64 flags = RB_NO_WAKEUP;
-
-		if (((struct event_header *)rec)->ret < 0 ||
-		    bpf_ringbuf_query(&events, RB_AVAIL_DATA) >= wakeup_bytes)
-			flags = RB_FORCE_WAKEUP;
-		bpf_ringbuf_submit(rec, flags);
+		bpf_ringbuf_submit(rec, 0);
 	}
 }
 

@@ -23,7 +23,6 @@ const (
 	dispatchMapTaskMntnsMap = "task_mntns_map"
 	dispatchProgDispatch    = "dispatch"
 	dispatchVarUsePerf      = "use_perf"
-	dispatchVarWakeupBytes  = "wakeup_bytes"
 )
 
 // loadDispatch returns the embedded CollectionSpec for dispatch.
@@ -86,8 +85,7 @@ type dispatchMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type dispatchVariableSpecs struct {
-	UsePerf     *ebpf.VariableSpec `ebpf:"use_perf"`
-	WakeupBytes *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
+	UsePerf *ebpf.VariableSpec `ebpf:"use_perf"`
 }
 
 // dispatchObjects contains all objects after they have been loaded into the kernel.
@@ -131,8 +129,7 @@ func (m *dispatchMaps) Close() error {
 //
 // It can be passed to loadDispatchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type dispatchVariables struct {
-	UsePerf     *ebpf.Variable `ebpf:"use_perf"`
-	WakeupBytes *ebpf.Variable `ebpf:"wakeup_bytes"`
+	UsePerf *ebpf.Variable `ebpf:"use_perf"`
 }
 
 // dispatchPrograms contains all programs after they have been loaded into the kernel.

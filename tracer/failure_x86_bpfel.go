@@ -52,7 +52,6 @@ const (
 	failureVarNoBpfLoop          = "no_bpf_loop"
 	failureVarUnusedFailureEvent = "unused_failure_event"
 	failureVarUsePerf            = "use_perf"
-	failureVarWakeupBytes        = "wakeup_bytes"
 )
 
 // loadFailure returns the embedded CollectionSpec for failure.
@@ -119,7 +118,6 @@ type failureVariableSpecs struct {
 	NoBpfLoop          *ebpf.VariableSpec `ebpf:"no_bpf_loop"`
 	UnusedFailureEvent *ebpf.VariableSpec `ebpf:"unused_failure_event"`
 	UsePerf            *ebpf.VariableSpec `ebpf:"use_perf"`
-	WakeupBytes        *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
 
 // failureObjects contains all objects after they have been loaded into the kernel.
@@ -168,7 +166,6 @@ type failureVariables struct {
 	NoBpfLoop          *ebpf.Variable `ebpf:"no_bpf_loop"`
 	UnusedFailureEvent *ebpf.Variable `ebpf:"unused_failure_event"`
 	UsePerf            *ebpf.Variable `ebpf:"use_perf"`
-	WakeupBytes        *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
 
 // failurePrograms contains all programs after they have been loaded into the kernel.

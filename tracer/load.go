@@ -62,13 +62,6 @@ func (lo loadOptions) prepare(name string, spec *ebpf.CollectionSpec) error {
 		return nil
 	}
 	events.MaxEntries = uint32(lo.ringBufBytes)
-	wakeup, ok := spec.Variables["wakeup_bytes"]
-	if !ok || !wakeup.Constant() {
-		return fmt.Errorf("BPF object %s: no read-only wakeup_bytes constant", name)
-	}
-	if err := wakeup.Set(uint64(lo.ringBufBytes / 4)); err != nil {
-		return fmt.Errorf("BPF object %s: set wakeup_bytes: %w", name, err)
-	}
 	return nil
 }
 

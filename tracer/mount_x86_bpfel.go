@@ -76,7 +76,6 @@ const (
 	mountVarUnusedPivotRootEvent = "unused_pivot_root_event"
 	mountVarUnusedUmountEvent    = "unused_umount_event"
 	mountVarUsePerf              = "use_perf"
-	mountVarWakeupBytes          = "wakeup_bytes"
 )
 
 // loadMount returns the embedded CollectionSpec for mount.
@@ -147,7 +146,6 @@ type mountVariableSpecs struct {
 	UnusedPivotRootEvent *ebpf.VariableSpec `ebpf:"unused_pivot_root_event"`
 	UnusedUmountEvent    *ebpf.VariableSpec `ebpf:"unused_umount_event"`
 	UsePerf              *ebpf.VariableSpec `ebpf:"use_perf"`
-	WakeupBytes          *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
 
 // mountObjects contains all objects after they have been loaded into the kernel.
@@ -198,7 +196,6 @@ type mountVariables struct {
 	UnusedPivotRootEvent *ebpf.Variable `ebpf:"unused_pivot_root_event"`
 	UnusedUmountEvent    *ebpf.Variable `ebpf:"unused_umount_event"`
 	UsePerf              *ebpf.Variable `ebpf:"use_perf"`
-	WakeupBytes          *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
 
 // mountPrograms contains all programs after they have been loaded into the kernel.

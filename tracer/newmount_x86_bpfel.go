@@ -154,7 +154,6 @@ const (
 	newmountVarUnusedMoveMountEvent    = "unused_move_mount_event"
 	newmountVarUnusedOpenTreeEvent     = "unused_open_tree_event"
 	newmountVarUsePerf                 = "use_perf"
-	newmountVarWakeupBytes             = "wakeup_bytes"
 )
 
 // loadNewmount returns the embedded CollectionSpec for newmount.
@@ -229,7 +228,6 @@ type newmountVariableSpecs struct {
 	UnusedMoveMountEvent    *ebpf.VariableSpec `ebpf:"unused_move_mount_event"`
 	UnusedOpenTreeEvent     *ebpf.VariableSpec `ebpf:"unused_open_tree_event"`
 	UsePerf                 *ebpf.VariableSpec `ebpf:"use_perf"`
-	WakeupBytes             *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
 
 // newmountObjects contains all objects after they have been loaded into the kernel.
@@ -282,7 +280,6 @@ type newmountVariables struct {
 	UnusedMoveMountEvent    *ebpf.Variable `ebpf:"unused_move_mount_event"`
 	UnusedOpenTreeEvent     *ebpf.Variable `ebpf:"unused_open_tree_event"`
 	UsePerf                 *ebpf.Variable `ebpf:"use_perf"`
-	WakeupBytes             *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
 
 // newmountPrograms contains all programs after they have been loaded into the kernel.

@@ -98,7 +98,6 @@ const (
 	nsprocVarUnusedForkEvent = "unused_fork_event"
 	nsprocVarUnusedNsEvent   = "unused_ns_event"
 	nsprocVarUsePerf         = "use_perf"
-	nsprocVarWakeupBytes     = "wakeup_bytes"
 )
 
 // loadNsproc returns the embedded CollectionSpec for nsproc.
@@ -168,7 +167,6 @@ type nsprocVariableSpecs struct {
 	UnusedForkEvent *ebpf.VariableSpec `ebpf:"unused_fork_event"`
 	UnusedNsEvent   *ebpf.VariableSpec `ebpf:"unused_ns_event"`
 	UsePerf         *ebpf.VariableSpec `ebpf:"use_perf"`
-	WakeupBytes     *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
 
 // nsprocObjects contains all objects after they have been loaded into the kernel.
@@ -216,7 +214,6 @@ type nsprocVariables struct {
 	UnusedForkEvent *ebpf.Variable `ebpf:"unused_fork_event"`
 	UnusedNsEvent   *ebpf.Variable `ebpf:"unused_ns_event"`
 	UsePerf         *ebpf.Variable `ebpf:"use_perf"`
-	WakeupBytes     *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
 
 // nsprocPrograms contains all programs after they have been loaded into the kernel.
