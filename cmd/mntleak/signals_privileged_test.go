@@ -10,31 +10,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/mntleak/mntleak/internal/privtest"
 )
-
-// syncBuffer collects a stream written by another goroutine.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // bpfLinks returns the ids of the BPF links a process holds, from the
 // fdinfo of its descriptors.
@@ -119,7 +100,7 @@ func TestSIGTERMDuringStorm(t *testing.T) {
 			dir := t.TempDir()
 			rec := filepath.Join(dir, "record.jsonl")
 			var stdout io.Writer
-			var collected syncBuffer
+			var collected privtest.SyncBuffer
 			if tt.stdoutStuck {
 				r, w, err := os.Pipe()
 				if err != nil {

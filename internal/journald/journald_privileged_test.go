@@ -1,10 +1,8 @@
 package journald_test
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,30 +11,12 @@ import (
 
 	"github.com/mntleak/mntleak/internal/journald"
 	"github.com/mntleak/mntleak/internal/journald/journaldtest"
+	"github.com/mntleak/mntleak/internal/privtest"
 )
 
-// syncBuffer is stderr for a test: the journal's sender reports outages
-// from its own goroutine.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func newTee(t *testing.T, j *journaldtest.Journal) (*zap.Logger, *journald.Core, *syncBuffer) {
+func newTee(t *testing.T, j *journaldtest.Journal) (*zap.Logger, *journald.Core, *privtest.SyncBuffer) {
 	t.Helper()
-	stderr := &syncBuffer{}
+	stderr := &privtest.SyncBuffer{}
 	base := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(stderr), zap.InfoLevel))
 	sock := journald.NewSocket(j.Socket, 0)
 	log, core := journald.Tee(base, zap.InfoLevel, sock.Send)

@@ -1,0 +1,124 @@
+package procfs
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/mntleak/mntleak/event"
+)
+
+// Pins implements Proc. It stats the /proc links (following them for the
+// device number only; nothing is opened) and reads the maps files.
+func (h Host) Pins(devs []event.Dev) ([]Pin, error) {
+	if len(devs) == 0 {
+		return nil, nil
+	}
+	pids, err := h.pids()
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", h.root(), err)
+	}
+	return h.pinsAmong(pids, devs, nil), nil
+}
+
+// PinsIn implements NamespacePinner: Pins for the processes whose mount
+// namespace is one of mntns (among candidates, when given).
+func (h Host) PinsIn(devs []event.Dev, mntns []uint32, candidates []int) ([]Pin, error) {
+	if len(devs) == 0 || len(mntns) == 0 {
+		return nil, nil
+	}
+	in := make(map[uint32]bool, len(mntns))
+	for _, ns := range mntns {
+		in[ns] = true
+	}
+	pids := candidates
+	if pids == nil {
+		var err error
+		if pids, err = h.pids(); err != nil {
+			return nil, fmt.Errorf("list %s: %w", h.root(), err)
+		}
+	}
+	return h.pinsAmong(pids, devs, in), nil
+}
+
+// pinsAmong lists how the processes pids pin devs; with in, only those in
+// one of its mount namespaces, told by one link each before anything else
+// is read. Only the processes that pin something are described (stat,
+// mount namespace, cgroup): almost none are, and a failure has the
+// process list already.
+func (h Host) pinsAmong(pids []int, devs []event.Dev, in map[uint32]bool) []Pin {
+	want := make(map[event.Dev]bool, len(devs))
+	for _, d := range devs {
+		want[d] = true
+	}
+	per := make([][]Pin, len(pids))
+	scan(len(pids), func(i int, s *scratch) {
+		if in != nil {
+			link, err := s.readlink(h.root() + "/" + strconv.Itoa(pids[i]) + "/ns/mnt")
+			if err != nil {
+				return
+			}
+			if ns, err := ParseNSLink(link); err != nil || !in[ns] {
+				return
+			}
+		}
+		pins := h.pinsOf(pids[i], want, s)
+		if len(pins) == 0 {
+			return
+		}
+		p, err := h.process(pids[i], s)
+		if err != nil || (in != nil && !in[p.MntNS]) { // gone, a kernel thread, or moved (setns) meanwhile
+			return
+		}
+		for j := range pins {
+			pins[j].Process = p
+		}
+		per[i] = pins
+	})
+	var pins []Pin
+	for _, ps := range per {
+		pins = append(pins, ps...)
+	}
+	return pins
+}
+
+// pinsOf lists how one process pins the wanted devices, without its
+// description. A link is read (for its path) only once its device matched:
+// most never do.
+func (h Host) pinsOf(pid int, want map[event.Dev]bool, s *scratch) []Pin {
+	var pins []Pin
+	dir := h.root() + "/" + strconv.Itoa(pid)
+	add := func(kind PinKind, dev event.Dev, path string) {
+		pins = append(pins, Pin{Kind: kind, Dev: dev, Path: path})
+	}
+	for _, link := range []struct {
+		name string
+		kind PinKind
+	}{{"cwd", PinCwd}, {"root", PinRoot}} {
+		if dev, _, ok := statDev(dir + "/" + link.name); ok && want[dev] {
+			target, _ := os.Readlink(dir + "/" + link.name)
+			add(link.kind, dev, target)
+		}
+	}
+	fds, _ := readDirNames(dir + "/fd")
+	for _, fd := range fds {
+		p := dir + "/fd/" + fd
+		dev, rdev, ok := statDev(p)
+		if !ok {
+			continue
+		}
+		if rdev != 0 && want[rdev] {
+			target, _ := os.Readlink(p)
+			add(PinBlockFD, rdev, target)
+		} else if want[dev] {
+			target, _ := os.Readlink(p)
+			add(PinFD, dev, target)
+		}
+	}
+	if b, err := s.read(dir + "/maps"); err == nil {
+		for _, m := range mapsOn(b, want) {
+			add(PinMap, m.dev, m.path)
+		}
+	}
+	return pins
+}
