@@ -225,8 +225,8 @@ func (c *Correlator) staleBind(ev *event.Event) {
 		return t == nil || !c.ledger.Fresh(n.Ino) || t.At(src) != nil
 	}
 	var missing []string
-	for _, n := range c.lineage.Live() {
-		if need(n) {
+	for _, ns := range scope {
+		if n := c.lineage.Get(ns); n != nil && need(n) {
 			missing = c.refreshTables(need, true)
 			break
 		}

@@ -146,12 +146,13 @@ type Ledger struct {
 	history []*event.Event
 	maxHist int
 	dirty   map[uint32]time.Time // namespace -> its last mount activity
+	groups  groupIndex           // peer groups of the current tables (peergroups.go)
 }
 
 // NewLedger returns a ledger keeping up to maxHistory events.
 func NewLedger(maxHistory int) *Ledger {
 	return &Ledger{tables: map[uint32]*Table{}, last: map[uint32]*Table{}, local: map[uint32]uint64{},
-		maxHist: maxHistory, dirty: map[uint32]time.Time{}}
+		maxHist: maxHistory, dirty: map[uint32]time.Time{}, groups: newGroupIndex()}
 }
 
 // Table returns the last table read for a namespace, or nil.
@@ -172,14 +173,19 @@ func (l *Ledger) Store(t *Table) {
 	if old := l.tables[t.NS]; old != nil {
 		t.shareWith(old)
 		l.last[t.NS] = old
+		l.groups.remove(old)
 	}
 	l.tables[t.NS] = t
+	l.groups.add(t)
 }
 
 // Forget drops the tables of a namespace that died (dead namespaces keep
 // theirs in the returned value for holders that just exited).
 func (l *Ledger) Forget(ns uint32) *Table {
 	t := l.tables[ns]
+	if t != nil {
+		l.groups.remove(t)
+	}
 	delete(l.tables, ns)
 	delete(l.last, ns)
 	delete(l.local, ns)

@@ -54,6 +54,56 @@ func groupsOf(mounts []*mountinfo.Info) peerGroups {
 	return g
 }
 
+// groupIndex is the ledger's peer groups over its current tables: which
+// namespaces have a mount in each group, and where each group forwards to
+// (counted, a forward being declared by as many tables as show it). Kept
+// on Store and Forget, it makes reach cost what it reaches, not a walk
+// over every table for every mount of a storm.
+type groupIndex struct {
+	in      map[int]map[uint32]bool
+	forward map[int]map[int]int
+}
+
+func newGroupIndex() groupIndex {
+	return groupIndex{in: map[int]map[uint32]bool{}, forward: map[int]map[int]int{}}
+}
+
+func (x groupIndex) add(t *Table) {
+	for g := range t.groups.in {
+		if x.in[g] == nil {
+			x.in[g] = map[uint32]bool{}
+		}
+		x.in[g][t.NS] = true
+	}
+	for from, tos := range t.groups.forward {
+		if x.forward[from] == nil {
+			x.forward[from] = map[int]int{}
+		}
+		for _, to := range tos {
+			x.forward[from][to]++
+		}
+	}
+}
+
+func (x groupIndex) remove(t *Table) {
+	for g := range t.groups.in {
+		delete(x.in[g], t.NS)
+		if len(x.in[g]) == 0 {
+			delete(x.in, g)
+		}
+	}
+	for from, tos := range t.groups.forward {
+		for _, to := range tos {
+			if x.forward[from][to]--; x.forward[from][to] <= 0 {
+				delete(x.forward[from], to)
+			}
+		}
+		if len(x.forward[from]) == 0 {
+			delete(x.forward, from)
+		}
+	}
+}
+
 // reach returns the namespaces a successful plain mount or unmount can
 // have changed besides its own, and whether it could tell: the caller's
 // table must be current, the event a plain mount or unmount, and the mount
@@ -84,30 +134,23 @@ func (l *Ledger) reach(ev *event.Event) ([]uint32, bool) {
 		return nil, true // private or slave: it receives, it does not send
 	}
 	groups := map[int]bool{first: true}
-	for grew := true; grew; {
-		grew = false
-		for _, tb := range l.tables {
-			for from, tos := range tb.groups.forward {
-				if !groups[from] {
-					continue
-				}
-				for _, to := range tos {
-					if !groups[to] {
-						groups[to], grew = true, true
-					}
-				}
+	for todo := []int{first}; len(todo) > 0; {
+		g := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		for to := range l.groups.forward[g] {
+			if !groups[to] {
+				groups[to] = true
+				todo = append(todo, to)
 			}
 		}
 	}
+	seen := map[uint32]bool{ev.MntNS: true}
 	var out []uint32
-	for ns, tb := range l.tables {
-		if ns == ev.MntNS {
-			continue
-		}
-		for g := range tb.groups.in {
-			if groups[g] {
+	for g := range groups {
+		for ns := range l.groups.in[g] {
+			if !seen[ns] {
+				seen[ns] = true
 				out = append(out, ns)
-				break
 			}
 		}
 	}

@@ -55,12 +55,34 @@ func TestReach(t *testing.T) {
 			}
 		})
 	}
+	// The index follows the tables: without the forwarding namespace's
+	// table, group 5 is not reached from the host; a re-read table replaces
+	// the groups of the one before.
+	l.Forget(4)
+	if got, _ := l.reach(tests[0].ev); !slices.Equal(sorted(got), []uint32{2}) {
+		t.Errorf("after forgetting table 4: reach = %v, want [2]", got)
+	}
+	mounts, _ := mountinfo.GetMountsFromReader(strings.NewReader("10 9 254:0 / / rw - ext4 /dev/vda rw\n"), nil)
+	l.Store(NewTable(2, mounts, time.Time{}, l.Seq())) // now private
+	if got, _ := l.reach(tests[0].ev); len(got) != 0 {
+		t.Errorf("after table 2 turned private: reach = %v, want none", got)
+	}
 	// Recorded, the mount under / leaves the private namespace's table
 	// fresh and stales the reached ones.
+	l = NewLedger(100)
+	for ns, text := range tables {
+		mounts, _ := mountinfo.GetMountsFromReader(strings.NewReader(text), nil)
+		l.Store(NewTable(ns, mounts, time.Time{}, l.Seq()))
+	}
 	l.Record(&event.Event{Kind: event.KindMount, MntNS: 1, Target: "/srv/vol"})
 	for ns, fresh := range map[uint32]bool{1: false, 2: false, 3: true, 4: false, 5: false} {
 		if l.Fresh(ns) != fresh {
 			t.Errorf("after the mount: table %d fresh = %v, want %v", ns, l.Fresh(ns), fresh)
 		}
 	}
+}
+
+func sorted(xs []uint32) []uint32 {
+	slices.Sort(xs)
+	return xs
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/internal/privtest"
 )
 
 type closeCounter struct {
@@ -54,14 +55,14 @@ func TestWriter(t *testing.T) {
 // TestWriterFlushesOnTimer: a lone event reaches the destination without
 // Close, within a few flush intervals.
 func TestWriterFlushesOnTimer(t *testing.T) {
-	var mu lockedBuffer
+	var mu privtest.SyncBuffer
 	w := NewWriter(&mu, JSON, nil)
 	defer w.Close()
 	if err := w.Write(&event.Event{Kind: event.KindExit, SyscallNr: -1}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(20 * FlushInterval)
-	for mu.Len() == 0 {
+	for mu.String() == "" {
 		if time.Now().After(deadline) {
 			t.Fatal("event not flushed")
 		}
