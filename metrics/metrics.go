@@ -146,7 +146,7 @@ func (m *Metrics) Serve(ctx context.Context, ln net.Listener, log *zap.Logger) e
 func ListenAddr(s string) (string, error) {
 	host, port, err := net.SplitHostPort(s)
 	if err != nil || port == "" || strings.ContainsAny(port, " /") {
-		return "", fmt.Errorf("invalid -metrics-addr %q: want host:port or :port", s)
+		return "", fmt.Errorf("invalid --metrics-addr %q: want host:port or :port", s)
 	}
 	if host == "" {
 		host = "127.0.0.1"

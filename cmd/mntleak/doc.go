@@ -1,7 +1,16 @@
 // Command mntleak traces mount-namespace lineage and explains mount leaks.
 //
-//	mntleak trace [flags]   stream mount-lineage events until SIGINT/SIGTERM
+//	mntleak trace [flags]    run the daemon until SIGINT/SIGTERM
+//	mntleak replay FILE      explain a recorded stream
+//	mntleak why TARGET       what holds a path or device now
+//	mntleak audit            leaked mounts and risky settings now
+//	mntleak version          version and kernel features
 //
-// This package holds only flag parsing and wiring; the work is done in
-// tracer, event and output.
+// This package holds only flags, their checks, signal handling and exit
+// codes; the daemon's pipeline is package daemon, the explanations are
+// package correlate.
+//
+// Files: main.go (commands, exit codes), trace.go, replay.go, why.go,
+// audit.go, version.go (each command's flags and wiring), flags.go (list
+// flags).
 package main

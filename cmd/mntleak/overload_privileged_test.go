@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mntleak/mntleak/daemon"
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/internal/privtest"
 )
@@ -72,7 +73,7 @@ func TestStdoutNobodyReads(t *testing.T) {
 			warnings++
 		}
 	}
-	if max := int(10*time.Second/dropWarnInterval) + 1; warnings > max {
+	if max := int(10*time.Second/daemon.DropWarnInterval) + 1; warnings > max {
 		t.Errorf("%d overload warnings, want at most %d", warnings, max)
 	}
 

@@ -256,15 +256,15 @@ func TestTraceWithoutPrivileges(t *testing.T) {
 	}
 }
 
-// daemon runs `mntleak trace` with the given flags until stop is called.
-type daemon struct {
+// tracedDaemon runs `mntleak trace` with the given flags until stop is called.
+type tracedDaemon struct {
 	cmd  *exec.Cmd
 	logs lines
 }
 
-func startDaemon(t *testing.T, bin string, args ...string) *daemon {
+func startDaemon(t *testing.T, bin string, args ...string) *tracedDaemon {
 	t.Helper()
-	d := &daemon{cmd: exec.Command(bin, append([]string{"trace", "--format", "json", "--log-format", "json", "--journald", "off"}, args...)...)}
+	d := &tracedDaemon{cmd: exec.Command(bin, append([]string{"trace", "--format", "json", "--log-format", "json", "--journald", "off"}, args...)...)}
 	stderr, _ := d.cmd.StderrPipe()
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -275,7 +275,7 @@ func startDaemon(t *testing.T, bin string, args ...string) *daemon {
 	return d
 }
 
-func (d *daemon) stop(t *testing.T) {
+func (d *tracedDaemon) stop(t *testing.T) {
 	t.Helper()
 	_ = d.cmd.Process.Signal(syscall.SIGINT)
 	if err := d.cmd.Wait(); err != nil {

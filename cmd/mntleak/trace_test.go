@@ -2,18 +2,30 @@ package main
 
 import (
 	"bytes"
-	"io"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/mntleak/mntleak/daemon"
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/internal/journald"
 	"github.com/mntleak/mntleak/output"
 	"github.com/mntleak/mntleak/tracer"
 )
+
+// traceDefaults returns the options of `mntleak trace` with no flags, piped,
+// changed by set.
+func traceDefaults(set func(*traceOptions)) traceOptions {
+	o := traceOptions{
+		daemon: daemon.Config{Format: output.JSON, Correlate: true, RingBufferBytes: 8 << 20,
+			StateDir: "/var/lib/mntleak", StateBytes: 64 << 20},
+		log: daemon.LogConfig{Level: "info", Format: "json", Journald: daemon.JournaldAuto, JournalSocket: journald.SocketPath},
+	}
+	if set != nil {
+		set(&o)
+	}
+	return o
+}
 
 func TestParseTraceFlags(t *testing.T) {
 	tests := []struct {
@@ -23,29 +35,33 @@ func TestParseTraceFlags(t *testing.T) {
 		want      traceOptions
 		wantErr   string
 	}{
-		{name: "defaults, piped", want: traceOptions{format: output.JSON, correlate: true, journald: "auto", ringBufBytes: 8 << 20, logLevel: "info", logFormat: "json", stateDir: "/var/lib/mntleak", stateBytes: 64 << 20, journalSocket: journald.SocketPath}},
-		{name: "defaults, terminal", stdoutTTY: true, want: traceOptions{format: output.Text, correlate: true, journald: "auto", ringBufBytes: 8 << 20, logLevel: "info", logFormat: "json", stateDir: "/var/lib/mntleak", stateBytes: 64 << 20, journalSocket: journald.SocketPath}},
+		{name: "defaults, piped", want: traceDefaults(nil)},
+		{name: "defaults, terminal", stdoutTTY: true, want: traceDefaults(func(o *traceOptions) { o.daemon.Format = output.Text })},
 		{name: "filters", args: []string{"--pid", "10,11", "-pid=12", "--comm", "dockerd", "--mntns", "mnt:[4026532290],4026531840", "--format", "text", "--record", "/tmp/x.jsonl"},
-			want: traceOptions{format: output.Text, correlate: true, journald: "auto", record: "/tmp/x.jsonl", ringBufBytes: 8 << 20, logLevel: "info", logFormat: "json", stateDir: "/var/lib/mntleak", stateBytes: 64 << 20, journalSocket: journald.SocketPath,
-				filter: event.Filter{PIDs: []uint32{10, 11, 12}, Comms: []string{"dockerd"}, MntNS: []uint32{4026532290, 4026531840}}}},
+			want: traceDefaults(func(o *traceOptions) {
+				o.daemon.Format, o.daemon.Record = output.Text, "/tmp/x.jsonl"
+				o.daemon.Filter = event.Filter{PIDs: []uint32{10, 11, 12}, Comms: []string{"dockerd"}, MntNS: []uint32{4026532290, 4026531840}}
+			})},
 		{name: "bad format", args: []string{"--format", "yaml"}, wantErr: `unknown format "yaml"`},
 		{name: "journald and metrics", args: []string{"--journald", "off", "--journald-events", "--metrics-addr", ":9464"},
-			want: traceOptions{format: output.JSON, correlate: true, journald: "off", journalEvents: true, metricsAddr: "127.0.0.1:9464",
-				ringBufBytes: 8 << 20, logLevel: "info", logFormat: "json", stateDir: "/var/lib/mntleak", stateBytes: 64 << 20, journalSocket: journald.SocketPath}},
+			want: traceDefaults(func(o *traceOptions) {
+				o.log.Journald, o.daemon.JournalEvents, o.daemon.MetricsAddr = daemon.JournaldOff, true, "127.0.0.1:9464"
+			})},
 		{name: "output file and journal namespace", args: []string{"--output", "/var/log/mntleak/events.jsonl", "--journald-socket", "/run/systemd/journal.ns/socket"},
-			want: traceOptions{format: output.JSON, correlate: true, journald: "auto", output: "/var/log/mntleak/events.jsonl", journalSocket: "/run/systemd/journal.ns/socket",
-				ringBufBytes: 8 << 20, logLevel: "info", logFormat: "json", stateDir: "/var/lib/mntleak", stateBytes: 64 << 20}},
-		{name: "bad journald", args: []string{"--journald", "maybe"}, wantErr: `invalid -journald "maybe"`},
-		{name: "tiny state", args: []string{"--state-size", "100"}, wantErr: "invalid -state-size 100"},
-		{name: "bad metrics address", args: []string{"--metrics-addr", "9464"}, wantErr: `invalid -metrics-addr "9464"`},
+			want: traceDefaults(func(o *traceOptions) {
+				o.daemon.Output, o.log.JournalSocket = "/var/log/mntleak/events.jsonl", "/run/systemd/journal.ns/socket"
+			})},
+		{name: "bad journald", args: []string{"--journald", "maybe"}, wantErr: `invalid --journald "maybe"`},
+		{name: "tiny state", args: []string{"--state-size", "100"}, wantErr: "invalid --state-size 100"},
+		{name: "bad metrics address", args: []string{"--metrics-addr", "9464"}, wantErr: `invalid --metrics-addr "9464"`},
 		{name: "bad pid", args: []string{"--pid", "abc"}, wantErr: `invalid pid "abc"`},
 		{name: "zero pid", args: []string{"--pid", "0"}, wantErr: `invalid pid "0"`},
 		{name: "bad mntns", args: []string{"--mntns", "mnt:[x]"}, wantErr: `invalid mount namespace "x"`},
 		{name: "empty comm", args: []string{"--comm", "a,,b"}, wantErr: "empty name"},
 		{name: "ring buffer not a power of two", args: []string{"--ringbuf-size", "5000"}, wantErr: "power of two"},
-		{name: "perf buffer", args: []string{"--buffer", "perf"}, want: traceOptions{format: output.JSON, correlate: true, journald: "auto", ringBufBytes: 8 << 20, buffer: tracer.BufferPerf, logLevel: "info", logFormat: "json", stateDir: "/var/lib/mntleak", stateBytes: 64 << 20, journalSocket: journald.SocketPath}},
-		{name: "ring buffer asked", args: []string{"--buffer=ringbuf"}, want: traceOptions{format: output.JSON, correlate: true, journald: "auto", ringBufBytes: 8 << 20, buffer: tracer.BufferRingbuf, logLevel: "info", logFormat: "json", stateDir: "/var/lib/mntleak", stateBytes: 64 << 20, journalSocket: journald.SocketPath}},
-		{name: "bad buffer", args: []string{"--buffer", "mmap"}, wantErr: `invalid -buffer "mmap": want auto, ringbuf or perf`},
+		{name: "perf buffer", args: []string{"--buffer", "perf"}, want: traceDefaults(func(o *traceOptions) { o.daemon.Buffer = tracer.BufferPerf })},
+		{name: "ring buffer asked", args: []string{"--buffer=ringbuf"}, want: traceDefaults(func(o *traceOptions) { o.daemon.Buffer = tracer.BufferRingbuf })},
+		{name: "bad buffer", args: []string{"--buffer", "mmap"}, wantErr: `invalid --buffer "mmap": want auto, ringbuf or perf`},
 		{name: "stray argument", args: []string{"extra"}, wantErr: `unexpected argument "extra"`},
 		{name: "unknown flag", args: []string{"--nope"}, wantErr: "flag provided but not defined"},
 	}
@@ -147,33 +163,5 @@ func TestWriteFeatures(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "unusable") {
 		t.Errorf("output says unusable:\n%s", out.String())
-	}
-}
-
-// TestIsDevNull: events are not encoded for /dev/null, and only for it.
-func TestIsDevNull(t *testing.T) {
-	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer null.Close()
-	file, err := os.Create(filepath.Join(t.TempDir(), "events"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer file.Close()
-	zero, err := os.OpenFile("/dev/zero", os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer zero.Close()
-	for _, tt := range []struct {
-		name string
-		w    io.Writer
-		want bool
-	}{{"/dev/null", null, true}, {"a file", file, false}, {"/dev/zero", zero, false}, {"a buffer", &bytes.Buffer{}, false}} {
-		if got := isDevNull(tt.w); got != tt.want {
-			t.Errorf("isDevNull(%s) = %v, want %v", tt.name, got, tt.want)
-		}
 	}
 }

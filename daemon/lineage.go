@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -12,13 +12,6 @@ import (
 	"github.com/mntleak/mntleak/internal/logkey"
 	"github.com/mntleak/mntleak/state"
 )
-
-// stateDirHelp is the --state-dir help: what a damaged or unusable
-// directory does to the daemon.
-const stateDirHelp = `keep the persistent lineage here ("" to disable): a restarted daemon still cites earlier namespace creations and binds. ` +
-	`Damaged files in it (truncated, garbled, not regular files) are skipped with one warning each, naming them. ` +
-	`A directory that cannot be used (a file in its place, no permission, a read-only or full disk) is reported once at error level ` +
-	`and the daemon traces on without persistence: the lineage is an aid to explanations, never a reason to stop explaining`
 
 // lineageStore is the persistent lineage of a running daemon. A write
 // that fails disables it, said once; tracing goes on.

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"encoding/json"
@@ -27,31 +27,35 @@ const (
 // stderrCloseTimeout bounds the last flush of the log, after the outputs'.
 const stderrCloseTimeout = 200 * time.Millisecond
 
-// logSinks are where the logger writes, made by runTrace before trace.
-type logSinks struct {
+// Log is the daemon's logger and where it writes: stderr behind a queue,
+// teed with the journal. It is opened before Run, so that a bad
+// configuration is reported on it, and closed after Run returns.
+type Log struct {
+	*zap.Logger
 	stderr  *output.Lines
 	journal *journald.Core // nil without
 	sock    *journald.Socket
 }
 
-// openLog returns the daemon's logger: stderr behind a queue, teed with the
+// OpenLog returns the daemon's logger: stderr behind a queue, teed with the
 // journal when it is asked for (or, with auto, there).
-func openLog(opts traceOptions, stderr io.Writer) (*zap.Logger, logSinks, error) {
-	log, q, err := newLogger(stderr, opts.logLevel, opts.logFormat)
+func OpenLog(cfg LogConfig, stderr io.Writer) (*Log, error) {
+	log, q, err := newLogger(stderr, cfg.Level, cfg.Format)
 	if err != nil {
-		return nil, logSinks{}, err
+		return nil, err
 	}
-	ls := logSinks{stderr: q}
-	if sock := journald.NewSocket(opts.journalSocket, 0); opts.journald == "on" || (opts.journald == "auto" && sock.Available()) {
-		log, ls.journal = journald.Tee(log, zap.InfoLevel, sock.Send)
-		ls.sock = sock
+	l := &Log{stderr: q}
+	if sock := journald.NewSocket(cfg.JournalSocket, 0); cfg.Journald == JournaldOn || (cfg.Journald == JournaldAuto && sock.Available()) {
+		log, l.journal = journald.Tee(log, zap.InfoLevel, sock.Send)
+		l.sock = sock
 	}
-	return log, ls, nil
+	l.Logger = log
+	return l, nil
 }
 
-// close flushes the journal (its outage reports go to stderr), then
+// Close flushes the journal (its outage reports go to stderr), then
 // stderr. The journal was normally closed already, within the exit budget.
-func (l logSinks) close() {
+func (l *Log) Close() {
 	if l.journal != nil {
 		l.journal.Close(journalCloseTimeout) //nolint:errcheck // what is left is on stderr
 		l.sock.Close()

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -31,9 +31,9 @@ const (
 	minCloseTimeout     = 100 * time.Millisecond // even past the budget: a healthy output flushes in that
 )
 
-// dropWarnInterval is the least time between two warnings about dropped
+// DropWarnInterval is the least time between two warnings about dropped
 // output: one line with the counts, not one per dropped line.
-const dropWarnInterval = 5 * time.Second
+const DropWarnInterval = 5 * time.Second
 
 // Queue capacities. The record gets more room: a /proc snapshot is one
 // long line and a replay needs it.
@@ -81,27 +81,27 @@ func (s *sinks) remaining(limit time.Duration) time.Duration {
 	return min(max(d, minCloseTimeout), limit)
 }
 
-func openSinks(ctx context.Context, opts traceOptions, stdout io.Writer, logs logSinks) (*sinks, error) {
+func openSinks(ctx context.Context, cfg Config, stdout io.Writer, logs *Log) (*sinks, error) {
 	s := &sinks{journal: logs.journal, stderr: logs.stderr}
 	s.watch(ctx)
 	streamOpts := output.Options{QueueBytes: streamQueueBytes, CloseTimeout: outputCloseTimeout}
 	s.outName = "stdout"
-	if opts.output == "" {
-		s.out = output.NewWriterOptions(stdout, opts.format, nil, streamOpts)
+	if cfg.Output == "" {
+		s.out = output.NewWriterOptions(stdout, cfg.Format, nil, streamOpts)
 		// Under systemd (StandardOutput=null) or a benchmark, events to
 		// /dev/null would be encoded for nothing: a storm's worth of JSON.
 		s.discard = isDevNull(stdout)
 	} else {
 		// Appended to: a restarted daemon continues the file.
-		w, err := output.OpenFile(opts.output, opts.format, false, streamOpts)
+		w, err := output.OpenFile(cfg.Output, cfg.Format, false, streamOpts)
 		if err != nil {
 			return nil, err
 		}
 		s.out, s.outName = w, "output"
 	}
-	if opts.record != "" {
+	if cfg.Record != "" {
 		// Truncated: a record is one replayable stream from this start.
-		w, err := output.OpenFile(opts.record, output.JSON, true,
+		w, err := output.OpenFile(cfg.Record, output.JSON, true,
 			output.Options{QueueBytes: recordQueueBytes, CloseTimeout: outputCloseTimeout})
 		if err != nil {
 			s.out.Close()

@@ -1,0 +1,155 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/internal/logkey"
+	"github.com/mntleak/mntleak/metrics"
+	"github.com/mntleak/mntleak/output"
+	"github.com/mntleak/mntleak/procfs"
+	"github.com/mntleak/mntleak/stream"
+	"github.com/mntleak/mntleak/tracer"
+)
+
+// gaugeInterval is how often, in event time, the gauges walk the
+// correlator's state.
+const gaugeInterval = time.Second
+
+// Run traces until ctx is done: it opens the outputs, serves metrics,
+// loads and attaches the tracer, reads the persistent lineage, takes the
+// startup snapshot, then hands every event to the pipeline. reopen
+// delivers the signals (SIGHUP) that reopen the output files. log is
+// closed by the caller after Run returns.
+func Run(ctx context.Context, cfg Config, stdout io.Writer, log *Log, reopen <-chan os.Signal) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+
+	// Every slow output is behind a bounded queue: the reader never waits.
+	sk, err := openSinks(ctx, cfg, stdout, log)
+	if err != nil {
+		return err
+	}
+	defer sk.close(log.Logger)
+	go sk.warnDrops(ctx, log.Logger, DropWarnInterval)
+	go sk.reopenOn(ctx, reopen, log.Logger)
+
+	p := &pipeline{cfg: cfg, sinks: sk, fail: func(err error) {
+		if err != nil {
+			cancel(fmt.Errorf("write events: %w", err))
+		}
+	}}
+	// The metrics are served before the tracer exists (a scrape during
+	// start-up sees zero losses); the tracer is handed over once made.
+	var tr atomic.Pointer[tracer.Tracer]
+	if cfg.MetricsAddr != "" {
+		ln, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("listen for metrics on %s: %w", cfg.MetricsAddr, err)
+		}
+		p.mets = metrics.New(func() map[string]uint64 { return lostByKind(tr.Load()) })
+		p.mets.SinkDrops(sk.dropped)
+		go func() {
+			if err := p.mets.Serve(ctx, ln, log.Named("metrics")); err != nil {
+				cancel(err)
+			}
+		}()
+	}
+	if cfg.Correlate {
+		p.corr = newCorrelator(p, procfs.Host{}, log.Named("correlate"))
+	}
+	// Raw events go to the journal only when asked (volume), not to stderr.
+	if cfg.JournalEvents && log.journal != nil {
+		p.eventLog = zap.New(log.journal).Named("event")
+	}
+
+	t, err := tracer.New(tracer.Config{Sink: p.handle, Buffer: cfg.Buffer, RingBufferBytes: cfg.RingBufferBytes}, log.Named("tracer"))
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	tr.Store(t)
+	// After the tracer's checks (privileges first), before the snapshot:
+	// the persistent lineage, what an earlier run saw, then what this one
+	// sees. Events wait in the buffer until Run reads them, so the reader
+	// sees the store set.
+	if cfg.StateDir != "" && p.corr != nil {
+		p.lineage = openLineage(ctx, cfg.StateDir, cfg.StateBytes, p.corr, log.Logger)
+		defer p.lineage.close()
+	}
+	if p.corr != nil {
+		// After attaching: whatever happens during the snapshot is in the
+		// buffer and is applied on top of it.
+		if err := p.corr.Start(); err != nil {
+			return fmt.Errorf("startup snapshot of /proc: %w", err)
+		}
+	}
+	log.Info("tracing", zap.Stringer(logkey.Format, cfg.Format), zap.String(logkey.Record, cfg.Record),
+		zap.Bool(logkey.Filter, !cfg.Filter.Empty()))
+
+	runErr := t.Run(ctx)
+	logStopped(t, log.Logger)
+	if runErr != nil {
+		return runErr
+	}
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return nil
+}
+
+// newCorrelator makes the correlator reading proc: its answers are
+// recorded with the events when there is a record, and every finding is
+// logged and counted.
+func newCorrelator(p *pipeline, proc procfs.Proc, flog *zap.Logger) *correlate.Correlator {
+	if rec := p.sinks.rec; rec != nil {
+		proc = procfs.Recorder{Proc: proc, Write: func(r *procfs.Record) { p.fail(rec.WriteJSON(stream.ProcLine{Proc: r})) }}
+	}
+	return correlate.New(proc, correlate.Options{}, func(f *correlate.Finding) {
+		flog.Log(output.FindingLevel(f), f.Line(), output.FindingFields(f)...)
+		if p.mets != nil {
+			p.mets.Finding(string(f.Kind), f.Cause.String(), f.Call.Time)
+		}
+	})
+}
+
+// lostByKind is the kernel's loss counters for the metric; none before the
+// tracer exists.
+func lostByKind(t *tracer.Tracer) map[string]uint64 {
+	out := map[string]uint64{}
+	if t == nil {
+		return out
+	}
+	if st, err := t.Stats(); err == nil {
+		for k, n := range st.Lost {
+			out[k.String()] = n
+		}
+	}
+	return out
+}
+
+// logStopped logs the tracer's counters at exit.
+func logStopped(t *tracer.Tracer, log *zap.Logger) {
+	st, err := t.Stats()
+	if err != nil {
+		log.Warn("stopped; counters unreadable", zap.Error(err))
+		return
+	}
+	fields := []zap.Field{zap.Uint64(logkey.Received, st.Received),
+		zap.Uint64(logkey.LostTotal, st.LostTotal), zap.Uint64(logkey.DecodeErrors, st.DecodeErrors)}
+	if st.Buffer == tracer.BufferPerf {
+		// Events the reorder window could not put back in order.
+		fields = append(fields, zap.Uint64(logkey.PerfLost, st.PerfLostSamples),
+			zap.Uint64(logkey.ReorderLate, st.PerfReorderLate), zap.Uint64(logkey.ReorderForced, st.PerfReorderForced))
+	}
+	log.Info("stopped", fields...)
+}

@@ -1,0 +1,26 @@
+// Package daemon is mntleak's pipeline: it owns the wiring from the
+// kernel's events to every output. cmd/mntleak parses flags into a Config
+// and a LogConfig, opens the Log, and calls Run under a signal context.
+//
+// The event path, read top to bottom in pipeline.go: the tracer's reader
+// hands each event to pipeline.handle, on one goroutine, in kernel order;
+// it is enriched (a failure's executable), written to the record and the
+// persistent lineage (every event), printed when the filter selects it
+// (stream, journal), given to the correlator (whose findings are logged
+// and counted) and counted. No stage waits for an output: each slow output
+// is a bounded queue with counted drops.
+//
+// Files:
+//   - config.go: Config, LogConfig and the journal modes.
+//   - daemon.go: Run, the set-up order (outputs, metrics, tracer, lineage,
+//     startup snapshot, read loop) and the hand-off of the tracer to the
+//     metrics goroutine.
+//   - pipeline.go: the event path.
+//   - sinks.go: the event stream, the record and their exit budget.
+//   - log.go: the logger on a queue in front of stderr, teed with the
+//     journal; findings are never dropped from it.
+//   - lineage.go: the persistent lineage (--state-dir) of a running daemon.
+//
+// Use correlate.Replay, not this package, to explain a recorded stream:
+// Run needs root and BPF.
+package daemon
