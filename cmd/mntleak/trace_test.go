@@ -136,7 +136,7 @@ func TestTraceBadBuffer(t *testing.T) {
 	if code := run([]string{"trace", "--buffer", "mmap"}, &stdout, &stderr); code != exitUsage {
 		t.Errorf("exit %d, want %d", code, exitUsage)
 	}
-	if want := "mntleak trace: invalid -buffer \"mmap\": want auto, ringbuf or perf\n"; stderr.String() != want || stdout.Len() != 0 {
+	if want := "mntleak trace: invalid --buffer \"mmap\": want auto, ringbuf or perf\n"; stderr.String() != want || stdout.Len() != 0 {
 		t.Errorf("stderr %q stdout %q, want stderr %q", stderr.String(), stdout.String(), want)
 	}
 }
