@@ -24,10 +24,15 @@ build:
 run: build
 	./$(BIN) $(ARGS)
 
-## test: everything CI runs. Privileged tests skip without root/BPF unless
-## MNTLEAK_REQUIRE_BPF=1, where they fail instead.
+## test: everything CI runs, under the race detector (the daemon the
+## privileged tests start is built with it too). Privileged tests skip
+## without root/BPF unless MNTLEAK_REQUIRE_BPF=1, where they fail instead.
+## The run fails if it leaves a mount, loop device or temp dir behind.
+LEFTOVERS := bin/.leftovers-before
 test: deps lint check-generated
-	$(GO) test -count=1 -timeout 20m $(PKGS)
+	@mkdir -p bin && $(GO) run ./internal/leftovers save $(LEFTOVERS)
+	@rc=0; $(GO) test -race -count=1 -timeout 30m $(PKGS) || rc=$$?; \
+	$(GO) run ./internal/leftovers check $(LEFTOVERS) || rc=1; exit $$rc
 
 ## unit: the tests that need neither root nor BPF (privileged ones skip).
 unit:

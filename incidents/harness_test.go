@@ -1,14 +1,11 @@
 package incidents
 
 import (
-	"bufio"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,43 +26,14 @@ type logged struct {
 	Detail      *correlate.Finding `json:"detail"`
 }
 
-var (
-	buildOnce sync.Once
-	binary    string
-	buildErr  error
-)
-
-// mntleakBinary builds the real binary once for the package.
-func mntleakBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "mntleak-incidents-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binary = filepath.Join(dir, "mntleak")
-		out, err := exec.Command("go", "build", "-o", binary, "../cmd/mntleak").CombinedOutput()
-		if err != nil {
-			buildErr = err
-			t.Logf("%s", out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("build mntleak: %v", buildErr)
-	}
-	return binary
-}
+func TestMain(m *testing.M) { os.Exit(privtest.Main(m)) }
 
 // requireDocker skips (fails under MNTLEAK_REQUIRE_BPF=1) without root, BPF
-// or the real components; it installs them from Debian when missing.
+// or the real components (make deps installs them).
 func requireDocker(t *testing.T) {
 	t.Helper()
 	privtest.Require(t)
-	privtest.Install(t, map[string]string{
-		"dockerd": "docker.io", "busybox": "busybox-static", "ip": "iproute2",
-		"mkfs.ext4": "e2fsprogs", "losetup": "mount", "nsenter": "util-linux",
-	})
+	privtest.RequireCommands(t, "dockerd", "busybox", "ip", "mkfs.ext4", "losetup", "nsenter")
 }
 
 // run starts the mntleak daemon, runs one incident script, stops the daemon
@@ -74,27 +42,8 @@ func requireDocker(t *testing.T) {
 func run(t *testing.T, script string) ([]logged, map[string]string) {
 	t.Helper()
 	requireDocker(t)
-	bin := mntleakBinary(t)
 	dir := t.TempDir()
-	logPath := filepath.Join(dir, "mntleak.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	daemon := exec.Command(bin, "trace", "--format", "json", "--log-format", "json", "--record", filepath.Join(dir, "stream.jsonl"),
-		"--journald", "off", "--state-dir", filepath.Join(dir, "state"))
-	daemon.Stderr = logFile
-	if err := daemon.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			_ = daemon.Process.Kill()
-			_ = daemon.Wait()
-		}
-	})
-	waitFor(t, logPath, `"msg":"tracing"`)
+	daemon := privtest.StartDaemon(t, nil, "--record", filepath.Join(dir, "stream.jsonl"), "--state-dir", filepath.Join(dir, "state"))
 
 	expPath := filepath.Join(dir, "expect")
 	outPath := filepath.Join(dir, "output")
@@ -109,54 +58,25 @@ func run(t *testing.T, script string) ([]logged, map[string]string) {
 	out.Close()
 	time.Sleep(time.Second) // the last events reach the correlator
 
-	_ = daemon.Process.Signal(syscall.SIGINT)
-	done := make(chan error, 1)
-	go func() { done <- daemon.Wait() }()
-	select {
-	case err := <-done:
-		stopped = true
-		if err != nil {
-			t.Errorf("mntleak exited with %v after SIGINT", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Error("mntleak still running 5s after SIGINT")
-	}
-	logFile.Close()
+	daemon.Stop(t)
 	if runErr != nil {
 		b, _ := os.ReadFile(outPath)
 		t.Fatalf("%s: %v\n%s", script, runErr, b)
 	}
-	return findingsIn(t, logPath), expectations(expPath)
+	return findingsIn(t, daemon.Logs.All()), expectations(expPath)
 }
 
-func waitFor(t *testing.T, path, what string) {
+// findingsIn keeps the findings among the daemon's log lines.
+func findingsIn(t *testing.T, lines []string) []logged {
 	t.Helper()
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if b, _ := os.ReadFile(path); strings.Contains(string(b), what) {
-			return
-		}
-	}
-	b, _ := os.ReadFile(path)
-	t.Fatalf("no %s in the daemon log:\n%s", what, b)
-}
-
-func findingsIn(t *testing.T, path string) []logged {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var out []logged
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
+	for _, line := range lines {
 		var l logged
-		if json.Unmarshal(sc.Bytes(), &l) != nil || l.Logger != "correlate" {
+		if json.Unmarshal([]byte(line), &l) != nil || l.Logger != "correlate" {
 			continue
 		}
 		if l.Detail == nil {
-			t.Errorf("finding without detail: %s", sc.Text())
+			t.Errorf("finding without detail: %s", line)
 			continue
 		}
 		out = append(out, l)

@@ -50,7 +50,7 @@ func hasItem(items []correlate.AuditItem, kind, what string, pid int) bool {
 func TestAudit(t *testing.T) {
 	privtest.Require(t)
 	privtest.RequireCommands(t, "unshare", "mount", "losetup", "mkfs.ext4")
-	bin := buildBinary(t)
+	bin := privtest.Binary(t)
 
 	t.Run("clean", func(t *testing.T) {
 		code, items := auditOf(t, bin, t.TempDir())

@@ -3,18 +3,18 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/mntleak/mntleak/internal/privtest"
 )
 
 // The storm: the test binary re-executed inside `unshare -m` (a private
@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(envStorm); dir != "" {
 		os.Exit(storm(dir))
 	}
-	os.Exit(m.Run())
+	os.Exit(privtest.Main(m))
 }
 
 func storm(dir string) int {
@@ -83,82 +83,11 @@ func startStorm(t *testing.T, rate int, d time.Duration) *exec.Cmd {
 	return cmd
 }
 
-// proc is a daemon started by a test, with its stderr collected.
-type proc struct {
-	cmd  *exec.Cmd
-	logs lines
-	done chan struct{}
-	err  error
-}
-
-// startTrace starts `mntleak trace` with args; stdout is where the event
-// stream goes (nil: discarded). It waits for the tracing line and kills the
-// daemon (by pid) at cleanup if it still runs.
-func startTrace(t *testing.T, bin string, stdout io.Writer, args ...string) *proc {
-	t.Helper()
-	p := &proc{cmd: exec.Command(bin, append([]string{"trace", "--format", "json", "--log-format", "json"}, args...)...), done: make(chan struct{})}
-	p.cmd.Stdout = stdout
-	stderr, err := p.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	collected := make(chan struct{})
-	go func() { p.logs.collect(stderr); close(collected) }()
-	go func() { <-collected; p.err = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-	})
-	p.logs.wait(t, "tracing log", func(s string) bool { return strings.Contains(s, `"msg":"tracing"`) })
-	return p
-}
-
-// signalAndWait sends sig and waits at most limit for the exit; it returns
-// the time the exit took and the exit code.
-func (p *proc) signalAndWait(t *testing.T, sig syscall.Signal, limit time.Duration) (time.Duration, int) {
-	t.Helper()
-	start := time.Now()
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-p.done:
-	case <-time.After(limit):
-		t.Fatalf("daemon still running %v after %v\n%s", limit, sig, strings.Join(p.logs.all(), "\n"))
-	}
-	return time.Since(start), p.cmd.ProcessState.ExitCode()
-}
-
-// waitFor is lines.wait without failing: whether a matching line came
-// within d.
-func (l *lines) waitFor(d time.Duration, match func(string) bool) bool {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		l.mu.Lock()
-		for _, s := range l.buf {
-			if match(s) {
-				l.mu.Unlock()
-				return true
-			}
-		}
-		l.mu.Unlock()
-		time.Sleep(20 * time.Millisecond)
-	}
-	return false
-}
-
 // metricsAddr is the address the daemon logged it serves metrics on.
-func (p *proc) metricsAddr(t *testing.T) string {
+func metricsAddr(t *testing.T, p *privtest.Daemon) string {
 	t.Helper()
 	var addr string
-	p.logs.wait(t, "metrics address", func(s string) bool {
+	p.Logs.Wait(t, "metrics address", func(s string) bool {
 		if i := strings.Index(s, `"msg":"serving metrics"`); i >= 0 {
 			if j := strings.Index(s, `"addr":"`); j >= 0 {
 				addr = s[j+len(`"addr":"`):]

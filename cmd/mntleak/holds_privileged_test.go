@@ -101,26 +101,25 @@ func (w *holdWatch) finish(t *testing.T) {
 func TestNeverHoldsAMount(t *testing.T) {
 	privtest.Require(t)
 	privtest.RequireCommands(t, "mkfs.ext4", "losetup", "mount", "umount")
-	bin := buildBinary(t)
 	dir := t.TempDir()
 	dev := privtest.LoopDevice(t, 16)
 	vol := privtest.Mkdir(t, filepath.Join(dir, "vol"))
 	node := privtest.StartNode(t)
 	node.Run(t, "mount", dev, vol)
 
-	d := startTrace(t, bin, nil, "--journald", "off", "--state-dir", filepath.Join(dir, "state"))
+	d := privtest.StartDaemon(t, nil, "--journald", "off", "--state-dir", filepath.Join(dir, "state"))
 	hostNS, err := os.Readlink("/proc/self/ns/mnt")
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := watchHolds(d.cmd.Process.Pid, hostNS, vol, dev)
+	w := watchHolds(d.Cmd.Process.Pid, hostNS, vol, dev)
 
 	holder := node.StartHolder(t, "private", "cd /")
 	node.Run(t, "umount", vol)
 	// The leak needs the unshare and the umount events, which a loaded
 	// machine may lose: waited for, not required. The failure below is
 	// explained from /proc and is.
-	if !d.logs.waitFor(10*time.Second, func(s string) bool {
+	if !d.Logs.Within(10*time.Second, func(s string) bool {
 		return strings.Contains(s, `"finding":"leak"`) && strings.Contains(s, `"path":"`+vol+`"`)
 	}) {
 		t.Logf("no leak finding on %s", vol)
@@ -129,11 +128,11 @@ func TestNeverHoldsAMount(t *testing.T) {
 	if out, err := mkfs.CombinedOutput(); err == nil {
 		t.Fatalf("mkfs.ext4 on a device still mounted in a holder succeeded: %s", out)
 	}
-	d.logs.wait(t, "failure finding", func(s string) bool {
+	d.Logs.Wait(t, "failure finding", func(s string) bool {
 		return strings.Contains(s, `"finding":"failure"`) && strings.Contains(s, `"path":"`+dev+`"`) &&
 			strings.Contains(s, fmt.Sprintf(`"holder_pid":%d`, holder.PID))
 	})
-	if ns := privtest.MountNS(t, fmt.Sprint(d.cmd.Process.Pid)); ns != privtest.MountNS(t, "self") || ns == holder.MntNS {
+	if ns := privtest.MountNS(t, fmt.Sprint(d.Cmd.Process.Pid)); ns != privtest.MountNS(t, "self") || ns == holder.MntNS {
 		t.Errorf("daemon in mnt:[%d], test in mnt:[%d], holder in mnt:[%d]", ns, privtest.MountNS(t, "self"), holder.MntNS)
 	}
 
@@ -156,10 +155,10 @@ func TestNeverHoldsAMount(t *testing.T) {
 		t.Errorf("mkfs.ext4 after the holder exited: %v", err)
 	}
 	w.finish(t)
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", d.cmd.Process.Pid)); err == nil && strings.Contains(string(b), " "+vol+" ") {
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", d.Cmd.Process.Pid)); err == nil && strings.Contains(string(b), " "+vol+" ") {
 		t.Errorf("the daemon's namespace has %s mounted", vol)
 	}
-	if _, code := d.signalAndWait(t, syscall.SIGTERM, 2*time.Second); code != 0 {
+	if _, code := d.Signal(t, syscall.SIGTERM, 2*time.Second); code != 0 {
 		t.Errorf("exit %d", code)
 	}
 }

@@ -40,9 +40,9 @@ func busyUmount(t *testing.T, node privtest.Node, mnt, source string) {
 }
 
 // waitFinding waits for the daemon's failure finding on path in its logs.
-func waitFinding(t *testing.T, d *proc, path string) {
+func waitFinding(t *testing.T, d *privtest.Daemon, path string) {
 	t.Helper()
-	d.logs.wait(t, "finding on "+path, func(s string) bool {
+	d.Logs.Wait(t, "finding on "+path, func(s string) bool {
 		return strings.Contains(s, `"finding":"failure"`) && strings.Contains(s, `"path":"`+path+`"`)
 	})
 }
@@ -55,11 +55,10 @@ func waitFinding(t *testing.T, d *proc, path string) {
 func TestJournalStalled(t *testing.T) {
 	privtest.Require(t)
 	j := journaldtest.Start(t)
-	bin := buildBinary(t)
 	dir := t.TempDir()
-	d := startTrace(t, bin, nil, "--journald", "on", "--journald-socket", j.Socket, "--journald-events", "--correlate=false",
+	d := privtest.StartDaemon(t, nil, "--journald", "on", "--journald-socket", j.Socket, "--journald-events", "--correlate=false",
 		"--metrics-addr", "127.0.0.1:0", "--state-dir", filepath.Join(dir, "state"))
-	addr := d.metricsAddr(t)
+	addr := metricsAddr(t, d)
 	if len(j.Entries(t, 15*time.Second, "MESSAGE=tracing")) == 0 {
 		t.Fatal("no tracing line in the journal")
 	}
@@ -67,7 +66,7 @@ func TestJournalStalled(t *testing.T) {
 
 	j.Pause(t)
 	storm := startStorm(t, stormRate, 3*time.Second)
-	d.logs.wait(t, "journal overload warning", func(s string) bool {
+	d.Logs.Wait(t, "journal overload warning", func(s string) bool {
 		return strings.Contains(s, `"msg":"output overloaded`) && strings.Contains(s, `"sink":"journal"`)
 	})
 	if err := storm.Wait(); err != nil {
@@ -110,7 +109,7 @@ func TestJournalStalled(t *testing.T) {
 	if !found {
 		t.Error("the mount made after SIGCONT is not in the journal")
 	}
-	if _, code := d.signalAndWait(t, syscall.SIGTERM, 2*time.Second); code != 0 {
+	if _, code := d.Signal(t, syscall.SIGTERM, 2*time.Second); code != 0 {
 		t.Errorf("exit %d", code)
 	}
 }
@@ -122,9 +121,8 @@ func TestJournalStalled(t *testing.T) {
 func TestJournalGoneAndBack(t *testing.T) {
 	privtest.Require(t)
 	j := journaldtest.Start(t)
-	bin := buildBinary(t)
 	dir := t.TempDir()
-	d := startTrace(t, bin, nil, "--journald", "on", "--journald-socket", j.Socket, "--state-dir", filepath.Join(dir, "state"))
+	d := privtest.StartDaemon(t, nil, "--journald", "on", "--journald-socket", j.Socket, "--state-dir", filepath.Join(dir, "state"))
 	if len(j.Entries(t, 15*time.Second, "MESSAGE=tracing")) == 0 {
 		t.Fatal("no tracing line in the journal")
 	}
@@ -136,7 +134,7 @@ func TestJournalGoneAndBack(t *testing.T) {
 		busyUmount(t, node, mnt, "mntleak-journal-gone-"+strconv.Itoa(i))
 		waitFinding(t, d, mnt) // on stderr
 	}
-	d.logs.wait(t, "outage warning", func(s string) bool { return strings.Contains(s, "journal unavailable") })
+	d.Logs.Wait(t, "outage warning", func(s string) bool { return strings.Contains(s, "journal unavailable") })
 
 	j.Restart(t)
 	back := privtest.Mkdir(t, filepath.Join(dir, "back"))
@@ -145,14 +143,14 @@ func TestJournalGoneAndBack(t *testing.T) {
 	if got := j.Entries(t, 15*time.Second, "MNTLEAK_FINDING=failure", "MNTLEAK_PATH="+back); len(got) == 0 {
 		t.Error("the finding made after the restart is not in the journal")
 	}
-	d.logs.wait(t, "recovery line", func(s string) bool { return strings.Contains(s, `"msg":"journal available again"`) })
-	if _, code := d.signalAndWait(t, syscall.SIGTERM, 2*time.Second); code != 0 {
+	d.Logs.Wait(t, "recovery line", func(s string) bool { return strings.Contains(s, `"msg":"journal available again"`) })
+	if _, code := d.Signal(t, syscall.SIGTERM, 2*time.Second); code != 0 {
 		t.Errorf("exit %d", code)
 	}
 	if got := j.Entries(t, 15*time.Second, "MESSAGE=stopped"); len(got) == 0 {
 		t.Error("the stopped line is not in the restarted journal")
 	}
-	if n := strings.Count(strings.Join(d.logs.all(), "\n"), "journal unavailable"); n != 1 {
+	if n := strings.Count(strings.Join(d.Logs.All(), "\n"), "journal unavailable"); n != 1 {
 		t.Errorf("outage warned %d times, want once", n)
 	}
 	for _, mnt := range gone {

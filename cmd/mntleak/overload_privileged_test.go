@@ -31,7 +31,6 @@ const stormRate = 3000
 func TestStdoutNobodyReads(t *testing.T) {
 	privtest.Require(t)
 	privtest.RequireCommands(t, "unshare")
-	bin := buildBinary(t)
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -39,19 +38,19 @@ func TestStdoutNobodyReads(t *testing.T) {
 	defer r.Close()
 	// Without correlation: what is measured is the reader against its
 	// outputs, not the correlator against other tests' load.
-	d := startTrace(t, bin, w, "--journald", "off", "--correlate=false", "--metrics-addr", "127.0.0.1:0", "--state-dir", filepath.Join(t.TempDir(), "state"))
+	d := privtest.StartDaemon(t, w, "--journald", "off", "--correlate=false", "--metrics-addr", "127.0.0.1:0", "--state-dir", filepath.Join(t.TempDir(), "state"))
 	w.Close() // the daemon has it
-	addr := d.metricsAddr(t)
+	addr := metricsAddr(t, d)
 	before := scrape(t, addr, "mntleak_events_total", "")
 
 	storm := startStorm(t, stormRate, 8*time.Second)
-	d.logs.wait(t, "overload warning", func(s string) bool {
+	d.Logs.Wait(t, "overload warning", func(s string) bool {
 		return strings.Contains(s, `"msg":"output overloaded`) && strings.Contains(s, `"sink":"stdout"`)
 	})
 	during := scrape(t, addr, "mntleak_events_total", "")
 	dropped := scrape(t, addr, "mntleak_sink_dropped_total", `sink="stdout"`)
 	lost := scrape(t, addr, "mntleak_events_lost_total", "")
-	rss := rssBytes(t, d.cmd.Process.Pid)
+	rss := rssBytes(t, d.Cmd.Process.Pid)
 	t.Logf("stdout blocked: %.0f events read, %.0f lines dropped, %.0f lost in the kernel, RSS %d MiB", during-before, dropped, lost, rss>>20)
 	// The reader went on long past the point where a blocking write would
 	// have stopped it (a 64 KiB pipe, a 4 MiB queue). Kernel losses are
@@ -68,7 +67,7 @@ func TestStdoutNobodyReads(t *testing.T) {
 	}
 	// Warnings are rate-limited: at most one per interval and sink.
 	warnings := 0
-	for _, s := range d.logs.all() {
+	for _, s := range d.Logs.All() {
 		if strings.Contains(s, `"msg":"output overloaded`) && strings.Contains(s, `"sink":"stdout"`) {
 			warnings++
 		}
@@ -107,7 +106,7 @@ func TestStdoutNobodyReads(t *testing.T) {
 	if !resumed {
 		t.Fatal("the stream did not resume once stdout was read")
 	}
-	if _, code := d.signalAndWait(t, syscall.SIGTERM, 2*time.Second); code != 0 {
+	if _, code := d.Signal(t, syscall.SIGTERM, 2*time.Second); code != 0 {
 		t.Errorf("exit %d after SIGTERM", code)
 	}
 	mu.Lock()
@@ -135,7 +134,7 @@ func TestStdoutNobodyReads(t *testing.T) {
 func TestStderrNobodyReads(t *testing.T) {
 	privtest.Require(t)
 	privtest.RequireCommands(t, "bash", "nsenter")
-	bin := buildBinary(t)
+	bin := privtest.Binary(t)
 	dir := t.TempDir()
 	r, w, err := os.Pipe()
 	if err != nil {

@@ -85,7 +85,6 @@ func lastLineJSON(t *testing.T, what, s string) {
 func TestSIGTERMDuringStorm(t *testing.T) {
 	privtest.Require(t)
 	privtest.RequireCommands(t, "unshare", "bpftool")
-	bin := buildBinary(t)
 	for _, tt := range []struct {
 		name        string
 		stdoutStuck bool
@@ -112,18 +111,18 @@ func TestSIGTERMDuringStorm(t *testing.T) {
 			} else {
 				stdout = &collected
 			}
-			d := startTrace(t, bin, stdout, "--journald", "off", "--record", rec, "--state-dir", filepath.Join(dir, "state"))
-			ours := bpfLinks(t, d.cmd.Process.Pid)
+			d := privtest.StartDaemon(t, stdout, "--journald", "off", "--record", rec, "--state-dir", filepath.Join(dir, "state"))
+			ours := bpfLinks(t, d.Cmd.Process.Pid)
 			if len(ours) == 0 {
 				t.Fatal("the daemon holds no BPF link")
 			}
 			startStorm(t, tt.rate, 10*time.Second)
 			time.Sleep(1500 * time.Millisecond)
 
-			took, code := d.signalAndWait(t, syscall.SIGTERM, 5*time.Second)
+			took, code := d.Signal(t, syscall.SIGTERM, 5*time.Second)
 			t.Logf("exit %d %v after SIGTERM, mid-storm, %d links", code, took, len(ours))
 			if code != 0 || took > 2*time.Second {
-				t.Errorf("exit %d after %v, want 0 within 2s\n%s", code, took, strings.Join(d.logs.all(), "\n"))
+				t.Errorf("exit %d after %v, want 0 within 2s\n%s", code, took, strings.Join(d.Logs.All(), "\n"))
 			}
 			live := liveLinks(t)
 			for _, id := range ours {
@@ -131,7 +130,7 @@ func TestSIGTERMDuringStorm(t *testing.T) {
 					t.Errorf("BPF link %s of the daemon still attached after its exit", id)
 				}
 			}
-			logs := d.logs.all()
+			logs := d.Logs.All()
 			if !strings.Contains(strings.Join(logs, "\n"), `"msg":"stopped"`) {
 				t.Error("no stopped line")
 			}
@@ -152,10 +151,9 @@ func TestSIGTERMDuringStorm(t *testing.T) {
 // in new files at the original paths.
 func TestSIGHUPReopens(t *testing.T) {
 	privtest.Require(t)
-	bin := buildBinary(t)
 	dir := t.TempDir()
 	out, rec := filepath.Join(dir, "events.jsonl"), filepath.Join(dir, "record.jsonl")
-	d := startTrace(t, bin, nil, "--journald", "off", "--output", out, "--record", rec, "--state-dir", filepath.Join(dir, "state"))
+	d := privtest.StartDaemon(t, nil, "--journald", "off", "--output", out, "--record", rec, "--state-dir", filepath.Join(dir, "state"))
 	node := privtest.StartNode(t)
 	mnt := privtest.Mkdir(t, filepath.Join(dir, "mnt"))
 	mountOnce := func(source string) {
@@ -182,14 +180,14 @@ func TestSIGHUPReopens(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := d.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	d.logs.wait(t, "reopened", func(s string) bool { return strings.Contains(s, `"msg":"reopened output files"`) })
+	d.Logs.Wait(t, "reopened", func(s string) bool { return strings.Contains(s, `"msg":"reopened output files"`) })
 	mountOnce("mntleak-after-rotate")
 	waitFor(out, "mntleak-after-rotate")
 	waitFor(rec, "mntleak-after-rotate")
-	if _, code := d.signalAndWait(t, syscall.SIGTERM, 2*time.Second); code != 0 {
+	if _, code := d.Signal(t, syscall.SIGTERM, 2*time.Second); code != 0 {
 		t.Errorf("exit %d", code)
 	}
 	for _, p := range []string{out, rec} {

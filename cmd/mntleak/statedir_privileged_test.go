@@ -22,7 +22,6 @@ import (
 // flag's help). Every case exits 0 on SIGTERM.
 func TestDamagedStateDir(t *testing.T) {
 	privtest.Require(t)
-	bin := buildBinary(t)
 	boot, err := state.BootID()
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +76,7 @@ func TestDamagedStateDir(t *testing.T) {
 			dir := t.TempDir()
 			stateDir, named := tt.prepare(t, dir)
 			out := filepath.Join(dir, "events.jsonl")
-			d := startTrace(t, bin, nil, "--journald", "off", "--output", out, "--state-dir", stateDir)
+			d := privtest.StartDaemon(t, nil, "--journald", "off", "--output", out, "--state-dir", stateDir)
 
 			// It keeps working: a mount is streamed (and persisted).
 			node := privtest.StartNode(t)
@@ -91,22 +90,22 @@ func TestDamagedStateDir(t *testing.T) {
 					break
 				}
 				if time.Now().After(deadline) {
-					t.Fatalf("the mount was not streamed\n%s", strings.Join(d.logs.all(), "\n"))
+					t.Fatalf("the mount was not streamed\n%s", strings.Join(d.Logs.All(), "\n"))
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
-			if _, code := d.signalAndWait(t, syscall.SIGTERM, 2*time.Second); code != 0 {
-				t.Errorf("exit %d\n%s", code, strings.Join(d.logs.all(), "\n"))
+			if _, code := d.Signal(t, syscall.SIGTERM, 2*time.Second); code != 0 {
+				t.Errorf("exit %d\n%s", code, strings.Join(d.Logs.All(), "\n"))
 			}
 
 			var lines []string
-			for _, s := range d.logs.all() {
+			for _, s := range d.Logs.All() {
 				if strings.Contains(s, `"msg":"`+tt.msg) {
 					lines = append(lines, s)
 				}
 			}
 			if len(lines) != len(named) {
-				t.Errorf("%d %q lines, want %d:\n%s", len(lines), tt.msg, len(named), strings.Join(d.logs.all(), "\n"))
+				t.Errorf("%d %q lines, want %d:\n%s", len(lines), tt.msg, len(named), strings.Join(d.Logs.All(), "\n"))
 			}
 			for _, p := range named {
 				n := 0

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,62 +20,12 @@ import (
 	"github.com/mntleak/mntleak/internal/privtest"
 )
 
-// buildBinary builds the real mntleak binary for the end-to-end tests.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "mntleak")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// lines collects a stream line by line.
-type lines struct {
-	mu  sync.Mutex
-	buf []string
-}
-
-func (l *lines) collect(r io.Reader) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		l.mu.Lock()
-		l.buf = append(l.buf, sc.Text())
-		l.mu.Unlock()
-	}
-}
-
-func (l *lines) wait(t *testing.T, what string, match func(string) bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		l.mu.Lock()
-		for _, s := range l.buf {
-			if match(s) {
-				l.mu.Unlock()
-				return
-			}
-		}
-		l.mu.Unlock()
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("no %s line within 15s", what)
-}
-
-func (l *lines) all() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.buf...)
-}
-
 // TestTraceBinary runs `mntleak trace` as a user would: filtered by comm,
 // recording to a file, stopped by SIGINT.
 func TestTraceBinary(t *testing.T) {
 	privtest.Require(t)
 	privtest.RequireCommands(t, "mount", "umount")
-	bin := buildBinary(t)
+	bin := privtest.Binary(t)
 	dir := t.TempDir()
 	mnt := privtest.Mkdir(t, filepath.Join(dir, "mnt"))
 	rec := filepath.Join(dir, "events.jsonl")
@@ -107,10 +55,10 @@ func TestTraceBinary(t *testing.T) {
 			_ = cmd.Wait()
 		}
 	})
-	var out, logs lines
-	go out.collect(stdout)
-	go logs.collect(stderr)
-	logs.wait(t, "tracing log", func(s string) bool { return strings.Contains(s, `"msg":"tracing"`) })
+	var out, logs privtest.Lines
+	go out.Collect(stdout)
+	go logs.Collect(stderr)
+	logs.Wait(t, "tracing log", func(s string) bool { return strings.Contains(s, `"msg":"tracing"`) })
 
 	if b, err := exec.Command(prog, "-t", "tmpfs", "mntleak-e2e-fs", mnt).CombinedOutput(); err != nil {
 		t.Fatalf("mount: %v\n%s", err, b)
@@ -121,11 +69,11 @@ func TestTraceBinary(t *testing.T) {
 	if b, _ := exec.Command("umount", mnt).CombinedOutput(); len(b) == 0 {
 		t.Fatal("second umount succeeded")
 	}
-	out.wait(t, "mount event", func(s string) bool { return strings.Contains(s, `"target":"`+mnt+`"`) })
+	out.Wait(t, "mount event", func(s string) bool { return strings.Contains(s, `"target":"`+mnt+`"`) })
 
 	// Metrics, scraped over loopback from the address the daemon logged.
 	var addr string
-	logs.wait(t, "metrics address", func(s string) bool {
+	logs.Wait(t, "metrics address", func(s string) bool {
 		var l struct {
 			Msg  string `json:"msg"`
 			Addr string `json:"addr"`
@@ -160,13 +108,13 @@ func TestTraceBinary(t *testing.T) {
 	case err := <-done:
 		exited = true
 		if err != nil {
-			t.Fatalf("mntleak trace exited with %v after SIGINT\n%s", err, strings.Join(logs.all(), "\n"))
+			t.Fatalf("mntleak trace exited with %v after SIGINT\n%s", err, strings.Join(logs.All(), "\n"))
 		}
 	case <-time.After(2 * time.Second):
 		t.Fatal("mntleak trace still running 2s after SIGINT")
 	}
 
-	got := out.all()
+	got := out.All()
 	var kinds []string
 	for _, line := range got {
 		var ev event.Event
@@ -215,7 +163,7 @@ func TestTraceBinary(t *testing.T) {
 	if st, _ := os.Stat(rec); st.Mode().Perm() != 0o600 {
 		t.Errorf("record file mode %v, want 0600", st.Mode().Perm())
 	}
-	if !strings.Contains(strings.Join(logs.all(), "\n"), `"msg":"stopped"`) {
+	if !strings.Contains(strings.Join(logs.All(), "\n"), `"msg":"stopped"`) {
 		t.Error("no stopped log line with the counters")
 	}
 }
@@ -224,7 +172,7 @@ func TestTraceBinary(t *testing.T) {
 // one clear line naming the capabilities, and exit status 1.
 func TestTraceWithoutPrivileges(t *testing.T) {
 	privtest.Require(t)
-	built := buildBinary(t)
+	built := privtest.Binary(t)
 	// t.TempDir's parent is 0700: put a copy where nobody can reach it.
 	dir, err := os.MkdirTemp("", "mntleak-unprivileged-")
 	if err != nil {
@@ -256,33 +204,6 @@ func TestTraceWithoutPrivileges(t *testing.T) {
 	}
 }
 
-// tracedDaemon runs `mntleak trace` with the given flags until stop is called.
-type tracedDaemon struct {
-	cmd  *exec.Cmd
-	logs lines
-}
-
-func startDaemon(t *testing.T, bin string, args ...string) *tracedDaemon {
-	t.Helper()
-	d := &tracedDaemon{cmd: exec.Command(bin, append([]string{"trace", "--format", "json", "--log-format", "json", "--journald", "off"}, args...)...)}
-	stderr, _ := d.cmd.StderrPipe()
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go d.logs.collect(stderr)
-	t.Cleanup(func() { _ = d.cmd.Process.Kill(); _ = d.cmd.Wait() })
-	d.logs.wait(t, "tracing log", func(s string) bool { return strings.Contains(s, `"msg":"tracing"`) })
-	return d
-}
-
-func (d *tracedDaemon) stop(t *testing.T) {
-	t.Helper()
-	_ = d.cmd.Process.Signal(syscall.SIGINT)
-	if err := d.cmd.Wait(); err != nil {
-		t.Errorf("daemon exited with %v", err)
-	}
-}
-
 // TestRestartKeepsLineage: a private recursive bind is made while one
 // daemon runs; a second daemon, started later with the same --state-dir,
 // reports the leak when the host unmounts and cites that bind (not
@@ -290,7 +211,6 @@ func (d *tracedDaemon) stop(t *testing.T) {
 func TestRestartKeepsLineage(t *testing.T) {
 	privtest.Require(t)
 	privtest.RequireCommands(t, "unshare", "mount")
-	bin := buildBinary(t)
 	dir := t.TempDir()
 	stateDir := filepath.Join(dir, "state")
 	vol := privtest.Mkdir(t, filepath.Join(dir, "vol"))
@@ -300,18 +220,18 @@ func TestRestartKeepsLineage(t *testing.T) {
 	node := privtest.StartNode(t)
 	node.Run(t, "mount", "-t", "tmpfs", "mntleak-restart", vol)
 
-	first := startDaemon(t, bin, "--state-dir", stateDir)
+	first := privtest.StartDaemon(t, nil, "--state-dir", stateDir)
 	node.StartHolder(t, "unchanged", "mount --rbind / "+host+" && mount --make-rprivate "+host)
 	time.Sleep(300 * time.Millisecond)
-	first.stop(t)
+	first.Stop(t)
 
-	second := startDaemon(t, bin, "--state-dir", stateDir)
-	second.logs.wait(t, "remembered lineage", func(s string) bool {
+	second := privtest.StartDaemon(t, nil, "--state-dir", stateDir)
+	second.Logs.Wait(t, "remembered lineage", func(s string) bool {
 		return strings.Contains(s, `"msg":"persistent lineage"`) && !strings.Contains(s, `"remembered":0`)
 	})
 	node.Run(t, "umount", vol)
 	var leak *correlate.Finding
-	second.logs.wait(t, "leak finding", func(s string) bool {
+	second.Logs.Wait(t, "leak finding", func(s string) bool {
 		var l struct {
 			Logger string             `json:"logger"`
 			Detail *correlate.Finding `json:"detail"`
@@ -322,7 +242,7 @@ func TestRestartKeepsLineage(t *testing.T) {
 		}
 		return false
 	})
-	second.stop(t)
+	second.Stop(t)
 	if leak.Cause != correlate.CauseRprivateBind || leak.Inferred {
 		t.Fatalf("cause %s inferred=%v: %s", leak.Cause, leak.Inferred, leak.Line())
 	}

@@ -54,7 +54,7 @@ func namesPID(f *correlate.Finding, ns uint32, pid int) bool {
 func TestWhy(t *testing.T) {
 	privtest.Require(t)
 	privtest.RequireCommands(t, "unshare", "mount", "umount", "losetup", "mkfs.ext4")
-	bin := buildBinary(t)
+	bin := privtest.Binary(t)
 
 	t.Run("loop device held by a private namespace", func(t *testing.T) {
 		dev := privtest.LoopDevice(t, 32)

@@ -15,6 +15,7 @@ if [ -z "${MNTLEAK_NODE:-}" ]; then
 	rc=0
 	unshare -m --propagation shared "$0" "$@" || rc=$?
 	rm -rf "$W"
+	rmdir "$(dirname "$W")" 2>/dev/null || true # the last one out
 	exit $rc
 fi
 

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,38 +22,6 @@ func Require(t testing.TB) {
 	t.Helper()
 	if reason := missing(); reason != "" {
 		unavailable(t, reason)
-	}
-}
-
-var installMu sync.Mutex
-
-// Install makes sure commands are there, installing the Debian package that
-// provides each missing one (command -> package). It only runs as root;
-// without network or apt it fails like RequireCommands.
-func Install(t testing.TB, cmds map[string]string) {
-	t.Helper()
-	installMu.Lock()
-	defer installMu.Unlock()
-	var pkgs []string
-	for cmd, pkg := range cmds {
-		if _, err := exec.LookPath(cmd); err != nil {
-			pkgs = append(pkgs, pkg)
-		}
-	}
-	if len(pkgs) == 0 {
-		return
-	}
-	t.Logf("installing %v", pkgs)
-	if out, err := exec.Command("apt-get", "update", "-qq").CombinedOutput(); err != nil {
-		t.Logf("apt-get update: %v\n%s", err, out)
-	}
-	install := exec.Command("apt-get", append([]string{"install", "-y", "-qq"}, pkgs...)...)
-	install.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-	if out, err := install.CombinedOutput(); err != nil {
-		t.Logf("apt-get install: %v\n%s", err, out)
-	}
-	for cmd := range cmds {
-		RequireCommands(t, cmd)
 	}
 }
 

@@ -19,6 +19,7 @@ if [ -z "${MNTLEAK_NODE:-}" ]; then
 	unshare -m --propagation shared "$0" "$@"
 	rc=$?
 	rm -rf "$W"
+	rmdir "$(dirname "$W")" 2>/dev/null || true # the last one out
 	exit $rc
 fi
 

@@ -1,0 +1,5 @@
+//go:build !race
+
+package privtest
+
+const raceEnabled = false
