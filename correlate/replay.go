@@ -1,6 +1,7 @@
 package correlate
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -15,7 +16,9 @@ import (
 // event is fed, so a question asked at another point (a periodic sweep, a
 // read the live run did not make) cannot take an answer meant for a later
 // one. The answers before the first event are the startup snapshot's. The
-// findings are the ones the live daemon reached.
+// findings are the ones the live daemon reached. A recording whose last
+// line is cut short is replayed up to it, and the *stream.TruncatedError
+// returned after the findings.
 func Replay(r io.Reader, name string, emit func(*Finding)) error {
 	type step struct {
 		ev      *event.Event
@@ -37,8 +40,12 @@ func Replay(r io.Reader, name string, emit func(*Finding)) error {
 		}
 		return nil
 	})
-	if err != nil {
+	var truncated *stream.TruncatedError
+	if err != nil && !errors.As(err, &truncated) {
 		return err
+	}
+	if len(startup) == 0 && len(steps) == 0 {
+		return fmt.Errorf("%s: the recording is empty (make one with mntleak trace --record FILE)", name)
 	}
 	proc := procfs.NewReplay()
 	for _, rec := range startup {
@@ -51,6 +58,9 @@ func Replay(r io.Reader, name string, emit func(*Finding)) error {
 	for _, st := range steps {
 		proc.AddStep(st.answers)
 		corr.Handle(st.ev)
+	}
+	if truncated != nil {
+		return truncated
 	}
 	return nil
 }

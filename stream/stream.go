@@ -27,10 +27,28 @@ type ProcLine struct {
 // MaxLine bounds one line (a full process list of a large node fits).
 const MaxLine = 64 << 20
 
+// TruncatedError is a last line that does not parse and has no newline: a
+// recording cut short (the daemon killed mid-write, a disk filled). Every
+// line before it was read.
+type TruncatedError struct {
+	Name string
+	Line int
+	Err  error
+}
+
+func (e *TruncatedError) Error() string {
+	return fmt.Sprintf("%s:%d: last line truncated (%v); the %d lines before it were read", e.Name, e.Line, e.Err, e.Line-1)
+}
+
+func (e *TruncatedError) Unwrap() error { return e.Err }
+
 // Read calls fn for every line of r in order. name prefixes errors, which
-// read "name:line: reason".
+// read "name:line: reason". A last line that does not parse and does not
+// end in a newline is a *TruncatedError, returned after fn has seen every
+// line before it.
 func Read(r io.Reader, name string, fn func(Item) error) error {
-	sc := bufio.NewScanner(r)
+	tail := &lastByte{r: r}
+	sc := bufio.NewScanner(tail)
 	sc.Buffer(make([]byte, 64<<10), MaxLine)
 	line := 0
 	for sc.Scan() {
@@ -41,6 +59,9 @@ func Read(r io.Reader, name string, fn func(Item) error) error {
 		}
 		item, err := parse(b)
 		if err != nil {
+			if !sc.Scan() && sc.Err() == nil && tail.last != '\n' {
+				return &TruncatedError{Name: name, Line: line, Err: err}
+			}
 			return fmt.Errorf("%s:%d: %w", name, line, err)
 		}
 		item.Line = line
@@ -93,4 +114,18 @@ func parse(b []byte) (Item, error) {
 		return Item{Event: &ev}, nil
 	}
 	return Item{}, errors.New(`neither an event (no "kind") nor a proc record`)
+}
+
+// lastByte remembers the last byte read through it.
+type lastByte struct {
+	r    io.Reader
+	last byte
+}
+
+func (l *lastByte) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	if n > 0 {
+		l.last = p[n-1]
+	}
+	return n, err
 }

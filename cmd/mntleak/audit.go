@@ -23,10 +23,11 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "usage: mntleak audit [flags]\n\nScans every mount namespace for leaked mounts that exist now, and for\nconfiguration that makes leaks. Exit 1 when a leak is found (for cron and\nnode-problem-detector), 0 otherwise, 2 on bad input. Needs root.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
+		fmt.Fprintf(stderr, "mntleak audit: %v\n", err)
 		return exitUsage
 	}
 	if fs.NArg() != 0 {

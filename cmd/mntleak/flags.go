@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 )
@@ -55,4 +58,20 @@ func (l stringList) Set(s string) error {
 		*l.vals = append(*l.vals, part)
 	}
 	return nil
+}
+
+// parseFlags parses args with fs. A bad flag is returned, not printed: the
+// command prints it as its one error line. -h prints the usage and returns
+// flag.ErrHelp.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = usage
+	if errors.Is(err, flag.ErrHelp) {
+		usage()
+	}
+	return err
 }

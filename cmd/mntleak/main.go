@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 // Exit codes.
@@ -21,6 +22,7 @@ Commands:
            until SIGINT or SIGTERM, and explain failures and leaks (findings
            go to the log)
   replay   run the correlator over a stream recorded with trace --record
+           (FILE, or - for standard input)
   why      say what holds a path, a device or major:minor now (exit 1 if held)
   audit    scan every mount namespace for leaked mounts and risky settings (exit 1 on a leak)
   version  print the version, the commit and the kernel features detected
@@ -29,10 +31,15 @@ Run 'mntleak <command> -h' for the flags of a command.
 `
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(runWith(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
+// run is runWith with nothing on standard input.
 func run(args []string, stdout, stderr io.Writer) int {
+	return runWith(args, strings.NewReader(""), stdout, stderr)
+}
+
+func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
@@ -41,7 +48,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "trace":
 		return runTrace(args[1:], stdout, stderr)
 	case "replay":
-		return runReplay(args[1:], stdout, stderr)
+		return runReplay(args[1:], stdin, stdout, stderr)
 	case "why":
 		return runWhy(args[1:], stdout, stderr)
 	case "audit":

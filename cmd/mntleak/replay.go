@@ -9,6 +9,7 @@ import (
 
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/output"
+	"github.com/mntleak/mntleak/stream"
 )
 
 type replayOptions struct {
@@ -26,14 +27,14 @@ func parseReplayFlags(args []string, stdoutTTY bool, stderr io.Writer) (replayOp
 	}
 	format := fs.String("format", def, "findings output: json or text (one line each)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: mntleak replay [flags] FILE\n\nRuns the correlator over a stream recorded with `mntleak trace --record FILE`\nand prints the findings. Needs no privileges.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "usage: mntleak replay [flags] FILE|-\n\nRuns the correlator over a stream recorded with `mntleak trace --record FILE`\n(- reads standard input) and prints the findings. A recording whose last line\nis cut short is replayed up to it, with a warning. Needs no privileges.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return opts, err
 	}
 	if fs.NArg() != 1 {
-		return opts, errors.New("want exactly one FILE")
+		return opts, errors.New("want exactly one FILE (or - for standard input)")
 	}
 	opts.file = fs.Arg(0)
 	var err error
@@ -41,7 +42,7 @@ func parseReplayFlags(args []string, stdoutTTY bool, stderr io.Writer) (replayOp
 	return opts, err
 }
 
-func runReplay(args []string, stdout, stderr io.Writer) int {
+func runReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	opts, err := parseReplayFlags(args, isTerminal(stdout), stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
@@ -50,20 +51,28 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mntleak replay: %v\n", err)
 		return exitUsage
 	}
-	f, err := os.Open(opts.file)
-	if err != nil {
-		fmt.Fprintf(stderr, "mntleak replay: %v\n", err)
-		return exitUsage
+	in, name := stdin, "stdin"
+	if opts.file != "-" {
+		f, err := os.Open(opts.file)
+		if err != nil {
+			fmt.Fprintf(stderr, "mntleak replay: %v\n", err)
+			return exitUsage
+		}
+		defer f.Close()
+		in, name = f, opts.file
 	}
-	defer f.Close()
 	out := output.NewWriter(stdout, opts.format, nil)
 	defer out.Close()
 	var writeErr error
-	if err := correlate.Replay(f, opts.file, func(fd *correlate.Finding) {
+	var truncated *stream.TruncatedError
+	if err := correlate.Replay(in, name, func(fd *correlate.Finding) {
 		if err := out.WriteFinding(fd); err != nil && writeErr == nil {
 			writeErr = err
 		}
-	}); err != nil {
+	}); errors.As(err, &truncated) {
+		// The findings of everything before it stand: a warning, exit 0.
+		fmt.Fprintf(stderr, "mntleak replay: warning: %v\n", err)
+	} else if err != nil {
 		fmt.Fprintf(stderr, "mntleak replay: %v\n", err)
 		return exitUsage
 	}

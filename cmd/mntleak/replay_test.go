@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,7 +65,11 @@ func TestReplayBadInput(t *testing.T) {
 		{"unknown proc op", []string{"replay", write("d", `{"proc":{"op":"guess"}}`+"\n")}, `d:1: proc record with unknown op "guess"`},
 		{"neither", []string{"replay", write("e", `{"hello":1}`+"\n")}, `e:1: neither an event`},
 		{"bad device", []string{"replay", write("f", good+`{"kind":"failure","rdev":"x"}`+"\n")}, `f:3: invalid event`},
-		{"no snapshot", []string{"replay", write("g", "")}, "startup snapshot"},
+		{"empty", []string{"replay", write("g", "")}, "g: the recording is empty"},
+		{"blank lines only", []string{"replay", write("h", "\n\n")}, "h: the recording is empty"},
+		{"no snapshot", []string{"replay", write("i", `{"kind":"exit","pid":1}`+"\n")}, "startup snapshot"},
+		{"unknown flag", []string{"replay", "--bogus"}, "flag provided but not defined: -bogus"},
+		{"truncated line, then more", []string{"replay", write("j", good+"{\"kind\":\"ex\n"+`{"kind":"exit","pid":1}`+"\n")}, "j:3: invalid JSON"},
 		{"bad format", []string{"replay", "--format", "yaml", "x"}, `unknown format "yaml"`},
 	}
 	for _, tt := range tests {
@@ -78,5 +83,53 @@ func TestReplayBadInput(t *testing.T) {
 				t.Errorf("stderr %q, want one line with %q", msg, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestReplayTruncatedAndStdin: a recording cut short in its last line is
+// replayed up to it (the findings before the cut, a one-line warning with
+// the line number, exit 0); `replay -` reads standard input; -h prints the
+// usage once.
+func TestReplayTruncatedAndStdin(t *testing.T) {
+	whole, err := os.ReadFile(filepath.Join("..", "..", "testdata", "scenarios", "seed002-node-exporter", "stream.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var full bytes.Buffer
+	if code := runWith([]string{"replay", "--format", "text", "-"}, bytes.NewReader(whole), &full, &bytes.Buffer{}); code != exitOK {
+		t.Fatalf("replay - of the whole recording: exit %d", code)
+	}
+	if n := strings.Count(full.String(), "\n"); n != 2 {
+		t.Fatalf("replay - printed %d findings, want the 2 of seed002:\n%s", n, full.String())
+	}
+
+	// Cut in the middle of the failure's line: the failure is lost, the
+	// leak before it stands.
+	var lines []string
+	for _, l := range strings.SplitAfter(string(whole), "\n") {
+		lines = append(lines, l)
+		if strings.HasPrefix(l, `{"kind":"failure"`) {
+			break
+		}
+	}
+	last := lines[len(lines)-1]
+	cut := strings.Join(lines[:len(lines)-1], "") + last[:len(last)/2]
+	file := filepath.Join(t.TempDir(), "cut.jsonl")
+	if err := os.WriteFile(file, []byte(cut), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"replay", "--format", "text", file}, &stdout, &stderr)
+	want := fmt.Sprintf("%s:%d: last line truncated", file, len(lines))
+	if code != exitOK || !strings.Contains(stderr.String(), want) || strings.Count(stderr.String(), "\n") != 1 {
+		t.Errorf("exit %d, stderr %q: want 0 and one warning line with %q", code, stderr.String(), want)
+	}
+	if got, first := stdout.String(), strings.SplitAfter(full.String(), "\n")[0]; got != first {
+		t.Errorf("findings of the cut recording:\n%s\nwant the one before the cut:\n%s", got, first)
+	}
+
+	stderr.Reset()
+	if code := run([]string{"replay", "-h"}, &stdout, &stderr); code != exitOK || strings.Count(stderr.String(), "usage: mntleak replay") != 1 {
+		t.Errorf("replay -h: exit %d, stderr:\n%s", code, stderr.String())
 	}
 }

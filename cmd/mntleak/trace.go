@@ -68,7 +68,7 @@ func parseTraceFlags(args []string, stdoutTTY, stderrTTY bool, stderr io.Writer)
 		fmt.Fprintf(stderr, "usage: mntleak trace [flags]\n\nStreams mount-lineage events until SIGINT or SIGTERM. Needs root.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return opts, err
 	}
 	if fs.NArg() > 0 {

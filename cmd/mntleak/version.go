@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -37,10 +38,11 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mntleak version", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
+	if err := parseFlags(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
+		fmt.Fprintf(stderr, "mntleak version: %v\n", err)
 		return exitUsage
 	}
 	version, commit := buildVersion()

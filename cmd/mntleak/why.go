@@ -56,10 +56,11 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "usage: mntleak why [flags] PATH|DEVICE|MAJOR:MINOR\n\nSays what holds a mount, a device or a directory now: every namespace that has it\nmounted, the processes that pin it, and the most likely cause. Exit 0 when\nnothing holds it, 1 when something does, 2 on bad input. Needs root.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
+		fmt.Fprintf(stderr, "mntleak why: %v\n", err)
 		return exitUsage
 	}
 	if fs.NArg() != 1 {
