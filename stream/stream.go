@@ -27,7 +27,7 @@ type ProcLine struct {
 // MaxLine bounds one line (a full process list of a large node fits).
 const MaxLine = 64 << 20
 
-// TruncatedError is a last line that does not parse and has no newline: a
+// TruncatedError is a last line that is not whole JSON and has no newline: a
 // recording cut short (the daemon killed mid-write, a disk filled). Every
 // line before it was read.
 type TruncatedError struct {
@@ -43,7 +43,7 @@ func (e *TruncatedError) Error() string {
 func (e *TruncatedError) Unwrap() error { return e.Err }
 
 // Read calls fn for every line of r in order. name prefixes errors, which
-// read "name:line: reason". A last line that does not parse and does not
+// read "name:line: reason". A last line that is not whole JSON and does not
 // end in a newline is a *TruncatedError, returned after fn has seen every
 // line before it.
 func Read(r io.Reader, name string, fn func(Item) error) error {
@@ -59,7 +59,8 @@ func Read(r io.Reader, name string, fn func(Item) error) error {
 		}
 		item, err := parse(b)
 		if err != nil {
-			if !sc.Scan() && sc.Err() == nil && tail.last != '\n' {
+			var syntax *json.SyntaxError
+			if errors.As(err, &syntax) && !sc.Scan() && sc.Err() == nil && tail.last != '\n' {
 				return &TruncatedError{Name: name, Line: line, Err: err}
 			}
 			return fmt.Errorf("%s:%d: %w", name, line, err)

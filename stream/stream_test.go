@@ -2,6 +2,7 @@ package stream
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -24,7 +25,8 @@ func TestRead(t *testing.T) {
 func TestReadErrors(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"[1,2]", "s:1: not a JSON object"},
-		{`{"kind":`, "s:1: invalid JSON"},
+		{`{"kind":` + "\n", "s:1: invalid JSON"},
+		{`{"kind":` + "\n{}\n", "s:1: invalid JSON"},
 		{`{"proc":{"op":"mountinfo","pid":"x"}}`, "s:1: invalid proc record"},
 		{`{"proc":{"op":"mountinfo","surprise":1}}`, "s:1: invalid proc record"},
 		{`{"proc":null}`, "s:1: empty proc record"},
@@ -42,5 +44,38 @@ func TestReadErrors(t *testing.T) {
 	err := Read(strings.NewReader(`{"proc":{"op":"hostns"}}`), "s", func(Item) error { return stop })
 	if !errors.Is(err, stop) || !strings.HasPrefix(err.Error(), "s:1: ") {
 		t.Errorf("callback error %v", err)
+	}
+}
+
+// TestReadTruncated: a last line that is cut short (not whole JSON, no
+// newline) is a *TruncatedError naming its line, after every line before
+// it was read; the same line ending in a newline, or one that is whole
+// JSON, is an ordinary error.
+func TestReadTruncated(t *testing.T) {
+	good := `{"proc":{"op":"hostns","mntns":1}}` + "\n"
+	tests := []struct {
+		in        string
+		truncated bool
+		items     int
+	}{
+		{good + good + `{"kind":"mou`, true, 2},
+		{good + `{"proc":{"op":"hostns","mntns":1}`, true, 1},
+		{good + `{"kind":"mou` + "\n", false, 1},
+		{good + `{}`, false, 1},
+	}
+	for _, tt := range tests {
+		items := 0
+		err := Read(strings.NewReader(tt.in), "s", func(Item) error { items++; return nil })
+		var trunc *TruncatedError
+		if errors.As(err, &trunc) != tt.truncated {
+			t.Errorf("Read(%q) = %v, want truncated %v", tt.in, err, tt.truncated)
+			continue
+		}
+		if tt.truncated && (trunc.Line != tt.items+1 || !strings.HasPrefix(err.Error(), fmt.Sprintf("s:%d: last line truncated", tt.items+1))) {
+			t.Errorf("Read(%q) = %v: want line %d", tt.in, err, tt.items+1)
+		}
+		if items != tt.items {
+			t.Errorf("Read(%q) read %d items before the error, want %d", tt.in, items, tt.items)
+		}
 	}
 }
