@@ -158,7 +158,7 @@ func TestNeverHoldsAMount(t *testing.T) {
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", d.Cmd.Process.Pid)); err == nil && strings.Contains(string(b), " "+vol+" ") {
 		t.Errorf("the daemon's namespace has %s mounted", vol)
 	}
-	if _, code := d.Signal(t, syscall.SIGTERM, 2*time.Second); code != 0 {
+	if _, code := d.Signal(t, syscall.SIGTERM, privtest.ExitLimit()); code != 0 {
 		t.Errorf("exit %d", code)
 	}
 }

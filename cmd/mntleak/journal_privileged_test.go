@@ -109,7 +109,7 @@ func TestJournalStalled(t *testing.T) {
 	if !found {
 		t.Error("the mount made after SIGCONT is not in the journal")
 	}
-	if _, code := d.Signal(t, syscall.SIGTERM, 2*time.Second); code != 0 {
+	if _, code := d.Signal(t, syscall.SIGTERM, privtest.ExitLimit()); code != 0 {
 		t.Errorf("exit %d", code)
 	}
 }
@@ -144,7 +144,7 @@ func TestJournalGoneAndBack(t *testing.T) {
 		t.Error("the finding made after the restart is not in the journal")
 	}
 	d.Logs.Wait(t, "recovery line", func(s string) bool { return strings.Contains(s, `"msg":"journal available again"`) })
-	if _, code := d.Signal(t, syscall.SIGTERM, 2*time.Second); code != 0 {
+	if _, code := d.Signal(t, syscall.SIGTERM, privtest.ExitLimit()); code != 0 {
 		t.Errorf("exit %d", code)
 	}
 	if got := j.Entries(t, 15*time.Second, "MESSAGE=stopped"); len(got) == 0 {

@@ -106,7 +106,7 @@ func TestStdoutNobodyReads(t *testing.T) {
 	if !resumed {
 		t.Fatal("the stream did not resume once stdout was read")
 	}
-	if _, code := d.Signal(t, syscall.SIGTERM, 2*time.Second); code != 0 {
+	if _, code := d.Signal(t, syscall.SIGTERM, privtest.ExitLimit()); code != 0 {
 		t.Errorf("exit %d after SIGTERM", code)
 	}
 	mu.Lock()
@@ -252,8 +252,8 @@ func TestStderrNobodyReads(t *testing.T) {
 		if waitErr != nil {
 			t.Errorf("exit: %v", waitErr)
 		}
-	case <-time.After(2 * time.Second):
-		t.Fatal("still running 2s after SIGTERM")
+	case <-time.After(privtest.ExitLimit()):
+		t.Fatalf("still running %v after SIGTERM", privtest.ExitLimit())
 	}
 	select {
 	case <-eof: // all the daemon wrote is read

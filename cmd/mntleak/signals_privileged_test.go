@@ -121,8 +121,8 @@ func TestSIGTERMDuringStorm(t *testing.T) {
 
 			took, code := d.Signal(t, syscall.SIGTERM, 5*time.Second)
 			t.Logf("exit %d %v after SIGTERM, mid-storm, %d links", code, took, len(ours))
-			if code != 0 || took > 2*time.Second {
-				t.Errorf("exit %d after %v, want 0 within 2s\n%s", code, took, strings.Join(d.Logs.All(), "\n"))
+			if code != 0 || took > privtest.ExitLimit() {
+				t.Errorf("exit %d after %v, want 0 within %v\n%s", code, took, privtest.ExitLimit(), strings.Join(d.Logs.All(), "\n"))
 			}
 			live := liveLinks(t)
 			for _, id := range ours {
@@ -187,7 +187,7 @@ func TestSIGHUPReopens(t *testing.T) {
 	mountOnce("mntleak-after-rotate")
 	waitFor(out, "mntleak-after-rotate")
 	waitFor(rec, "mntleak-after-rotate")
-	if _, code := d.Signal(t, syscall.SIGTERM, 2*time.Second); code != 0 {
+	if _, code := d.Signal(t, syscall.SIGTERM, privtest.ExitLimit()); code != 0 {
 		t.Errorf("exit %d", code)
 	}
 	for _, p := range []string{out, rec} {

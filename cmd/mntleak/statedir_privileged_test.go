@@ -94,7 +94,7 @@ func TestDamagedStateDir(t *testing.T) {
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
-			if _, code := d.Signal(t, syscall.SIGTERM, 2*time.Second); code != 0 {
+			if _, code := d.Signal(t, syscall.SIGTERM, privtest.ExitLimit()); code != 0 {
 				t.Errorf("exit %d\n%s", code, strings.Join(d.Logs.All(), "\n"))
 			}
 

@@ -110,8 +110,8 @@ func TestTraceBinary(t *testing.T) {
 		if err != nil {
 			t.Fatalf("mntleak trace exited with %v after SIGINT\n%s", err, strings.Join(logs.All(), "\n"))
 		}
-	case <-time.After(2 * time.Second):
-		t.Fatal("mntleak trace still running 2s after SIGINT")
+	case <-time.After(privtest.ExitLimit()):
+		t.Fatalf("mntleak trace still running %v after SIGINT", privtest.ExitLimit())
 	}
 
 	got := out.All()

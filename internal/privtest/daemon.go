@@ -234,3 +234,14 @@ func (l *Lines) Within(d time.Duration, match func(string) bool) bool {
 		return ok
 	})
 }
+
+// ExitLimit is how long a test lets the daemon take to exit after SIGTERM:
+// the 2s the daemon promises, and half as much again when it runs under
+// the race detector, which slows every instrumented access (the promise is
+// the production binary's).
+func ExitLimit() time.Duration {
+	if raceEnabled {
+		return 3 * time.Second
+	}
+	return 2 * time.Second
+}
