@@ -146,6 +146,9 @@ func logStopped(t *tracer.Tracer, log *zap.Logger) {
 	}
 	fields := []zap.Field{zap.Uint64(logkey.Received, st.Received),
 		zap.Uint64(logkey.LostTotal, st.LostTotal), zap.Uint64(logkey.DecodeErrors, st.DecodeErrors)}
+	if st.LostReadErrors > 0 {
+		fields = append(fields, zap.Uint64(logkey.LostReadErrors, st.LostReadErrors))
+	}
 	if st.Buffer == tracer.BufferPerf {
 		// Events the reorder window could not put back in order.
 		fields = append(fields, zap.Uint64(logkey.PerfLost, st.PerfLostSamples),

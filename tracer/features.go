@@ -24,6 +24,9 @@ type Features struct {
 	// Tracefs is where tracefs is mounted, or "not mounted": mntleak no
 	// longer needs it (tp_btf and raw tracepoints are found by name).
 	Tracefs string `json:"tracefs"`
+	// Memlock is what RemoveMemlock did: nothing on kernels that charge
+	// BPF memory to the memory cgroup, else the limit raised, or why not.
+	Memlock string `json:"memlock"`
 	// Tracepoints are the tracepoints mntleak attaches to: sys_exit (the
 	// only per-syscall hook) and the sched ones.
 	Tracepoints map[string]bool `json:"tracepoints"`
@@ -69,6 +72,11 @@ func DetectFeatures() Features {
 		f.PathWalk = w.String() + " (the kernel has no bpf_loop)"
 	default:
 		f.PathWalk = w.String()
+	}
+	if m, err := RemoveMemlock(); err != nil {
+		f.Memlock = err.Error()
+	} else {
+		f.Memlock = string(m)
 	}
 	f.Tracefs = "not mounted"
 	for _, dir := range tracefsDirs {

@@ -60,7 +60,10 @@ func (w *lostWatch) check(now time.Time, before uint64) {
 	lost, total, err := w.t.lostCounts()
 	if err != nil {
 		// Retried at the next check, which then reports the loss with
-		// the interval it belongs to.
+		// the interval it belongs to. Counted, and said the first time.
+		if w.t.lostReadErrors.Add(1) == 1 {
+			w.t.log.Warn("lost-event counters unreadable; retried at every check", zap.Error(err))
+		}
 		return
 	}
 	if total > w.seen {

@@ -84,6 +84,9 @@ type Stats struct {
 	// before their window ended because PerfReorderMax were held.
 	PerfReorderLate   uint64
 	PerfReorderForced uint64
+	// LostReadErrors counts checks that could not read the kernel's lost
+	// counters (the first one is logged); a loss is then reported late.
+	LostReadErrors uint64
 }
 
 // Tracer owns the loaded programs, their links and the buffer reader.
@@ -101,11 +104,12 @@ type Tracer struct {
 	// kernelTypes is the kernel BTF read from elsewhere (tests), else nil.
 	kernelTypes *btf.Spec
 
-	received      atomic.Uint64
-	decodeErrors  atomic.Uint64
-	perfLost      atomic.Uint64
-	reorderLate   atomic.Uint64
-	reorderForced atomic.Uint64
+	received       atomic.Uint64
+	decodeErrors   atomic.Uint64
+	perfLost       atomic.Uint64
+	reorderLate    atomic.Uint64
+	reorderForced  atomic.Uint64
+	lostReadErrors atomic.Uint64
 
 	detachOnce sync.Once
 	detachErr  error
@@ -141,6 +145,10 @@ func New(cfg Config, log *zap.Logger) (*Tracer, error) {
 	if err != nil {
 		return nil, err
 	}
+	memlock, err := RemoveMemlock()
+	if err != nil {
+		return nil, err
+	}
 	clock, err := wallClock()
 	if err != nil {
 		return nil, fmt.Errorf("read CLOCK_MONOTONIC: %w", err)
@@ -166,6 +174,7 @@ func New(cfg Config, log *zap.Logger) (*Tracer, error) {
 		zap.Stringer(logkey.Buffer, k.buffer),
 		zap.Stringer(logkey.PathWalk, k.walk),
 		zap.Int(logkey.RingBufBytes, cfg.RingBufferBytes),
+		zap.String(logkey.Memlock, string(memlock)),
 		zap.Duration(logkey.Elapsed, time.Since(start)))
 	return t, nil
 }
@@ -293,6 +302,7 @@ func (t *Tracer) Stats() (Stats, error) {
 		PerfLostSamples:   t.perfLost.Load(),
 		PerfReorderLate:   t.reorderLate.Load(),
 		PerfReorderForced: t.reorderForced.Load(),
+		LostReadErrors:    t.lostReadErrors.Load(),
 		Lost:              map[event.Kind]uint64{},
 	}
 	lost, total, err := t.lostCounts()

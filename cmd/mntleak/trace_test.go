@@ -146,7 +146,7 @@ func TestTraceBadBuffer(t *testing.T) {
 func TestWriteFeatures(t *testing.T) {
 	var out bytes.Buffer
 	writeFeatures(&out, tracer.Features{
-		Kernel: "5.4.0", BTF: true, RingBuffer: "yes", Buffer: "ringbuf", Tracefs: "/sys/kernel/tracing",
+		Kernel: "5.4.0", BTF: true, RingBuffer: "yes", Buffer: "ringbuf", Tracefs: "/sys/kernel/tracing", Memlock: string(tracer.MemlockRaised),
 		Tracepoints: map[string]bool{"sys_exit": true, "sched_process_fork": true, "sched_process_exit": true},
 		Syscalls:    map[string]bool{"mount": true, "open_tree": false, "mount_setattr": false},
 		Disabled:    []string{"open_tree", "mount_setattr"},
@@ -154,6 +154,7 @@ func TestWriteFeatures(t *testing.T) {
 	for _, want := range []string{
 		"buffer:      ringbuf (what --buffer=auto uses)\n",
 		"tracepoints: 3 of 3 present\n",
+		"memlock:     raised to unlimited (the kernel counts BPF memory against RLIMIT_MEMLOCK)\n",
 		"syscalls:    1 of 3 present (missing: mount_setattr, open_tree)\n",
 		"disabled:    open_tree, mount_setattr events (optional syscalls missing)\n",
 	} {
