@@ -14,9 +14,9 @@ import (
 
 const cid = "5f2c0e1a9b8d7c6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e"
 
-// TestCauses builds each situation from hand-made events and mount tables
+// TestCauseVerdicts builds each situation from hand-made events and mount tables
 // and checks the verdict, its holder and the event it names.
-func TestCauses(t *testing.T) {
+func TestCauseVerdicts(t *testing.T) {
 	systemd := proc(1, "systemd", hostNS, "/init.scope")
 	tests := []struct {
 		name   string

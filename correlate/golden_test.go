@@ -31,7 +31,7 @@ type expectation struct {
 var scenarios = map[string][]expectation{
 	"seed000-netns-rbind": {
 		// Whether the copy was read before the unlink detached it depends
-		// on timing; TestCauses covers the detached case deterministically.
+		// on timing; TestCauseVerdicts covers the detached case deterministically.
 		{kind: correlate.KindLeak, cause: correlate.CauseRprivateBind, syscall: "umount2", holderComm: "sleeping", actor: "runc"},
 	},
 	"seed001-mountflags-restart": {

@@ -19,7 +19,7 @@ type closeCounter struct {
 
 func (c *closeCounter) Close() error { c.closed++; return nil }
 
-func TestWriter(t *testing.T) {
+func TestWriterEncodes(t *testing.T) {
 	ev := &event.Event{Kind: event.KindUmount, Time: time.Unix(0, 0), PID: 1, TID: 1, Comm: "umount", SyscallNr: 166, Target: "/x"}
 	for _, format := range []Format{JSON, Text} {
 		t.Run(format.String(), func(t *testing.T) {

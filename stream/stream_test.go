@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-func TestRead(t *testing.T) {
+func TestReadItems(t *testing.T) {
 	in := `{"kind":"mount","time":"2026-11-21T12:00:00Z","pid":1,"comm":"mount","syscall_nr":165,"ret":0,"target":"/x"}
 
 {"proc":{"op":"hostns","mntns":4026531840}}

@@ -25,9 +25,9 @@ func nsOf(t *testing.T, link string) uint32 {
 	return uint32(n)
 }
 
-// TestUnshare: unshare(1) -m reports both namespaces; the new one is what
+// TestUnshareEvents: unshare(1) -m reports both namespaces; the new one is what
 // the process itself then sees.
-func TestUnshare(t *testing.T) {
+func TestUnshareEvents(t *testing.T) {
 	privtest.RequireCommands(t, "unshare", "readlink")
 	c := startTracer(t)
 	hostNS := privtest.MountNS(t, "self")
@@ -50,7 +50,7 @@ func TestUnshare(t *testing.T) {
 
 // TestUnshareMntnsBefore: with no entry state, mntns_before comes from
 // what the programs recorded of the thread. A process forked after tracing
-// started is known from its fork: its namespace (TestUnshare checks that
+// started is known from its fork: its namespace (TestUnshareEvents checks that
 // path with unshare(1)). One that predates tracing is unknown: a successful
 // unshare reports mntns_before 0, for userspace to fill in, while a failed
 // one changed nothing and reports the namespace it is in.

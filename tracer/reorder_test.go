@@ -23,11 +23,11 @@ func push(id uint32, mono uint64) step     { return step{push: id, mono: mono} }
 func pushLost(id uint32, mono uint64) step { return step{push: id, mono: mono, lost: true} }
 func releaseAt(now uint64) step            { return step{release: now} }
 
-// TestReorder: events come out in MonoNS order (arrival order among equal
+// TestReorderStage: events come out in MonoNS order (arrival order among equal
 // times) once the window has passed since their time; an event later than
 // the window is released at once and counted; past max the oldest go
 // first, counted; a KindLost keeps its place by time; flush releases all.
-func TestReorder(t *testing.T) {
+func TestReorderStage(t *testing.T) {
 	const w = 30 // window, ns
 	tests := []struct {
 		name         string

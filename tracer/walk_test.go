@@ -16,14 +16,14 @@ var walkSpecs = map[string]func() (*ebpf.CollectionSpec, error){
 	"mount": loadMount, "newmount": loadNewmount, "failure": loadFailure, "nsproc": loadNsproc,
 }
 
-// TestPrepareWalk prepares every object for each walk, as loadObjects
+// TestPrepareWalkPicks prepares every object for each walk, as loadObjects
 // does, and checks the instructions the kernel would get: with the
 // bpf_loop walk, each walking program loads the callback's address once
 // per bpf_loop call; with the bounded walk, no_bpf_loop is set and no
 // program loads any function's address (kernels before 5.13 refuse such a
 // load even in dead code), while the bpf_loop calls stay, in the branch the
 // verifier drops.
-func TestPrepareWalk(t *testing.T) {
+func TestPrepareWalkPicks(t *testing.T) {
 	walks := walkPrograms(&objects{})
 	for _, walk := range []PathWalk{WalkLoop, WalkBounded} {
 		for obj, load := range walkSpecs {

@@ -114,7 +114,7 @@ func TestRunBadInput(t *testing.T) {
 	}
 }
 
-func TestVersion(t *testing.T) {
+func TestVersionCommand(t *testing.T) {
 	var stdout bytes.Buffer
 	if code := run([]string{"version"}, &stdout, &bytes.Buffer{}); code != exitOK {
 		t.Fatalf("exit %d", code)
@@ -141,9 +141,9 @@ func TestTraceBadBuffer(t *testing.T) {
 	}
 }
 
-// TestWriteFeatures: version names the buffer auto picks and the events
+// TestWriteFeaturesLines: version names the buffer auto picks and the events
 // that missing optional syscalls disable.
-func TestWriteFeatures(t *testing.T) {
+func TestWriteFeaturesLines(t *testing.T) {
 	var out bytes.Buffer
 	writeFeatures(&out, tracer.Features{
 		Kernel: "5.4.0", BTF: true, RingBuffer: "yes", Buffer: "ringbuf", Tracefs: "/sys/kernel/tracing", Memlock: string(tracer.MemlockRaised),
