@@ -13,7 +13,7 @@ PKGS     := ./...
 APT_PKGS := clang llvm libbpf-dev bpftool util-linux mount e2fsprogs coreutils docker.io busybox-static iproute2 ruby
 APT_CMDS := clang llvm-strip bpftool losetup unshare nsenter pivot_root mkfs.ext4 blockdev dockerd containerd runc busybox ip ruby
 
-.PHONY: all build run test deps lint vet fmt-check staticcheck generate check-generated unit clean lab fuzz bench bench-quick bench-bin soak
+.PHONY: all build run test deps lint arm64 vet fmt-check staticcheck generate check-generated unit clean lab fuzz bench bench-quick bench-bin soak
 
 all: build
 
@@ -47,7 +47,12 @@ deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_PKGS) >/dev/null; \
 	fi
 
-lint: fmt-check vet staticcheck
+lint: fmt-check vet staticcheck arm64
+
+## arm64: the arm64 build (BPF objects, syscall tables) compiles and vets.
+arm64:
+	GOARCH=arm64 $(GO) build ./...
+	GOARCH=arm64 $(GO) vet ./...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -58,13 +63,15 @@ vet:
 staticcheck:
 	$(GO) tool staticcheck $(PKGS)
 
-## generate: compile bpf/*.bpf.c with bpf2go (needs clang); outputs are committed.
+## generate: the syscall tables (internal/gensyscalls) and bpf/*.bpf.c
+## compiled with bpf2go for amd64 and arm64 (needs clang); outputs are committed.
 generate:
 	cd tracer && $(GO) generate
 
 ## check-generated: the committed objects must be what the sources produce.
 check-generated: generate
-	@git diff --exit-code --stat -- tracer/ || { echo "generated BPF objects are stale: run make generate and commit"; exit 1; }
+	@git diff --exit-code --stat -- tracer/ bpf/syscall_nr.h event/syscalls_amd64.go event/syscalls_arm64.go || { echo "generated BPF objects or syscall tables are stale: run make generate and commit"; exit 1; }
+	@untracked=$$(git ls-files --others --exclude-standard -- tracer/ bpf/ event/); if [ -n "$$untracked" ]; then echo "generated files not committed: $$untracked"; exit 1; fi
 
 ## fuzz: every fuzz target for FUZZTIME (their seeds also run in make test).
 FUZZTIME ?= 30s

@@ -21,6 +21,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "mntleak.h"
+#include "syscall_nr.h"
 
 #define EBUSY 16
 #define EINVAL 22
@@ -124,27 +125,55 @@ struct {
 	__type(value, __u32);
 } task_mntns_map SEC(".maps");
 
+/*
+ * The syscall and its arguments, read from the saved user registers at
+ * exit (a syscall does not change them), and whether the call is a 32-bit
+ * compat one: its number is then of another table, which would select the
+ * wrong handler (the syscalls:* tracepoints ignored compat calls too,
+ * trace_get_syscall_nr). Numbers: syscall_nr.h, generated per arch.
+ */
+#if defined(__TARGET_ARCH_x86)
+#define SC_NR(r)	((long)(r)->orig_ax)
+#define SC_ARG0(r)	((r)->di)
+#define SC_ARG1(r)	((r)->si)
+#define SC_ARG2(r)	((r)->dx)
+#define SC_ARG3(r)	((r)->r10)
+#define SC_ARG4(r)	((r)->r8)
+#define SC_ARG5(r)	((r)->r9)
 #define TS_COMPAT 0x0002	/* arch/x86/include/asm/thread_info.h */
 
-/*
- * A 32-bit (ia32) syscall: orig_ax is then an ia32 number, which would
- * select the wrong handler. The syscalls:* tracepoints mntleak used before
- * ignored compat syscalls too (trace_get_syscall_nr).
- */
 static __always_inline bool compat_syscall(void)
 {
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 
 	return BPF_CORE_READ(task, thread_info.status) & TS_COMPAT;
 }
+#elif defined(__TARGET_ARCH_arm64)
+/* x0 holds the return value at exit: the first argument is orig_x0. */
+#define SC_NR(r)	((long)(r)->syscallno)
+#define SC_ARG0(r)	((r)->orig_x0)
+#define SC_ARG1(r)	((r)->regs[1])
+#define SC_ARG2(r)	((r)->regs[2])
+#define SC_ARG3(r)	((r)->regs[3])
+#define SC_ARG4(r)	((r)->regs[4])
+#define SC_ARG5(r)	((r)->regs[5])
+#define TIF_32BIT 22	/* arch/arm64/include/asm/thread_info.h */
+
+static __always_inline bool compat_syscall(void)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+
+	return BPF_CORE_READ(task, thread_info.flags) & (1UL << TIF_32BIT);
+}
+#endif
 
 /*
  * Defines a handler: a tp_btf program on sys_exit, never attached itself,
  * only reached through the dispatcher's tail call (a prog array takes
  * programs of the dispatcher's type and attach point only). The body gets
  * ctx, the saved user registers and the return value; the registers hold
- * the syscall's arguments (x86_64: di, si, dx, r10, r8, r9), which a
- * syscall does not change, so no entry state is needed.
+ * the syscall's arguments (SC_ARG0..SC_ARG5), which a syscall does not
+ * change, so no entry state is needed.
  */
 #define SYSCALL_HANDLER(name)							\
 	static __always_inline int name##_body(void *ctx, struct pt_regs *regs,	\

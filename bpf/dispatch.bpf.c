@@ -6,7 +6,7 @@
  * by a tail call into the handlers prog array, keyed by syscall number.
  *
  * It runs on every syscall exit of the node, so it does the least that can
- * tell: two loads (tp_btf makes regs->orig_ax a plain load, where a raw
+ * tell: two loads (tp_btf makes SC_NR(regs) a plain load, where a raw
  * tracepoint needs a bpf_probe_read_kernel call), one tail call that fails
  * for an empty slot (an out-of-range number, a 32-bit x32 one included,
  * fails the same way), and one comparison with -EBUSY. Nothing is hooked
@@ -17,7 +17,7 @@
 SEC("tp_btf/sys_exit")
 int BPF_PROG(dispatch, struct pt_regs *regs, long ret)
 {
-	__u32 nr = (__u32)regs->orig_ax;
+	__u32 nr = (__u32)SC_NR(regs);
 
 	/* Returns only when the slot is empty. */
 	bpf_tail_call(ctx, &handlers, nr);

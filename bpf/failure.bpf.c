@@ -11,7 +11,8 @@
  * here too, should one of their slots be empty; their events already carry
  * the return value.
  *
- * Syscall numbers are x86_64's: the objects are generated for amd64 only.
+ * Syscall numbers come from syscall_nr.h (generated per arch); a syscall the
+ * arch lacks (arm64 has no open, mkdir, rmdir...) is left out with #ifdef.
  */
 #include "path.bpf.h"
 
@@ -32,55 +33,69 @@ enum arg_kind {
 static __always_inline enum arg_kind classify(long nr)
 {
 	switch (nr) {
-	case 2:   /* open */
-	case 76:  /* truncate */
-	case 80:  /* chdir */
-	case 82:  /* rename */
-	case 83:  /* mkdir */
-	case 84:  /* rmdir */
-	case 85:  /* creat */
-	case 86:  /* link */
-	case 87:  /* unlink */
-	case 161: /* chroot */
-	case 163: /* acct */
-	case 167: /* swapon */
-	case 168: /* swapoff */
+#ifdef NR_open
+	case NR_open:
+#endif
+	case NR_truncate:
+	case NR_chdir:
+#ifdef NR_rename
+	case NR_rename:
+#endif
+#ifdef NR_mkdir
+	case NR_mkdir:
+#endif
+#ifdef NR_rmdir
+	case NR_rmdir:
+#endif
+#ifdef NR_creat
+	case NR_creat:
+#endif
+#ifdef NR_link
+	case NR_link:
+#endif
+#ifdef NR_unlink
+	case NR_unlink:
+#endif
+	case NR_chroot:
+	case NR_acct:
+	case NR_swapon:
+	case NR_swapoff:
 		return ARG_PATH0;
-	case 257: /* openat */
-	case 258: /* mkdirat */
-	case 263: /* unlinkat */
-	case 264: /* renameat */
-	case 265: /* linkat */
-	case 316: /* renameat2 */
-	case 437: /* openat2 */
+	case NR_openat:
+	case NR_mkdirat:
+	case NR_unlinkat:
+	case NR_renameat:
+	case NR_linkat:
+	case NR_renameat2:
+	case NR_openat2:
 		return ARG_DIRFD0_PATH1;
-	case 0:   /* read */
-	case 1:   /* write */
-	case 3:   /* close */
-	case 16:  /* ioctl */
-	case 18:  /* pwrite64 */
-	case 20:  /* writev */
-	case 73:  /* flock */
-	case 74:  /* fsync */
-	case 75:  /* fdatasync */
-	case 77:  /* ftruncate */
-	case 285: /* fallocate */
-	case 296: /* pwritev */
-	case 306: /* syncfs */
-	case 313: /* finit_module */
-	case 328: /* pwritev2 */
-	case 431: /* fsconfig */
+	case NR_read:
+	case NR_write:
+	case NR_close:
+	case NR_ioctl:
+	case NR_pwrite64:
+	case NR_writev:
+	case NR_flock:
+	case NR_fsync:
+	case NR_fdatasync:
+	case NR_ftruncate:
+	case NR_fallocate:
+	case NR_pwritev:
+	case NR_syncfs:
+	case NR_finit_module:
+	case NR_pwritev2:
+	case NR_fsconfig:
 		return ARG_FD0;
-	case 155: /* pivot_root */
-	case 165: /* mount */
-	case 166: /* umount2 */
-	case 272: /* unshare */
-	case 308: /* setns */
-	case 428: /* open_tree */
-	case 429: /* move_mount */
-	case 430: /* fsopen */
-	case 432: /* fsmount */
-	case 442: /* mount_setattr */
+	case NR_pivot_root:
+	case NR_mount:
+	case NR_umount2:
+	case NR_unshare:
+	case NR_setns:
+	case NR_open_tree:
+	case NR_move_mount:
+	case NR_fsopen:
+	case NR_fsmount:
+	case NR_mount_setattr:
 		return ARG_OWNED;
 	}
 	return ARG_NONE;
@@ -90,7 +105,7 @@ SYSCALL_HANDLER(failure_exit)
 {
 	struct failure_event *e;
 	enum arg_kind kind;
-	long nr = regs->orig_ax;
+	long nr = SC_NR(regs);
 
 	if (ret != -EBUSY)
 		return 0;
@@ -122,14 +137,14 @@ SYSCALL_HANDLER(failure_exit)
 	}
 
 	if (kind == ARG_PATH0) {
-		if (resolve_user_path(e->path, AT_FDCWD, (const char *)regs->di))
+		if (resolve_user_path(e->path, AT_FDCWD, (const char *)SC_ARG0(regs)))
 			e->hdr.truncated = TRUNC_PATH1;
 	} else if (kind == ARG_DIRFD0_PATH1) {
-		if (resolve_user_path(e->path, (int)regs->di,
-				      (const char *)regs->si))
+		if (resolve_user_path(e->path, (int)SC_ARG0(regs),
+				      (const char *)SC_ARG1(regs)))
 			e->hdr.truncated = TRUNC_PATH1;
 	} else if (kind == ARG_FD0) {
-		int fd = (int)regs->di;
+		int fd = (int)SC_ARG0(regs);
 		struct file *file = task_fd_file(current_task(), fd);
 
 		e->fd = fd;

@@ -24,20 +24,20 @@ SYSCALL_HANDLER(mount_exit)
 	e = reserve_event(sizeof(*e), EVENT_MOUNT);
 	if (!e)
 		return 0;
-	fill_header(&e->hdr, EVENT_MOUNT, (__s32)regs->orig_ax, ret);
-	e->flags = regs->r10;
-	if (read_user_str(e->fstype, sizeof(e->fstype), (const char *)regs->dx))
+	fill_header(&e->hdr, EVENT_MOUNT, (__s32)SC_NR(regs), ret);
+	e->flags = SC_ARG3(regs);
+	if (read_user_str(e->fstype, sizeof(e->fstype), (const char *)SC_ARG2(regs)))
 		trunc |= TRUNC_FSTYPE;
 	/* The source is a path only for binds and moves; else a device name. */
 	if (e->flags & (MS_BIND | MS_MOVE)) {
-		if (resolve_user_path(e->source, AT_FDCWD, (const char *)regs->di))
+		if (resolve_user_path(e->source, AT_FDCWD, (const char *)SC_ARG0(regs)))
 			trunc |= TRUNC_PATH1;
-	} else if (read_user_str(e->source, sizeof(e->source), (const char *)regs->di)) {
+	} else if (read_user_str(e->source, sizeof(e->source), (const char *)SC_ARG0(regs))) {
 		trunc |= TRUNC_PATH1;
 	}
-	if (resolve_user_path(e->target, AT_FDCWD, (const char *)regs->si))
+	if (resolve_user_path(e->target, AT_FDCWD, (const char *)SC_ARG1(regs)))
 		trunc |= TRUNC_PATH2;
-	if (read_user_str(e->data, sizeof(e->data), (const char *)regs->r8))
+	if (read_user_str(e->data, sizeof(e->data), (const char *)SC_ARG4(regs)))
 		trunc |= TRUNC_DATA;
 	e->hdr.truncated = trunc;
 	submit_event(ctx, e, sizeof(*e));
@@ -52,9 +52,9 @@ SYSCALL_HANDLER(umount_exit)
 	e = reserve_event(sizeof(*e), EVENT_UMOUNT);
 	if (!e)
 		return 0;
-	fill_header(&e->hdr, EVENT_UMOUNT, (__s32)regs->orig_ax, ret);
-	e->flags = regs->si;
-	if (resolve_user_path(e->target, AT_FDCWD, (const char *)regs->di))
+	fill_header(&e->hdr, EVENT_UMOUNT, (__s32)SC_NR(regs), ret);
+	e->flags = SC_ARG1(regs);
+	if (resolve_user_path(e->target, AT_FDCWD, (const char *)SC_ARG0(regs)))
 		e->hdr.truncated = TRUNC_PATH2;
 	submit_event(ctx, e, sizeof(*e));
 	return 0;
@@ -76,10 +76,10 @@ SYSCALL_HANDLER(pivot_root_exit)
 	e = reserve_event(sizeof(*e), EVENT_PIVOT_ROOT);
 	if (!e)
 		return 0;
-	fill_header(&e->hdr, EVENT_PIVOT_ROOT, (__s32)regs->orig_ax, ret);
-	if (resolve_user_path(e->new_root, AT_FDCWD, (const char *)regs->di))
+	fill_header(&e->hdr, EVENT_PIVOT_ROOT, (__s32)SC_NR(regs), ret);
+	if (resolve_user_path(e->new_root, AT_FDCWD, (const char *)SC_ARG0(regs)))
 		trunc |= TRUNC_PATH1;
-	if (resolve_user_path(e->put_old, AT_FDCWD, (const char *)regs->si))
+	if (resolve_user_path(e->put_old, AT_FDCWD, (const char *)SC_ARG1(regs)))
 		trunc |= TRUNC_PATH2;
 	e->hdr.truncated = trunc;
 	submit_event(ctx, e, sizeof(*e));

@@ -29,11 +29,11 @@ SYSCALL_HANDLER(open_tree_exit)
 	e = reserve_event(sizeof(*e), EVENT_OPEN_TREE);
 	if (!e)
 		return 0;
-	fill_header(&e->hdr, EVENT_OPEN_TREE, (__s32)regs->orig_ax, ret);
-	e->dfd = (__s32)regs->di;
-	e->flags = regs->dx;
+	fill_header(&e->hdr, EVENT_OPEN_TREE, (__s32)SC_NR(regs), ret);
+	e->dfd = (__s32)SC_ARG0(regs);
+	e->flags = SC_ARG2(regs);
 	e->mnt_id = ret >= 0 ? fd_mnt_id((int)ret) : 0;
-	if (resolve_user_path(e->path, e->dfd, (const char *)regs->si))
+	if (resolve_user_path(e->path, e->dfd, (const char *)SC_ARG1(regs)))
 		e->hdr.truncated = TRUNC_PATH1;
 	submit_event(ctx, e, sizeof(*e));
 	return 0;
@@ -48,15 +48,15 @@ SYSCALL_HANDLER(move_mount_exit)
 	e = reserve_event(sizeof(*e), EVENT_MOVE_MOUNT);
 	if (!e)
 		return 0;
-	fill_header(&e->hdr, EVENT_MOVE_MOUNT, (__s32)regs->orig_ax, ret);
-	e->from_dfd = (__s32)regs->di;
-	e->to_dfd = (__s32)regs->dx;
-	e->flags = regs->r8;
+	fill_header(&e->hdr, EVENT_MOVE_MOUNT, (__s32)SC_NR(regs), ret);
+	e->from_dfd = (__s32)SC_ARG0(regs);
+	e->to_dfd = (__s32)SC_ARG2(regs);
+	e->flags = SC_ARG4(regs);
 	e->_pad = 0;
 	e->mnt_id = (e->flags & MOVE_MOUNT_F_EMPTY_PATH) ? fd_mnt_id(e->from_dfd) : 0;
-	if (resolve_user_path(e->from_path, e->from_dfd, (const char *)regs->si))
+	if (resolve_user_path(e->from_path, e->from_dfd, (const char *)SC_ARG1(regs)))
 		trunc |= TRUNC_PATH1;
-	if (resolve_user_path(e->to_path, e->to_dfd, (const char *)regs->r10))
+	if (resolve_user_path(e->to_path, e->to_dfd, (const char *)SC_ARG3(regs)))
 		trunc |= TRUNC_PATH2;
 	e->hdr.truncated = trunc;
 	submit_event(ctx, e, sizeof(*e));
@@ -71,9 +71,9 @@ SYSCALL_HANDLER(fsopen_exit)
 	e = reserve_event(sizeof(*e), EVENT_FSOPEN);
 	if (!e)
 		return 0;
-	fill_header(&e->hdr, EVENT_FSOPEN, (__s32)regs->orig_ax, ret);
-	e->flags = regs->si;
-	if (read_user_str(e->fstype, sizeof(e->fstype), (const char *)regs->di))
+	fill_header(&e->hdr, EVENT_FSOPEN, (__s32)SC_NR(regs), ret);
+	e->flags = SC_ARG1(regs);
+	if (read_user_str(e->fstype, sizeof(e->fstype), (const char *)SC_ARG0(regs)))
 		e->hdr.truncated = TRUNC_FSTYPE;
 	submit_event(ctx, e, sizeof(*e));
 	return 0;
@@ -87,10 +87,10 @@ SYSCALL_HANDLER(fsmount_exit)
 	e = reserve_event(sizeof(*e), EVENT_FSMOUNT);
 	if (!e)
 		return 0;
-	fill_header(&e->hdr, EVENT_FSMOUNT, (__s32)regs->orig_ax, ret);
-	e->fs_fd = (__s32)regs->di;
-	e->flags = regs->si;
-	e->attr_flags = regs->dx;
+	fill_header(&e->hdr, EVENT_FSMOUNT, (__s32)SC_NR(regs), ret);
+	e->fs_fd = (__s32)SC_ARG0(regs);
+	e->flags = SC_ARG1(regs);
+	e->attr_flags = SC_ARG2(regs);
 	e->mnt_id = ret >= 0 ? fd_mnt_id((int)ret) : 0;
 	submit_event(ctx, e, sizeof(*e));
 	return 0;
@@ -101,21 +101,21 @@ SYSCALL_HANDLER(mount_setattr_exit)
 {
 	struct user_mount_attr attr = {};
 	struct mount_setattr_event *e;
-	__u64 uattr = regs->r10, usize = regs->r8;
+	__u64 uattr = SC_ARG3(regs), usize = SC_ARG4(regs);
 
 	e = reserve_event(sizeof(*e), EVENT_MOUNT_SETATTR);
 	if (!e)
 		return 0;
-	fill_header(&e->hdr, EVENT_MOUNT_SETATTR, (__s32)regs->orig_ax, ret);
-	e->dfd = (__s32)regs->di;
-	e->flags = regs->dx;
+	fill_header(&e->hdr, EVENT_MOUNT_SETATTR, (__s32)SC_NR(regs), ret);
+	e->dfd = (__s32)SC_ARG0(regs);
+	e->flags = SC_ARG2(regs);
 	e->_pad = 0;
 	if (uattr && usize >= sizeof(attr))
 		bpf_probe_read_user(&attr, sizeof(attr), (void *)uattr);
 	e->attr_set = attr.attr_set;
 	e->attr_clr = attr.attr_clr;
 	e->propagation = attr.propagation;
-	if (resolve_user_path(e->path, e->dfd, (const char *)regs->si))
+	if (resolve_user_path(e->path, e->dfd, (const char *)SC_ARG1(regs)))
 		e->hdr.truncated = TRUNC_PATH1;
 	submit_event(ctx, e, sizeof(*e));
 	return 0;

@@ -23,7 +23,7 @@ const struct exit_event *unused_exit_event __attribute__((unused));
 static __always_inline int ns_exit(void *ctx, struct pt_regs *regs, long ret, __u32 kind)
 {
 	struct task_struct *task = current_task();
-	__u64 arg0 = regs->di, arg1 = regs->si;
+	__u64 arg0 = SC_ARG0(regs), arg1 = SC_ARG1(regs);
 	__u32 tid = current_tid(), before = 0, after, target_ino = 0;
 	__u32 *known;
 	struct ns_event *e;
@@ -61,7 +61,7 @@ static __always_inline int ns_exit(void *ctx, struct pt_regs *regs, long ret, __
 	e = reserve_event(sizeof(*e), kind);
 	if (!e)
 		return 0;
-	fill_header(&e->hdr, kind, (__s32)regs->orig_ax, ret);
+	fill_header(&e->hdr, kind, SC_NR(regs), ret);
 	e->mntns_before = before;
 	e->mntns_after = after;
 	e->target_ino = target_ino;

@@ -28,6 +28,7 @@ typedef __u8 u8;
 typedef __u16 u16;
 typedef __u32 u32;
 typedef __u64 u64;
+typedef __s32 s32;
 typedef __s64 s64;
 typedef _Bool bool;
 typedef __u32 dev_t;
@@ -56,6 +57,12 @@ enum {
 
 #pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
 
+/*
+ * The saved user registers, per arch (bpf2go -target defines
+ * __TARGET_ARCH_*): only the fields the programs read. CO-RE matches them by
+ * name in the running kernel's BTF, through arm64's anonymous union.
+ */
+#if defined(__TARGET_ARCH_x86)
 struct pt_regs {
 	unsigned long di;
 	unsigned long si;
@@ -65,6 +72,30 @@ struct pt_regs {
 	unsigned long r9;
 	unsigned long orig_ax;
 };
+#elif defined(__TARGET_ARCH_arm64)
+struct user_pt_regs {
+	u64 regs[31];
+	u64 sp;
+	u64 pc;
+	u64 pstate;
+};
+
+struct pt_regs {
+	union {
+		struct user_pt_regs user_regs;
+		struct {
+			u64 regs[31];
+			u64 sp;
+			u64 pc;
+			u64 pstate;
+		};
+	};
+	u64 orig_x0;
+	s32 syscallno;
+};
+#else
+#error "vmlinux.h: no pt_regs for this target (bpf2go -target amd64 or arm64)"
+#endif
 
 struct qstr {
 	u32 len;

@@ -8,25 +8,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// SyscallName returns the x86_64 name of syscall nr, or "syscall_NNN".
+// SyscallName returns the name of syscall nr on the arch mntleak runs on
+// (the BPF objects are built per arch), or "syscall_NNN".
 func SyscallName(nr int32) string {
-	if name, ok := syscallNamesAMD64[nr]; ok {
-		return name
-	}
-	if name, ok := newerSyscallsAMD64[nr]; ok {
+	if name, ok := syscallNames[nr]; ok {
 		return name
 	}
 	return "syscall_" + strconv.Itoa(int(nr))
-}
-
-// Syscalls newer than the header syscalls_amd64.go was generated from.
-var newerSyscallsAMD64 = map[int32]string{
-	451: "cachestat", 452: "fchmodat2", 453: "map_shadow_stack",
-	454: "futex_wake", 455: "futex_wait", 456: "futex_requeue",
-	457: "statmount", 458: "listmount", 459: "lsm_get_self_attr",
-	460: "lsm_set_self_attr", 461: "lsm_list_modules", 462: "mseal",
-	463: "setxattrat", 464: "getxattrat", 465: "listxattrat",
-	466: "removexattrat", 467: "open_tree_attr",
 }
 
 // ErrnoName returns the symbolic name of a positive errno ("EBUSY").

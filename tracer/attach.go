@@ -8,6 +8,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
 )
 
 // attachPoint is one program and the tracepoint it is attached to.
@@ -46,10 +47,10 @@ const slotFailure = 511
 // handler is one program in the dispatcher's handlers prog array.
 type handler struct {
 	event string // what is lost without it: "open_tree", "failure"...
-	// syscall is the kernel's name for it (__x64_sys_<syscall> in the
+	// syscall is the kernel's name for it (<syscallPrefix><syscall> in the
 	// kernel BTF); empty for the failure catch-all, which needs none.
 	syscall string
-	slot    uint32 // x86_64 syscall number, or slotFailure
+	slot    uint32 // the syscall's number on this arch (golang.org/x/sys/unix), or slotFailure
 	// optional: a kernel without the syscall (the new mount API before
 	// 5.2, mount_setattr before 5.12) only disables its events.
 	optional bool
@@ -60,16 +61,16 @@ type handler struct {
 // reads program fields.
 func (o *objects) handlers() []handler {
 	return []handler{
-		{"mount", "mount", 165, false, o.mount.MountExit},
-		{"umount", "umount", 166, false, o.mount.UmountExit},
-		{"unshare", "unshare", 272, false, o.nsproc.UnshareExit},
-		{"setns", "setns", 308, false, o.nsproc.SetnsExit},
-		{"pivot_root", "pivot_root", 155, true, o.mount.PivotRootExit},
-		{"open_tree", "open_tree", 428, true, o.newmount.OpenTreeExit},
-		{"move_mount", "move_mount", 429, true, o.newmount.MoveMountExit},
-		{"fsopen", "fsopen", 430, true, o.newmount.FsopenExit},
-		{"fsmount", "fsmount", 432, true, o.newmount.FsmountExit},
-		{"mount_setattr", "mount_setattr", 442, true, o.newmount.MountSetattrExit},
+		{"mount", "mount", unix.SYS_MOUNT, false, o.mount.MountExit},
+		{"umount", "umount", unix.SYS_UMOUNT2, false, o.mount.UmountExit},
+		{"unshare", "unshare", unix.SYS_UNSHARE, false, o.nsproc.UnshareExit},
+		{"setns", "setns", unix.SYS_SETNS, false, o.nsproc.SetnsExit},
+		{"pivot_root", "pivot_root", unix.SYS_PIVOT_ROOT, true, o.mount.PivotRootExit},
+		{"open_tree", "open_tree", unix.SYS_OPEN_TREE, true, o.newmount.OpenTreeExit},
+		{"move_mount", "move_mount", unix.SYS_MOVE_MOUNT, true, o.newmount.MoveMountExit},
+		{"fsopen", "fsopen", unix.SYS_FSOPEN, true, o.newmount.FsopenExit},
+		{"fsmount", "fsmount", unix.SYS_FSMOUNT, true, o.newmount.FsmountExit},
+		{"mount_setattr", "mount_setattr", unix.SYS_MOUNT_SETATTR, true, o.newmount.MountSetattrExit},
 		{"failure", "", slotFailure, false, o.failure.FailureExit},
 	}
 }
@@ -77,7 +78,7 @@ func (o *objects) handlers() []handler {
 // syscallFunc is the kernel function of a syscall, which the kernel BTF
 // has when the kernel has the syscall. A syscall configured out is an
 // alias of sys_ni_syscall, with no BTF of its own.
-func syscallFunc(name string) string { return "__x64_sys_" + name }
+func syscallFunc(name string) string { return syscallPrefix + name }
 
 // haveSyscall looks name's function up in the kernel BTF (spec, or the
 // running kernel's when nil).

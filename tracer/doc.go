@@ -24,4 +24,14 @@
 // Relative paths and fds are made absolute in the kernel by a dentry walk,
 // through bpf_loop (5.17+) or, on kernels without it, a bounded loop; the
 // loader picks one with the programs' no_bpf_loop constant (walk.go).
+//
+// The objects are generated for amd64 and arm64 (gen.go: bpf2go after
+// internal/gensyscalls writes bpf/syscall_nr.h); the handlers' slots are
+// golang.org/x/sys/unix's syscall numbers of the arch, and the kernel's
+// syscall functions are named per arch (arch_<goarch>.go).
+//
+// Files: tracer.go (New, Run, Stats, Close), preflight.go and features.go
+// (what the kernel offers), memlock.go (RLIMIT_MEMLOCK on older kernels),
+// load.go, attach.go, buffer.go, reorder.go, lost.go, walk.go, clock.go,
+// gen.go and the generated <object>_<arch>_bpfel.{go,o}.
 package tracer

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unsafe"
 
 	"go.uber.org/zap/zaptest"
 	"golang.org/x/sys/unix"
@@ -74,18 +73,6 @@ func inDir(t *testing.T, dir string, f func() error) func(*event.Event) bool {
 		t.Fatal(r.err)
 	}
 	return func(e *event.Event) bool { return e.TID == uint32(r.tid) && e.MonoNS > r.start }
-}
-
-// rmdir is rmdir(2) itself: unix.Rmdir calls unlinkat(2).
-func rmdir(path string) error {
-	p, err := unix.BytePtrFromString(path)
-	if err != nil {
-		return err
-	}
-	if _, _, errno := unix.Syscall(unix.SYS_RMDIR, uintptr(unsafe.Pointer(p)), 0, 0); errno != 0 {
-		return errno
-	}
-	return nil
 }
 
 // waitNth returns the nth (from 0) event that satisfies match, failing
