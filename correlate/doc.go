@@ -16,4 +16,6 @@
 //   - holders.go: the search for every namespace and process that still
 //     holds an object (device, path through bind roots, overlay, nsfs).
 //   - classify.go: the Cause of each holding, with its evidence and fix.
+//   - finding.go: the Finding and its one-line form (Line); report.go: the
+//     form `mntleak why` prints, a line per holding process.
 package correlate

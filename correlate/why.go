@@ -1,6 +1,7 @@
 package correlate
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +17,9 @@ const KindHeld FindingKind = "held"
 type Target struct {
 	Path string
 	Dev  event.Dev // a block device, or any device number (major:minor)
+	// Asker is the pid of the process that asks (mntleak why itself): its
+	// cwd, root, binary and threads are never named as holders.
+	Asker int
 }
 
 // Why explains what holds a target now. Start must have taken the
@@ -41,11 +45,14 @@ func (c *Correlator) Why(t Target, now time.Time) *Finding {
 	}
 	a := &analysis{trigger: ev, caller: host, id: id}
 	matches := c.search(id, host, c.opts.ExitGrace)
-	a.pins = c.pinsFor(id, matches)
+	a.pins = withoutPID(c.pinsFor(id, matches), t.Asker)
 	if len(matches) == 0 && len(a.pins) == 0 {
 		return nil
 	}
 	f := c.finding(KindHeld, ev, obj, a, matches)
+	for i := range f.Holders {
+		f.Holders[i].Processes = slices.DeleteFunc(f.Holders[i].Processes, func(p ProcRef) bool { return t.Asker != 0 && p.PID == t.Asker })
+	}
 	f.Evidence = f.Evidence[1:] // no call to cite
 	if !c.remembered {
 		// Reconstructed from /proc alone: no event was seen happen.
@@ -77,4 +84,21 @@ func (c *Correlator) whyStale(ev *event.Event) *Finding {
 	f.Summary = "not a leak: " + ev.Path + " is a bind of " + strings.TrimSuffix(m.Root, "//deleted") + ", which has since been deleted (mountinfo: //deleted)"
 	f.Fix = "unmount the stale bind " + ev.Path + " and bind the current file again"
 	return f
+}
+
+// withoutPID drops the pins of process pid (0: none) and the namespaces
+// left with no pin.
+func withoutPID(pins map[uint32][]PinRef, pid int) map[uint32][]PinRef {
+	if pid == 0 {
+		return pins
+	}
+	for ns, ps := range pins {
+		ps = slices.DeleteFunc(ps, func(p PinRef) bool { return p.PID == pid })
+		if len(ps) == 0 {
+			delete(pins, ns)
+		} else {
+			pins[ns] = ps
+		}
+	}
+	return pins
 }

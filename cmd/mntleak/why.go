@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"regexp"
 	"time"
@@ -72,6 +73,7 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mntleak why: %v\n", err)
 		return exitUsage
 	}
+	target.Asker = os.Getpid()
 	f, err := why(target, *stateDir)
 	if err != nil {
 		fmt.Fprintf(stderr, "mntleak why: %v\n", err)
@@ -89,7 +91,7 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 		b, _ := json.Marshal(f)
 		fmt.Fprintln(stdout, string(b))
 	} else {
-		fmt.Fprintln(stdout, f.Line())
+		fmt.Fprint(stdout, f.Report())
 	}
 	return exitError // 1: something holds it
 }

@@ -169,3 +169,55 @@ func majMinOf(t *testing.T, path string) string {
 	}
 	return strconv.Itoa(int(unix.Major(st.Dev))) + ":" + strconv.Itoa(int(unix.Minor(st.Dev)))
 }
+
+// TestWhyReport: `mntleak why` on a terminal lists every holding process on
+// a line of its own with a count in the headline (a directory pinned by
+// five processes once came out as one line with "+2 more"), and never
+// names itself, though its own cwd is inside the target.
+func TestWhyReport(t *testing.T) {
+	privtest.Require(t)
+	privtest.RequireCommands(t, "sleep")
+	bin := privtest.Binary(t)
+	dir := privtest.Mkdir(t, filepath.Join(t.TempDir(), "busy"))
+	privtest.Mount(t, "tmpfs", dir, "tmpfs", 0, "size=1m")
+	var pids []int
+	for i := 0; i < 5; i++ {
+		cmd := exec.Command("sleep", "600")
+		cmd.Dir = dir
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		pids = append(pids, cmd.Process.Pid)
+	}
+	why := exec.Command(bin, "why", "--state-dir", "", dir)
+	why.Dir = dir // its own cwd pins the target too
+	var stdout, stderr bytes.Buffer
+	why.Stdout, why.Stderr = &stdout, &stderr
+	_ = why.Run()
+	if code := why.ProcessState.ExitCode(); code != exitError {
+		t.Fatalf("exit %d, want %d (held)\n%s%s", code, exitError, stdout.String(), stderr.String())
+	}
+	out := stdout.String()
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if !strings.HasPrefix(lines[0], "HELD "+dir) || !strings.Contains(lines[0], "5 processes") {
+		t.Errorf("headline %q: want HELD %s ... 5 processes", lines[0], dir)
+	}
+	for _, pid := range pids {
+		n := 0
+		for _, l := range lines {
+			if strings.Contains(l, "sleep["+strconv.Itoa(pid)+"]: cwd "+dir) {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("sleep[%d] on %d lines, want 1:\n%s", pid, n, out)
+		}
+	}
+	if strings.Contains(out, "mntleak[") || strings.Contains(out, "+2 more") {
+		t.Errorf("why names itself or abbreviates:\n%s", out)
+	}
+	if !strings.Contains(out, "\ncause: in-use\n") {
+		t.Errorf("no cause line:\n%s", out)
+	}
+}

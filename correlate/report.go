@@ -1,0 +1,117 @@
+package correlate
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Report renders a finding for `mntleak why` on a terminal: a headline
+// with counts, then one line per holding namespace and one per process
+// that holds or pins the object there (its pins by kind: cwd, root, fds,
+// maps), then the cause and the fix. Line is the one-line
+// form the log and the journal carry; Report lists everything Line
+// abbreviates ("+155 more").
+func (f *Finding) Report() string {
+	var b strings.Builder
+	procs := 0
+	for i := range f.Holders {
+		procs += len(f.Holders[i].Processes) + len(pinners(f.Holders[i].Pins))
+	}
+	b.WriteString("HELD " + f.Object.describe() + ": ")
+	b.WriteString(plural(len(f.Holders), "namespace") + ", " + plural(procs, "process"))
+	if f.Inferred {
+		b.WriteString(" (inferred: no recorded history)")
+	}
+	b.WriteByte('\n')
+	for i := range f.Holders {
+		h := &f.Holders[i]
+		b.WriteString("  ")
+		switch {
+		case h.Where == "" && len(h.Pins) > 0:
+			b.WriteString("kept busy in " + nsName(h.MntNS))
+		case h.Self:
+			b.WriteString("mounted in the caller's own namespace " + nsName(h.MntNS))
+		default:
+			b.WriteString("mounted in " + nsName(h.MntNS))
+		}
+		if h.Where != "" {
+			b.WriteString(" at " + h.Where)
+		}
+		if h.Propagation != "" {
+			b.WriteString(" (" + h.Propagation + ")")
+		}
+		if h.Detached {
+			b.WriteString(", detached by the kernel")
+		}
+		b.WriteByte('\n')
+		for _, p := range h.Processes {
+			b.WriteString("    held by " + procList([]ProcRef{p}, 1) + "\n")
+		}
+		for _, pp := range pinners(h.Pins) {
+			b.WriteString("    " + procName(pp[0].Comm, pp[0].PID) + ": " + pinSummary(pp) + "\n")
+		}
+	}
+	b.WriteString("cause: " + f.Cause.String() + "\n")
+	if f.Leak != nil {
+		b.WriteString("leak seen at " + clock(f.Leak.Time) + "\n")
+	}
+	b.WriteString("fix: " + f.Fix + "\n")
+	return b.String()
+}
+
+// pinners groups pins by process, in the order the processes come.
+func pinners(pins []PinRef) [][]PinRef {
+	var out [][]PinRef
+	at := map[int]int{}
+	for _, p := range pins {
+		i, ok := at[p.PID]
+		if !ok {
+			i = len(out)
+			at[p.PID] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], p)
+	}
+	return out
+}
+
+// pinSummary says how one process pins the object: each kind once, with
+// its first path and how many more of that kind ("cwd /srv, 3 fds
+// /srv/a.log ...").
+func pinSummary(pins []PinRef) string {
+	var kinds []string
+	byKind := map[string][]PinRef{}
+	for _, p := range pins {
+		if _, ok := byKind[p.Pin]; !ok {
+			kinds = append(kinds, p.Pin)
+		}
+		byKind[p.Pin] = append(byKind[p.Pin], p)
+	}
+	parts := make([]string, 0, len(kinds))
+	for _, k := range kinds {
+		ps := byKind[k]
+		s := k
+		if len(ps) > 1 {
+			s = strconv.Itoa(len(ps)) + " " + k + "s"
+		}
+		if ps[0].Path != "" {
+			s += " " + ps[0].Path
+			if len(ps) > 1 {
+				s += " …"
+			}
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// plural is "1 pin", "3 pins".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	if strings.HasSuffix(what, "process") {
+		return strconv.Itoa(n) + " " + what + "es"
+	}
+	return strconv.Itoa(n) + " " + what + "s"
+}
