@@ -1,7 +1,9 @@
 package correlate
 
 import (
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/procfs"
@@ -72,12 +74,16 @@ func (c *Correlator) failure(ev *event.Event) {
 	if c.rescanFor(matches) {
 		matches = held()
 	}
-	a.pins = c.pinsFor(id, matches)
+	var pinErr error
+	a.pins, pinErr = c.pinsFor(id, matches, ev.MonoNS)
 	if len(matches) == 0 && len(a.pins) == 0 {
 		return // nothing holds it: not a mount problem (or already released)
 	}
 	f := c.finding(KindFailure, ev, obj, a, matches)
 	f.Missing = append(f.Missing, missing...)
+	if pinErr != nil {
+		f.Missing = append(f.Missing, "the processes that pin it: "+pinErr.Error())
+	}
 	f.Leak = c.leakFor(id, matches)
 	c.report(f)
 }
@@ -126,8 +132,15 @@ func (c *Correlator) objectOf(ev *event.Event) (identity, Object) {
 	return id, obj
 }
 
-// pinsFor lists the processes keeping the object's filesystem busy.
-func (c *Correlator) pinsFor(id identity, matches []match) map[uint32][]PinRef {
+// clockTick is the unit of a process's start time in /proc (USER_HZ, 100
+// on every Linux arch mntleak runs on).
+const clockTick = 10 * time.Millisecond
+
+// pinsFor lists the processes keeping the object's filesystem busy. With
+// before (kernel monotonic ns, a failure's time) set, a process started
+// after it did not cause it and is left out. The error says the search
+// could not be made.
+func (c *Correlator) pinsFor(id identity, matches []match, before uint64) (map[uint32][]PinRef, error) {
 	devs := map[event.Dev]bool{}
 	if id.dev != 0 {
 		devs[id.dev] = true
@@ -138,7 +151,7 @@ func (c *Correlator) pinsFor(id identity, matches []match) map[uint32][]PinRef {
 		}
 	}
 	if len(devs) == 0 {
-		return nil
+		return nil, nil
 	}
 	list := make([]event.Dev, 0, len(devs))
 	for d := range devs {
@@ -147,7 +160,13 @@ func (c *Correlator) pinsFor(id identity, matches []match) map[uint32][]PinRef {
 	sortDevs(list)
 	pins, err := c.pinsOn(id, matches, list)
 	if err != nil {
-		return nil
+		return nil, err
+	}
+	if before != 0 {
+		// One tick of slack: a start time is rounded down to a tick.
+		pins = slices.DeleteFunc(pins, func(p procfs.Pin) bool {
+			return p.StartTime*uint64(clockTick) > before+uint64(clockTick)
+		})
 	}
 	// Only processes that pin the object itself: on a shared filesystem
 	// such as the root fs every process has a cwd on the device.
@@ -163,7 +182,7 @@ func (c *Correlator) pinsFor(id identity, matches []match) map[uint32][]PinRef {
 	for _, r := range keep {
 		out[r.MntNS] = append(out[r.MntNS], r)
 	}
-	return out
+	return out, nil
 }
 
 // pinsOn asks for the processes pinning devs: all of them, or, when only

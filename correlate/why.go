@@ -45,11 +45,15 @@ func (c *Correlator) Why(t Target, now time.Time) *Finding {
 	}
 	a := &analysis{trigger: ev, caller: host, id: id}
 	matches := c.search(id, host, c.opts.ExitGrace)
-	a.pins = withoutPID(c.pinsFor(id, matches), t.Asker)
-	if len(matches) == 0 && len(a.pins) == 0 {
+	pins, pinErr := c.pinsFor(id, matches, 0)
+	a.pins = withoutPID(pins, t.Asker)
+	if len(matches) == 0 && len(a.pins) == 0 && pinErr == nil {
 		return nil
 	}
 	f := c.finding(KindHeld, ev, obj, a, matches)
+	if pinErr != nil {
+		f.Missing = append(f.Missing, "the processes that pin it: "+pinErr.Error())
+	}
 	for i := range f.Holders {
 		f.Holders[i].Processes = slices.DeleteFunc(f.Holders[i].Processes, func(p ProcRef) bool { return t.Asker != 0 && p.PID == t.Asker })
 	}

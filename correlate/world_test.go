@@ -18,8 +18,9 @@ import (
 type fakeProc struct {
 	procs  []procfs.Process
 	tables map[uint32]string // namespace -> mountinfo text
-	pins   []procfs.Pin
-	blocks map[string]event.Dev
+	pins    []procfs.Pin
+	pinsErr error // what Pins answers, when set
+	blocks  map[string]event.Dev
 	host   uint32
 }
 
@@ -38,6 +39,9 @@ func (f *fakeProc) Mountinfo(pid int) (uint32, []*mountinfo.Info, error) {
 }
 
 func (f *fakeProc) Pins(devs []event.Dev) ([]procfs.Pin, error) {
+	if f.pinsErr != nil {
+		return nil, f.pinsErr
+	}
 	var out []procfs.Pin
 	for _, p := range f.pins {
 		for _, d := range devs {
