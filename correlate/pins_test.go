@@ -26,7 +26,7 @@ func TestPinsAtTheFailure(t *testing.T) {
 	t.Run("a process started after the failure is not named", func(t *testing.T) {
 		w := newWorld(t, []procfs.Process{systemd}, map[uint32]string{hostNS: hostTable})
 		failAt := uint64(w.now.UnixNano()) + uint64(200e6) // send's next event time
-		early, late := failAt/1e7-100, failAt/1e7+50          // ticks: 1s before, 0.5s after
+		early, late := failAt/1e7-100, failAt/1e7+50       // ticks: 1s before, 0.5s after
 		w.proc.pins = []procfs.Pin{pinAt(40, "app", early), pinAt(41, "shell-later", late)}
 		w.send(failEv(50, "rmdir", hostNS, unix.SYS_RMDIR, "/srv/vol", int64(unix.EBUSY)))
 		if len(w.findings) != 1 {

@@ -16,12 +16,12 @@ import (
 // fakeProc is a /proc made of hand-built tables; a test edits it between
 // events as the kernel would have changed it.
 type fakeProc struct {
-	procs  []procfs.Process
-	tables map[uint32]string // namespace -> mountinfo text
+	procs   []procfs.Process
+	tables  map[uint32]string // namespace -> mountinfo text
 	pins    []procfs.Pin
 	pinsErr error // what Pins answers, when set
 	blocks  map[string]event.Dev
-	host   uint32
+	host    uint32
 }
 
 func (f *fakeProc) Processes() ([]procfs.Process, error) {
