@@ -170,11 +170,11 @@ func majMinOf(t *testing.T, path string) string {
 	return strconv.Itoa(int(unix.Major(st.Dev))) + ":" + strconv.Itoa(int(unix.Minor(st.Dev)))
 }
 
-// TestWhyReport: `mntleak why` on a terminal lists every holding process on
+// TestHolderReportOfWhy: `mntleak why` on a terminal lists every holding process on
 // a line of its own with a count in the headline (a directory pinned by
 // five processes once came out as one line with "+2 more"), and never
 // names itself, though its own cwd is inside the target.
-func TestWhyReport(t *testing.T) {
+func TestHolderReportOfWhy(t *testing.T) {
 	privtest.Require(t)
 	privtest.RequireCommands(t, "sleep")
 	bin := privtest.Binary(t)
