@@ -1,6 +1,7 @@
 package correlate
 
 import (
+	"path"
 	"strings"
 	"time"
 
@@ -17,7 +18,7 @@ func (c *Correlator) mountflagsRestart(a *analysis, m match) (verdict, bool) {
 	if cur == nil || cur.Origin != OriginUnshare || cur.Ino == c.hostNS || old.Ino == c.hostNS {
 		return verdict{}, false
 	}
-	daemon := cur.Creator.Comm
+	daemon := c.runningAs(cur)
 	sameDaemon := old.Creator.Comm == daemon
 	for _, p := range old.Past() {
 		sameDaemon = sameDaemon || p.Comm == daemon
@@ -61,6 +62,27 @@ func (c *Correlator) mountflagsRestart(a *analysis, m match) (verdict, bool) {
 	v.fix = "remove MountFlags=slave from " + unit + " (it cannot work with live-restore); to free this mount now: nsenter -t " +
 		firstSurvivorPID(old) + " -m umount " + m.where + ", or restart the survivors"
 	return v, true
+}
+
+// runningAs is what the creator of n runs as now. A namespace made by a
+// wrapper that then execs the daemon (unshare(1), systemd's "(dockerd)")
+// keeps the wrapper's name until a process list shows the exec, which may
+// not have been read yet when a failure comes: a creator still alive is
+// asked for its executable (a recorded question, so replays agree).
+func (c *Correlator) runningAs(n *Namespace) string {
+	comm := n.Creator.Comm
+	if n.creatorGone || n.Creator.PID == 0 {
+		return comm
+	}
+	cmd, err := c.proc.Command(n.Creator.PID)
+	if err != nil || cmd.Exe == "" {
+		return comm
+	}
+	exe := path.Base(strings.TrimSuffix(cmd.Exe, " (deleted)"))
+	if len(exe) > 15 { // comm is the first 15 bytes of the name
+		exe = exe[:15]
+	}
+	return exe
 }
 
 func firstSurvivorPID(n *Namespace) string {

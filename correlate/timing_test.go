@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -56,4 +57,35 @@ func TestPinsAtTheFailure(t *testing.T) {
 			t.Errorf("want the failed pin search in missing, got %+v", f)
 		}
 	})
+}
+
+// TestRestartThroughAWrapper: a daemon started by a wrapper that unshares
+// and then execs it (unshare(1) --propagation slave dockerd) is recognised
+// as restarted whether or not a process list has shown the exec by the
+// time of the failure: its executable says what it runs as.
+func TestRestartThroughAWrapper(t *testing.T) {
+	systemd := proc(1, "systemd", hostNS, "/init.scope")
+	w := newWorld(t, []procfs.Process{systemd}, map[uint32]string{hostNS: hostTable})
+	w.send(unshareEv(90, "unshare", hostNS, 10))
+	w.proc.procs = append(w.proc.procs, proc(90, "dockerd", 10, ""), proc(100, "containerd-shim", 10, ""))
+	w.proc.tables[10] = "40 39 254:0 / / rw master:1 - ext4 /dev/vda rw\n50 40 0:60 / /var/lib/docker/overlay2/x/merged rw - overlay overlay rw\n"
+	w.send(mountEv(90, "dockerd", 10, "overlay", "/var/lib/docker/overlay2/x/merged", "overlay", 0, 0))
+	// A process list is read (a failure elsewhere, a minute on): it shows
+	// the first generation as dockerd and containerd-shim.
+	w.now = w.now.Add(2 * time.Minute)
+	w.send(failEv(300, "rmdir", hostNS, unix.SYS_RMDIR, "/srv/vol", int64(unix.EBUSY)))
+	w.findings = nil
+	w.send(exitEv(90, "dockerd", 10))
+	// The second generation: its creator is still "unshare" to the
+	// lineage (no process list since), dockerd to /proc.
+	w.send(unshareEv(200, "unshare", hostNS, 11))
+	w.proc.procs = []procfs.Process{systemd, proc(100, "containerd-shim", 10, ""), proc(200, "dockerd", 11, "")}
+	w.proc.tables[11] = "60 59 254:0 / / rw master:1 - ext4 /dev/vda rw\n"
+	w.send(umountEv(201, "umount", 11, "/var/lib/docker/overlay2/x/merged", -int64(unix.EINVAL)))
+	if len(w.findings) != 1 {
+		t.Fatalf("%d findings, want 1", len(w.findings))
+	}
+	if f := w.findings[0]; f.Cause != correlate.CauseMountflagsRestart || !strings.Contains(f.Line(), "dockerd was restarted") {
+		t.Errorf("cause %s, want mountflags-restart naming dockerd: %s", f.Cause, f.Line())
+	}
 }
