@@ -1,6 +1,7 @@
 package correlate
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -139,7 +140,8 @@ const clockTick = 10 * time.Millisecond
 // pinsFor lists the processes keeping the object's filesystem busy. With
 // before (kernel monotonic ns, a failure's time) set, a process started
 // after it did not cause it and is left out. The error says the search
-// could not be made.
+// could not be made, or (*procfs.UnreadableError, with the pins of the
+// others) that some processes could not be read.
 func (c *Correlator) pinsFor(id identity, matches []match, before uint64) (map[uint32][]PinRef, error) {
 	devs := map[event.Dev]bool{}
 	if id.dev != 0 {
@@ -159,7 +161,8 @@ func (c *Correlator) pinsFor(id identity, matches []match, before uint64) (map[u
 	}
 	sortDevs(list)
 	pins, err := c.pinsOn(id, matches, list)
-	if err != nil {
+	var unreadable *procfs.UnreadableError
+	if err != nil && !errors.As(err, &unreadable) {
 		return nil, err
 	}
 	if before != 0 {
@@ -182,7 +185,7 @@ func (c *Correlator) pinsFor(id identity, matches []match, before uint64) (map[u
 	for _, r := range keep {
 		out[r.MntNS] = append(out[r.MntNS], r)
 	}
-	return out, nil
+	return out, err // nil, or the processes it could not read
 }
 
 // pinsOn asks for the processes pinning devs: all of them, or, when only

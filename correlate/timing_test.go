@@ -49,6 +49,20 @@ func TestPinsAtTheFailure(t *testing.T) {
 			}
 		}
 	})
+	t.Run("some processes unreadable", func(t *testing.T) {
+		w := newWorld(t, []procfs.Process{systemd}, map[uint32]string{hostNS: hostTable})
+		failAt := uint64(w.now.UnixNano()) + uint64(200e6)
+		w.proc.pins = []procfs.Pin{pinAt(40, "app", failAt/1e7-100)}
+		w.proc.pinsErr = &procfs.UnreadableError{Processes: 3}
+		w.send(failEv(50, "rmdir", hostNS, unix.SYS_RMDIR, "/srv/vol", int64(unix.EBUSY)))
+		if len(w.findings) != 1 {
+			t.Fatalf("%d findings, want 1", len(w.findings))
+		}
+		f := w.findings[0]
+		if !strings.Contains(f.Line(), "app[40]") || !strings.Contains(f.Line(), "(missing: the processes that pin it: 3 processes unreadable)") {
+			t.Errorf("want app[40] named and the 3 unreadable processes said: %s", f.Line())
+		}
+	})
 	t.Run("pin search failed", func(t *testing.T) {
 		w := newWorld(t, []procfs.Process{systemd}, map[uint32]string{hostNS: hostTable})
 		w.proc.pinsErr = errors.New("read /proc: too many open files")

@@ -270,15 +270,21 @@ func readDirNames(dir string) ([]string, error) {
 // statDev stats path (following the link) and returns its device and, for
 // a block device, the device it is.
 func statDev(path string) (dev, rdev event.Dev, ok bool) {
+	dev, rdev, err := statDevErr(path)
+	return dev, rdev, err == nil
+}
+
+// statDevErr is statDev with the reason it failed.
+func statDevErr(path string) (dev, rdev event.Dev, err error) {
 	var st unix.Stat_t
 	if err := unix.Stat(path, &st); err != nil {
-		return 0, 0, false
+		return 0, 0, err
 	}
 	dev = event.MakeDev(unix.Major(st.Dev), unix.Minor(st.Dev))
 	if st.Mode&unix.S_IFMT == unix.S_IFBLK {
 		rdev = event.MakeDev(unix.Major(st.Rdev), unix.Minor(st.Rdev))
 	}
-	return dev, rdev, true
+	return dev, rdev, nil
 }
 
 type mapping struct {

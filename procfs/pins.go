@@ -1,7 +1,9 @@
 package procfs
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 
@@ -18,7 +20,7 @@ func (h Host) Pins(devs []event.Dev) ([]Pin, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", h.root(), err)
 	}
-	return h.pinsAmong(pids, devs, nil), nil
+	return h.pinsAmong(pids, devs, nil)
 }
 
 // PinsIn implements NamespacePinner: Pins for the processes whose mount
@@ -38,31 +40,35 @@ func (h Host) PinsIn(devs []event.Dev, mntns []uint32, candidates []int) ([]Pin,
 			return nil, fmt.Errorf("list %s: %w", h.root(), err)
 		}
 	}
-	return h.pinsAmong(pids, devs, in), nil
+	return h.pinsAmong(pids, devs, in)
 }
 
 // pinsAmong lists how the processes pids pin devs; with in, only those in
 // one of its mount namespaces, told by one link each before anything else
 // is read. Only the processes that pin something are described (stat,
 // mount namespace, cgroup): almost none are, and a failure has the
-// process list already.
-func (h Host) pinsAmong(pids []int, devs []event.Dev, in map[uint32]bool) []Pin {
+// process list already. A process whose files could not be read (not one
+// that is gone) is counted: the pins come with an *UnreadableError.
+func (h Host) pinsAmong(pids []int, devs []event.Dev, in map[uint32]bool) ([]Pin, error) {
 	want := make(map[event.Dev]bool, len(devs))
 	for _, d := range devs {
 		want[d] = true
 	}
 	per := make([][]Pin, len(pids))
+	denied := make([]bool, len(pids))
 	scan(len(pids), func(i int, s *scratch) {
 		if in != nil {
 			link, err := s.readlink(h.root() + "/" + strconv.Itoa(pids[i]) + "/ns/mnt")
 			if err != nil {
+				denied[i] = isDenied(err)
 				return
 			}
 			if ns, err := ParseNSLink(link); err != nil || !in[ns] {
 				return
 			}
 		}
-		pins := h.pinsOf(pids[i], want, s)
+		pins, unreadable := h.pinsOf(pids[i], want, s)
+		denied[i] = unreadable
 		if len(pins) == 0 {
 			return
 		}
@@ -79,13 +85,44 @@ func (h Host) pinsAmong(pids []int, devs []event.Dev, in map[uint32]bool) []Pin 
 	for _, ps := range per {
 		pins = append(pins, ps...)
 	}
-	return pins
+	n := 0
+	for _, d := range denied {
+		if d {
+			n++
+		}
+	}
+	if n > 0 {
+		return pins, &UnreadableError{Processes: n}
+	}
+	return pins, nil
+}
+
+// UnreadableError says how many processes' files a pin search could not
+// read (permission, not a process that exited): the pins found are the
+// others'. An unprivileged caller sees little more than its own.
+type UnreadableError struct {
+	Processes int
+}
+
+func (e *UnreadableError) Error() string {
+	if e.Processes == 1 {
+		return "1 process unreadable"
+	}
+	return strconv.Itoa(e.Processes) + " processes unreadable"
+}
+
+// isDenied tells a read refused for want of privilege from one of a
+// process that is gone.
+func isDenied(err error) bool {
+	return errors.Is(err, fs.ErrPermission)
 }
 
 // pinsOf lists how one process pins the wanted devices, without its
-// description. A link is read (for its path) only once its device matched:
+// description, and whether some of its files could not be read for want of
+// privilege. A link is read (for its path) only once its device matched:
 // most never do.
-func (h Host) pinsOf(pid int, want map[event.Dev]bool, s *scratch) []Pin {
+func (h Host) pinsOf(pid int, want map[event.Dev]bool, s *scratch) ([]Pin, bool) {
+	denied := false
 	var pins []Pin
 	dir := h.root() + "/" + strconv.Itoa(pid)
 	add := func(kind PinKind, dev event.Dev, path string) {
@@ -95,12 +132,15 @@ func (h Host) pinsOf(pid int, want map[event.Dev]bool, s *scratch) []Pin {
 		name string
 		kind PinKind
 	}{{"cwd", PinCwd}, {"root", PinRoot}} {
-		if dev, _, ok := statDev(dir + "/" + link.name); ok && want[dev] {
+		dev, _, err := statDevErr(dir + "/" + link.name)
+		denied = denied || isDenied(err)
+		if err == nil && want[dev] {
 			target, _ := os.Readlink(dir + "/" + link.name)
 			add(link.kind, dev, target)
 		}
 	}
-	fds, _ := readDirNames(dir + "/fd")
+	fds, err := readDirNames(dir + "/fd")
+	denied = denied || isDenied(err)
 	for _, fd := range fds {
 		p := dir + "/fd/" + fd
 		dev, rdev, ok := statDev(p)
@@ -115,10 +155,11 @@ func (h Host) pinsOf(pid int, want map[event.Dev]bool, s *scratch) []Pin {
 			add(PinFD, dev, target)
 		}
 	}
-	if b, err := s.read(dir + "/maps"); err == nil {
+	b, err := s.read(dir + "/maps")
+	if err == nil {
 		for _, m := range mapsOn(b, want) {
 			add(PinMap, m.dev, m.path)
 		}
 	}
-	return pins
+	return pins, denied || isDenied(err)
 }

@@ -98,7 +98,7 @@ func TestHostSelf(t *testing.T) {
 		}
 	}
 	pins, err := h.Pins([]event.Dev{st.dev})
-	if err != nil {
+	if partial(err) != nil {
 		t.Fatal(err)
 	}
 	found := false
@@ -223,7 +223,7 @@ func TestPinsIn(t *testing.T) {
 		return false
 	}
 	pins, err := h.PinsIn([]event.Dev{dev}, []uint32{self.MntNS}, nil)
-	if err != nil || !has(pins) {
+	if partial(err) != nil || !has(pins) {
 		t.Errorf("PinsIn own namespace: %v, cwd pin found %v", err, has(pins))
 	}
 	if pins, _ := h.PinsIn([]event.Dev{dev}, []uint32{self.MntNS + 1}, nil); has(pins) {

@@ -35,7 +35,10 @@ type Record struct {
 	Dev       event.Dev         `json:"dev,omitempty"`
 	MntNS     uint32            `json:"mntns,omitempty"`
 	Command   *Command          `json:"command,omitempty"`
-	Err       string            `json:"error,omitempty"`
+	// Unreadable is how many processes a pin search could not read
+	// (UnreadableError): the pins are the others'.
+	Unreadable int    `json:"unreadable,omitempty"`
+	Err        string `json:"error,omitempty"`
 }
 
 func (r *Record) key() string {
@@ -92,7 +95,14 @@ func (r Recorder) Mountinfo(pid int) (uint32, []*mountinfo.Info, error) {
 // Pins implements Proc.
 func (r Recorder) Pins(devs []event.Dev) ([]Pin, error) {
 	pins, err := r.Proc.Pins(devs)
-	r.Write(&Record{Op: OpPins, Devs: devs, Pins: pins, Err: errString(err)})
+	rec := &Record{Op: OpPins, Devs: devs, Pins: pins}
+	var unreadable *UnreadableError
+	if errors.As(err, &unreadable) {
+		rec.Unreadable = unreadable.Processes
+	} else {
+		rec.Err = errString(err)
+	}
+	r.Write(rec)
 	return pins, err
 }
 
@@ -199,6 +209,9 @@ func (r *Replay) Pins(devs []event.Dev) ([]Pin, error) {
 	rec, err := r.next((&Record{Op: OpPins, Devs: devs}).key())
 	if err != nil {
 		return nil, err
+	}
+	if rec.Unreadable > 0 {
+		return rec.Pins, &UnreadableError{Processes: rec.Unreadable}
 	}
 	return rec.Pins, rec.err()
 }
