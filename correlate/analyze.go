@@ -8,6 +8,7 @@ import (
 
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/procfs"
+	"golang.org/x/sys/unix"
 )
 
 // callOf describes the event as the finding's call.
@@ -49,7 +50,7 @@ func (c *Correlator) failure(ev *event.Event) {
 	if c.repeated(ev) {
 		return
 	}
-	if (ev.Kind == event.KindMount || ev.Kind == event.KindMoveMount) && ev.Errno == "ENOENT" {
+	if (ev.Kind == event.KindMount || ev.Kind == event.KindMoveMount) && failedWith(ev, unix.ENOENT) {
 		c.staleBind(ev)
 		return
 	}
@@ -59,7 +60,7 @@ func (c *Correlator) failure(ev *event.Event) {
 	a := &analysis{trigger: ev, caller: ev.MntNS, id: id}
 	held := func() []match {
 		matches := c.search(id, ev.MntNS, c.opts.ExitGrace)
-		if ev.Kind == event.KindUmount && ev.Errno == "EINVAL" {
+		if ev.Kind == event.KindUmount && failedWith(ev, unix.EINVAL) {
 			// "Not a mount point here": only a holding elsewhere explains it.
 			matches = otherThan(matches, ev.MntNS)
 		}
@@ -126,7 +127,7 @@ func (c *Correlator) objectOf(ev *event.Event) (identity, Object) {
 	}
 	if mnt := c.mountEventFor(id, ev.Time); mnt != nil {
 		id.fs, obj.FSType = mnt.FSType, mnt.FSType
-		if mnt.FSType == "" || mnt.FSType == "none" || hasFlags(mnt, "MS_BIND") {
+		if mnt.FSType == "" || mnt.FSType == "none" || hasFlags(mnt, unix.MS_BIND) {
 			id.fs, obj.FSType = "", ""
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/mntleak/mntleak/event"
+	"golang.org/x/sys/unix"
 )
 
 // judged is a match with its verdict.
@@ -108,7 +109,7 @@ func retText(ev *event.Event) string {
 // copy kept busy elsewhere; else the caller's own mount; else the most
 // specific explanation among the live holders.
 func (c *Correlator) primary(a *analysis, groups [][]judged) int {
-	if a.trigger.Kind == event.KindUmount && a.trigger.Errno == "EBUSY" {
+	if a.trigger.Kind == event.KindUmount && failedWith(a.trigger, unix.EBUSY) {
 		for i, g := range groups {
 			if g[0].v.cause == CauseBusyCopy {
 				return i

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/event"
 )
@@ -32,7 +33,7 @@ func (c *Correlator) classify(a *analysis, m match) verdict {
 	if m.self {
 		return c.classifySelf(a, m)
 	}
-	if a.trigger.Kind == event.KindUmount && a.trigger.Errno == "EBUSY" && len(a.pins[m.ns.Ino]) > 0 {
+	if a.trigger.Kind == event.KindUmount && failedWith(a.trigger, unix.EBUSY) && len(a.pins[m.ns.Ino]) > 0 {
 		return c.busyCopy(a, m)
 	}
 	for _, rule := range []func(*analysis, match) (verdict, bool){
@@ -203,7 +204,7 @@ func (c *Correlator) bindEvents(ns uint32, src, target string) (bind, private *e
 				continue
 			}
 			switch {
-			case ev.Kind == event.KindMount && hasFlags(ev, "MS_BIND", "MS_REC") && !hasFlags(ev, "MS_REMOUNT") && ev.Source == src && isTarget(ev.Target):
+			case ev.Kind == event.KindMount && hasFlags(ev, unix.MS_BIND|unix.MS_REC) && !hasFlags(ev, unix.MS_REMOUNT) && ev.Source == src && isTarget(ev.Target):
 				bind = ev
 			case ev.Kind == event.KindMoveMount && isTarget(ev.ToPath) && ev.MntID != 0:
 				if ot := c.openTreeFor(ev, i, src); ot != nil {
@@ -224,9 +225,9 @@ func (c *Correlator) bindEvents(ns uint32, src, target string) (bind, private *e
 			continue
 		}
 		switch {
-		case ev.Kind == event.KindMount && hasFlags(ev, "MS_PRIVATE") && (ev.Target == bindTarget || isTarget(ev.Target)):
+		case ev.Kind == event.KindMount && hasFlags(ev, unix.MS_PRIVATE) && (ev.Target == bindTarget || isTarget(ev.Target)):
 			return bind, ev
-		case ev.Kind == event.KindMountSetattr && ev.PropagationName == "MS_PRIVATE" && isTarget(ev.Path):
+		case ev.Kind == event.KindMountSetattr && ev.Propagation == unix.MS_PRIVATE && isTarget(ev.Path):
 			return bind, ev
 		}
 	}
@@ -240,7 +241,7 @@ func (c *Correlator) openTreeFor(mv *event.Event, i int, src string) *event.Even
 	for j := i - 1; j >= 0; j-- {
 		ev := hist[j]
 		if ev.Kind == event.KindOpenTree && ev.MntID == mv.MntID && ev.PID == mv.PID &&
-			hasFlags(ev, "OPEN_TREE_CLONE", "AT_RECURSIVE") && ev.Path == src {
+			hasFlags(ev, unix.OPEN_TREE_CLONE|unix.AT_RECURSIVE) && ev.Path == src {
 			return ev
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mntleak/mntleak/event"
+	"golang.org/x/sys/unix"
 )
 
 // mountflagsRestart: the caller runs in a namespace its daemon made by
@@ -118,8 +119,8 @@ func (c *Correlator) privateParent(a *analysis, m match) (verdict, bool) {
 			(!m.ns.Created.IsZero() && !ev.Time.Before(m.ns.Created)) {
 			continue
 		}
-		if (ev.Kind == event.KindMount && hasFlags(ev, "MS_PRIVATE") && ev.Target == parent.Mountpoint) ||
-			(ev.Kind == event.KindMountSetattr && ev.PropagationName == "MS_PRIVATE" && ev.Path == parent.Mountpoint) {
+		if (ev.Kind == event.KindMount && hasFlags(ev, unix.MS_PRIVATE) && ev.Target == parent.Mountpoint) ||
+			(ev.Kind == event.KindMountSetattr && ev.Propagation == unix.MS_PRIVATE && ev.Path == parent.Mountpoint) {
 			made = ev
 		}
 	}
@@ -215,8 +216,8 @@ func (c *Correlator) sharedPropagation(a *analysis, m match) (verdict, bool) {
 	hist := c.ledger.History()
 	for i := len(hist) - 1; i >= 0; i-- {
 		ev := hist[i]
-		if ev.Kind != event.KindMount || ev.Ret != 0 || ev.MntNS == a.caller || hasFlags(ev, "MS_REMOUNT") ||
-			strings.Contains(ev.FlagNames, "MS_PRIVATE") || strings.Contains(ev.FlagNames, "MS_SLAVE") || strings.Contains(ev.FlagNames, "MS_SHARED") {
+		if ev.Kind != event.KindMount || ev.Ret != 0 || ev.MntNS == a.caller || hasFlags(ev, unix.MS_REMOUNT) ||
+			ev.Flags&(unix.MS_PRIVATE|unix.MS_SLAVE|unix.MS_SHARED) != 0 {
 			continue
 		}
 		from := c.ledger.Table(ev.MntNS)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/procfs"
+	"golang.org/x/sys/unix"
 )
 
 // Options tunes the correlator. Zero values take the defaults.
@@ -391,11 +392,11 @@ func WantsCommand(ev *event.Event) bool {
 func isTrigger(ev *event.Event) bool {
 	switch ev.Kind {
 	case event.KindFailure:
-		return ev.Errno == "EBUSY"
+		return failedWith(ev, unix.EBUSY)
 	case event.KindUmount:
-		return ev.Errno == "EINVAL" || ev.Errno == "EBUSY"
+		return failedWith(ev, unix.EINVAL) || failedWith(ev, unix.EBUSY)
 	case event.KindMount, event.KindMoveMount:
-		return ev.Errno == "ENOENT" || ev.Errno == "EBUSY"
+		return failedWith(ev, unix.ENOENT) || failedWith(ev, unix.EBUSY)
 	}
 	return false
 }

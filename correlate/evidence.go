@@ -1,9 +1,8 @@
 package correlate
 
 import (
-	"strings"
-
 	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/event"
 )
@@ -103,13 +102,9 @@ func itoa(n int) string {
 	return string(b[i:])
 }
 
-// hasFlags reports whether every flag name in want is among ev's flags.
-func hasFlags(ev *event.Event, want ...string) bool {
-	names := "|" + ev.FlagNames + "|"
-	for _, w := range want {
-		if !strings.Contains(names, "|"+w+"|") {
-			return false
-		}
-	}
-	return true
-}
+// hasFlags reports whether ev's flags (mount's MS_*, open_tree's) have
+// every bit of want.
+func hasFlags(ev *event.Event, want uint64) bool { return ev.Flags&want == want }
+
+// failedWith reports whether ev's call failed with errno.
+func failedWith(ev *event.Event, errno unix.Errno) bool { return ev.Ret == -int64(errno) }

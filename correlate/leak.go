@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/event"
 )
@@ -275,7 +276,7 @@ func (c *Correlator) bindOnto(target string, before time.Time) *event.Event {
 	hist := c.ledger.History()
 	for i := len(hist) - 1; i >= 0; i-- {
 		ev := hist[i]
-		if ev.Kind == event.KindMount && ev.Ret == 0 && ev.Target == target && hasFlags(ev, "MS_BIND") &&
+		if ev.Kind == event.KindMount && ev.Ret == 0 && ev.Target == target && hasFlags(ev, unix.MS_BIND) &&
 			!ev.Time.After(before) {
 			return ev
 		}

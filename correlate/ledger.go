@@ -88,13 +88,15 @@ func Propagation(m *mountinfo.Info) string {
 }
 
 // IsPrivate reports whether a mount neither sends nor receives propagation.
-func IsPrivate(m *mountinfo.Info) bool { return Propagation(m) == "private" }
+func IsPrivate(m *mountinfo.Info) bool { return !IsShared(m) && !IsSlave(m) }
 
-// IsShared reports whether a mount is in a shared peer group.
-func IsShared(m *mountinfo.Info) bool { return strings.Contains(m.Optional, "shared:") }
+// IsShared reports whether a mount is in a shared peer group (its shared:N
+// tag, as a number).
+func IsShared(m *mountinfo.Info) bool { shared, _ := tags(m); return shared != 0 }
 
-// IsSlave reports whether a mount receives propagation from a master.
-func IsSlave(m *mountinfo.Info) bool { return strings.Contains(m.Optional, "master:") }
+// IsSlave reports whether a mount receives propagation from a master (its
+// master:N tag).
+func IsSlave(m *mountinfo.Info) bool { _, master := tags(m); return master != 0 }
 
 // RootPropagation names how a namespace's root mount propagates:
 // "shared", "slave" or "private".
