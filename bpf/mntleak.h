@@ -74,6 +74,13 @@ struct mount_event {
 struct umount_event {
 	struct event_header hdr;
 	__u64 flags;
+	/*
+	 * On -EBUSY, the mount ids of the caller's cwd and root: a shell that
+	 * runs umount from inside the mount pins it through the cwd umount
+	 * inherits, and exits before /proc can show it. 0 otherwise.
+	 */
+	__s32 cwd_mnt_id;
+	__s32 root_mnt_id;
 	char target[PATH_LEN];
 };
 

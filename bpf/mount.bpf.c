@@ -54,6 +54,18 @@ SYSCALL_HANDLER(umount_exit)
 		return 0;
 	fill_header(&e->hdr, EVENT_UMOUNT, (__s32)SC_NR(regs), ret);
 	e->flags = SC_ARG1(regs);
+	e->cwd_mnt_id = 0;
+	e->root_mnt_id = 0;
+	if (ret == -EBUSY) {
+		struct task_struct *task = current_task();
+		struct vfsmount *cwd = BPF_CORE_READ(task, fs, pwd.mnt);
+		struct vfsmount *root = BPF_CORE_READ(task, fs, root.mnt);
+
+		if (cwd)
+			e->cwd_mnt_id = BPF_CORE_READ(real_mount(cwd), mnt_id);
+		if (root)
+			e->root_mnt_id = BPF_CORE_READ(real_mount(root), mnt_id);
+	}
 	if (resolve_user_path(e->target, AT_FDCWD, (const char *)SC_ARG0(regs)))
 		e->hdr.truncated = TRUNC_PATH2;
 	submit_event(ctx, e, sizeof(*e));

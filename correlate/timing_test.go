@@ -29,7 +29,7 @@ func TestPinsAtTheFailure(t *testing.T) {
 		failAt := uint64(w.now.UnixNano()) + uint64(200e6) // send's next event time
 		early, late := failAt/1e7-100, failAt/1e7+50       // ticks: 1s before, 0.5s after
 		w.proc.pins = []procfs.Pin{pinAt(40, "app", early), pinAt(41, "shell-later", late)}
-		w.send(failEv(50, "rmdir", hostNS, unix.SYS_RMDIR, "/srv/vol", int64(unix.EBUSY)))
+		w.send(failEv(50, "rmdir", hostNS, 84 /* rmdir on x86_64 */, "/srv/vol", int64(unix.EBUSY)))
 		if len(w.findings) != 1 {
 			t.Fatalf("%d findings, want 1", len(w.findings))
 		}
@@ -42,7 +42,7 @@ func TestPinsAtTheFailure(t *testing.T) {
 		w := newWorld(t, []procfs.Process{systemd}, map[uint32]string{hostNS: hostTable})
 		failAt := uint64(w.now.UnixNano()) + uint64(200e6)
 		w.proc.pins = []procfs.Pin{pinAt(41, "shell-later", failAt/1e7+50)}
-		w.send(failEv(50, "rmdir", hostNS, unix.SYS_RMDIR, "/srv/vol", int64(unix.EBUSY)))
+		w.send(failEv(50, "rmdir", hostNS, 84 /* rmdir on x86_64 */, "/srv/vol", int64(unix.EBUSY)))
 		for _, f := range w.findings {
 			if strings.Contains(f.Line(), "shell-later") {
 				t.Errorf("blamed a process started after the failure: %s", f.Line())
@@ -54,7 +54,7 @@ func TestPinsAtTheFailure(t *testing.T) {
 		failAt := uint64(w.now.UnixNano()) + uint64(200e6)
 		w.proc.pins = []procfs.Pin{pinAt(40, "app", failAt/1e7-100)}
 		w.proc.pinsErr = &procfs.UnreadableError{Processes: 3}
-		w.send(failEv(50, "rmdir", hostNS, unix.SYS_RMDIR, "/srv/vol", int64(unix.EBUSY)))
+		w.send(failEv(50, "rmdir", hostNS, 84 /* rmdir on x86_64 */, "/srv/vol", int64(unix.EBUSY)))
 		if len(w.findings) != 1 {
 			t.Fatalf("%d findings, want 1", len(w.findings))
 		}
@@ -87,7 +87,7 @@ func TestRestartThroughAWrapper(t *testing.T) {
 	// A process list is read (a failure elsewhere, a minute on): it shows
 	// the first generation as dockerd and containerd-shim.
 	w.now = w.now.Add(2 * time.Minute)
-	w.send(failEv(300, "rmdir", hostNS, unix.SYS_RMDIR, "/srv/vol", int64(unix.EBUSY)))
+	w.send(failEv(300, "rmdir", hostNS, 84 /* rmdir on x86_64 */, "/srv/vol", int64(unix.EBUSY)))
 	w.findings = nil
 	w.send(exitEv(90, "dockerd", 10))
 	// The second generation: its creator is still "unshare" to the
@@ -101,5 +101,40 @@ func TestRestartThroughAWrapper(t *testing.T) {
 	}
 	if f := w.findings[0]; f.Cause != correlate.CauseMountflagsRestart || !strings.Contains(f.Line(), "dockerd was restarted") {
 		t.Errorf("cause %s, want mountflags-restart naming dockerd: %s", f.Cause, f.Line())
+	}
+}
+
+// TestUmountFromInside: a busy umount2 whose caller's cwd (recorded by the
+// kernel at the call) is on the mount or below it is explained as that,
+// not as an unknown kernel user, although the caller is gone by the time
+// /proc is read and nothing else pins it.
+func TestUmountFromInside(t *testing.T) {
+	systemd := proc(1, "systemd", hostNS, "/init.scope")
+	for _, tt := range []struct {
+		name       string
+		cwd, root  int32
+		wantInside string
+	}{
+		{"cwd on the mount", 3, 1, "umount[50]'s own cwd is inside /srv/vol"},
+		{"cwd elsewhere", 2, 1, ""},
+		{"not recorded (an older recording)", 0, 0, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t, []procfs.Process{systemd}, map[uint32]string{hostNS: hostTable})
+			ev := umountEv(50, "umount", hostNS, "/srv/vol", -int64(unix.EBUSY))
+			ev.CwdMntID, ev.RootMntID = tt.cwd, tt.root
+			w.send(ev)
+			if len(w.findings) != 1 {
+				t.Fatalf("%d findings, want 1", len(w.findings))
+			}
+			line := w.findings[0].Line()
+			if tt.wantInside != "" {
+				if !strings.Contains(line, tt.wantInside) || strings.Contains(line, "kernel user") || !strings.Contains(line, "Fix: cd out of /srv/vol") {
+					t.Errorf("want %q and the cd fix, no kernel-user guess: %s", tt.wantInside, line)
+				}
+			} else if strings.Contains(line, "own cwd") {
+				t.Errorf("blamed the caller's cwd: %s", line)
+			}
+		})
 	}
 }

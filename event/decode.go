@@ -18,7 +18,7 @@ const (
 
 	HeaderSize       = 72
 	sizeMount        = HeaderSize + 8 + fstypeLen + 2*pathLen + dataLen
-	sizeUmount       = HeaderSize + 8 + pathLen
+	sizeUmount       = HeaderSize + 8 + 2*4 + pathLen
 	sizeNS           = HeaderSize + 8 + 4*4
 	sizeFork         = HeaderSize + 4*4
 	sizeExit         = HeaderSize + 8
@@ -104,6 +104,8 @@ func Decode(b []byte) (Event, error) {
 		path1, path1Name, path2, path2Name = &ev.Source, "source", &ev.Target, "target"
 	case KindUmount:
 		ev.Flags = r.u64()
+		ev.CwdMntID = r.s32()
+		ev.RootMntID = r.s32()
 		ev.Target = r.str(pathLen)
 		path2, path2Name = &ev.Target, "target"
 	case KindUnshare, KindSetns:

@@ -155,6 +155,10 @@ type Event struct {
 	ToFD   int32 `json:"to_fd,omitempty"`   // move_mount
 	MntID  int32 `json:"mnt_id,omitempty"`  // open_tree, move_mount, fsmount
 
+	// A busy umount2's caller: the mount ids of its cwd and root.
+	CwdMntID  int32 `json:"cwd_mnt_id,omitempty"`
+	RootMntID int32 `json:"root_mnt_id,omitempty"`
+
 	MntNSBefore uint32 `json:"mntns_before,omitempty"` // unshare, setns
 	MntNSAfter  uint32 `json:"mntns_after,omitempty"`  // unshare, setns
 	TargetIno   uint32 `json:"target_ino,omitempty"`   // setns: inode behind fd

@@ -75,10 +75,11 @@ func TestDecodeGeneratedLayouts(t *testing.T) {
 			e.Source, e.Target, e.Data = "/", "/run/c/rootfs/rootfs", "mode=755"
 			e.Truncated = []string{"target"}
 		}},
-		{"umount", withHeader(&mountUmountEvent{Flags: unix.MNT_DETACH, Target: cstr[[512]int8]("/srv/vol")},
-			header(event.KindUmount, 166, -22, 0)), func(e *event.Event) {
-			e.Kind, e.SyscallNr, e.Syscall, e.Ret, e.Errno = event.KindUmount, 166, "umount2", -22, "EINVAL"
+		{"umount", withHeader(&mountUmountEvent{Flags: unix.MNT_DETACH, CwdMntId: 77, RootMntId: 1, Target: cstr[[512]int8]("/srv/vol")},
+			header(event.KindUmount, 166, -16, 0)), func(e *event.Event) {
+			e.Kind, e.SyscallNr, e.Syscall, e.Ret, e.Errno = event.KindUmount, 166, "umount2", -16, "EBUSY"
 			e.Flags, e.FlagNames, e.Target = unix.MNT_DETACH, "MNT_DETACH", "/srv/vol"
+			e.CwdMntID, e.RootMntID = 77, 1
 		}},
 		{"pivot_root", withHeader(&mountPivotRootEvent{NewRoot: cstr[[512]int8]("/m/merged"), PutOld: cstr[[512]int8]("/m/merged")},
 			header(event.KindPivotRoot, 155, 0, 0)), func(e *event.Event) {

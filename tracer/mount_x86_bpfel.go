@@ -52,10 +52,12 @@ type mountPivotRootEvent struct {
 }
 
 type mountUmountEvent struct {
-	_      structs.HostLayout
-	Hdr    mountEventHeader
-	Flags  uint64
-	Target [512]int8
+	_         structs.HostLayout
+	Hdr       mountEventHeader
+	Flags     uint64
+	CwdMntId  int32
+	RootMntId int32
+	Target    [512]int8
 }
 
 // Names of all BPF objects in the ELF.

@@ -162,3 +162,31 @@ func TestNeverHoldsAMount(t *testing.T) {
 		t.Errorf("exit %d", code)
 	}
 }
+
+// TestUmountFromItsOwnCwd: `cd DIR && umount DIR` fails with EBUSY
+// because of the cwd the shell passed on; umount has exited before /proc
+// can show it, and the finding says so instead of guessing at a kernel
+// user such as a loop device.
+func TestUmountFromItsOwnCwd(t *testing.T) {
+	privtest.Require(t)
+	privtest.RequireCommands(t, "sh", "umount")
+	dir := privtest.Mkdir(t, filepath.Join(t.TempDir(), "vol"))
+	privtest.Mount(t, "tmpfs", dir, "tmpfs", 0, "size=1m")
+	d := privtest.StartDaemon(t, nil, "--state-dir", "")
+	out, err := exec.Command("sh", "-c", "cd "+dir+" && exec umount "+dir).CombinedOutput()
+	if err == nil {
+		t.Fatalf("umount from inside succeeded: %s", out)
+	}
+	line := d.Logs.Wait(t, "finding on "+dir, func(s string) bool {
+		return strings.Contains(s, `"finding":"failure"`) && strings.Contains(s, "EBUSY umount2 "+dir)
+	})
+	for _, want := range []string{"'s own cwd is inside " + dir, "Fix: cd out of " + dir, `"cause":"in-use"`} {
+		if !strings.Contains(line, want) {
+			t.Errorf("finding lacks %q: %s", want, line)
+		}
+	}
+	if strings.Contains(line, "kernel user") {
+		t.Errorf("finding guesses a kernel user: %s", line)
+	}
+	d.Stop(t)
+}
