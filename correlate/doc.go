@@ -7,15 +7,40 @@
 // It is pure Go and deterministic: events in, findings out. Time is the
 // events' own (the injected clock of a replay is the recorded stream); /proc
 // is reached only through procfs.Proc, so tests and `mntleak replay` feed it
-// recorded snapshots. The parts:
+// recorded snapshots.
 //
-//   - Lineage: every mount namespace known, how and by whom it was created,
-//     its members over time, and when its last member left.
-//   - Ledger: per namespace, the mount table last read from /proc, plus the
-//     recent mount-family events (the evidence).
-//   - holders.go: the search for every namespace and process that still
-//     holds an object (device, path through bind roots, overlay, nsfs).
-//   - classify.go: the Cause of each holding, with its evidence and fix.
-//   - finding.go: the Finding and its one-line form (Line); report.go: the
-//     form `mntleak why` prints, a line per holding process.
+// One event through Handle: the lineage learns namespaces and members
+// (lineage.go), the ledger learns mount tables and keeps the recent mount
+// events (ledger.go); a failure is analysed (analyze.go): the object's
+// identity, every namespace that holds it (holders.go) and the processes
+// that pin it; each holding gets a cause (classify.go, namespace_causes.go)
+// and the holdings are assembled into one Finding (assemble.go). An unmount
+// is checked for copies that stayed behind (leak.go).
+//
+// Files:
+//   - correlator.go: Options, New, Start, Handle, Remember; which events
+//     are failures worth explaining.
+//   - lineage.go: Lineage, Namespace, Member: namespaces and their members
+//     over time; gc.go: what is forgotten, and when.
+//   - ledger.go, tableindex.go, peergroups.go: Table and Ledger, the mount
+//     tables read from /proc, indexed by mount and by peer group.
+//   - analyze.go: a failure, from the event to the holdings and pins.
+//   - holders.go: an object's identity (device, path through bind roots,
+//     overlay, nsfs) and the search for its copies.
+//   - classify.go: the analysis, the verdict, and the causes of a copy made
+//     by a bind (busy-copy, private-tmp, rprivate-bind).
+//   - namespace_causes.go: the causes of a copy kept by its namespace
+//     (mountflags-restart, private-parent, unshare, shared-propagation, the
+//     caller's own namespace, the caller's own cwd).
+//   - assemble.go: holdings grouped into one Finding, the primary verdict.
+//   - leak.go: leaks as they form; stalebind.go: mount ENOENT from a bind
+//     whose source was deleted.
+//   - cause.go: Cause and its slugs; finding.go: Finding and its one-line
+//     form; report.go: the form `mntleak why` prints.
+//   - evidence.go: evidence items and event summaries; calls.go: what an
+//     event's call did (flag bits, errno); attribution.go: container,
+//     systemd unit and pod from cgroup paths.
+//   - why.go, audit.go, risks.go: `mntleak why` and `mntleak audit`;
+//     replay.go: a recorded stream replayed; loss.go: lost events in the
+//     evidence window.
 package correlate

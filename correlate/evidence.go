@@ -2,7 +2,6 @@ package correlate
 
 import (
 	"github.com/moby/sys/mountinfo"
-	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/event"
 )
@@ -101,10 +100,3 @@ func itoa(n int) string {
 	}
 	return string(b[i:])
 }
-
-// hasFlags reports whether ev's flags (mount's MS_*, open_tree's) have
-// every bit of want.
-func hasFlags(ev *event.Event, want uint64) bool { return ev.Flags&want == want }
-
-// failedWith reports whether ev's call failed with errno.
-func failedWith(ev *event.Event, errno unix.Errno) bool { return ev.Ret == -int64(errno) }

@@ -4,9 +4,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/moby/sys/mountinfo"
-	"golang.org/x/sys/unix"
-
 	"github.com/mntleak/mntleak/event"
 )
 
@@ -191,94 +188,6 @@ func (c *Correlator) leakFor(id identity, matches []match) *LeakRef {
 			if rec.holders[m.ns.Ino] {
 				return &LeakRef{Time: rec.finding.Time, Summary: rec.finding.Summary}
 			}
-		}
-	}
-	return nil
-}
-
-// staleBind explains mount/move_mount ENOENT when the source is a bind
-// whose file was deleted (the subPath of an updated ConfigMap): the bind
-// stays, but nothing can be bound from it any more. Not a leak.
-func (c *Correlator) staleBind(ev *event.Event) {
-	src := ev.Source
-	if ev.Kind == event.KindMoveMount {
-		src = ev.FromPath
-	}
-	if src == "" {
-		return
-	}
-	// The caller's namespace, and the one it was copied from: runc's init
-	// fails and exits, and its namespace may be gone before /proc is read.
-	scope := []uint32{ev.MntNS}
-	if n := c.lineage.Get(ev.MntNS); n != nil && n.Parent != 0 {
-		scope = append(scope, n.Parent)
-	}
-	// Forced: deleting the bind's source changes mountinfo (//deleted)
-	// without any mount event. But only of a mount at the source: a table
-	// read after the last mount change that has none there needs no
-	// re-read (runc's ENOENTs from missing mount sources, many per
-	// container, then cost nothing).
-	need := func(n *Namespace) bool {
-		if n.Ino != scope[0] && n.Ino != scope[len(scope)-1] {
-			return false
-		}
-		t := c.ledger.Table(n.Ino)
-		return t == nil || !c.ledger.Fresh(n.Ino) || t.At(src) != nil
-	}
-	var missing []string
-	for _, ns := range scope {
-		if n := c.lineage.Get(ns); n != nil && need(n) {
-			missing = c.refreshTables(need, true)
-			break
-		}
-	}
-	var m *mountinfo.Info
-	var holderNS uint32
-	for _, ns := range scope {
-		if t := c.ledger.Table(ns); t != nil && c.lineage.Get(ns) != nil {
-			if x := t.At(src); x != nil && strings.HasSuffix(x.Root, "//deleted") {
-				m, holderNS = x, ns
-				break
-			}
-		}
-	}
-	if m == nil {
-		return
-	}
-	if holderNS != ev.MntNS {
-		missing = nil // the caller's namespace was gone, its parent answered
-	}
-	deleted := strings.TrimSuffix(m.Root, "//deleted")
-	f := &Finding{
-		Kind: KindFailure, Time: ev.Time, Call: c.callOf(ev),
-		Object:  Object{Path: firstNonEmpty(ev.Target, ev.ToPath), Source: src, Dev: devOf(m), FSType: m.FSType, Root: m.Root},
-		Holders: []Holder{{MntNS: holderNS, Self: holderNS == ev.MntNS, Where: src, MountID: m.ID, Propagation: Propagation(m)}},
-		Cause:   CauseStaleBind,
-		Missing: missing,
-	}
-	f.Evidence = append(f.Evidence, eventEvidence(ev, "the call: "+eventSummary(ev)))
-	bound := ""
-	if b := c.bindOnto(src, ev.Time); b != nil {
-		f.Evidence = append(f.Evidence, eventEvidence(b, "the stale bind: "+eventSummary(b)))
-		bound = "; bound by " + procName(b.Comm, int(b.PID)) + " at " + clock(b.Time) + " from " + b.Source
-	} else {
-		f.Inferred = true
-	}
-	f.Evidence = append(f.Evidence, factEvidence(mountFact(holderNS, m)+": its source was deleted"))
-	f.Summary = "not a leak: the source " + src + " is a bind of " + deleted + ", which has since been deleted (mountinfo: //deleted)" + bound
-	f.Fix = "unmount the stale bind " + src + " and bind the current file again (kubelet does so since Kubernetes 1.20, PR 89629); " +
-		"for ConfigMaps and Secrets prefer mounting the whole volume over subPath"
-	c.report(f)
-}
-
-// bindOnto returns the last successful bind mount onto target before t.
-func (c *Correlator) bindOnto(target string, before time.Time) *event.Event {
-	hist := c.ledger.History()
-	for i := len(hist) - 1; i >= 0; i-- {
-		ev := hist[i]
-		if ev.Kind == event.KindMount && ev.Ret == 0 && ev.Target == target && hasFlags(ev, unix.MS_BIND) &&
-			!ev.Time.After(before) {
-			return ev
 		}
 	}
 	return nil
