@@ -14,4 +14,14 @@
 // dies with the thread, or a private "node" namespace held by a child), so
 // nothing they mount is copied by other processes on the machine, and
 // nothing is left behind when a run ends or is interrupted.
+//
+// Files: run.go and runner.go (a run: Config, the rounds, the Report),
+// variants.go (no tracer, the empty-program floors, mntleak, bpftrace),
+// floor.go and nullsys.go (the empty programs, the getppid loop),
+// threads.go, procstat.go and stats.go (CPU time, medians), filechurn.go,
+// storm.go and stormworker.go, docker.go, crowd.go, procs.go, memory.go
+// (the workloads), daemon.go and bpftrace.go (the tracers as children),
+// node.go (the private node namespace), machine.go, report.go and
+// markdown.go (the table and docs/BENCHMARKS.md), soak.go and
+// soakreport.go (make soak).
 package bench

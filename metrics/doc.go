@@ -2,4 +2,6 @@
 // events lost in the kernel, findings by cause, leaks currently open,
 // namespaces tracked, and the latency from a failing syscall to its
 // finding. It uses a registry of its own, never the global one.
+//
+// Files: metrics.go (the collectors, Serve, ListenAddr).
 package metrics

@@ -7,4 +7,8 @@
 // write(2), at least every FlushInterval. File writers reopen their path
 // on request (logrotate), and Close gives up on a stuck destination after
 // a time limit, so that a daemon told to stop does stop.
+//
+// Files: writer.go (the event stream and record writers, reopen),
+// queue.go (the bounded queue and its drain), lines.go (the log's queue in
+// front of stderr), finding.go (a finding's log level, fields and JSON).
 package output

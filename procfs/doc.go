@@ -9,4 +9,8 @@
 // Recorder wraps a Proc and writes every answer as a record; Replay answers
 // from such records, in order, so `mntleak replay` reproduces what the
 // daemon saw.
+//
+// Files: types.go (Proc, Process, Pin), host.go (the live reader), scan.go
+// (the parallel /proc scan), pins.go (who pins a filesystem, and who could
+// not be read), record.go (Recorder, Replay).
 package procfs

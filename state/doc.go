@@ -12,4 +12,6 @@
 // regular file (a directory, a FIFO that would block a read) is neither
 // read nor removed; segments of another boot are ignored (namespace
 // inodes mean nothing across a reboot). Files are 0600.
+//
+// Files: log.go (Open, Append, Flush, Read, Load, BootID, Keep).
 package state

@@ -3,4 +3,6 @@
 // answer the correlator used ({"proc": {...}}). A replay of the stream gives
 // the correlator the same events and the same answers, so it reaches the
 // same findings.
+//
+// Files: stream.go (Read, Item, ProcLine, TruncatedError).
 package stream

@@ -1,8 +1,19 @@
 // Package privtest gates the tests that need root and BPF, and holds the
 // small helpers they share to build real mounts, namespaces and loop
-// devices. Every helper registers its own cleanup.
+// devices, and to run the real daemon. Every helper registers its own
+// cleanup.
 //
 // A privileged test calls Require first. Without root or BPF it skips —
 // unless MNTLEAK_REQUIRE_BPF=1 (set by .ci/run), where it fails, so CI can
 // never pass by skipping.
+//
+// The daemon in tests: Binary builds bin/mntleak once per test process
+// (with -race when the tests run under it), StartDaemon runs `mntleak
+// trace` and collects its log (Lines), Stop and Signal end it and fail the
+// test on a race report; Poll and WaitFor are the one way to wait.
+//
+// Files: privtest.go (Require, mounts, namespace holders, loop devices),
+// daemon.go (Binary, Main, Daemon, Lines, Poll, WaitFor, ExitLimit),
+// leftovers.go (what a run may leave behind), syncbuffer.go, race_on.go and
+// race_off.go (whether the race detector is on).
 package privtest
