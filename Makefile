@@ -75,7 +75,7 @@ check-generated: generate
 
 ## fuzz: every fuzz target for FUZZTIME (their seeds also run in make test).
 FUZZTIME ?= 30s
-FUZZ_TARGETS := FuzzDecode:./event FuzzParseDev:./event FuzzRead:./stream FuzzMountinfo:./correlate FuzzParseTarget:./cmd/mntleak
+FUZZ_TARGETS := FuzzDecode:./event FuzzFindingLine:./correlate FuzzParseDev:./event FuzzRead:./stream FuzzMountinfo:./correlate FuzzParseTarget:./cmd/mntleak
 fuzz:
 	@for t in $(FUZZ_TARGETS); do name=$${t%%:*}; pkg=$${t#*:}; echo "== $$name $$pkg"; \
 		$(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) $$pkg || exit 1; done

@@ -25,7 +25,7 @@ func (a *AuditItem) Line() string {
 	if len(a.Processes) > 0 {
 		s += ", held by " + procList(a.Processes, 3)
 	}
-	return s + ". Fix: " + a.Fix
+	return Escape(s + ". Fix: " + a.Fix)
 }
 
 // Audit scans every namespace of the snapshot Start took (one mountinfo per

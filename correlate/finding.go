@@ -143,6 +143,10 @@ type LeakRef struct {
 //	EBUSY openat /dev/loop3 by mkfs.ext4[4121]: still mounted in
 //	mnt:[4026532290] at /host/srv/vol, held by sleep[3990] (container
 //	5f2c…); leaked by ... Fix: ...
+//
+// Line is the finding as one human-readable line (the log message, the
+// journal's MESSAGE, replay's text): untrusted strings in it are escaped
+// (Escape), so it is always exactly one line.
 func (f *Finding) Line() string {
 	var b strings.Builder
 	if f.Kind == KindHeld {
@@ -187,7 +191,7 @@ func (f *Finding) Line() string {
 	}
 	b.WriteString(". Fix: ")
 	b.WriteString(f.Fix)
-	return b.String()
+	return Escape(b.String())
 }
 
 func (o *Object) describe() string {

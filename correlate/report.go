@@ -12,7 +12,7 @@ import (
 // form the log and the journal carry; Report lists everything Line
 // abbreviates ("+155 more").
 func (f *Finding) Report() string {
-	var b strings.Builder
+	var b reportBuilder
 	procs := 0
 	for i := range f.Holders {
 		procs += len(f.Holders[i].Processes) + len(pinners(f.Holders[i].Pins))
@@ -22,7 +22,7 @@ func (f *Finding) Report() string {
 	if f.Inferred {
 		b.WriteString(" (inferred: no recorded history)")
 	}
-	b.WriteByte('\n')
+	b.endLine()
 	for i := range f.Holders {
 		h := &f.Holders[i]
 		b.WriteString("  ")
@@ -43,19 +43,24 @@ func (f *Finding) Report() string {
 		if h.Detached {
 			b.WriteString(", detached by the kernel")
 		}
-		b.WriteByte('\n')
+		b.endLine()
 		for _, p := range h.Processes {
-			b.WriteString("    held by " + procList([]ProcRef{p}, 1) + "\n")
+			b.WriteString("    held by " + procList([]ProcRef{p}, 1))
+			b.endLine()
 		}
 		for _, pp := range pinners(h.Pins) {
-			b.WriteString("    " + procName(pp[0].Comm, pp[0].PID) + ": " + pinSummary(pp) + "\n")
+			b.WriteString("    " + procName(pp[0].Comm, pp[0].PID) + ": " + pinSummary(pp))
+			b.endLine()
 		}
 	}
-	b.WriteString("cause: " + f.Cause.String() + "\n")
+	b.WriteString("cause: " + f.Cause.String())
+	b.endLine()
 	if f.Leak != nil {
-		b.WriteString("leak seen at " + clock(f.Leak.Time) + "\n")
+		b.WriteString("leak seen at " + clock(f.Leak.Time))
+		b.endLine()
 	}
-	b.WriteString("fix: " + f.Fix + "\n")
+	b.WriteString("fix: " + f.Fix)
+	b.endLine()
 	return b.String()
 }
 
@@ -104,6 +109,23 @@ func pinSummary(pins []PinRef) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// reportBuilder collects a report's lines: endLine ends one, and the line
+// is escaped (Escape) then, so an untrusted newline inside a path can
+// never end a line.
+type reportBuilder struct {
+	out, cur strings.Builder
+}
+
+func (r *reportBuilder) WriteString(s string) { r.cur.WriteString(s) }
+
+func (r *reportBuilder) endLine() {
+	r.out.WriteString(Escape(r.cur.String()))
+	r.out.WriteByte('\n')
+	r.cur.Reset()
+}
+
+func (r *reportBuilder) String() string { return r.out.String() + Escape(r.cur.String()) }
 
 // plural is "1 pin", "3 pins".
 func plural(n int, what string) string {

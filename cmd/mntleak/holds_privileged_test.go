@@ -1,10 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -13,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/internal/privtest"
 )
 
@@ -189,4 +192,94 @@ func TestUmountFromItsOwnCwd(t *testing.T) {
 		t.Errorf("finding guesses a kernel user: %s", line)
 	}
 	d.Stop(t)
+}
+
+// TestForgedLogLines: a mount point named with a newline, a JSON log
+// record and an ESC sequence, held by a binary named "hold\nFAKE": the
+// daemon's console log carries the leak as one line with those escaped, no
+// forged record and no raw escape byte, while the JSON detail keeps the
+// raw path.
+func TestForgedLogLines(t *testing.T) {
+	privtest.Require(t)
+	privtest.RequireCommands(t, "unshare", "sleep")
+	evil := "ev il\n{\"level\":\"error\",\"msg\":\"FAKE\"}\x1b[31m"
+	base := t.TempDir()
+	dir := privtest.Mkdir(t, filepath.Join(base, evil))
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(sleep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := filepath.Join(base, "hold\nFAKE")
+	if err := os.WriteFile(prog, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	privtest.Mount(t, "tmpfs", dir, "tmpfs", 0, "size=1m")
+
+	var stderr privtest.SyncBuffer
+	d := privtest.StartDaemon(t, nil, "--state-dir", "", "--log-format", "json")
+	holder := exec.Command("unshare", "-m", "--propagation", "private", prog, "600")
+	holder.Stderr = &stderr
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
+	privtest.WaitFor(t, 5*time.Second, "the holder's own namespace", func() bool {
+		return privtest.MountNS(t, strconv.Itoa(holder.Process.Pid)) != privtest.MountNS(t, "self")
+	})
+	time.Sleep(200 * time.Millisecond) // exec'd: its comm is the binary's name
+	if err := unix.Unmount(dir, 0); err != nil {
+		t.Fatal(err)
+	}
+	jsonLine := d.Logs.Wait(t, "leak finding", func(s string) bool { return strings.Contains(s, `"finding":"leak"`) && strings.Contains(s, "FAKE") })
+	var rec struct {
+		Msg    string             `json:"msg"`
+		Detail *correlate.Finding `json:"detail"`
+	}
+	if err := json.Unmarshal([]byte(jsonLine), &rec); err != nil || rec.Detail == nil {
+		t.Fatalf("finding is not JSON with a detail: %v: %s", err, jsonLine)
+	}
+	if rec.Detail.Object.Path != dir {
+		t.Errorf("JSON detail path %q, want the raw %q", rec.Detail.Object.Path, dir)
+	}
+	for _, want := range []string{`ev il\n{"level":"error","msg":"FAKE"}\x1b[31m`, `hold\nFAKE[`} {
+		if !strings.Contains(rec.Msg, want) {
+			t.Errorf("message lacks the escaped %q: %s", want, rec.Msg)
+		}
+	}
+	if strings.ContainsAny(rec.Msg, "\n\x1b") {
+		t.Errorf("message has a raw newline or ESC: %q", rec.Msg)
+	}
+	d.Stop(t)
+
+	// The console format, where the message is written as it is.
+	c := privtest.StartDaemon(t, nil, "--state-dir", "", "--log-format", "console")
+	_ = holder.Process.Kill()
+	_ = holder.Wait()
+	holder2 := exec.Command("unshare", "-m", "--propagation", "private", prog, "600")
+	privtest.Mount(t, "tmpfs", dir, "tmpfs", 0, "size=1m")
+	if err := holder2.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = holder2.Process.Kill(); _ = holder2.Wait() })
+	privtest.WaitFor(t, 5*time.Second, "the second holder's namespace", func() bool {
+		return privtest.MountNS(t, strconv.Itoa(holder2.Process.Pid)) != privtest.MountNS(t, "self")
+	})
+	time.Sleep(200 * time.Millisecond)
+	if err := unix.Unmount(dir, 0); err != nil {
+		t.Fatal(err)
+	}
+	c.Logs.Wait(t, "leak finding (console)", func(s string) bool { return strings.Contains(s, "LEAK ") && strings.Contains(s, "FAKE") })
+	c.Stop(t)
+	for _, l := range c.Logs.All() {
+		if strings.Contains(l, "\x1b") {
+			t.Errorf("raw ESC in the console log: %q", l)
+		}
+		if strings.HasPrefix(l, `{"level":"error","msg":"FAKE"`) || strings.HasPrefix(l, "FAKE") {
+			t.Errorf("a forged line in the console log: %q", l)
+		}
+	}
 }

@@ -83,7 +83,7 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 		if *asJSON {
 			fmt.Fprintln(stdout, `{"held":false}`)
 		} else {
-			fmt.Fprintf(stdout, "nothing holds %s\n", fs.Arg(0))
+			fmt.Fprintf(stdout, "nothing holds %s\n", correlate.Escape(fs.Arg(0)))
 		}
 		return exitOK
 	}

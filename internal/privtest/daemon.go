@@ -175,7 +175,9 @@ func StartDaemon(t testing.TB, stdout io.Writer, args ...string) *Daemon {
 		d.checkRace(t)
 	})
 	if !Poll(15*time.Second, func() bool {
-		_, ok := d.Logs.Find(func(s string) bool { return strings.Contains(s, `"msg":"tracing"`) })
+		_, ok := d.Logs.Find(func(s string) bool {
+			return strings.Contains(s, `"msg":"tracing"`) || strings.Contains(s, "\tINFO\ttracing\t") // json, console
+		})
 		return ok || d.Exited()
 	}) || d.Exited() {
 		t.Fatalf("mntleak trace did not start:\n%s", strings.Join(d.Logs.All(), "\n"))
