@@ -17,6 +17,7 @@ import (
 	"github.com/mntleak/mntleak/metrics"
 	"github.com/mntleak/mntleak/output"
 	"github.com/mntleak/mntleak/procfs"
+	"github.com/mntleak/mntleak/state"
 	"github.com/mntleak/mntleak/stream"
 	"github.com/mntleak/mntleak/tracer"
 )
@@ -33,6 +34,21 @@ const gaugeInterval = time.Second
 func Run(ctx context.Context, cfg Config, stdout io.Writer, log *Log, reopen <-chan os.Signal) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+
+	// One daemon per state dir, decided before anything is loaded: a second
+	// one exits naming the first. A dir that cannot be used at all only
+	// costs the persistent lineage (openLineage says so).
+	if cfg.StateDir != "" {
+		lock, err := state.Lock(cfg.StateDir)
+		var held *state.HeldError
+		if errors.As(err, &held) {
+			return held
+		}
+		if err != nil {
+			log.Warn("state dir not locked: a second daemon could share it", zap.Error(err))
+		}
+		defer lock.Unlock() //nolint:errcheck // closing a lock file; the kernel drops it at exit anyway
+	}
 
 	// Every slow output is behind a bounded queue: the reader never waits.
 	sk, err := openSinks(ctx, cfg, stdout, log)

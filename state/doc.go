@@ -13,5 +13,10 @@
 // read nor removed; segments of another boot are ignored (namespace
 // inodes mean nothing across a reboot). Files are 0600.
 //
-// Files: log.go (Open, Append, Flush, Read, Load, BootID, Keep).
+// One daemon owns a state dir: Lock holds an flock on its "lock" file (the
+// owner's pid inside) for the daemon's life; a second daemon gets a
+// HeldError naming the first.
+//
+// Files: log.go (Open, Append, Flush, Read, Load, BootID, Keep), lock.go
+// (Lock, HeldError).
 package state

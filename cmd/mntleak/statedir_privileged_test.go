@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -134,4 +136,45 @@ func TestDamagedStateDir(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOneDaemonPerStateDir: a second daemon on the same --state-dir exits
+// 1 at once with one line naming the first one's pid, and loads nothing;
+// once the first has stopped, the dir is free again. With --state-dir ""
+// there is nothing to lock.
+func TestOneDaemonPerStateDir(t *testing.T) {
+	privtest.Require(t)
+	dir := filepath.Join(t.TempDir(), "state")
+	first := privtest.StartDaemon(t, nil, "--state-dir", dir)
+
+	second := exec.Command(privtest.Binary(t), "trace", "--format", "json", "--log-format", "json", "--journald", "off", "--state-dir", dir)
+	var stderr bytes.Buffer
+	second.Stderr = &stderr
+	done := make(chan error, 1)
+	if err := second.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- second.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = second.Process.Kill()
+		t.Fatalf("the second daemon is still running:\n%s", stderr.String())
+	}
+	want := fmt.Sprintf("mntleak trace: state dir %s is in use by another mntleak (pid %d)", dir, first.Cmd.Process.Pid)
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if code := second.ProcessState.ExitCode(); code != exitError || !strings.HasPrefix(lines[len(lines)-1], want) {
+		t.Errorf("second daemon: exit %d, stderr:\n%s\nwant exit %d and a last line starting %q", code, stderr.String(), exitError, want)
+	}
+	if strings.Contains(stderr.String(), "BPF programs attached") {
+		t.Errorf("the second daemon loaded its programs before giving up:\n%s", stderr.String())
+	}
+	first.Stop(t)
+
+	again := privtest.StartDaemon(t, nil, "--state-dir", dir)
+	again.Stop(t)
+	a := privtest.StartDaemon(t, nil, "--state-dir", "")
+	b := privtest.StartDaemon(t, nil, "--state-dir", "")
+	b.Stop(t)
+	a.Stop(t)
 }
