@@ -20,7 +20,7 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the items as a JSON array")
 	prefix := fs.String("path-prefix", "", "only mounts below this path")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: mntleak audit [flags]\n\nScans every mount namespace for leaked mounts that exist now, and for\nconfiguration that makes leaks. Exit 1 when a leak is found (for cron and\nnode-problem-detector), 0 otherwise, 2 on bad input. Needs root.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "usage: mntleak audit [flags]\n\nScans every mount namespace for leaked mounts that exist now, and for\nconfiguration that makes leaks. Exit 1 when a leak is found (for cron and\nnode-problem-detector), 0 otherwise, 2 on bad input, 3 when none was found\nbut the node could not be seen (missing capabilities, no hostPID). Needs root.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -39,6 +39,14 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	host := procfs.Host{}
+	vis, err := host.Visibility()
+	if err != nil {
+		fmt.Fprintf(stderr, "mntleak audit: %v\n", err)
+		return exitError
+	}
+	if note := vis.Text(); note != "" {
+		fmt.Fprintf(stderr, "mntleak audit: %s\n", note)
+	}
 	corr := correlate.New(host, correlate.Options{}, func(*correlate.Finding) {})
 	if err := corr.Start(); err != nil {
 		fmt.Fprintf(stderr, "mntleak audit: snapshot of /proc: %v\n", err)
@@ -62,12 +70,17 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 		for i := range items {
 			fmt.Fprintln(stdout, items[i].Line())
 		}
-		if len(items) == 0 {
+		if len(items) == 0 && vis.Blind() {
+			fmt.Fprintln(stdout, "no leaked mounts among what could be read")
+		} else if len(items) == 0 {
 			fmt.Fprintln(stdout, "no leaked mounts")
 		}
 	}
 	if leaks > 0 {
 		return exitError
+	}
+	if vis.Blind() {
+		return exitBlind
 	}
 	return exitOK
 }

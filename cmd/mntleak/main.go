@@ -12,6 +12,9 @@ const (
 	exitOK    = 0
 	exitError = 1 // the command ran and failed
 	exitUsage = 2 // bad input: flags, arguments
+	// exitBlind: why or audit found nothing, but could not see the node
+	// (missing capabilities, no hostPID): not an all-clear.
+	exitBlind = 3
 )
 
 const usage = `usage: mntleak <command> [flags]
@@ -23,8 +26,10 @@ Commands:
            go to the log)
   replay   run the correlator over a stream recorded with trace --record
            (FILE, or - for standard input)
-  why      say what holds a path, a device or major:minor now (exit 1 if held)
-  audit    scan every mount namespace for leaked mounts and risky settings (exit 1 on a leak)
+  why      say what holds a path, a device or major:minor now (exit 1 if held,
+           3 if nothing was found but the node could not be seen)
+  audit    scan every mount namespace for leaked mounts and risky settings (exit 1
+           on a leak, 3 if none was found but the node could not be seen)
   version  print the version, the commit and the kernel features detected
 
 Run 'mntleak <command> -h' for the flags of a command.

@@ -54,7 +54,7 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the finding as JSON")
 	stateDir := fs.String("state-dir", "/var/lib/mntleak", "persistent lineage of a daemon, if any: cite recorded events instead of inferring")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: mntleak why [flags] PATH|DEVICE|MAJOR:MINOR\n\nSays what holds a mount, a device or a directory now: every namespace that has it\nmounted, the processes that pin it, and the most likely cause. Exit 0 when\nnothing holds it, 1 when something does, 2 on bad input. Needs root.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "usage: mntleak why [flags] PATH|DEVICE|MAJOR:MINOR\n\nSays what holds a mount, a device or a directory now: every namespace that has it\nmounted, the processes that pin it, and the most likely cause. Exit 0 when\nnothing holds it, 1 when something does, 2 on bad input, 3 when nothing was\nfound but the node could not be seen (missing capabilities, no hostPID). Needs root.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -74,16 +74,34 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	target.Asker = os.Getpid()
+	vis, err := procfs.Host{}.Visibility()
+	if err != nil {
+		fmt.Fprintf(stderr, "mntleak why: %v\n", err)
+		return exitError
+	}
 	f, err := why(target, *stateDir)
 	if err != nil {
 		fmt.Fprintf(stderr, "mntleak why: %v\n", err)
 		return exitError
 	}
+	if note := vis.Text(); note != "" {
+		fmt.Fprintf(stderr, "mntleak why: %s\n", note)
+	}
 	if f == nil {
 		if *asJSON {
-			fmt.Fprintln(stdout, `{"held":false}`)
+			b, _ := json.Marshal(struct {
+				Held       bool   `json:"held"`
+				Complete   bool   `json:"complete"`
+				Incomplete string `json:"incomplete,omitempty"`
+			}{false, vis.Complete(), vis.Text()})
+			fmt.Fprintln(stdout, string(b))
+		} else if vis.Blind() {
+			fmt.Fprintf(stdout, "nothing found holding %s among what could be read\n", correlate.Escape(fs.Arg(0)))
 		} else {
 			fmt.Fprintf(stdout, "nothing holds %s\n", correlate.Escape(fs.Arg(0)))
+		}
+		if vis.Blind() {
+			return exitBlind
 		}
 		return exitOK
 	}

@@ -221,3 +221,65 @@ func TestHolderReportOfWhy(t *testing.T) {
 		t.Errorf("no cause line:\n%s", out)
 	}
 }
+
+// TestWhyWithoutSight: `why` and `audit` that cannot see the node never
+// give an all-clear: run as an unprivileged user, or in a PID namespace of
+// their own (a container without hostPID), about a directory a root
+// process holds, they find nothing, say what they could not see and why
+// (the missing capabilities, the PID namespace), and exit 3; as root the
+// same question is answered (exit 1, held in the holder's namespace).
+func TestWhyWithoutSight(t *testing.T) {
+	privtest.Require(t)
+	privtest.RequireCommands(t, "setpriv", "unshare", "sleep")
+	bin := privtest.Binary(t)
+	base := t.TempDir()
+	for _, d := range []string{filepath.Dir(base), base} { // t.TempDir makes both 0700
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := privtest.Mkdir(t, filepath.Join(base, "vol"))
+	// Mounted only in a root process's private namespace: the question is
+	// answered by reading that namespace's table, which takes privilege.
+	privtest.StartHolder(t, "private", "mount -t tmpfs -o size=1m tmpfs "+dir)
+
+	run := func(argv ...string) (int, string, string) {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		_ = cmd.Run()
+		return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
+	}
+	unpriv := []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"}
+	ownPIDNS := []string{"unshare", "--pid", "--fork", "--mount", "--mount-proc"}
+	for _, tt := range []struct {
+		name     string
+		argv     []string
+		code     int
+		stdout   string
+		stderrIn []string
+	}{
+		{"root", []string{bin, "why", "--state-dir", "", dir}, exitError, "HELD " + dir, nil},
+		{"unprivileged why", append(append([]string{}, unpriv...), bin, "why", "--state-dir", "", dir), exitBlind,
+			"nothing found holding " + dir + " among what could be read", []string{"incomplete view: ", "processes could not be read", "missing CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH"}},
+		{"unprivileged audit", append(append([]string{}, unpriv...), bin, "audit"), exitBlind,
+			"no leaked mounts among what could be read", []string{"incomplete view: ", "missing CAP_SYS_PTRACE"}},
+		{"own PID namespace", append(append([]string{}, ownPIDNS...), bin, "why", "--state-dir", "", dir), exitBlind,
+			"nothing found holding " + dir, []string{"not in the host's PID namespace (a container without hostPID)"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := run(tt.argv...)
+			if code != tt.code || !strings.HasPrefix(stdout, tt.stdout) {
+				t.Errorf("exit %d, stdout %q; want %d and %q (stderr %q)", code, stdout, tt.code, tt.stdout, stderr)
+			}
+			for _, want := range tt.stderrIn {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("stderr lacks %q: %q", want, stderr)
+				}
+			}
+			if tt.code == exitBlind && strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+				t.Errorf("stderr is not one line: %q", stderr)
+			}
+		})
+	}
+}

@@ -1,0 +1,157 @@
+package procfs
+
+import (
+	"bufio"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// initPIDNS is the inode of the initial PID namespace (PROC_PID_INIT_INO):
+// the host's, which hostPID containers share.
+const initPIDNS = 0xEFFFFFFC
+
+// Visibility is how much of the node the caller can see through /proc:
+// `mntleak why` and `mntleak audit` must not say "nothing holds it" when
+// they could not look.
+type Visibility struct {
+	Processes           int      // processes listed
+	UnreadableProcesses int      // whose mount namespace or mount table could not be read
+	Namespaces          int      // mount namespaces seen
+	UnreadableNS        int      // mount namespaces none of whose tables could be read
+	MissingCaps         []string // capabilities /proc of other users' processes needs
+	HostPIDNS           bool     // the caller is in the initial PID namespace (hostPID)
+}
+
+// Complete reports whether everything could be seen.
+func (v Visibility) Complete() bool {
+	return v.UnreadableProcesses == 0 && v.UnreadableNS == 0 && v.HostPIDNS
+}
+
+// Blind reports whether the caller cannot see the node at all: it lacks
+// the capabilities /proc of other users' processes needs, or it is in a
+// PID namespace of its own. A root caller with them that still meets an
+// unreadable process (one the kernel protects even from root, such as a
+// sandbox's own init) is not blind: the rest is seen, and the count said.
+func (v Visibility) Blind() bool {
+	return !v.HostPIDNS || (len(v.MissingCaps) > 0 && (v.UnreadableProcesses > 0 || v.UnreadableNS > 0))
+}
+
+// Text says what could not be seen, in one line ("" when complete).
+func (v Visibility) Text() string {
+	if v.Complete() {
+		return ""
+	}
+	var parts []string
+	if !v.HostPIDNS {
+		parts = append(parts, "this process is not in the host's PID namespace (a container without hostPID): node processes and paths cannot be seen")
+	}
+	if v.UnreadableProcesses > 0 {
+		parts = append(parts, strconv.Itoa(v.UnreadableProcesses)+" of "+strconv.Itoa(v.Processes)+" processes could not be read")
+	}
+	if v.UnreadableNS > 0 {
+		parts = append(parts, strconv.Itoa(v.UnreadableNS)+" of "+strconv.Itoa(v.Namespaces)+" mount namespaces could not be read")
+	}
+	if !v.Blind() {
+		return "note: " + strings.Join(parts, "; ") + " (protected even from root); everything else was"
+	}
+	s := "incomplete view: " + strings.Join(parts, "; ")
+	if len(v.MissingCaps) > 0 {
+		s += " (missing " + strings.Join(v.MissingCaps, ", ") + ": run as root)"
+	}
+	return s
+}
+
+// Linux capability numbers /proc reads of other processes need.
+const (
+	capDacReadSearch = 2
+	capSysPtrace     = 19
+)
+
+// Visibility measures what the caller can read of /proc: every process's
+// mount namespace link and, per namespace, one of its members' mount
+// tables, the way the correlator reads them.
+func (h Host) Visibility() (Visibility, error) {
+	var v Visibility
+	pids, err := h.pids()
+	if err != nil {
+		return v, err
+	}
+	v.HostPIDNS = h.inInitPIDNS()
+	v.MissingCaps = missingCaps(h.root() + "/self/status")
+	readable := map[uint32]bool{}
+	for _, pid := range pids {
+		dir := h.root() + "/" + strconv.Itoa(pid)
+		link, err := os.Readlink(dir + "/ns/mnt")
+		if err != nil {
+			if isDenied(err) {
+				v.Processes++
+				v.UnreadableProcesses++
+			}
+			continue // gone, or a kernel thread
+		}
+		ns, err := ParseNSLink(link)
+		if err != nil {
+			continue
+		}
+		v.Processes++
+		if _, seen := readable[ns]; !seen {
+			readable[ns] = false
+		}
+		if readable[ns] {
+			continue
+		}
+		if f, err := os.Open(dir + "/mountinfo"); err == nil {
+			f.Close()
+			readable[ns] = true
+		} else if isDenied(err) {
+			v.UnreadableProcesses++
+		}
+	}
+	v.Namespaces = len(readable)
+	for _, ok := range readable {
+		if !ok {
+			v.UnreadableNS++
+		}
+	}
+	return v, nil
+}
+
+func (h Host) inInitPIDNS() bool {
+	link, err := os.Readlink(h.root() + "/self/ns/pid")
+	if err != nil {
+		return false
+	}
+	ns, err := ParseNSLink(link)
+	return err == nil && ns == initPIDNS
+}
+
+// missingCaps names the capabilities among CAP_SYS_PTRACE and
+// CAP_DAC_READ_SEARCH that the caller's effective set lacks.
+func missingCaps(status string) []string {
+	f, err := os.Open(status)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		v, ok := strings.CutPrefix(sc.Text(), "CapEff:")
+		if !ok {
+			continue
+		}
+		caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+		if err != nil {
+			return nil
+		}
+		var lack []string
+		if caps&(1<<capSysPtrace) == 0 {
+			lack = append(lack, "CAP_SYS_PTRACE")
+		}
+		if caps&(1<<capDacReadSearch) == 0 {
+			lack = append(lack, "CAP_DAC_READ_SEARCH")
+		}
+		return lack
+	}
+	return nil
+}
