@@ -27,14 +27,15 @@ func status(ok bool) string {
 	return missed
 }
 
-// hardTargetsMet reports whether every hard target that ran was met.
-func hardTargetsMet(rows []Row) bool {
+// hardTargetsMissed names every hard target that ran and was missed.
+func hardTargetsMissed(rows []Row) []string {
+	var out []string
 	for _, r := range rows {
 		if r.Hard && r.Status == missed {
-			return false
+			out = append(out, "hard target missed: "+r.Workload+" — "+r.Figure+": measured "+r.Measured+", target "+r.Target)
 		}
 	}
-	return true
+	return out
 }
 
 func ms(s float64) string { return fmt.Sprintf("%.1f ms", s*1000) }

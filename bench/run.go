@@ -28,20 +28,33 @@ type Report struct {
 }
 
 // Run runs every section not skipped, prints the table, and writes the
-// Markdown report when asked. It returns false when a hard target failed:
-// events lost in the storm, or findings during container churn.
-func Run(ctx context.Context, cfg Config) (bool, error) {
+// Markdown report when asked. It returns what failed, each named exactly:
+// a hard target missed (events lost in the storm, findings during
+// container churn) or a section that could not run; none when all is well.
+func Run(ctx context.Context, cfg Config) ([]string, error) {
 	if os.Geteuid() != 0 {
-		return false, errors.New("needs root (BPF, mount namespaces, docker)")
+		return nil, errors.New("needs root (BPF, mount namespaces, docker)")
 	}
 	if _, err := os.Stat(cfg.Mntleak); err != nil {
-		return false, fmt.Errorf("mntleak binary: %w (make build)", err)
+		return nil, fmt.Errorf("mntleak binary: %w (make build)", err)
 	}
 	r, err := NewRunner(cfg)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	defer r.Close()
+	if !cfg.NoBpftrace {
+		// bpftrace finds tracepoints through tracefs, which a fresh
+		// machine may not have mounted (mntleak itself does not need it).
+		unmount, err := ensureTracefs()
+		if err != nil {
+			return nil, err
+		}
+		if unmount != nil {
+			r.logf("mounted tracefs at %s for bpftrace; unmounted at the end", tracefsDir)
+			defer unmount()
+		}
+	}
 	rep := &Report{CommandLine: cfg.CommandLine, Quick: cfg.Quick, Config: cfg, Started: time.Now()}
 	rep.Machine = DescribeMachine(ctx)
 	r.logf("mntleak-bench: %s (work dir %s)", cfg.CommandLine, r.dir)
@@ -78,16 +91,16 @@ func Run(ctx context.Context, cfg Config) (bool, error) {
 	section("memory", func() (err error) { rep.Memory, err = r.Memory(ctx); return })
 	rep.Elapsed = time.Since(rep.Started)
 	if err := ctx.Err(); err != nil {
-		return false, err
+		return nil, err
 	}
 	rows := rep.Rows()
 	fmt.Fprintln(r.out)
 	fmt.Fprint(r.out, rep.Text(rows))
 	if cfg.MarkdownOut != "" {
 		if err := writeResults(cfg.MarkdownOut, rep.Markdown(rows)); err != nil {
-			return false, fmt.Errorf("write %s: %w", cfg.MarkdownOut, err)
+			return nil, fmt.Errorf("write %s: %w", cfg.MarkdownOut, err)
 		}
 		r.logf("results written to %s", cfg.MarkdownOut)
 	}
-	return hardTargetsMet(rows) && len(rep.Errors) == 0, nil
+	return append(hardTargetsMissed(rows), rep.Errors...), nil
 }

@@ -54,13 +54,15 @@ func run() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ok, err := bench.Run(ctx, cfg)
+	failed, err := bench.Run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "mntleak-bench: %v\n", err)
 		return 1
 	}
-	if !ok {
-		fmt.Fprintln(os.Stderr, "mntleak-bench: a hard target failed (events lost in the storm, or findings in container churn)")
+	for _, f := range failed {
+		fmt.Fprintf(os.Stderr, "mntleak-bench: %s\n", f)
+	}
+	if len(failed) > 0 {
 		return 1
 	}
 	return 0
