@@ -188,3 +188,40 @@ func actorNamed(f *correlate.Finding, comm string) bool {
 	}
 	return false
 }
+
+// TestReplayIsStable: the same recording replays to the same bytes, every
+// time: every golden stream 50 times, findings as JSON and as lines (a map
+// walked in its own order once put a namespace's past members in a
+// different order from one replay to the next).
+func TestReplayIsStable(t *testing.T) {
+	streams, _ := filepath.Glob("../testdata/scenarios/*/stream.jsonl")
+	if len(streams) == 0 {
+		t.Fatal("no recorded streams")
+	}
+	for _, path := range streams {
+		t.Run(filepath.Base(filepath.Dir(path)), func(t *testing.T) {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var first []byte
+			for i := 0; i < 50; i++ {
+				var buf bytes.Buffer
+				if err := correlate.Replay(bytes.NewReader(data), path, func(f *correlate.Finding) {
+					b, _ := json.Marshal(f)
+					buf.Write(b)
+					buf.WriteString("\n" + f.Line() + "\n" + f.Report())
+				}); err != nil {
+					t.Fatal(err)
+				}
+				if i == 0 {
+					first = buf.Bytes()
+					continue
+				}
+				if !bytes.Equal(buf.Bytes(), first) {
+					t.Fatalf("replay %d differs from the first:\n%s\n--- first:\n%s", i, buf.Bytes(), first)
+				}
+			}
+		})
+	}
+}

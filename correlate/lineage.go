@@ -286,8 +286,10 @@ func (l *Lineage) retire(n *Namespace, at time.Time) {
 		delete(l.live, n.Ino)
 		l.untrack(n)
 	}
-	for pid := range n.members {
-		n.leave(pid, at)
+	// In Members' order (start time, pid), not the map's: Past() is in
+	// findings, and a replay must read the same every time.
+	for _, m := range n.Members() {
+		n.leave(m.PID, at)
 	}
 	n.Dead, n.Died = true, at
 	l.dead = append(l.dead, n)
