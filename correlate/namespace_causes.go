@@ -2,6 +2,7 @@ package correlate
 
 import (
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -151,13 +152,33 @@ func (c *Correlator) unshareOrUnknown(a *analysis, m match) verdict {
 		if n.Origin == OriginClone {
 			how = "a CLONE_NEWNS child"
 		}
+		creator := procName(n.Creator.Comm, n.Creator.PID)
+		who := "stop or restart " + creator + " and the processes in " + nsName(n.Ino)
+		if n.creatorGone {
+			// Its pid may belong to another program now: name what keeps
+			// the namespace instead.
+			how += "; it has exited since"
+			who = "stop or restart the processes in " + nsName(n.Ino)
+			if pinners, count := pinnersOf(a); len(n.Members()) == 0 && count > 0 {
+				who = "nothing runs in " + nsName(n.Ino) + " any more; " + pinners + " keep the copy busy: stop them or have them close it"
+				if count == 1 {
+					who = "nothing runs in " + nsName(n.Ino) + " any more; " + pinners + " keeps the copy busy: stop it or have it close it"
+				}
+			}
+			if ms := n.Members(); len(ms) > 0 {
+				refs := make([]ProcRef, 0, len(ms))
+				for _, mm := range ms {
+					refs = append(refs, mm.ref())
+				}
+				who = "stop or restart " + procList(refs, 3) + ", which keep " + nsName(n.Ino) + " now"
+			}
+		}
 		return verdict{
 			cause: CauseUnshare,
-			summary: nsName(n.Ino) + " was created by " + procName(n.Creator.Comm, n.Creator.PID) + " (" + how + ") at " + clock(n.Created) +
+			summary: nsName(n.Ino) + " was created by " + creator + " (" + how + ") at " + clock(n.Created) +
 				" from " + c.label(n.Parent) + " and keeps its own copy (" + prop + " root)" + c.stayed(a),
 			evidence: []Evidence{creationEvidence(n, "namespace created: "), factEvidence(mountFact(n.Ino, m.mount))},
-			fix: "stop or restart " + procName(n.Creator.Comm, n.Creator.PID) + " and the processes in " + nsName(n.Ino) +
-				"; create such namespaces with slave propagation (unshare --propagation slave) so unmounts reach them",
+			fix:      who + "; create such namespaces with slave propagation (unshare --propagation slave) so unmounts reach them",
 		}
 	}
 	if n.Creator.PID != 0 {
@@ -302,4 +323,29 @@ func mountWithin(t *Table, id, ancestor int) bool {
 		id = m.Parent
 	}
 	return false
+}
+
+// pinnersOf names the processes that pin the object, in every namespace
+// (up to three, then how many more): "reader[2737] (fd /file)", and how
+// many there are.
+func pinnersOf(a *analysis) (string, int) {
+	var nss []uint32
+	for ns := range a.pins {
+		nss = append(nss, ns)
+	}
+	slices.Sort(nss)
+	var names []string
+	total := 0
+	for _, ns := range nss {
+		for _, p := range a.pins[ns] {
+			total++
+			if len(names) < 3 {
+				names = append(names, procName(p.Comm, p.PID)+" ("+p.Pin+" "+p.Path+")")
+			}
+		}
+	}
+	if total > len(names) {
+		names = append(names, "+"+itoa(total-len(names))+" more")
+	}
+	return strings.Join(names, ", "), total
 }
