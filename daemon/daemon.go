@@ -38,15 +38,14 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer, log *Log, reopen <-c
 	// One daemon per state dir, decided before anything is loaded: a second
 	// one exits naming the first. A dir that cannot be used at all only
 	// costs the persistent lineage (openLineage says so).
+	var lockErr error // said after the tracer's own checks (privileges first)
 	if cfg.StateDir != "" {
 		lock, err := state.Lock(cfg.StateDir)
 		var held *state.HeldError
 		if errors.As(err, &held) {
 			return held
 		}
-		if err != nil {
-			log.Warn("state dir not locked: a second daemon could share it", zap.Error(err))
-		}
+		lockErr = err
 		defer lock.Unlock() //nolint:errcheck // closing a lock file; the kernel drops it at exit anyway
 	}
 
@@ -94,6 +93,9 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer, log *Log, reopen <-c
 	}
 	defer t.Close()
 	tr.Store(t)
+	if lockErr != nil {
+		log.Warn("state dir not locked: a second daemon could share it", zap.Error(lockErr))
+	}
 	// After the tracer's checks (privileges first), before the snapshot:
 	// the persistent lineage, what an earlier run saw, then what this one
 	// sees. Events wait in the buffer until Run reads them, so the reader
