@@ -50,8 +50,8 @@ func namesPID(f *correlate.Finding, ns uint32, pid int) bool {
 	return false
 }
 
-// TestWhy builds each kind of leak for real and asks `mntleak why`.
-func TestWhy(t *testing.T) {
+// TestWhyOnRealLeaks builds each kind of leak for real and asks `mntleak why`.
+func TestWhyOnRealLeaks(t *testing.T) {
 	privtest.Require(t)
 	privtest.RequireCommands(t, "unshare", "mount", "umount", "losetup", "mkfs.ext4")
 	bin := privtest.Binary(t)
