@@ -217,16 +217,22 @@ func (f *Finding) holderText() string {
 	return strings.Join(parts, "; ")
 }
 
-func (h *Holder) text() string {
-	var b strings.Builder
+// place says how a holder has the object: "kept busy in mnt:[N]" (pins
+// only), "mounted in the caller's own namespace mnt:[N]", or, elsewhere,
+// mounted (after "still " in a finding line).
+func (h *Holder) place(elsewhere string) string {
 	switch {
 	case h.Where == "" && len(h.Pins) > 0:
-		b.WriteString("kept busy in " + nsName(h.MntNS))
+		return "kept busy in " + nsName(h.MntNS)
 	case h.Self:
-		b.WriteString("mounted in the caller's own namespace " + nsName(h.MntNS))
-	default:
-		b.WriteString("still mounted in " + nsName(h.MntNS))
+		return "mounted in the caller's own namespace " + nsName(h.MntNS)
 	}
+	return elsewhere + nsName(h.MntNS)
+}
+
+func (h *Holder) text() string {
+	var b strings.Builder
+	b.WriteString(h.place("still mounted in "))
 	if h.Where != "" {
 		b.WriteString(" at " + h.Where)
 		for _, w := range h.Also {

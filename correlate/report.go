@@ -25,15 +25,7 @@ func (f *Finding) Report() string {
 	b.endLine()
 	for i := range f.Holders {
 		h := &f.Holders[i]
-		b.WriteString("  ")
-		switch {
-		case h.Where == "" && len(h.Pins) > 0:
-			b.WriteString("kept busy in " + nsName(h.MntNS))
-		case h.Self:
-			b.WriteString("mounted in the caller's own namespace " + nsName(h.MntNS))
-		default:
-			b.WriteString("mounted in " + nsName(h.MntNS))
-		}
+		b.WriteString("  " + h.place("mounted in "))
 		if h.Where != "" {
 			b.WriteString(" at " + h.Where)
 		}

@@ -102,10 +102,7 @@ func TestAudit(t *testing.T) {
 		for _, d := range []string{"lower", "upper", "work", "merged"} {
 			privtest.Mkdir(t, filepath.Join(dir, d))
 		}
-		shim := filepath.Join(dir, "containerd-shim-runc-v2")
-		sleep, _ := exec.LookPath("sleep")
-		data, _ := os.ReadFile(sleep)
-		os.WriteFile(shim, data, 0o755)
+		shim := privtest.CopyBinary(t, "sleep", filepath.Join(dir, "containerd-shim-runc-v2"))
 		opts := "lowerdir=" + dir + "/lower,upperdir=" + dir + "/upper,workdir=" + dir + "/work"
 		privtest.StartHolderAs(t, "slave", "mount -t overlay overlay -o "+opts+" "+dir+"/merged", shim)
 		code, items := auditOf(t, bin, dir)

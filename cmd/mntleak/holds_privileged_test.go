@@ -205,18 +205,7 @@ func TestForgedLogLines(t *testing.T) {
 	evil := "ev il\n{\"level\":\"error\",\"msg\":\"FAKE\"}\x1b[31m"
 	base := t.TempDir()
 	dir := privtest.Mkdir(t, filepath.Join(base, evil))
-	sleep, err := exec.LookPath("sleep")
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(sleep)
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog := filepath.Join(base, "hold\nFAKE")
-	if err := os.WriteFile(prog, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	prog := privtest.CopyBinary(t, "sleep", filepath.Join(base, "hold\nFAKE"))
 	privtest.Mount(t, "tmpfs", dir, "tmpfs", 0, "size=1m")
 
 	var stderr privtest.SyncBuffer

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -88,14 +87,7 @@ func TestJournalStalled(t *testing.T) {
 	// entry of that command in the journal.
 	node := privtest.StartNode(t)
 	mnt := privtest.Mkdir(t, filepath.Join(dir, "after"))
-	mountPath, err := exec.LookPath("mount")
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog := filepath.Join(dir, "mntleak-sigcont")
-	if b, err := os.ReadFile(mountPath); err != nil || os.WriteFile(prog, b, 0o755) != nil {
-		t.Fatalf("copy mount: %v", err)
-	}
+	prog := privtest.CopyBinary(t, "mount", filepath.Join(dir, "mntleak-sigcont"))
 	node.Run(t, prog, "-t", "tmpfs", "mntleak-after-sigcont", mnt)
 	node.Run(t, "umount", mnt)
 	found := false

@@ -31,15 +31,7 @@ func TestTraceBinary(t *testing.T) {
 	rec := filepath.Join(dir, "events.jsonl")
 
 	// A copy of mount(8) under a distinctive name gives a distinctive comm.
-	mountPath, _ := exec.LookPath("mount")
-	prog := filepath.Join(dir, "mntleak-e2e")
-	data, err := os.ReadFile(mountPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(prog, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	prog := privtest.CopyBinary(t, "mount", filepath.Join(dir, "mntleak-e2e"))
 
 	cmd := exec.Command(bin, "trace", "--format", "json", "--comm", "mntleak-e2e", "--record", rec, "--log-format", "json",
 		"--journald", "off", "--metrics-addr", "127.0.0.1:0", "--state-dir", filepath.Join(dir, "state"))
@@ -179,14 +171,7 @@ func TestTraceWithoutPrivileges(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	data, err := os.ReadFile(built)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "mntleak")
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin := privtest.CopyBinary(t, built, filepath.Join(dir, "mntleak"))
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

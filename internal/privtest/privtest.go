@@ -203,3 +203,21 @@ func LoopDevice(t testing.TB, sizeMiB int) string {
 	})
 	return dev
 }
+
+// CopyBinary copies the program at src (a path or a name on PATH) to
+// dst, mode 0755: a copy under another name runs with another comm.
+func CopyBinary(t testing.TB, src, dst string) string {
+	t.Helper()
+	path, err := exec.LookPath(src)
+	if err != nil {
+		t.Fatalf("copy %s: %v", src, err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
