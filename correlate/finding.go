@@ -179,7 +179,13 @@ func (f *Finding) Line() string {
 		b.WriteString(clock(f.Leak.Time))
 	}
 	if f.Inferred {
-		b.WriteString(" (inferred: predates tracing)")
+		// From /proc alone: no event was seen happen. For why, that is
+		// simply no recorded history, not proof the namespace is older.
+		if f.Kind == KindHeld {
+			b.WriteString(" (inferred: no recorded history)")
+		} else {
+			b.WriteString(" (inferred: predates tracing)")
+		}
 	}
 	if len(f.Missing) > 0 {
 		b.WriteString(" (missing: ")
@@ -189,6 +195,9 @@ func (f *Finding) Line() string {
 	if f.Incomplete != nil {
 		b.WriteString(" (" + f.Incomplete.text() + ")")
 	}
+	// The cause's slug on every line, so a line can be grepped or
+	// matched to the docs without the JSON.
+	b.WriteString(" [cause: " + f.Cause.String() + "]")
 	b.WriteString(". Fix: ")
 	b.WriteString(f.Fix)
 	return Escape(b.String())

@@ -1,6 +1,7 @@
 package correlate_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/mntleak/mntleak/correlate"
@@ -36,5 +37,25 @@ func TestReport(t *testing.T) {
 		"fix: stop those processes or move them off /srv, then retry\n"
 	if got := f.Report(); got != want {
 		t.Errorf("report:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestLineNamesCause: every finding line carries its cause's slug, and a
+// why answer reconstructed from /proc says its history is unknown, not
+// that the namespace predates tracing (no daemon may ever have run).
+func TestLineNamesCause(t *testing.T) {
+	for _, c := range correlate.Causes() {
+		f := &correlate.Finding{Kind: correlate.KindFailure, Cause: c, Fix: "x", Object: correlate.Object{Path: "/srv"}}
+		if line := f.Line(); !strings.Contains(line, "[cause: "+c.String()+"]. Fix: x") {
+			t.Errorf("%s: line lacks its slug: %s", c, line)
+		}
+	}
+	held := &correlate.Finding{Kind: correlate.KindHeld, Cause: correlate.CauseUnshare, Inferred: true, Object: correlate.Object{Path: "/srv"}}
+	leak := &correlate.Finding{Kind: correlate.KindLeak, Cause: correlate.CauseUnshare, Inferred: true, Object: correlate.Object{Path: "/srv"}}
+	if line := held.Line(); !strings.Contains(line, "(inferred: no recorded history)") || strings.Contains(line, "predates tracing") {
+		t.Errorf("why's inferred line: %s", line)
+	}
+	if line := leak.Line(); !strings.Contains(line, "(inferred: predates tracing)") {
+		t.Errorf("a daemon's inferred line: %s", line)
 	}
 }
