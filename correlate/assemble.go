@@ -4,21 +4,12 @@ import (
 	"sort"
 
 	"github.com/mntleak/mntleak/event"
-	"golang.org/x/sys/unix"
 )
 
 // judged is a match with its verdict.
 type judged struct {
 	m match
 	v verdict
-}
-
-// causeRank orders causes from the most specific explanation to the least;
-// among several copies, the finding leads with the most specific one.
-var causeRank = map[Cause]int{
-	CauseStaleBind: 0, CausePrivateTmp: 1, CauseRprivateBind: 2, CauseMountflagsRestart: 3,
-	CausePrivateParent: 4, CauseSharedPropagation: 5, CauseBusyCopy: 6, CauseInUse: 7,
-	CauseUnshare: 8, CauseUnknown: 9,
 }
 
 // group judges every match and groups them by namespace, each group led by
@@ -39,8 +30,8 @@ func (c *Correlator) group(a *analysis, matches []match) [][]judged {
 			continue
 		}
 		g := groups[i]
-		better := causeRank[j.v.cause] < causeRank[g[0].v.cause] ||
-			causeRank[j.v.cause] == causeRank[g[0].v.cause] && j.m.where == a.id.path && g[0].m.where != a.id.path
+		better := c.rankOf(j.v.cause) < c.rankOf(g[0].v.cause) ||
+			c.rankOf(j.v.cause) == c.rankOf(g[0].v.cause) && j.m.where == a.id.path && g[0].m.where != a.id.path
 		if better {
 			g = append([]judged{j}, g...)
 		} else {
@@ -58,7 +49,7 @@ func (c *Correlator) finding(kind FindingKind, ev *event.Event, obj Object, a *a
 	var v verdict
 	groups := c.group(a, matches)
 	if len(groups) > 0 {
-		p := c.primary(a, groups)
+		p := c.primary(groups)
 		groups[0], groups[p] = groups[p], groups[0]
 		v = groups[0][0].v
 		for _, g := range groups {
@@ -105,28 +96,16 @@ func retText(ev *event.Event) string {
 	return itoa(int(ev.Ret))
 }
 
-// primary picks the group the verdict is about: for a busy unmount, a
-// copy kept busy elsewhere; else the caller's own mount; else the most
-// specific explanation among the live holders.
-func (c *Correlator) primary(a *analysis, groups [][]judged) int {
-	if a.trigger.Kind == event.KindUmount && failedWith(a.trigger, unix.EBUSY) {
-		for i, g := range groups {
-			if g[0].v.cause == CauseBusyCopy {
-				return i
-			}
-		}
-	}
-	for i, g := range groups {
-		if g[0].m.self {
-			return i
-		}
-	}
+// primary picks the group the verdict is about: the live holding whose
+// cause comes first in the cause table (a busy copy elsewhere for a busy
+// unmount, then the caller's own mount, then the most specific leak).
+func (c *Correlator) primary(groups [][]judged) int {
 	best := -1
 	for i, g := range groups {
 		if !g[0].m.exited.IsZero() {
 			continue
 		}
-		if best < 0 || causeRank[g[0].v.cause] < causeRank[groups[best][0].v.cause] {
+		if best < 0 || c.rankOf(g[0].v.cause) < c.rankOf(groups[best][0].v.cause) {
 			best = i
 		}
 	}

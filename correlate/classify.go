@@ -28,24 +28,6 @@ type analysis struct {
 	pins    map[uint32][]PinRef
 }
 
-// classify picks the cause of one holding, most specific first.
-func (c *Correlator) classify(a *analysis, m match) verdict {
-	if m.self {
-		return c.classifySelf(a, m)
-	}
-	if a.trigger.Kind == event.KindUmount && failedWith(a.trigger, unix.EBUSY) && len(a.pins[m.ns.Ino]) > 0 {
-		return c.busyCopy(a, m)
-	}
-	for _, rule := range []func(*analysis, match) (verdict, bool){
-		c.privateTmp, c.rprivateBind, c.mountflagsRestart, c.privateParent,
-	} {
-		if v, ok := rule(a, m); ok {
-			return v
-		}
-	}
-	return c.unshareOrUnknown(a, m)
-}
-
 // label names a namespace for people: "the host" for pid 1's.
 func (c *Correlator) label(ns uint32) string {
 	if ns == c.hostNS && ns != 0 {
@@ -62,8 +44,13 @@ func (c *Correlator) stayed(a *analysis) string {
 	return "; " + c.label(a.caller) + " unmounted " + a.trigger.Target + " at " + clock(a.trigger.Time) + " and the copy stayed"
 }
 
-func (c *Correlator) busyCopy(a *analysis, m match) verdict {
+// busyCopyRule: an unmount that failed because its propagation reached a
+// copy elsewhere that a process keeps busy.
+func (c *Correlator) busyCopyRule(a *analysis, m match) (verdict, bool) {
 	pins := a.pins[m.ns.Ino]
+	if m.self || a.trigger.Kind != event.KindUmount || !failedWith(a.trigger, unix.EBUSY) || len(pins) == 0 {
+		return verdict{}, false
+	}
 	var who []string
 	for _, p := range pins {
 		who = append(who, procName(p.Comm, p.PID)+" ("+p.Pin+" "+p.Path+")")
@@ -77,10 +64,13 @@ func (c *Correlator) busyCopy(a *analysis, m match) verdict {
 	for _, p := range pins {
 		v.evidence = append(v.evidence, factEvidence(procName(p.Comm, p.PID)+" in "+nsName(p.MntNS)+" has its "+p.Pin+" at "+p.Path))
 	}
-	return v
+	return v, true
 }
 
 func (c *Correlator) privateTmp(a *analysis, m match) (verdict, bool) {
+	if m.self || m.table == nil {
+		return verdict{}, false
+	}
 	tmp := m.table.At("/tmp")
 	if tmp == nil {
 		return verdict{}, false
@@ -135,7 +125,7 @@ func (c *Correlator) bindSource(n *Namespace, m *mountinfo.Info) (string, bool) 
 // the holder. The outermost such bind is the one a runtime made (a hostPath
 // / at /host); the mounts below it are its submounts.
 func (c *Correlator) rprivateBind(a *analysis, m match) (verdict, bool) {
-	if m.mount == nil {
+	if m.self || m.mount == nil {
 		return verdict{}, false
 	}
 	var chain []*mountinfo.Info

@@ -93,6 +93,7 @@ type Correlator struct {
 	lastScan   time.Time            // event time of the last process list
 	scanned    bool                 // a process list was read since Start
 	evicted    uint64               // tables evicted by MaxMounts
+	rules      []rule               // the cause table (rules.go), read-only
 }
 
 type leakRecord struct {
@@ -113,6 +114,7 @@ func New(proc procfs.Proc, opts Options, emit func(*Finding)) *Correlator {
 		lineage:   NewLineage(opts.Retention),
 		ledger:    NewLedger(opts.MaxHistory),
 		incidents: map[string]time.Time{},
+		rules:     causeRules(),
 	}
 }
 

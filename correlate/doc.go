@@ -13,8 +13,9 @@
 // (lineage.go), the ledger learns mount tables and keeps the recent mount
 // events (ledger.go); a failure is analysed (analyze.go): the object's
 // identity, every namespace that holds it (holders.go) and the processes
-// that pin it; each holding gets a cause (classify.go, namespace_causes.go)
-// and the holdings are assembled into one Finding (assemble.go). An unmount
+// that pin it; each holding gets its cause from one rule table (rules.go:
+// read top to bottom, first match wins; the rules themselves live in
+// classify.go, namespace_causes.go and stalebind.go) and the holdings are assembled into one Finding (assemble.go). An unmount
 // is checked for copies that stayed behind (leak.go).
 //
 // Files:
@@ -27,14 +28,16 @@
 //   - analyze.go: a failure, from the event to the holdings and pins.
 //   - holders.go: an object's identity (device, path through bind roots,
 //     overlay, nsfs) and the search for its copies.
-//   - classify.go: the analysis, the verdict, and the causes of a copy made
+//   - rules.go: the cause table (cause, evidence it needs, fix), classify
+//     and the causes' rank; docs/causes.md is written from it.
+//   - classify.go: the analysis, the verdict, and the rules for a copy made
 //     by a bind (busy-copy, private-tmp, rprivate-bind).
-//   - namespace_causes.go: the causes of a copy kept by its namespace
-//     (mountflags-restart, private-parent, unshare, shared-propagation, the
-//     caller's own namespace, the caller's own cwd).
+//   - namespace_causes.go: the rules for a copy kept by its namespace
+//     (mountflags-restart, private-parent, unshare, unknown,
+//     shared-propagation, in-use with the caller's own cwd).
 //   - assemble.go: holdings grouped into one Finding, the primary verdict.
 //   - leak.go: leaks as they form; stalebind.go: mount ENOENT from a bind
-//     whose source was deleted.
+//     whose source was deleted (the stale-bind rule).
 //   - cause.go: Cause and its slugs; finding.go: Finding and its one-line
 //     form; report.go: the form `mntleak why` prints.
 //   - evidence.go: evidence items and event summaries; calls.go: what an

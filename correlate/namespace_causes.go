@@ -17,7 +17,7 @@ import (
 func (c *Correlator) mountflagsRestart(a *analysis, m match) (verdict, bool) {
 	cur := c.lineage.Get(a.caller)
 	old := m.ns
-	if cur == nil || cur.Origin != OriginUnshare || cur.Ino == c.hostNS || old.Ino == c.hostNS {
+	if m.self || cur == nil || cur.Origin != OriginUnshare || cur.Ino == c.hostNS || old.Ino == c.hostNS {
 		return verdict{}, false
 	}
 	daemon := c.runningAs(cur)
@@ -97,7 +97,7 @@ func firstSurvivorPID(n *Namespace) string {
 // privateParent: the holder namespace copied the object's parent mount
 // while it was private, so its copy never receives the unmount.
 func (c *Correlator) privateParent(a *analysis, m match) (verdict, bool) {
-	if m.mount == nil {
+	if m.self || m.mount == nil {
 		return verdict{}, false
 	}
 	parent := m.table.Parent(m.mount)
@@ -143,9 +143,12 @@ func (c *Correlator) privateParent(a *analysis, m match) (verdict, bool) {
 	return v, true
 }
 
-// unshareOrUnknown: a private namespace keeps a copy; name its creator.
-func (c *Correlator) unshareOrUnknown(a *analysis, m match) verdict {
+// unshareRule: a private namespace keeps a copy; name its creator.
+func (c *Correlator) unshareRule(a *analysis, m match) (verdict, bool) {
 	n := m.ns
+	if m.self || (n.Event == nil && n.Creator.PID == 0) {
+		return verdict{}, false
+	}
 	prop := RootPropagation(m.table)
 	if n.Event != nil {
 		how := "unshare"
@@ -179,31 +182,36 @@ func (c *Correlator) unshareOrUnknown(a *analysis, m match) verdict {
 				" from " + c.label(n.Parent) + " and keeps its own copy (" + prop + " root)" + c.stayed(a),
 			evidence: []Evidence{creationEvidence(n, "namespace created: "), factEvidence(mountFact(n.Ino, m.mount))},
 			fix:      who + "; create such namespaces with slave propagation (unshare --propagation slave) so unmounts reach them",
-		}
+		}, true
 	}
-	if n.Creator.PID != 0 {
-		return verdict{
-			cause:    CauseUnshare,
-			inferred: true,
-			summary: nsName(n.Ino) + " predates tracing; its oldest process is " + procList([]ProcRef{n.Creator.ref()}, 1) +
-				" and it keeps its own copy (" + prop + " root)" + c.stayed(a),
-			evidence: []Evidence{factEvidence(mountFact(n.Ino, m.mount))},
-			fix:      "restart " + procName(n.Creator.Comm, n.Creator.PID) + " and the other processes in " + nsName(n.Ino) + " to release the copy",
-		}
-	}
+	return verdict{
+		cause:    CauseUnshare,
+		inferred: true,
+		summary: nsName(n.Ino) + " predates tracing; its oldest process is " + procList([]ProcRef{n.Creator.ref()}, 1) +
+			" and it keeps its own copy (" + prop + " root)" + c.stayed(a),
+		evidence: []Evidence{factEvidence(mountFact(n.Ino, m.mount))},
+		fix:      "restart " + procName(n.Creator.Comm, n.Creator.PID) + " and the other processes in " + nsName(n.Ino) + " to release the copy",
+	}, true
+}
+
+// unknownRule: a namespace holds a copy and nothing more is known; the
+// verdict says what is missing.
+func (c *Correlator) unknownRule(a *analysis, m match) (verdict, bool) {
+	n := m.ns
+	prop := RootPropagation(m.table)
 	return verdict{
 		cause:    CauseUnknown,
 		summary:  nsName(n.Ino) + " holds a copy (" + prop + " root)" + c.stayed(a),
 		evidence: []Evidence{factEvidence(mountFact(n.Ino, m.mount))},
 		fix:      "nsenter into " + nsName(n.Ino) + " and unmount " + m.where,
 		missing:  []string{"how and by whom " + nsName(n.Ino) + " was created", "any process in it"},
-	}
+	}, true
 }
 
-// classifySelf: the object is mounted in the caller's own namespace.
-func (c *Correlator) classifySelf(a *analysis, m match) verdict {
-	if v, ok := c.sharedPropagation(a, m); ok {
-		return v
+// inUseRule: the object is mounted in the caller's own namespace.
+func (c *Correlator) inUseRule(a *analysis, m match) (verdict, bool) {
+	if !m.self {
+		return verdict{}, false
 	}
 	pins := a.pins[m.ns.Ino]
 	v := verdict{cause: CauseInUse, evidence: []Evidence{factEvidence(mountFact(m.ns.Ino, m.mount))}}
@@ -213,7 +221,7 @@ func (c *Correlator) classifySelf(a *analysis, m match) verdict {
 			" (a shell that runs umount from there passes its cwd on)"
 		v.evidence = append(v.evidence, factEvidence(caller+"'s "+what+" at the call: mount "+itoa(int(mountIDOf(a.trigger, what)))+", on or under "+m.where))
 		v.fix = "cd out of " + m.where + " (the shell or script that ran " + a.trigger.Comm + " has its " + what + " there), then retry"
-		return v
+		return v, true
 	}
 	if len(pins) == 0 {
 		v.summary = "not a leak: it is mounted in the caller's own namespace at " + m.where
@@ -223,7 +231,7 @@ func (c *Correlator) classifySelf(a *analysis, m match) verdict {
 			v.missing = []string{"no process with a cwd, fd or mapping on it was found (a kernel user such as a loop device or swap?)"}
 			v.fix = "find what uses it (fuser -vm " + m.where + "), or unmount lazily"
 		}
-		return v
+		return v, true
 	}
 	var who []string
 	for _, p := range pins {
@@ -232,13 +240,13 @@ func (c *Correlator) classifySelf(a *analysis, m match) verdict {
 	}
 	v.summary = "not a leak: in use in the caller's own namespace by " + strings.Join(who, ", ")
 	v.fix = "stop those processes or move them off " + m.where + ", then retry"
-	return v
+	return v, true
 }
 
-// sharedPropagation: the blocking mount was made in another namespace and
+// sharedPropagationRule: the blocking mount was made in another namespace and
 // reached this one through a shared peer group.
-func (c *Correlator) sharedPropagation(a *analysis, m match) (verdict, bool) {
-	if m.mount == nil || (!IsShared(m.mount) && !IsSlave(m.mount)) {
+func (c *Correlator) sharedPropagationRule(a *analysis, m match) (verdict, bool) {
+	if !m.self || m.mount == nil || (!IsShared(m.mount) && !IsSlave(m.mount)) {
 		return verdict{}, false
 	}
 	callerTable := c.ledger.Table(a.caller)

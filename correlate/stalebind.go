@@ -62,27 +62,41 @@ func (c *Correlator) staleBind(ev *event.Event) {
 	if holderNS != ev.MntNS {
 		missing = nil // the caller's namespace was gone, its parent answered
 	}
-	deleted := strings.TrimSuffix(m.Root, "//deleted")
+	a := &analysis{trigger: ev, caller: ev.MntNS}
+	v := c.classify(a, match{ns: c.lineage.Get(holderNS), table: c.ledger.Table(holderNS), mount: m, where: src, self: holderNS == ev.MntNS})
 	f := &Finding{
 		Kind: KindFailure, Time: ev.Time, Call: c.callOf(ev),
 		Object:  Object{Path: firstNonEmpty(ev.Target, ev.ToPath), Source: src, Dev: devOf(m), FSType: m.FSType, Root: m.Root},
 		Holders: []Holder{{MntNS: holderNS, Self: holderNS == ev.MntNS, Where: src, MountID: m.ID, Propagation: Propagation(m)}},
-		Cause:   CauseStaleBind,
-		Missing: missing,
+		Cause:   v.cause, Summary: v.summary, Fix: v.fix, Inferred: v.inferred,
+		Missing: append(missing, v.missing...),
 	}
-	f.Evidence = append(f.Evidence, eventEvidence(ev, "the call: "+eventSummary(ev)))
+	f.Evidence = append([]Evidence{eventEvidence(ev, "the call: "+eventSummary(ev))}, v.evidence...)
+	c.report(f)
+}
+
+// staleBindRule: a mount or move_mount failed with ENOENT because its
+// source is a bind whose file was deleted (mountinfo: //deleted).
+func (c *Correlator) staleBindRule(a *analysis, m match) (verdict, bool) {
+	ev := a.trigger
+	if (ev.Kind != event.KindMount && ev.Kind != event.KindMoveMount) || !failedWith(ev, unix.ENOENT) ||
+		m.mount == nil || !strings.HasSuffix(m.mount.Root, "//deleted") {
+		return verdict{}, false
+	}
+	v := verdict{}
 	bound := ""
-	if b := c.bindOnto(src, ev.Time); b != nil {
-		f.Evidence = append(f.Evidence, eventEvidence(b, "the stale bind: "+eventSummary(b)))
+	if b := c.bindOnto(m.where, ev.Time); b != nil {
+		v.evidence = append(v.evidence, eventEvidence(b, "the stale bind: "+eventSummary(b)))
 		bound = "; bound by " + procName(b.Comm, int(b.PID)) + " at " + clock(b.Time) + " from " + b.Source
 	} else {
-		f.Inferred = true
+		v.inferred = true
 	}
-	f.Evidence = append(f.Evidence, factEvidence(mountFact(holderNS, m)+": its source was deleted"))
-	f.Summary = "not a leak: the source " + src + " is a bind of " + deleted + ", which has since been deleted (mountinfo: //deleted)" + bound
-	f.Fix = "unmount the stale bind " + src + " and bind the current file again (kubelet does so since Kubernetes 1.20, PR 89629); " +
+	v.evidence = append(v.evidence, factEvidence(mountFact(m.ns.Ino, m.mount)+": its source was deleted"))
+	v.summary = "not a leak: the source " + m.where + " is a bind of " + strings.TrimSuffix(m.mount.Root, "//deleted") +
+		", which has since been deleted (mountinfo: //deleted)" + bound
+	v.fix = "unmount the stale bind " + m.where + " and bind the current file again (kubelet does so since Kubernetes 1.20, PR 89629); " +
 		"for ConfigMaps and Secrets prefer mounting the whole volume over subPath"
-	c.report(f)
+	return v, true
 }
 
 // bindOnto returns the last successful bind mount onto target before t.

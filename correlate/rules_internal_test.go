@@ -1,0 +1,233 @@
+package correlate
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/procfs"
+)
+
+// ruleWorld is one rule's evidence, built directly: the tables of the
+// caller (ns 1, the host) and the holder (ns 9), the namespaces, history.
+type ruleWorld struct {
+	holder  string // the holder's mountinfo
+	caller  string // the caller's mountinfo
+	self    bool   // the holding is the caller's own namespace
+	where   string // where the holder has the copy; default /srv/vol
+	trigger *event.Event
+	pins    []PinRef
+	history []*event.Event
+	setup   func(c *Correlator, holder *Namespace)
+}
+
+var t0 = time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+
+const hostTable = "1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw\n2 1 7:0 / /srv/vol rw shared:5 - ext4 /dev/loop0 rw\n"
+
+func failing(kind event.Kind, errno unix.Errno, path string) *event.Event {
+	ev := &event.Event{Kind: kind, PID: 50, Comm: "umount", MntNS: 1, Ret: -int64(errno), Time: t0.Add(time.Minute), Target: path, Path: path}
+	if kind == event.KindMount {
+		ev.Source, ev.Target = path, "/c/dst"
+	}
+	return ev
+}
+
+func (w ruleWorld) run(t *testing.T, try func(*Correlator, *analysis, match) (verdict, bool)) (verdict, bool) {
+	t.Helper()
+	c := New(noCommands{}, Options{}, func(*Finding) {})
+	c.hostNS = 1
+	c.lineage.Created(1, 0, OriginPredates, Member{PID: 1, Comm: "init"}, nil)
+	ns := uint32(9)
+	if w.self {
+		ns = 1
+	}
+	holder := c.lineage.Get(ns)
+	if holder == nil {
+		holder = c.lineage.Created(ns, 1, OriginPredates, Member{}, nil)
+	}
+	if w.setup != nil {
+		w.setup(c, holder)
+	}
+	callerText := firstNonEmpty(w.caller, hostTable)
+	c.ledger.Store(table(t, 1, callerText))
+	ht := table(t, ns, firstNonEmpty(w.holder, callerText))
+	if !w.self {
+		c.ledger.Store(ht)
+	} else {
+		ht = c.ledger.Table(1)
+	}
+	for _, ev := range w.history {
+		c.ledger.Record(ev)
+	}
+	trig := w.trigger
+	if trig == nil {
+		trig = failing(event.KindUmount, unix.EINVAL, "/srv/vol")
+	}
+	a := &analysis{trigger: trig, caller: trig.MntNS, pins: map[uint32][]PinRef{ns: w.pins}}
+	where := firstNonEmpty(w.where, "/srv/vol")
+	if trig.Kind == event.KindMount {
+		where = trig.Source
+	}
+	return try(c, a, match{ns: holder, table: ht, mount: ht.At(where), where: where, self: w.self})
+}
+
+const privateHolder = "1 0 254:0 / / rw - ext4 /dev/vda rw\n2 1 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"
+
+// Each rule of the cause table on its own: the world it matches, and the
+// nearest world it must not match.
+func TestCauseRules(t *testing.T) {
+	unshared := func(c *Correlator, n *Namespace) {
+		n.Origin, n.Created = OriginUnshare, t0
+		n.Creator = Member{PID: 70, Comm: "unshare"}
+		n.Event = &event.Event{Kind: event.KindUnshare, PID: 70, Comm: "unshare", Time: t0}
+	}
+	restarted := func(c *Correlator, old *Namespace) {
+		old.Origin, old.Created, old.Creator = OriginUnshare, t0, Member{PID: 80, Comm: "dockerd"}
+		old.Event = &event.Event{Kind: event.KindUnshare, PID: 80, Comm: "dockerd", Time: t0}
+		cur := c.lineage.Created(12, 1, OriginUnshare, Member{PID: 90, Comm: "dockerd"}, &event.Event{Kind: event.KindUnshare, PID: 90, Comm: "dockerd", Time: t0.Add(30 * time.Second)})
+		cur.Created = t0.Add(30 * time.Second)
+	}
+	busyUmount := failing(event.KindUmount, unix.EBUSY, "/srv/vol")
+	stale := failing(event.KindMount, unix.ENOENT, "/srv/vol")
+	pin := []PinRef{{ProcRef: ProcRef{PID: 77, Comm: "sleep"}, MntNS: 9, Pin: "cwd", Path: "/srv/vol"}}
+	privParent := &event.Event{Kind: event.KindMount, PID: 60, Comm: "mount", MntNS: 1, Time: t0.Add(-time.Minute), Target: "/srv", Flags: unix.MS_PRIVATE}
+	tests := []struct {
+		cause    Cause
+		match    ruleWorld
+		miss     ruleWorld
+		contains string // in the summary of the match
+	}{
+		{CauseStaleBind,
+			ruleWorld{self: true, trigger: stale, caller: "1 0 254:0 / / rw - ext4 /dev/vda rw\n2 1 254:0 /cm/key//deleted /srv/vol rw - ext4 /dev/vda rw\n"},
+			ruleWorld{self: true, trigger: stale}, // the source is there
+			"which has since been deleted"},
+		{CauseBusyCopy,
+			ruleWorld{holder: privateHolder, trigger: busyUmount, pins: pin},
+			ruleWorld{holder: privateHolder, trigger: busyUmount}, // nothing pins the copy
+			"which is busy: sleep[77] (cwd /srv/vol)"},
+		{CauseSharedPropagation,
+			ruleWorld{self: true, history: []*event.Event{{Kind: event.KindMount, PID: 40, Comm: "mount", MntNS: 9, Time: t0, Source: "/dev/loop0", Target: "/srv/vol"}}},
+			ruleWorld{self: true, history: []*event.Event{{Kind: event.KindMount, PID: 40, Comm: "mount", MntNS: 1, Time: t0, Source: "/dev/loop0", Target: "/srv/vol"}}}, // mounted here
+			"propagated to /srv/vol here"},
+		{CauseInUse,
+			ruleWorld{self: true},
+			ruleWorld{holder: privateHolder}, // another namespace's copy
+			"not a leak"},
+		{CausePrivateTmp,
+			ruleWorld{holder: privateHolder + "3 1 254:0 /tmp/systemd-private-0123456789abcdef0123456789abcdef-ntpd.service-AbCdEf/tmp /tmp rw - ext4 /dev/vda rw\n"},
+			ruleWorld{holder: privateHolder + "3 1 254:0 /tmp/other/tmp /tmp rw - ext4 /dev/vda rw\n"},
+			"PrivateTmp namespace of ntpd.service"},
+		{CauseRprivateBind,
+			ruleWorld{where: "/host/srv/vol", holder: "1 0 254:0 / / rw - ext4 /dev/vda rw\n2 1 254:0 / /host rw - ext4 /dev/vda rw\n3 2 7:0 / /host/srv/vol rw - ext4 /dev/loop0 rw\n"},
+			ruleWorld{where: "/host/srv/vol", holder: "1 0 254:0 / / rw - ext4 /dev/vda rw\n2 1 254:0 / /host rw master:1 - ext4 /dev/vda rw\n3 2 7:0 / /host/srv/vol rw master:5 - ext4 /dev/loop0 rw\n"}, // rslave
+			"with mountPropagation None"},
+		{CauseMountflagsRestart,
+			ruleWorld{holder: privateHolder, setup: restarted, trigger: &event.Event{Kind: event.KindUmount, PID: 91, Comm: "dockerd", MntNS: 12, Ret: -int64(unix.EINVAL), Time: t0.Add(time.Minute), Target: "/srv/vol"}},
+			ruleWorld{holder: privateHolder, setup: unshared}, // the caller is the host
+			"was restarted into a new namespace"},
+		{CausePrivateParent,
+			ruleWorld{holder: "1 0 254:0 / / rw - ext4 /dev/vda rw\n5 1 254:0 /srv /srv rw - ext4 /dev/vda rw\n2 5 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n", setup: unshared, history: []*event.Event{privParent}},
+			ruleWorld{holder: "1 0 254:0 / / rw - ext4 /dev/vda rw\n5 1 254:0 /srv /srv rw - ext4 /dev/vda rw\n2 5 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n", setup: unshared}, // no one made it private
+			"made /srv private"},
+		{CauseUnshare,
+			ruleWorld{holder: privateHolder, setup: unshared},
+			ruleWorld{holder: privateHolder}, // no creator known
+			"was created by unshare[70] (unshare)"},
+		{CauseUnknown,
+			ruleWorld{holder: privateHolder},
+			ruleWorld{}, // the last rule always matches: no miss
+			"holds a copy"},
+	}
+	c := New(nil, Options{}, func(*Finding) {})
+	if len(tests) != len(c.rules) {
+		t.Fatalf("%d rules tested, the table has %d", len(tests), len(c.rules))
+	}
+	for i, tt := range tests {
+		r := c.rules[i]
+		t.Run(tt.cause.String(), func(t *testing.T) {
+			if r.cause != tt.cause {
+				t.Fatalf("rule %d concludes %s, want %s (the table's order)", i, r.cause, tt.cause)
+			}
+			if r.needs == "" || r.fix == "" {
+				t.Errorf("rule %s does not say what it needs or its fix", r.cause)
+			}
+			v, ok := tt.match.run(t, r.try)
+			if !ok || !strings.Contains(v.summary, tt.contains) || v.fix == "" {
+				t.Errorf("on its evidence: matched %v, summary %q fix %q; want %q in the summary", ok, v.summary, v.fix, tt.contains)
+			}
+			if tt.cause == CauseUnknown {
+				return
+			}
+			if v, ok := tt.miss.run(t, r.try); ok {
+				t.Errorf("matched without its evidence: %q", v.summary)
+			}
+		})
+	}
+}
+
+// noCommands answers no /proc question: a rule that asks goes on without.
+type noCommands struct{ procfs.Proc }
+
+func (noCommands) Command(int) (procfs.Command, error) { return procfs.Command{}, os.ErrNotExist }
+
+// The table: every cause once, the last row catches all.
+func TestCauseTable(t *testing.T) {
+	c := New(nil, Options{}, func(*Finding) {})
+	seen := map[Cause]int{}
+	for i, r := range c.rules {
+		if prev, ok := seen[r.cause]; ok {
+			t.Errorf("%s concluded by rules %d and %d", r.cause, prev, i)
+		}
+		seen[r.cause] = i
+		if c.rankOf(r.cause) != i {
+			t.Errorf("rank of %s = %d, want its row %d", r.cause, c.rankOf(r.cause), i)
+		}
+	}
+	for _, cause := range Causes() {
+		if _, ok := seen[cause]; !ok {
+			t.Errorf("no rule concludes %s", cause)
+		}
+	}
+	if last := c.rules[len(c.rules)-1].cause; last != CauseUnknown {
+		t.Errorf("last rule %s, want unknown", last)
+	}
+}
+
+// docs/causes.md is the cause table as users read it, written from the
+// table itself (go test ./correlate -run TestCausesDoc -update).
+func TestCausesDoc(t *testing.T) {
+	c := New(nil, Options{}, func(*Finding) {})
+	var b strings.Builder
+	b.WriteString("# Causes\n\n<!-- generated by go test ./correlate -run TestCausesDoc -update, from correlate/rules.go -->\n\n")
+	b.WriteString("mntleak decides a holding's cause with one table, read top to bottom: the first rule whose evidence is there\n" +
+		"wins, and among several holdings of one failure the finding leads with the one whose rule comes first.\n" +
+		"Every finding line ends its summary with `[cause: SLUG]`.\n\n")
+	b.WriteString("| # | cause | leak | evidence it needs | fix |\n|---|---|---|---|---|\n")
+	for i, r := range c.rules {
+		leak := "no"
+		if r.cause.IsLeak() {
+			leak = "yes"
+		}
+		fmt.Fprintf(&b, "| %d | `%s` | %s | %s | %s |\n", i+1, r.cause, leak, r.needs, r.fix)
+	}
+	const doc = "../docs/causes.md"
+	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
+		if err := os.WriteFile(doc, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatalf("%v (go test ./correlate -run TestCausesDoc -update writes it)", err)
+	}
+	if string(got) != b.String() {
+		t.Errorf("%s is not the cause table (go test ./correlate -run TestCausesDoc -update)", doc)
+	}
+}
