@@ -60,7 +60,23 @@ type match struct {
 // "/rootfs" for a container sees the host's /run/netns/cni-x there as
 // /rootfs/run/netns/cni-x.
 func translate(p string, from, to *Table) []string {
-	out := []string{p}
+	var out []string
+	for _, v := range translateVia(p, from, to) {
+		out = append(out, v.path)
+	}
+	return out
+}
+
+// view is where a path shows in another table, and the bind mount it shows
+// through (0: the literal path).
+type view struct {
+	path string
+	bind int
+}
+
+// translateVia is translate, saying which bind each place is seen through.
+func translateVia(p string, from, to *Table) []view {
+	out := []view{{path: p}}
 	if from == nil || to == nil {
 		return out
 	}
@@ -88,7 +104,7 @@ func translate(p string, from, to *Table) []string {
 		cand := join(b.Mountpoint, rel(fsPath, b.Root))
 		if !seen[cand] {
 			seen[cand] = true
-			out = append(out, cand)
+			out = append(out, view{path: cand, bind: b.ID})
 		}
 	}
 	return out
@@ -124,8 +140,11 @@ func findIn(t *Table, id identity, callerTable *Table) []*mountinfo.Info {
 	if id.path == "" {
 		return nil
 	}
-	for _, p := range translate(id.path, callerTable, t) {
-		if m := t.At(p); m != nil && (id.fs == "" || m.FSType == id.fs) {
+	for _, v := range translateVia(id.path, callerTable, t) {
+		// The bind a place is seen through is a view of the directory, not a
+		// mount on it: a directory that is only the source of a bind
+		// elsewhere is a mount point nowhere.
+		if m := t.At(v.path); m != nil && m.ID != v.bind && (id.fs == "" || m.FSType == id.fs) {
 			out = append(out, m)
 		}
 	}

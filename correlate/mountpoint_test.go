@@ -1,0 +1,51 @@
+package correlate_test
+
+import (
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mntleak/mntleak/procfs"
+)
+
+// An umount2 EINVAL ("not a mount point here") is explained by another
+// namespace's copy only when that copy's mount point is the path that
+// failed (seen through bind roots): a directory that is only the source of
+// a bind elsewhere, or a path below a mount point, is no mount point
+// anywhere.
+func TestEINVALNeedsAMountpoint(t *testing.T) {
+	const other = 80
+	tests := []struct {
+		name, otherTable, path string
+		want                   int
+	}{
+		{"the source of a bind elsewhere", "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 254:0 /srv/src /mnt/x rw - ext4 /dev/vda rw\n",
+			"/srv/src", 0},
+		{"a directory below a mount point, bound elsewhere", "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 7:0 /sub /mnt/y rw - ext4 /dev/loop0 rw\n",
+			"/srv/vol/sub", 0},
+		{"a path below the copy of a mount point", "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n",
+			"/srv/vol/sub", 0},
+		{"a copy at the path (control)", "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 0:77 / /srv/src rw - tmpfs tmpfs rw\n",
+			"/srv/src", 1},
+		{"a copy seen through a bind root (control)", "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 254:0 / /host rw - ext4 /dev/vda rw\n112 111 0:77 / /host/srv/src rw - tmpfs tmpfs rw\n",
+			"/srv/src", 1},
+		{"a copy stacked on a bind of the path (control)", "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 254:0 /srv/src /mnt/x rw - ext4 /dev/vda rw\n112 111 0:77 / /mnt/x rw - tmpfs tmpfs rw\n",
+			"/srv/src", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "")}, map[uint32]string{hostNS: hostTable})
+			w.send(unshareEv(20, "app", hostNS, other))
+			w.proc.procs = append(w.proc.procs, proc(20, "app", other, ""))
+			w.proc.tables[other] = tt.otherTable
+			w.send(exitEv(21, "true", other))
+			w.send(umountEv(30, "umount", hostNS, tt.path, -int64(unix.EINVAL)))
+			if len(w.findings) != tt.want {
+				for _, f := range w.findings {
+					t.Log(f.Line())
+				}
+				t.Fatalf("%d findings, want %d", len(w.findings), tt.want)
+			}
+		})
+	}
+}
