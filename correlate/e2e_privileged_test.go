@@ -182,26 +182,17 @@ func ofScenario(fs []*correlate.Finding, name string, exp map[string]string) []*
 	return out
 }
 
+// namesHolder: the finding's actor (holder_pid) is pid, in a holder of
+// namespace ns; with no pid expected, some holder is in ns.
 func namesHolder(f *correlate.Finding, ns, pid string) bool {
-	for _, h := range f.Holders {
-		if strconv.FormatUint(uint64(h.MntNS), 10) != ns {
-			continue
-		}
-		if pid == "" {
-			return true
-		}
-		for _, p := range h.Processes {
-			if strconv.Itoa(p.PID) == pid {
+	if pid == "" {
+		for _, h := range f.Holders {
+			if strconv.FormatUint(uint64(h.MntNS), 10) == ns {
 				return true
 			}
 		}
+		return false
 	}
-	for _, h := range f.Holders {
-		for _, p := range h.Pins {
-			if strconv.Itoa(p.PID) == pid {
-				return true
-			}
-		}
-	}
-	return false
+	_, a := f.Actor()
+	return a != nil && strconv.Itoa(a.PID) == pid
 }

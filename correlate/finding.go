@@ -89,6 +89,56 @@ type Holder struct {
 	Detached bool `json:"detached,omitempty"`
 	// Created is when the namespace was created (zero: predates tracing).
 	Created time.Time `json:"created,omitzero"`
+	// Actor is the one process the verdict names for this holder (the
+	// holder_pid of the log fields, the first process after "held by" in
+	// the line): nil when no live process holds it.
+	Actor *Actor `json:"actor,omitempty"`
+}
+
+// Actor roles: how the named process holds the copy.
+const (
+	// RolePinner: its cwd, root, an open file or a mapping lies in the copy.
+	RolePinner = "pinner"
+	// RoleMember: nothing pins the copy; the process keeps its namespace,
+	// and with it the copy, alive.
+	RoleMember = "member"
+)
+
+// Actor is the process a holder is named by, and how it holds.
+type Actor struct {
+	ProcRef
+	Role string `json:"role"`
+	Pin  string `json:"pin,omitempty"`  // for a pinner: cwd, root, fd, map, ...
+	Path string `json:"path,omitempty"` // for a pinner: where
+}
+
+// Actor is the process the finding names to act on, and its holder: the
+// first holder (the primary one leads) with a live actor. With none, the
+// primary holder and a nil actor.
+func (f *Finding) Actor() (*Holder, *Actor) {
+	for i := range f.Holders {
+		if a := f.Holders[i].Actor; a != nil {
+			return &f.Holders[i], a
+		}
+	}
+	if len(f.Holders) > 0 {
+		return &f.Holders[0], nil
+	}
+	return nil, nil
+}
+
+// actor picks the process a holder is named by: the first process pinning
+// the copy; when nothing pins it, the oldest live member of the namespace;
+// none for a namespace whose processes have all left.
+func (h *Holder) actor() *Actor {
+	switch {
+	case len(h.Pins) > 0:
+		p := h.Pins[0]
+		return &Actor{ProcRef: p.ProcRef, Role: RolePinner, Pin: p.Pin, Path: p.Path}
+	case len(h.Processes) > 0 && h.Exited.IsZero():
+		return &Actor{ProcRef: h.Processes[0], Role: RoleMember}
+	}
+	return nil
 }
 
 // ProcRef names a process.
@@ -254,14 +304,15 @@ func (h *Holder) text() string {
 	if h.Detached {
 		b.WriteString(", detached by the kernel since")
 	}
-	if !h.Exited.IsZero() {
+	switch {
+	case !h.Exited.IsZero():
+		// Gone: its pids may be other programs' now, never an actor.
 		b.WriteString(", whose last process left at " + clock(h.Exited))
-	}
-	if len(h.Processes) > 0 {
-		b.WriteString(", held by ")
-		b.WriteString(procList(h.Processes, 3))
-	}
-	if len(h.Pins) > 0 {
+		if len(h.Processes) > 0 {
+			b.WriteString(" (it ran " + procList(h.Processes, 3) + ")")
+		}
+	case len(h.Pins) > 0:
+		// The pinner first: the process that keeps the copy busy.
 		pins := make([]string, 0, len(h.Pins))
 		for i, p := range h.Pins {
 			if i == 3 {
@@ -270,7 +321,14 @@ func (h *Holder) text() string {
 			}
 			pins = append(pins, procName(p.Comm, p.PID)+" "+p.Pin+" "+p.Path)
 		}
-		b.WriteString(", busy through " + strings.Join(pins, ", "))
+		b.WriteString(", held by " + strings.Join(pins, ", "))
+		if len(h.Processes) > 0 {
+			b.WriteString(" in a namespace kept by " + procList(h.Processes, 3))
+		}
+	case len(h.Processes) > 0:
+		b.WriteString(", held by ")
+		b.WriteString(procList(h.Processes, 3))
+		b.WriteString(" (namespace members; nothing pins the copy)")
 	}
 	return b.String()
 }

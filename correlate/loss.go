@@ -50,8 +50,16 @@ func (c *Correlator) lost(ev *event.Event) {
 // report marks a finding whose evidence window overlaps a loss and hands
 // it to emit.
 func (c *Correlator) report(f *Finding) {
+	nameActors(f)
 	c.markIncomplete(f)
 	c.emit(f)
+}
+
+// nameActors picks, for every holder, the one process the verdict names.
+func nameActors(f *Finding) {
+	for i := range f.Holders {
+		f.Holders[i].Actor = f.Holders[i].actor()
+	}
 }
 
 // markIncomplete: the evidence window runs from the oldest dated fact the

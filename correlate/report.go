@@ -36,12 +36,17 @@ func (f *Finding) Report() string {
 			b.WriteString(", detached by the kernel")
 		}
 		b.endLine()
-		for _, p := range h.Processes {
-			b.WriteString("    held by " + procList([]ProcRef{p}, 1))
-			b.endLine()
-		}
+		// The pinners first (the actor leads), then the namespace's members.
 		for _, pp := range pinners(h.Pins) {
 			b.WriteString("    " + procName(pp[0].Comm, pp[0].PID) + ": " + pinSummary(pp))
+			b.endLine()
+		}
+		for _, p := range h.Processes {
+			if len(h.Pins) > 0 {
+				b.WriteString("    in the namespace: " + procList([]ProcRef{p}, 1))
+			} else {
+				b.WriteString("    held by " + procList([]ProcRef{p}, 1) + " (namespace member)")
+			}
 			b.endLine()
 		}
 	}

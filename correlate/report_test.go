@@ -32,7 +32,7 @@ func TestReport(t *testing.T) {
 		"    tail[11]: 2 fds /srv/a.log …\n" +
 		"    sleep[12]: root /srv\n" +
 		"  mounted in mnt:[80] at /host/srv (master:3)\n" +
-		"    held by node_exporter[20] (ne.service)\n" +
+		"    held by node_exporter[20] (ne.service) (namespace member)\n" +
 		"cause: in-use\n" +
 		"fix: stop those processes or move them off /srv, then retry\n"
 	if got := f.Report(); got != want {

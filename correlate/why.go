@@ -63,6 +63,7 @@ func (c *Correlator) Why(t Target, now time.Time) *Finding {
 		f.Inferred = true
 	}
 	f.Leak = c.leakFor(id, matches)
+	nameActors(f)
 	return f
 }
 

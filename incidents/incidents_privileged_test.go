@@ -85,14 +85,8 @@ func check(t *testing.T, i int, l logged, w want, exp map[string]string) {
 		}
 	}
 	if pid := exp["holder_pid"]; pid != "" && f.Cause != correlate.CauseStaleBind {
-		found := false
-		for _, h := range f.Holders {
-			for _, p := range h.Processes {
-				found = found || strconv.Itoa(p.PID) == pid
-			}
-		}
-		if !found {
-			t.Errorf("finding %d does not name holder pid %s: %s", i, pid, l.Msg)
+		if _, a := f.Actor(); a == nil || strconv.Itoa(a.PID) != pid {
+			t.Errorf("finding %d: actor (holder_pid) %+v, want pid %s: %s", i, a, pid, l.Msg)
 		}
 		for _, h := range f.Holders {
 			for _, p := range h.Processes {

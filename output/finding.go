@@ -52,20 +52,15 @@ func FindingFields(f *correlate.Finding) []zap.Field {
 	if f.Object.Dev != 0 {
 		fields = append(fields, zap.Stringer(logkey.Dev, f.Object.Dev))
 	}
-	if len(f.Holders) > 0 {
-		h := f.Holders[0]
+	if h, a := f.Actor(); h != nil {
 		fields = append(fields, zap.Uint32(logkey.HolderMntNS, h.MntNS))
-		procs := h.Processes
-		if len(procs) == 0 && len(h.Pins) > 0 {
-			procs = []correlate.ProcRef{h.Pins[0].ProcRef}
-		}
-		if len(procs) > 0 {
-			fields = append(fields, zap.Int(logkey.HolderPID, procs[0].PID), zap.String(logkey.HolderComm, procs[0].Comm))
-			if procs[0].Container != "" {
-				fields = append(fields, zap.String(logkey.Container, procs[0].Container))
+		if a != nil {
+			fields = append(fields, zap.Int(logkey.HolderPID, a.PID), zap.String(logkey.HolderComm, a.Comm), zap.String(logkey.HolderRole, a.Role))
+			if a.Container != "" {
+				fields = append(fields, zap.String(logkey.Container, a.Container))
 			}
-			if procs[0].Unit != "" {
-				fields = append(fields, zap.String(logkey.Unit, procs[0].Unit))
+			if a.Unit != "" {
+				fields = append(fields, zap.String(logkey.Unit, a.Unit))
 			}
 		}
 	}

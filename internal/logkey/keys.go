@@ -55,10 +55,13 @@ const (
 	HolderPID   = "holder_pid"
 	HolderComm  = "holder_comm"
 	HolderMntNS = "holder_mntns"
-	Container   = "container"
-	Unit        = "unit"
-	LeakEvent   = "leak_event"
-	Inferred    = "inferred"
+	// HolderRole: how holder_pid holds the copy (pinner: a cwd, root, fd
+	// or mapping in it; member: it keeps the namespace).
+	HolderRole = "holder_role"
+	Container  = "container"
+	Unit       = "unit"
+	LeakEvent  = "leak_event"
+	Inferred   = "inferred"
 	// EvidenceLost: events lost while a finding's evidence formed.
 	EvidenceLost = "evidence_lost"
 	Detail       = "detail"

@@ -1,0 +1,68 @@
+package correlate_test
+
+import (
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/procfs"
+)
+
+// The holder a finding names is the process that pins the copy (its cwd,
+// root, an fd or a mapping in it), not whichever member of the namespace
+// is oldest; only when nothing pins it, a live member, said so; never a
+// process of a namespace that is gone.
+func TestHolderIsThePinner(t *testing.T) {
+	const other = 80
+	copyTable := "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"
+	tests := []struct {
+		name      string
+		pins      []procfs.Pin
+		exitAll   bool // every process of the holder namespace leaves before the failure
+		actorPID  int
+		role      string
+		actorNS   uint32
+		lineAfter string // the line names the actor first, after this
+	}{
+		{"a younger member pins the copy", []procfs.Pin{{Process: proc(21, "worker", other, ""), Kind: procfs.PinCwd, Dev: event.MakeDev(7, 0), Path: "/srv/vol/work"}},
+			false, 21, correlate.RolePinner, other, "held by worker[21] cwd /srv/vol/work in a namespace kept by keeper[20], worker[21]"},
+		{"nothing pins the copy", nil,
+			false, 20, correlate.RoleMember, other, "held by keeper[20], worker[21] (namespace members; nothing pins the copy)"},
+		{"the namespace is gone, a host process pins a detached copy", []procfs.Pin{{Process: proc(30, "reader", hostNS, ""), Kind: procfs.PinFD, Dev: event.MakeDev(7, 0), Path: "/file"}},
+			true, 30, correlate.RolePinner, hostNS, "held by reader[30] fd /file"},
+		{"the namespace is gone, nothing pins", nil,
+			true, 0, "", other, "(it ran worker[21], keeper[20])"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "")}, map[uint32]string{hostNS: hostTable})
+			w.send(unshareEv(20, "keeper", hostNS, other))
+			w.proc.procs = append(w.proc.procs, proc(20, "keeper", other, ""), proc(21, "worker", other, ""))
+			w.proc.tables[other] = copyTable
+			w.send(exitEv(22, "true", other))
+			w.proc.tables[hostNS] = hostWithoutVol
+			w.send(umountEv(40, "umount", hostNS, "/srv/vol", 0))
+			if tt.exitAll {
+				w.proc.procs = w.proc.procs[:1]
+				w.send(exitEv(21, "worker", other), exitEv(20, "keeper", other))
+			}
+			w.proc.pins = tt.pins
+			w.findings = nil
+			w.send(failEv(50, "mkfs.ext4", hostNS, 257, "/dev/loop0", int64(unix.EBUSY)))
+			f := w.only()
+			h, a := f.Actor()
+			switch {
+			case tt.actorPID == 0 && a != nil:
+				t.Errorf("actor %s[%d] named for a namespace that is gone", a.Comm, a.PID)
+			case tt.actorPID != 0 && (a == nil || a.PID != tt.actorPID || a.Role != tt.role || h.MntNS != tt.actorNS):
+				t.Errorf("actor %+v in %d, want pid %d (%s) in %d", a, h.MntNS, tt.actorPID, tt.role, tt.actorNS)
+			}
+			if !strings.Contains(f.Line(), tt.lineAfter) {
+				t.Errorf("line does not say %q:\n%s", tt.lineAfter, f.Line())
+			}
+		})
+	}
+}
