@@ -20,6 +20,40 @@ const struct failure_event *unused_failure_event __attribute__((unused));
 
 #define S_IFMT 00170000
 #define S_IFBLK 0060000
+#define SYSFS_MAGIC 0x62656572
+#define DM_IOCTL_TYPE 0xfd	/* _IOC_TYPE of device-mapper's ioctls */
+#define SYSFS_PAYLOAD 64	/* bytes kept of a sysfs write */
+
+/*
+ * The payload of a teardown call: a write to a sysfs file (the device id
+ * written to zram-control/hot_remove, rbd/remove, block/NAME/reset), or a
+ * device-mapper ioctl's struct dm_ioctl. Only failing calls get here, and
+ * only these two shapes are read: no other write's data leaves the kernel.
+ */
+static __always_inline void read_payload(struct failure_event *e, struct pt_regs *regs,
+					 long nr, struct file *file)
+{
+	__u64 len = 0;
+
+	if (nr == NR_write || nr == NR_pwrite64) {
+		if (BPF_CORE_READ(file, f_inode, i_sb, s_magic) != SYSFS_MAGIC)
+			return;
+		len = SC_ARG2(regs);
+		if (len > SYSFS_PAYLOAD)
+			len = SYSFS_PAYLOAD;
+		asm volatile("%[len] &= 0x7f" : [len] "+r"(len));
+		if (len > 0 && bpf_probe_read_user(e->payload, len, (void *)SC_ARG1(regs)) == 0)
+			e->payload_len = len;
+	} else if (nr == NR_ioctl) {
+		__u32 cmd = (__u32)SC_ARG1(regs);
+
+		if (((cmd >> 8) & 0xff) != DM_IOCTL_TYPE)
+			return;
+		e->ioctl_cmd = cmd;
+		if (bpf_probe_read_user(e->payload, PAYLOAD_LEN, (void *)SC_ARG2(regs)) == 0)
+			e->payload_len = PAYLOAD_LEN;
+	}
+}
 
 /* Where the object of a failing syscall is. */
 enum arg_kind {
@@ -122,6 +156,8 @@ SYSCALL_HANDLER(failure_exit)
 	e->dev = 0;
 	e->path[0] = 0;
 	e->cmdline_len = 0;
+	e->ioctl_cmd = 0;
+	e->payload_len = 0;
 	{
 		struct mm_struct *mm = BPF_CORE_READ(current_task(), mm);
 		unsigned long start = BPF_CORE_READ(mm, arg_start);
@@ -156,6 +192,7 @@ SYSCALL_HANDLER(failure_exit)
 			e->dev = BPF_CORE_READ(inode, i_sb, s_dev);
 			if (resolve_fd_path(e->path, file))
 				e->hdr.truncated = TRUNC_PATH1;
+			read_payload(e, regs, nr, file);
 		}
 	}
 	submit_event(ctx, e, sizeof(*e));

@@ -16,6 +16,7 @@
 #define FSTYPE_LEN 32
 #define DATA_LEN 128	/* first bytes of mount(2) data */
 #define CMDLINE_LEN 256	/* first bytes of the caller's argv, NUL-separated */
+#define PAYLOAD_LEN 320	/* first bytes of a failing teardown call's buffer */
 
 /* Event kinds. Zero is invalid so that an all-zero record never decodes. */
 enum event_kind {
@@ -176,6 +177,13 @@ struct failure_event {
 	/* The caller's command line, read in its own context: a failing tool
 	 * (mkfs.ext4) is often gone before userspace could read /proc. */
 	char cmdline[CMDLINE_LEN];
+	/* What names the device a teardown call was about: for a write to a
+	 * sysfs file, its first bytes ("1\n" to zram-control/hot_remove, "3"
+	 * to rbd/remove_single_major); for a device-mapper ioctl, the struct
+	 * dm_ioctl (dev, name, uuid). Empty for anything else. */
+	__u32 ioctl_cmd;	/* ioctl: the request number */
+	__u32 payload_len;	/* bytes of payload used */
+	__u8 payload[PAYLOAD_LEN];
 };
 
 #endif /* __MNTLEAK_H__ */

@@ -104,6 +104,12 @@ func otherThan(ms []match, ns uint32) []match {
 func (c *Correlator) objectOf(ev *event.Event) (identity, Object) {
 	p := firstNonEmpty(ev.Path, ev.Target)
 	obj := Object{Path: p}
+	if td := ev.Teardown; td != nil && td.Dev != 0 {
+		// A control file (rbd remove, zram hot_remove, /dev/mapper/control)
+		// named the device in its payload: the object is the device.
+		obj = Object{Path: td.Device, Dev: td.Dev, Operation: td.Op, Via: ev.Path}
+		return identity{dev: td.Dev, block: true, path: td.Device}, obj
+	}
 	if ev.RDev != 0 {
 		obj.Dev = ev.RDev
 		return identity{dev: ev.RDev, block: true, path: p}, obj

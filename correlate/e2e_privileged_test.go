@@ -17,6 +17,7 @@ import (
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/internal/privtest"
 	"github.com/mntleak/mntleak/procfs"
+	"github.com/mntleak/mntleak/teardown"
 	"github.com/mntleak/mntleak/tracer"
 )
 
@@ -100,9 +101,13 @@ func runScenario(t *testing.T, name string) ([]*correlate.Finding, map[string]st
 		findings = append(findings, f)
 		mu.Unlock()
 	})
+	devices := teardown.Resolver{Sys: os.DirFS("/sys")}
 	tr, err := tracer.New(tracer.Config{Sink: func(ev *event.Event) {
 		if ev.Kind == event.KindLost {
 			lost += ev.Lost
+		}
+		if err := devices.Enrich(ev); err != nil {
+			t.Errorf("teardown device: %v", err)
 		}
 		corr.Handle(ev)
 	}}, zaptest.NewLogger(t))

@@ -68,6 +68,10 @@ type Object struct {
 	FSType string    `json:"fstype,omitempty"` // as the ledger knew it
 	Root   string    `json:"root,omitempty"`   // mount root: a bind's source, nsfs's "net:[N]"
 	Source string    `json:"source,omitempty"` // the missing bind source (stale-bind)
+	// Operation is a teardown call in the user's words ("rbd unmap
+	// /dev/rbd3"), Via the control file it went through.
+	Operation string `json:"operation,omitempty"`
+	Via       string `json:"via,omitempty"`
 }
 
 // Holder is one namespace that still has the object mounted (or, with
@@ -217,6 +221,9 @@ func (f *Finding) Line() string {
 		b.WriteString(f.Object.describe())
 		b.WriteString(" by ")
 		b.WriteString(procName(f.Call.Comm, int(f.Call.PID)))
+		if f.Object.Operation != "" {
+			b.WriteString(" (" + f.Object.Operation + " through " + f.Object.Via + ")")
+		}
 	}
 	b.WriteString(": ")
 	b.WriteString(f.holderText())

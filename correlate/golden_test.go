@@ -41,6 +41,10 @@ var scenarios = map[string][]expectation{
 		{kind: correlate.KindLeak, cause: correlate.CauseRprivateBind, syscall: "umount2", holderComm: "node_exporter", actor: "runc"},
 		{kind: correlate.KindFailure, cause: correlate.CauseRprivateBind, syscall: "openat", errno: "EBUSY", holderComm: "node_exporter", actor: "runc", linked: true},
 	},
+	"seed002-zram-teardown": {
+		{kind: correlate.KindLeak, cause: correlate.CauseRprivateBind, syscall: "umount2", holderComm: "node_exporter", actor: "runc"},
+		{kind: correlate.KindFailure, cause: correlate.CauseRprivateBind, syscall: "write", errno: "EBUSY", holderComm: "node_exporter", actor: "runc", linked: true},
+	},
 	"seed003-subpath-configmap": {
 		{kind: correlate.KindFailure, cause: correlate.CauseStaleBind, syscall: "mount", errno: "ENOENT", actor: "kubelet"},
 	},

@@ -19,6 +19,7 @@ import (
 	"github.com/mntleak/mntleak/procfs"
 	"github.com/mntleak/mntleak/state"
 	"github.com/mntleak/mntleak/stream"
+	"github.com/mntleak/mntleak/teardown"
 	"github.com/mntleak/mntleak/tracer"
 )
 
@@ -81,6 +82,8 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer, log *Log, reopen <-c
 	}
 	if cfg.Correlate {
 		p.corr = newCorrelator(p, procfs.Host{}, log.Named("correlate"))
+		p.devices = &teardown.Resolver{Sys: os.DirFS("/sys")}
+		p.log = log.Named("pipeline")
 	}
 	// Raw events go to the journal only when asked (volume), not to stderr.
 	if cfg.JournalEvents && log.journal != nil {

@@ -4,7 +4,8 @@
 //
 // The event path, read top to bottom in pipeline.go: the tracer's reader
 // hands each event to pipeline.handle, on one goroutine, in kernel order;
-// it is enriched (a failure's executable), written to the record and the
+// it is enriched (a failure's executable; the device a teardown call
+// named, read from sysfs by package teardown), written to the record and the
 // persistent lineage (every event), printed when the filter selects it
 // (stream, journal), given to the correlator (whose findings are logged
 // and counted) and counted. No stage waits for an output: each slow output

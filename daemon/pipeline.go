@@ -8,6 +8,7 @@ import (
 	"github.com/mntleak/mntleak/internal/logkey"
 	"github.com/mntleak/mntleak/metrics"
 	"github.com/mntleak/mntleak/procfs"
+	"github.com/mntleak/mntleak/teardown"
 )
 
 // pipeline is the event path: the tracer's reader calls handle for every
@@ -22,7 +23,9 @@ type pipeline struct {
 	lineage  *lineageStore         // nil without a usable state dir
 	eventLog *zap.Logger           // raw events to the journal; nil unless asked
 	host     procfs.Host
-	gaugesAt int64 // event time (unix ns) the gauges were last set
+	devices  *teardown.Resolver // names a teardown call's device; nil without --correlate
+	log      *zap.Logger        // nil without --correlate
+	gaugesAt int64              // event time (unix ns) the gauges were last set
 }
 
 // handle takes one event through every stage, top to bottom. The record
@@ -37,6 +40,13 @@ func (p *pipeline) handle(ev *event.Event) {
 			if ev.Cmdline == "" {
 				ev.Cmdline = cmd.Cmdline
 			}
+		}
+	}
+	//    and the device a teardown call named (rbd unmap, zram, dmsetup),
+	//    read from sysfs now: by a replay the device may be gone.
+	if correlating && p.devices != nil {
+		if err := p.devices.Enrich(ev); err != nil {
+			p.log.Warn("teardown call's device not named", zap.Error(err))
 		}
 	}
 	// 2. Record and persist: everything, before any filter.

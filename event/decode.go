@@ -14,6 +14,7 @@ const (
 	fstypeLen  = 32
 	dataLen    = 128
 	cmdlineLen = 256
+	payloadLen = 320
 	commLen    = 16
 
 	HeaderSize       = 72
@@ -28,7 +29,7 @@ const (
 	sizeFsopen       = HeaderSize + 8 + fstypeLen
 	sizeFsmount      = HeaderSize + 2*8 + 2*4
 	sizeMountSetattr = HeaderSize + 4*8 + 2*4 + pathLen
-	sizeFailure      = HeaderSize + 4*4 + pathLen + cmdlineLen
+	sizeFailure      = HeaderSize + 4*4 + pathLen + cmdlineLen + 2*4 + payloadLen
 )
 
 var recordSizes = [kindMax]int{
@@ -167,6 +168,10 @@ func Decode(b []byte) (Event, error) {
 		n := int(r.u32())
 		ev.Path = r.str(pathLen)
 		ev.Cmdline = argv(r.bytes(cmdlineLen), n)
+		ev.IoctlCmd = r.u32()
+		if used := int(r.u32()); used > 0 {
+			ev.Payload = append([]byte(nil), r.bytes(payloadLen)[:min(used, payloadLen)]...)
+		}
 		path1, path1Name = &ev.Path, "path"
 	}
 

@@ -7,7 +7,7 @@
 // bpf/mntleak.h; tracer/layout_test.go checks them against the
 // bpf2go-generated types.
 //
-// Files: event.go (Event, Kind), decode.go (the binary records, length
+// Files: event.go (Event, Kind, Teardown), decode.go (the binary records, length
 // checked), names.go (syscall, errno and flag names), syscalls_<arch>.go
 // (generated number-to-name tables), text.go (the one-line text form),
 // filter.go (--pid, --comm, --mntns).

@@ -179,9 +179,26 @@ type Event struct {
 	RDev Dev `json:"rdev,omitempty"` // failure: block device behind fd
 	Dev  Dev `json:"dev,omitempty"`  // failure: filesystem holding fd
 
+	// A failing teardown call (failure): the ioctl request, and what names
+	// the device: the first bytes written to a sysfs file, or a
+	// device-mapper ioctl's struct dm_ioctl.
+	IoctlCmd uint32 `json:"ioctl_cmd,omitempty"`
+	Payload  []byte `json:"payload,omitempty"`
+	// Teardown is the device the payload names, resolved in userspace
+	// when the event arrives (the device may be gone by a replay).
+	Teardown *Teardown `json:"teardown,omitempty"`
+
 	// lost: how many events the kernel could not queue, and since when.
 	Lost      uint64    `json:"lost,omitempty"`
 	LostSince time.Time `json:"lost_since,omitzero"`
+}
+
+// Teardown is the block device a failing teardown call was about, and the
+// operation in the words a user typed.
+type Teardown struct {
+	Op     string `json:"op"`     // "zram hot_remove 1", "rbd unmap /dev/rbd3", "dmsetup remove vg-lv"
+	Device string `json:"device"` // "/dev/zram1"
+	Dev    Dev    `json:"dev"`    // its device number
 }
 
 // Failed reports whether the syscall behind the event returned an error.

@@ -40,7 +40,7 @@ func TestDecodeRejects(t *testing.T) {
 		{"zero kind", make([]byte, 4096), "unknown kind 0"},
 		{"kind past the end", record(kindMax, nil), "unknown kind 15"},
 		{"lost is never sent by the kernel", record(KindLost, nil), "unknown kind 14"},
-		{"short failure", record(KindFailure, nil)[:HeaderSize+20], "decode failure event: record of 92 bytes, want 856"},
+		{"short failure", record(KindFailure, nil)[:HeaderSize+20], "decode failure event: record of 92 bytes, want 1184"},
 		{"short mount", record(KindMount, nil)[:RecordSize(KindMount)-1], "want 1264"},
 	}
 	for _, tt := range tests {
@@ -159,16 +159,25 @@ func TestJSONRoundTrip(t *testing.T) {
 		binary.NativeEndian.PutUint32(b[HeaderSize:], 3)
 		binary.NativeEndian.PutUint32(b[HeaderSize+4:], uint32(MakeDev(7, 3)))
 		copy(b[HeaderSize+16:], "/dev/loop3")
+		off := HeaderSize + 16 + pathLen + cmdlineLen
+		binary.NativeEndian.PutUint32(b[off:], 0xc138fd04) // DM_DEV_REMOVE
+		binary.NativeEndian.PutUint32(b[off+4:], 2)
+		copy(b[off+8:], "1\nX") // X: past payload_len, not kept
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
+	if ev.IoctlCmd != 0xc138fd04 || string(ev.Payload) != "1\n" {
+		t.Errorf("ioctl_cmd %#x payload %q, want 0xc138fd04 \"1\\n\"", ev.IoctlCmd, ev.Payload)
+	}
+	ev.Teardown = &Teardown{Op: "zram hot_remove 1", Device: "/dev/zram1", Dev: MakeDev(252, 1)}
 	ev.Time = time.Date(2026, 11, 21, 12, 1, 2, 114000000, time.UTC)
 	line, err := json.Marshal(&ev)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"kind":"failure"`, `"errno":"EBUSY"`, `"rdev":"7:3"`, `"path":"/dev/loop3"`, `"syscall":"rmdir"`} {
+	for _, want := range []string{`"kind":"failure"`, `"errno":"EBUSY"`, `"rdev":"7:3"`, `"path":"/dev/loop3"`, `"syscall":"rmdir"`,
+		`"teardown":{"op":"zram hot_remove 1","device":"/dev/zram1","dev":"252:1"}`} {
 		if !strings.Contains(string(line), want) {
 			t.Errorf("JSON %s lacks %s", line, want)
 		}

@@ -20,6 +20,7 @@ type want struct {
 	container bool   // names the container the script reports
 	unit      string // a systemd unit the line names
 	linked    bool   // links back to the earlier leak finding
+	operation string // a teardown through a control file: the operation named (prefix)
 }
 
 func TestIncidents(t *testing.T) {
@@ -37,6 +38,8 @@ func TestIncidents(t *testing.T) {
 		{"3-node-exporter.sh", nil, []want{
 			{kind: correlate.KindLeak, cause: correlate.CauseRprivateBind, syscall: "umount2", actor: "runc:[2:INIT]", container: true},
 			{kind: correlate.KindFailure, cause: correlate.CauseRprivateBind, syscall: "openat", errno: "EBUSY", actor: "runc:[2:INIT]", container: true, linked: true},
+			{kind: correlate.KindFailure, cause: correlate.CauseRprivateBind, syscall: "write", errno: "EBUSY", actor: "runc:[2:INIT]", container: true, linked: true,
+				operation: "zram hot_remove"},
 		}},
 		{"4-subpath-configmap.sh", nil, []want{
 			{kind: correlate.KindFailure, cause: correlate.CauseStaleBind, syscall: "mount", errno: "ENOENT", actor: "kubelet"},
@@ -121,6 +124,9 @@ func check(t *testing.T, i int, l logged, w want, exp map[string]string) {
 	}
 	if f.Fix == "" {
 		t.Errorf("finding %d has no fix", i)
+	}
+	if w.operation != "" && (!strings.HasPrefix(f.Object.Operation, w.operation) || f.Object.Path != exp["device"]) {
+		t.Errorf("finding %d: operation %q on %s, want %q on %s", i, f.Object.Operation, f.Object.Path, w.operation, exp["device"])
 	}
 }
 

@@ -36,6 +36,9 @@ type failureFailureEvent struct {
 	CmdlineLen uint32
 	Path       [512]int8
 	Cmdline    [256]int8
+	IoctlCmd   uint32
+	PayloadLen uint32
+	Payload    [320]uint8
 }
 
 // Names of all BPF objects in the ELF.

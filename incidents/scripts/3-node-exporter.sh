@@ -2,16 +2,20 @@
 # Incident 3 (seed 002): an ext4 filesystem on a block device is mounted
 # under kubelet's plugins path; a node_exporter-like container binds the
 # kubelet directory (mountPropagation None = rprivate) after it; the host
-# unmounts it, and the exclusive open that rbd unmap (here mkfs.ext4) needs
-# fails with EBUSY.
+# unmounts it. Then the exclusive open a reformat needs (mkfs.ext4) fails
+# with EBUSY, and so does the unmap: rbd unmap writes the device id to
+# /sys/bus/rbd/remove_single_major; zram, the rbd stand-in here, is removed
+# by writing its id to /sys/class/zram-control/hot_remove.
 source "$(dirname "$(readlink -f "$0")")/lib.sh"
 dockerd_start
 image
+fakebin rbd bash
 
-loopdev 32
+zramdev 32
+dev=/dev/zram$ZRAMID
 vol=$W/kubelet/plugins/kubernetes.io/rbd/mounts/k8s-image-kubernetes-dynamic-pvc-c838258f
 mkdir -p "$vol"
-mount "$LOOPDEV" "$vol"
+mount "$dev" "$vol"
 settle
 
 # The seed binds / at /host; dockerd would force rslave on / (it contains
@@ -25,5 +29,10 @@ settle 1
 
 umount "$vol"
 settle
-if mkfs.ext4 -q -F "$LOOPDEV" 2>/dev/null; then echo "mkfs.ext4 unexpectedly succeeded" >&2; exit 1; fi
+if mkfs.ext4 -q -F "$dev" 2>/dev/null; then echo "mkfs.ext4 unexpectedly succeeded" >&2; exit 1; fi
+settle
+if "$W/bin/rbd" -c "echo $ZRAMID >/sys/class/zram-control/hot_remove" 2>/dev/null; then
+	echo "hot_remove unexpectedly succeeded" >&2
+	exit 1
+fi
 settle

@@ -25,6 +25,7 @@ IMG=mntleak/busybox
 DOCKERD=
 PIDS=()
 LOOPS=()
+ZRAMS=()
 
 expect() { if [ -n "${MNTLEAK_EXPECT:-}" ]; then echo "$1=$2" >>"$MNTLEAK_EXPECT"; fi; }
 nsof() { readlink "/proc/$1/ns/mnt" | tr -dc 0-9; }
@@ -66,6 +67,16 @@ loopdev() {
 	expect device "$LOOPDEV"
 }
 
+# zramdev SIZE_MIB: an ext4 filesystem on a fresh zram disk, id in $ZRAMID:
+# a stand-in for an rbd device, whose teardown is a sysfs write too.
+zramdev() {
+	ZRAMID=$(cat /sys/class/zram-control/hot_add)
+	ZRAMS+=("$ZRAMID")
+	echo "$((${1} << 20))" >"/sys/block/zram$ZRAMID/disksize"
+	mkfs.ext4 -q -F "/dev/zram$ZRAMID"
+	expect device "/dev/zram$ZRAMID"
+}
+
 # fakebin NAME SOURCE: a copy of SOURCE whose comm is NAME.
 fakebin() { mkdir -p "$W/bin" && cp "$(command -v "$2")" "$W/bin/$1"; }
 
@@ -89,6 +100,12 @@ cleanup() {
 	done
 	for l in "${LOOPS[@]}"; do
 		for _ in $(seq 50); do losetup -d "$l" 2>/dev/null && break; sleep 0.1; done
+	done
+	for z in "${ZRAMS[@]}"; do
+		for _ in $(seq 50); do
+			{ echo 1 >"/sys/block/zram$z/reset" && echo "$z" >/sys/class/zram-control/hot_remove; } 2>/dev/null && break
+			sleep 0.1
+		done
 	done
 }
 trap cleanup EXIT

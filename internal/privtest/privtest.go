@@ -221,3 +221,35 @@ func CopyBinary(t testing.TB, src, dst string) string {
 	}
 	return dst
 }
+
+// ZramDevice adds a zram disk of sizeMiB with an ext4 filesystem and
+// returns its id; at cleanup it is reset and removed (retried while a
+// holder killed just before still releases it).
+func ZramDevice(t testing.TB, sizeMiB int) int {
+	t.Helper()
+	RequireCommands(t, "mkfs.ext4")
+	b, err := os.ReadFile("/sys/class/zram-control/hot_add")
+	if err != nil {
+		unavailable(t, "no zram: "+err.Error())
+	}
+	id, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("zram hot_add answered %q", b)
+	}
+	dir := fmt.Sprintf("/sys/block/zram%d/", id)
+	t.Cleanup(func() {
+		for i := 0; i < 50; i++ {
+			if os.WriteFile(dir+"reset", []byte("1"), 0) == nil &&
+				os.WriteFile("/sys/class/zram-control/hot_remove", []byte(strconv.Itoa(id)), 0) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Errorf("zram%d kept failing to reset and hot_remove", id)
+	})
+	if err := os.WriteFile(dir+"disksize", []byte(strconv.Itoa(sizeMiB<<20)), 0); err != nil {
+		t.Fatalf("zram%d disksize: %v", id, err)
+	}
+	Run(t, "mkfs.ext4", "-q", "-F", fmt.Sprintf("/dev/zram%d", id))
+	return id
+}

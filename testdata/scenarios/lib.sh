@@ -25,6 +25,7 @@ fi
 
 PIDS=()
 LOOPS=()
+ZRAMS=()
 cleanup() {
 	set +e
 	for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do kill -9 "${PIDS[i]}" 2>/dev/null; done
@@ -33,6 +34,12 @@ cleanup() {
 	# release the filesystems before detaching their devices.
 	for l in "${LOOPS[@]}"; do
 		for _ in $(seq 50); do losetup -d "$l" 2>/dev/null && break; sleep 0.1; done
+	done
+	for z in "${ZRAMS[@]}"; do
+		for _ in $(seq 50); do
+			{ echo 1 >"/sys/block/zram$z/reset" && echo "$z" >/sys/class/zram-control/hot_remove; } 2>/dev/null && break
+			sleep 0.1
+		done
 	done
 }
 trap cleanup EXIT
@@ -52,6 +59,16 @@ loopdev() {
 	LOOPDEV=$(losetup --find --show "$W/disk.img")
 	LOOPS+=("$LOOPDEV")
 	expect device "$LOOPDEV"
+}
+
+# zramdev SIZE_MIB: an ext4 filesystem on a fresh zram disk (a stand-in for
+# an rbd device: its teardown is a sysfs write too); its id in $ZRAMID.
+zramdev() {
+	ZRAMID=$(cat /sys/class/zram-control/hot_add)
+	ZRAMS+=("$ZRAMID")
+	echo "$((${1} << 20))" >"/sys/block/zram$ZRAMID/disksize"
+	mkfs.ext4 -q -F "/dev/zram$ZRAMID"
+	expect device "/dev/zram$ZRAMID"
 }
 
 # expect KEY VALUE: tells the end-to-end test (MNTLEAK_EXPECT names a file)
