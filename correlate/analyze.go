@@ -54,6 +54,9 @@ func (c *Correlator) failure(ev *event.Event) {
 		c.staleBind(ev)
 		return
 	}
+	if ev.Kind == event.KindUmount && failedWith(ev, unix.EINVAL) && c.unmountedAlready(ev) {
+		return // a harmless double unmount: the caller's own went through
+	}
 	before := c.tables()
 	missing := c.refresh(nil)
 	id, obj := c.objectOf(ev)
@@ -90,6 +93,28 @@ func (c *Correlator) failure(ev *event.Event) {
 	c.report(f)
 }
 
+// unmountedAlready reports whether the caller's namespace unmounted the
+// same path successfully since it was last mounted there: an umount2
+// EINVAL then is a runtime's second unmount of its own mount (dockerd,
+// containerd-shim), not something another namespace holds.
+func (c *Correlator) unmountedAlready(ev *event.Event) bool {
+	hist := c.ledger.History()
+	for i := len(hist) - 1; i >= 0; i-- {
+		h := hist[i]
+		if h.MntNS != ev.MntNS || h.Ret != 0 || h.MonoNS > ev.MonoNS {
+			continue
+		}
+		switch {
+		case h.Kind == event.KindUmount && h.Target == ev.Target:
+			return true
+		case h.Kind == event.KindMount && h.Target == ev.Target,
+			h.Kind == event.KindMoveMount && h.ToPath == ev.Target:
+			return false // mounted again since
+		}
+	}
+	return false
+}
+
 func otherThan(ms []match, ns uint32) []match {
 	var out []match
 	for _, m := range ms {
@@ -120,7 +145,13 @@ func (c *Correlator) objectOf(ev *event.Event) (identity, Object) {
 			return identity{dev: dev, block: true, path: p}, obj
 		}
 	}
-	if t := c.ledger.Table(ev.MntNS); t != nil {
+	t := c.ledger.Table(ev.MntNS)
+	if t != nil && t.At(p) == nil && !strings.HasPrefix(p, "/dev/") {
+		// Not a mount point as given: through a symbolic link (umount
+		// /var/run/docker/netns/x) the kernel looked up another path.
+		p = c.canonical(ev, p)
+	}
+	if t != nil {
 		if m := t.At(p); m != nil {
 			obj.Dev, obj.FSType, obj.Root = devOf(m), m.FSType, m.Root
 			return identityOf(m, p), obj
@@ -138,6 +169,33 @@ func (c *Correlator) objectOf(ev *event.Event) (identity, Object) {
 		}
 	}
 	return id, obj
+}
+
+// canonical resolves the symbolic links in a failing call's path as the
+// caller's namespace sees them, asking the caller, else a live member of
+// its namespace (a pid that now lives elsewhere does not answer); the path
+// as given when nobody can.
+func (c *Correlator) canonical(ev *event.Event, p string) string {
+	pids := []int{int(ev.PID)}
+	if n := c.lineage.Get(ev.MntNS); n != nil {
+		for _, m := range n.Members() {
+			if len(pids) == 3 {
+				break
+			}
+			if m.PID != int(ev.PID) {
+				pids = append(pids, m.PID)
+			}
+		}
+	}
+	for _, pid := range pids {
+		if pid <= 0 {
+			continue
+		}
+		if real, ns, err := c.proc.RealPath(pid, p); err == nil && ns == ev.MntNS {
+			return real
+		}
+	}
+	return p
 }
 
 // clockTick is the unit of a process's start time in /proc (USER_HZ, 100

@@ -5,6 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/procfs"
 )
 
@@ -29,12 +30,15 @@ func TestEINVALNeedsAMountpoint(t *testing.T) {
 			"/srv/src", 1},
 		{"a copy seen through a bind root (control)", "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 254:0 / /host rw - ext4 /dev/vda rw\n112 111 0:77 / /host/srv/src rw - tmpfs tmpfs rw\n",
 			"/srv/src", 1},
+		{"a copy at the path, asked through a symbolic link (control)", "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 0:4 net:[4026532400] /run/docker/netns/8f34 rw - nsfs nsfs rw\n",
+			"/var/run/docker/netns/8f34", 1},
 		{"a copy stacked on a bind of the path (control)", "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 254:0 /srv/src /mnt/x rw - ext4 /dev/vda rw\n112 111 0:77 / /mnt/x rw - tmpfs tmpfs rw\n",
 			"/srv/src", 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "")}, map[uint32]string{hostNS: hostTable})
+			w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, ""), proc(30, "umount", hostNS, "")}, map[uint32]string{hostNS: hostTable})
+			w.proc.links = map[string]string{"/var/run": "/run"}
 			w.send(unshareEv(20, "app", hostNS, other))
 			w.proc.procs = append(w.proc.procs, proc(20, "app", other, ""))
 			w.proc.tables[other] = tt.otherTable
@@ -45,6 +49,51 @@ func TestEINVALNeedsAMountpoint(t *testing.T) {
 					t.Log(f.Line())
 				}
 				t.Fatalf("%d findings, want %d", len(w.findings), tt.want)
+			}
+		})
+	}
+}
+
+// An umount2 EINVAL right after the caller's own successful unmount of the
+// same path is a runtime unmounting twice (dockerd removing a volume,
+// containerd-shim its rootfs): the leak its first unmount left was reported
+// then; the second unmount gets no finding. From a namespace that never
+// unmounted the path, the same EINVAL is explained.
+func TestDoubleUnmount(t *testing.T) {
+	const other = 80
+	tests := []struct {
+		name   string
+		second uint32 // the namespace of the second, failing unmount
+		want   int    // findings after the leak
+	}{
+		{"the same namespace unmounts again", hostNS, 0},
+		{"another namespace unmounts (control)", 90, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "")}, map[uint32]string{hostNS: hostTable})
+			w.send(unshareEv(20, "ntpd", hostNS, other))
+			w.proc.procs = append(w.proc.procs, proc(20, "ntpd", other, ""))
+			w.proc.tables[other] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"
+			w.send(exitEv(21, "true", other))
+			w.proc.tables[hostNS] = hostWithoutVol
+			w.send(umountEv(40, "dockerd", hostNS, "/srv/vol", 0))
+			if len(w.findings) != 1 || w.findings[0].Kind != correlate.KindLeak {
+				t.Fatalf("%d findings after the first unmount, want the leak", len(w.findings))
+			}
+			if tt.second != hostNS {
+				w.send(unshareEv(50, "dockerd", hostNS, tt.second))
+				w.proc.procs = append(w.proc.procs, proc(50, "dockerd", tt.second, ""))
+				w.proc.tables[tt.second] = hostWithoutVol
+				w.send(exitEv(51, "true", tt.second))
+			}
+			w.findings = nil
+			w.send(umountEv(40, "dockerd", tt.second, "/srv/vol", -int64(unix.EINVAL)))
+			if len(w.findings) != tt.want {
+				for _, f := range w.findings {
+					t.Log(f.Line())
+				}
+				t.Errorf("%d findings for the second unmount, want %d", len(w.findings), tt.want)
 			}
 		})
 	}

@@ -22,6 +22,7 @@ type fakeProc struct {
 	pins    []procfs.Pin
 	pinsErr error // what Pins answers, when set
 	blocks  map[string]event.Dev
+	links   map[string]string // symbolic links: path -> target (absolute)
 	host    uint32
 }
 
@@ -63,6 +64,23 @@ func (f *fakeProc) BlockDevice(path string) (event.Dev, error) {
 }
 
 func (f *fakeProc) HostNS() (uint32, error) { return f.host, nil }
+
+// RealPath resolves the links the world has (links: a path prefix and
+// what it points to), as any process of the world sees them.
+func (f *fakeProc) RealPath(pid int, p string) (string, uint32, error) {
+	for _, pr := range f.procs {
+		if pr.PID != pid {
+			continue
+		}
+		for from, to := range f.links {
+			if p == from || strings.HasPrefix(p, from+"/") {
+				p = to + strings.TrimPrefix(p, from)
+			}
+		}
+		return p, pr.MntNS, nil
+	}
+	return "", 0, fmt.Errorf("no process %d", pid)
+}
 
 func (f *fakeProc) Command(pid int) (procfs.Command, error) {
 	all := append([]procfs.Process(nil), f.procs...)

@@ -20,6 +20,7 @@ const (
 	OpBlockDevice = "blockdev"
 	OpHostNS      = "hostns"
 	OpCommand     = "command"
+	OpRealPath    = "realpath"
 )
 
 // Record is one Proc answer as it is written into a recorded stream (the
@@ -35,6 +36,7 @@ type Record struct {
 	Dev       event.Dev         `json:"dev,omitempty"`
 	MntNS     uint32            `json:"mntns,omitempty"`
 	Command   *Command          `json:"command,omitempty"`
+	RealPath  string            `json:"realpath,omitempty"`
 	// Unreadable is how many processes a pin search could not read
 	// (UnreadableError): the pins are the others'.
 	Unreadable int    `json:"unreadable,omitempty"`
@@ -47,6 +49,8 @@ func (r *Record) key() string {
 		return r.Op + " " + strconv.Itoa(r.PID)
 	case OpBlockDevice:
 		return r.Op + " " + r.Path
+	case OpRealPath:
+		return r.Op + " " + strconv.Itoa(r.PID) + " " + r.Path
 	case OpPins:
 		parts := make([]string, len(r.Devs))
 		for i, d := range r.Devs {
@@ -125,6 +129,13 @@ func (r Recorder) Command(pid int) (Command, error) {
 	c, err := r.Proc.Command(pid)
 	r.Write(&Record{Op: OpCommand, PID: pid, Command: &c, Err: errString(err)})
 	return c, err
+}
+
+// RealPath implements Proc.
+func (r Recorder) RealPath(pid int, path string) (string, uint32, error) {
+	real, ns, err := r.Proc.RealPath(pid, path)
+	r.Write(&Record{Op: OpRealPath, PID: pid, Path: path, RealPath: real, MntNS: ns, Err: errString(err)})
+	return real, ns, err
 }
 
 // Replay answers from recorded Records: each call takes the next unused
@@ -241,4 +252,13 @@ func (r *Replay) Command(pid int) (Command, error) {
 		return Command{}, err
 	}
 	return *rec.Command, rec.err()
+}
+
+// RealPath implements Proc.
+func (r *Replay) RealPath(pid int, path string) (string, uint32, error) {
+	rec, err := r.next((&Record{Op: OpRealPath, PID: pid, Path: path}).key())
+	if err != nil {
+		return "", 0, err
+	}
+	return rec.RealPath, rec.MntNS, rec.err()
 }

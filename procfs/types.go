@@ -27,6 +27,11 @@ type Proc interface {
 	HostNS() (uint32, error)
 	// Command returns a process's executable and command line.
 	Command(pid int) (Command, error)
+	// RealPath resolves the symbolic links in an absolute path as pid sees
+	// it (inside its root: /var/run/x is /run/x), and returns pid's mount
+	// namespace, so a caller holding a stale pid can tell. A missing tail
+	// is kept as it is.
+	RealPath(pid int, path string) (string, uint32, error)
 }
 
 // Command is what a process runs.
