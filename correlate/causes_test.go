@@ -331,3 +331,41 @@ func pinProcs(pins []correlate.PinRef) []correlate.ProcRef {
 	}
 	return out
 }
+
+// TestInodeReusedAfterRestart: mntleak was down while a namespace died and
+// the kernel gave its inode to a new one. The new namespace does not
+// inherit the remembered creator: a finding about it says it is inferred.
+// A namespace the history does know (its creator is still in it) keeps it.
+func TestInodeReusedAfterRestart(t *testing.T) {
+	tests := []struct {
+		name    string
+		inside  procfs.Process // the process in mnt:[80] after the restart
+		creator string         // the creator the finding names
+	}{
+		{"the inode went to a new namespace", procfs.Process{PID: 900, PPID: 1, StartTime: 1 << 62, Comm: "newcomer", MntNS: 80}, "newcomer[900]"},
+		{"the same namespace (control)", proc(20, "keeper", 80, ""), "keeper[20]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			first := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "")}, map[uint32]string{hostNS: hostTable})
+			created := unshareEv(20, "keeper", hostNS, 80)
+			first.send(created)
+			w := &world{t: t, now: first.now.Add(time.Hour), proc: first.proc}
+			w.proc.procs = append(w.proc.procs, tt.inside)
+			w.proc.tables[80] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"
+			w.c = correlate.New(w.proc, correlate.Options{}, func(f *correlate.Finding) { w.findings = append(w.findings, f) })
+			w.c.Remember(created)
+			if err := w.c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			w.send(exitEv(1501, "true", hostNS))
+			w.proc.tables[hostNS] = hostWithoutVol
+			w.send(umountEv(1000, "umount", hostNS, "/srv/vol", 0))
+			f := w.only()
+			reused := tt.inside.PID != 20
+			if f.Inferred != reused || !strings.Contains(f.Line(), tt.creator) || (reused && strings.Contains(f.Line(), "keeper")) {
+				t.Errorf("inferred=%v: %s", f.Inferred, f.Line())
+			}
+		})
+	}
+}

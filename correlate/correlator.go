@@ -85,15 +85,16 @@ type Correlator struct {
 	now     time.Time
 	hostNS  uint32
 
-	incidents  map[string]time.Time // failure key -> last seen
-	leaks      []*leakRecord        // recent leak findings, for linking
-	remembered bool                 // a persistent lineage was applied
-	losses     []loss               // when the kernel dropped events
-	lastGC     time.Time            // event time of the last collection
-	lastScan   time.Time            // event time of the last process list
-	scanned    bool                 // a process list was read since Start
-	evicted    uint64               // tables evicted by MaxMounts
-	rules      []rule               // the cause table (rules.go), read-only
+	incidents      map[string]time.Time // failure key -> last seen
+	leaks          []*leakRecord        // recent leak findings, for linking
+	remembered     bool                 // a persistent lineage was applied
+	lastRemembered uint64               // kernel time (ns) of its last event
+	losses         []loss               // when the kernel dropped events
+	lastGC         time.Time            // event time of the last collection
+	lastScan       time.Time            // event time of the last process list
+	scanned        bool                 // a process list was read since Start
+	evicted        uint64               // tables evicted by MaxMounts
+	rules          []rule               // the cause table (rules.go), read-only
 }
 
 type leakRecord struct {
@@ -131,6 +132,7 @@ func (c *Correlator) Ledger() *Ledger { return c.ledger }
 // what is gone and keeps the creation history of what is still there.
 func (c *Correlator) Remember(ev *event.Event) {
 	c.remembered = true
+	c.lastRemembered = max(c.lastRemembered, ev.MonoNS)
 	if ev.Time.After(c.now) {
 		c.now = ev.Time
 	}
@@ -197,6 +199,9 @@ func (c *Correlator) Start() error {
 	if err != nil {
 		return err
 	}
+	if c.remembered {
+		c.forgetReused(procs)
+	}
 	c.lineage.Seed(procs)
 	c.scanned = true // as of the first event (lastScan is set by Handle)
 	if c.hostNS, err = c.proc.HostNS(); err != nil {
@@ -206,6 +211,40 @@ func (c *Correlator) Start() error {
 		_ = c.readTable(n) // a namespace whose processes all exited is simply skipped
 	}
 	return nil
+}
+
+// forgetReused drops the remembered history of a namespace whose inode
+// now belongs to another one: none of its processes is one the history
+// knows (its creator, or a process that joined it), and every one of them
+// started after the last remembered event, while mntleak was not running.
+// The kernel reuses a dead namespace's inode; its creator, events and
+// members are not the new one's. (A namespace whose processes all turned
+// over unseen looks the same: it then loses its history, and its verdicts
+// say they are inferred, rather than cite a creator that may not be its.)
+func (c *Correlator) forgetReused(procs []procfs.Process) {
+	here := map[uint32][]procfs.Process{}
+	for _, p := range procs {
+		here[p.MntNS] = append(here[p.MntNS], p)
+	}
+	for _, n := range c.lineage.Live() {
+		ps := here[n.Ino]
+		if n.Event == nil || len(ps) == 0 {
+			continue
+		}
+		reused := true
+		for _, p := range ps {
+			m, member := n.members[p.PID]
+			known := (member && (m.StartTime == 0 || m.StartTime == p.StartTime)) ||
+				(n.Creator.PID == p.PID && (n.Creator.StartTime == 0 || n.Creator.StartTime == p.StartTime))
+			if known || p.StartTime <= c.lastRemembered/uint64(clockTick) {
+				reused = false
+				break
+			}
+		}
+		if reused {
+			c.lineage.retire(n, c.now)
+		}
+	}
 }
 
 // readTable reads a namespace's mount table through one of its processes.
