@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/features"
 	"golang.org/x/sys/unix"
@@ -27,6 +28,11 @@ type Features struct {
 	// Memlock is what RemoveMemlock did: nothing on kernels that charge
 	// BPF memory to the memory cgroup, else the limit raised, or why not.
 	Memlock string `json:"memlock"`
+	// Kprobes and Fentry say whether the kernel has the hooks mntleak does
+	// not use (it needs tracepoints only) but users' other tools may:
+	// "yes", "no" and why, or "unknown" and why.
+	Kprobes string `json:"kprobes"`
+	Fentry  string `json:"fentry"`
 	// Tracepoints are the tracepoints mntleak attaches to: sys_exit (the
 	// only per-syscall hook) and the sched ones.
 	Tracepoints map[string]bool `json:"tracepoints"`
@@ -85,6 +91,7 @@ func DetectFeatures() Features {
 			break
 		}
 	}
+	f.Kprobes, f.Fentry = probeKprobes(), probeFentry()
 	// What New checks, from the kernel BTF: the tracepoints it attaches to
 	// (each has a btf_trace_<name> type) and the syscalls the dispatcher
 	// hands to a handler.
@@ -121,4 +128,29 @@ func (f *Features) checkBTF(spec *btf.Spec) {
 			f.RequiredMissing = append(f.RequiredMissing, "syscall "+h.syscall)
 		}
 	}
+}
+
+// probeKprobes: the kprobe PMU is how kprobes attach without tracefs.
+func probeKprobes() string {
+	if _, err := os.Stat("/sys/bus/event_source/devices/kprobe"); err != nil {
+		return "no (no kprobe PMU in /sys/bus/event_source/devices)"
+	}
+	return "yes"
+}
+
+// probeFentry loads (does not attach) an empty fentry program on a kernel
+// function: the kernel refuses it where BPF trampolines are missing.
+func probeFentry() string {
+	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Type: ebpf.Tracing, AttachType: ebpf.AttachTraceFEntry, AttachTo: "vfs_statfs", License: "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
+	})
+	switch {
+	case err == nil:
+		p.Close()
+		return "yes"
+	case errors.Is(err, ebpf.ErrNotSupported):
+		return "no (" + err.Error() + ")"
+	}
+	return "unknown (" + err.Error() + ")"
 }

@@ -147,6 +147,7 @@ func TestWriteFeaturesLines(t *testing.T) {
 	var out bytes.Buffer
 	writeFeatures(&out, tracer.Features{
 		Kernel: "5.4.0", BTF: true, RingBuffer: "yes", Buffer: "ringbuf", Tracefs: "/sys/kernel/tracing", Memlock: string(tracer.MemlockRaised),
+		Kprobes: "yes", Fentry: "no (not supported)",
 		Tracepoints: map[string]bool{"sys_exit": true, "sched_process_fork": true, "sched_process_exit": true},
 		Syscalls:    map[string]bool{"mount": true, "open_tree": false, "mount_setattr": false},
 		Disabled:    []string{"open_tree", "mount_setattr"},
@@ -157,6 +158,8 @@ func TestWriteFeaturesLines(t *testing.T) {
 		"memlock:     raised to unlimited (the kernel counts BPF memory against RLIMIT_MEMLOCK)\n",
 		"syscalls:    1 of 3 present (missing: mount_setattr, open_tree)\n",
 		"disabled:    open_tree, mount_setattr events (optional syscalls missing)\n",
+		"kprobes:     yes (not used)\n",
+		"fentry:      no (not supported) (not used)\n",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())

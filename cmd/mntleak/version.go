@@ -70,6 +70,12 @@ func writeFeatures(stdout io.Writer, feat tracer.Features) {
 	fmt.Fprintf(stdout, "path walk:   %s\n", feat.PathWalk)
 	fmt.Fprintf(stdout, "memlock:     %s\n", feat.Memlock)
 	fmt.Fprintf(stdout, "tracefs:     %s (not needed: tp_btf and raw tracepoints only)\n", feat.Tracefs)
+	if feat.Kprobes != "" {
+		fmt.Fprintf(stdout, "kprobes:     %s (not used)\n", feat.Kprobes)
+	}
+	if feat.Fentry != "" {
+		fmt.Fprintf(stdout, "fentry:      %s (not used)\n", feat.Fentry)
+	}
 	writePresent(stdout, "tracepoints: ", feat.Tracepoints)
 	if feat.Syscalls != nil {
 		writePresent(stdout, "syscalls:    ", feat.Syscalls)

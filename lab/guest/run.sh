@@ -1,0 +1,42 @@
+#!/bin/bash
+# Runs in the lab guest as lab-test.service (real systemd is PID 1): installs
+# mntleak with its own systemd unit from deploy/, runs every scenario, saves
+# mntleak's journal entries, and powers off. Results go to /lab/out.
+out=/lab/out
+exec >"$out/run.log" 2>&1
+set -x
+uname -r >"$out/kernel"
+cat /proc/1/comm >"$out/pid1"
+/lab/mntleak version >"$out/version.txt" 2>&1
+install -m 0755 /lab/mntleak /usr/local/bin/mntleak
+install -m 0644 /lab/mntleak.service /etc/systemd/system/mntleak.service
+# The unit as shipped, plus a recording of what it saw (for a replay of a
+# failed lab run): the drop-in only appends --record.
+mkdir -p /etc/systemd/system/mntleak.service.d
+exec_start=$(sed -n 's/^ExecStart=//p' /lab/mntleak.service)
+printf '[Service]\nExecStart=\nExecStart=%s --record /var/lib/mntleak/lab-record.jsonl\n' "$exec_start" \
+	>/etc/systemd/system/mntleak.service.d/lab-record.conf
+systemctl daemon-reload
+systemctl start mntleak.service
+for _ in $(seq 120); do
+	journalctl -u mntleak.service -o cat --no-pager | grep -q '"msg":"tracing"' && break
+	sleep 0.5
+done
+for s in /lab/scenarios/*.sh; do
+	name=$(basename "$s" .sh)
+	start=$(date +%s)
+	bash "$s" >"$out/$name.log" 2>&1
+	echo "$? $(($(date +%s) - start))" >"$out/$name.rc"
+done
+sleep 2
+systemctl stop mntleak.service
+journalctl -u mntleak.service -o json --no-pager >"$out/journal.json"
+cp /var/lib/mntleak/lab-record.jsonl "$out/record.jsonl"
+# What an operator types: the journal's own field match.
+for c in private-tmp mountflags-restart; do
+	journalctl -o json --no-pager MNTLEAK_CAUSE=$c | wc -l >"$out/journalctl-$c.count"
+done
+systemctl status mntleak.service --no-pager >"$out/mntleak.status" 2>&1
+touch "$out/done"
+sync
+systemctl poweroff
