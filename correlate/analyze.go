@@ -79,6 +79,13 @@ func (c *Correlator) failure(ev *event.Event) {
 	if c.rescanFor(matches) {
 		matches = held()
 	}
+	if len(otherThan(matches, ev.MntNS)) == 0 {
+		// Namespaces no process runs in hold copies too, kept by a bind
+		// of their nsfs file: read through it.
+		kept, keptMissing := c.keptMatches(id, ev.MntNS)
+		matches = append(matches, kept...)
+		missing = append(missing, keptMissing...)
+	}
 	var pinErr error
 	a.pins, pinErr = c.pinsFor(id, matches, ev.MonoNS)
 	if len(matches) == 0 && len(a.pins) == 0 {

@@ -27,7 +27,8 @@
 //     tables read from /proc, indexed by mount and by peer group.
 //   - analyze.go: a failure, from the event to the holdings and pins.
 //   - holders.go: an object's identity (device, path through bind roots,
-//     overlay, nsfs) and the search for its copies.
+//     overlay, nsfs) and the search for its copies; kept.go: namespaces no
+//     process runs in, kept by a bind of their nsfs file, read through it.
 //   - rules.go: the cause table (cause, evidence it needs, fix), classify
 //     and the causes' rank; docs/causes.md is written from it.
 //   - classify.go: the analysis, the verdict, and the rules for a copy made

@@ -93,6 +93,9 @@ type Holder struct {
 	Detached bool `json:"detached,omitempty"`
 	// Created is when the namespace was created (zero: predates tracing).
 	Created time.Time `json:"created,omitzero"`
+	// KeptBy is what keeps a namespace no process runs in: "the bind of
+	// its nsfs file at /run/mntns/x in the host".
+	KeptBy string `json:"kept_by,omitempty"`
 	// Actor is the one process the verdict names for this holder (the
 	// holder_pid of the log fields, the first process after "held by" in
 	// the line): nil when no live process holds it.
@@ -310,6 +313,9 @@ func (h *Holder) text() string {
 	}
 	if h.Detached {
 		b.WriteString(", detached by the kernel since")
+	}
+	if h.KeptBy != "" {
+		b.WriteString(", kept by " + h.KeptBy)
 	}
 	switch {
 	case !h.Exited.IsZero():

@@ -51,7 +51,8 @@ type match struct {
 	where    string
 	self     bool
 	exited   time.Time
-	detached bool // seen before the unmount, detached by the kernel since
+	detached bool    // seen before the unmount, detached by the kernel since
+	kept     *keeper // no process runs in the namespace: what keeps it
 }
 
 // translate returns where a path p of the caller's namespace (whose table
@@ -266,6 +267,10 @@ func (c *Correlator) holderOf(m match, pins map[uint32][]PinRef) Holder {
 	}
 	if m.self {
 		return h // the caller's namespace may be the host's: its pins say who matters
+	}
+	if m.kept != nil {
+		h.KeptBy = "the bind of its nsfs file at " + m.kept.where + " in " + c.label(m.kept.ns)
+		return h // no process runs in it: none is named
 	}
 	members := m.ns.Members()
 	if m.ns.Dead {

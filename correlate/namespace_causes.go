@@ -149,6 +149,12 @@ func (c *Correlator) unshareRule(a *analysis, m match) (verdict, bool) {
 	if m.self || (n.Event == nil && n.Creator.PID == 0) {
 		return verdict{}, false
 	}
+	if m.kept != nil {
+		if n.Event == nil {
+			return verdict{}, false // its oldest process is not its creator: none is left
+		}
+		return c.keptVerdict(a, m), true
+	}
 	prop := RootPropagation(m.table)
 	if n.Event != nil {
 		how := "unshare"
@@ -197,6 +203,11 @@ func (c *Correlator) unshareRule(a *analysis, m match) (verdict, bool) {
 // unknownRule: a namespace holds a copy and nothing more is known; the
 // verdict says what is missing.
 func (c *Correlator) unknownRule(a *analysis, m match) (verdict, bool) {
+	if m.kept != nil {
+		v := c.keptVerdict(a, m)
+		v.missing = []string{"who created " + nsName(m.ns.Ino) + " (before tracing began)"}
+		return v, true
+	}
 	n := m.ns
 	prop := RootPropagation(m.table)
 	return verdict{
@@ -206,6 +217,28 @@ func (c *Correlator) unknownRule(a *analysis, m match) (verdict, bool) {
 		fix:      "nsenter into " + nsName(n.Ino) + " and unmount " + m.where,
 		missing:  []string{"how and by whom " + nsName(n.Ino) + " was created", "any process in it"},
 	}, true
+}
+
+// keptVerdict: a namespace no process runs in keeps its copy, itself kept
+// alive by a bind of its nsfs file; unmounting that bind lets it go.
+func (c *Correlator) keptVerdict(a *analysis, m match) verdict {
+	n, k := m.ns, m.kept
+	made := ""
+	var ev []Evidence
+	if n.Event != nil {
+		made = "; it was created by " + procName(n.Creator.Comm, n.Creator.PID) + " at " + clock(n.Created) + ", which has exited since"
+		ev = append(ev, creationEvidence(n, "namespace created: "))
+	}
+	ev = append(ev, factEvidence(nsName(k.ns)+": "+k.where+" is a bind of "+nsName(n.Ino)+"'s nsfs file"),
+		factEvidence(mountFact(n.Ino, m.mount)))
+	return verdict{
+		cause: CauseUnshare,
+		summary: "no process runs in " + nsName(n.Ino) + "; the bind of its nsfs file at " + k.where + " in " + c.label(k.ns) +
+			" keeps it, with its own copy (" + RootPropagation(m.table) + " root)" + made + c.stayed(a),
+		evidence: ev,
+		fix: "umount " + k.where + " in " + c.label(k.ns) + " (the namespace and its copy go with it; unshare --mount=FILE and " +
+			"runtimes that pin namespaces leave such binds), or nsenter --mount=" + k.where + " umount " + m.where,
+	}
 }
 
 // inUseRule: the object is mounted in the caller's own namespace.

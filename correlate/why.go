@@ -45,12 +45,19 @@ func (c *Correlator) Why(t Target, now time.Time) *Finding {
 	}
 	a := &analysis{trigger: ev, caller: host, id: id}
 	matches := c.search(id, host, c.opts.ExitGrace)
+	var keptMissing []string
+	if len(otherThan(matches, host)) == 0 {
+		var kept []match
+		kept, keptMissing = c.keptMatches(id, host)
+		matches = append(matches, kept...)
+	}
 	pins, pinErr := c.pinsFor(id, matches, 0)
 	a.pins = withoutPID(pins, t.Asker)
 	if len(matches) == 0 && len(a.pins) == 0 && pinErr == nil {
 		return nil
 	}
 	f := c.finding(KindHeld, ev, obj, a, matches)
+	f.Missing = append(f.Missing, keptMissing...)
 	if pinErr != nil {
 		f.Missing = append(f.Missing, "the processes that pin it: "+pinErr.Error())
 	}

@@ -23,6 +23,7 @@ type fakeProc struct {
 	pinsErr error // what Pins answers, when set
 	blocks  map[string]event.Dev
 	links   map[string]string // symbolic links: path -> target (absolute)
+	nsfiles map[string]uint32 // binds of mount namespaces' nsfs files
 	host    uint32
 }
 
@@ -64,6 +65,17 @@ func (f *fakeProc) BlockDevice(path string) (event.Dev, error) {
 }
 
 func (f *fakeProc) HostNS() (uint32, error) { return f.host, nil }
+
+// NSMountinfo reads a namespace's table through a bind of its nsfs file
+// (nsfiles: the bind's path and the namespace).
+func (f *fakeProc) NSMountinfo(file string) (uint32, []*mountinfo.Info, error) {
+	ns, ok := f.nsfiles[file]
+	if !ok {
+		return 0, nil, fmt.Errorf("%s is not a namespace file", file)
+	}
+	mounts, err := mountinfo.GetMountsFromReader(strings.NewReader(f.tables[ns]), nil)
+	return ns, mounts, err
+}
 
 // RealPath resolves the links the world has (links: a path prefix and
 // what it points to), as any process of the world sees them.

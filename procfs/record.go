@@ -21,6 +21,7 @@ const (
 	OpHostNS      = "hostns"
 	OpCommand     = "command"
 	OpRealPath    = "realpath"
+	OpNSMountinfo = "nsmountinfo"
 )
 
 // Record is one Proc answer as it is written into a recorded stream (the
@@ -47,7 +48,7 @@ func (r *Record) key() string {
 	switch r.Op {
 	case OpMountinfo, OpCommand:
 		return r.Op + " " + strconv.Itoa(r.PID)
-	case OpBlockDevice:
+	case OpBlockDevice, OpNSMountinfo:
 		return r.Op + " " + r.Path
 	case OpRealPath:
 		return r.Op + " " + strconv.Itoa(r.PID) + " " + r.Path
@@ -136,6 +137,13 @@ func (r Recorder) RealPath(pid int, path string) (string, uint32, error) {
 	real, ns, err := r.Proc.RealPath(pid, path)
 	r.Write(&Record{Op: OpRealPath, PID: pid, Path: path, RealPath: real, MntNS: ns, Err: errString(err)})
 	return real, ns, err
+}
+
+// NSMountinfo implements Proc.
+func (r Recorder) NSMountinfo(file string) (uint32, []*mountinfo.Info, error) {
+	ns, mounts, err := r.Proc.NSMountinfo(file)
+	r.Write(&Record{Op: OpNSMountinfo, Path: file, MntNS: ns, Mounts: mounts, Err: errString(err)})
+	return ns, mounts, err
 }
 
 // Replay answers from recorded Records: each call takes the next unused
@@ -261,4 +269,13 @@ func (r *Replay) RealPath(pid int, path string) (string, uint32, error) {
 		return "", 0, err
 	}
 	return rec.RealPath, rec.MntNS, rec.err()
+}
+
+// NSMountinfo implements Proc.
+func (r *Replay) NSMountinfo(file string) (uint32, []*mountinfo.Info, error) {
+	rec, err := r.next((&Record{Op: OpNSMountinfo, Path: file}).key())
+	if err != nil {
+		return 0, nil, err
+	}
+	return rec.MntNS, rec.Mounts, rec.err()
 }

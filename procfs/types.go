@@ -32,6 +32,10 @@ type Proc interface {
 	// namespace, so a caller holding a stale pid can tell. A missing tail
 	// is kept as it is.
 	RealPath(pid int, path string) (string, uint32, error)
+	// NSMountinfo returns the mount table of the mount namespace an nsfs
+	// file names (a bind of it, or /proc/PID/fd/N of an open one): a
+	// namespace no process runs in has no /proc/PID/mountinfo to read.
+	NSMountinfo(file string) (uint32, []*mountinfo.Info, error)
 }
 
 // Command is what a process runs.

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mntleak/mntleak/internal/privtest"
+)
+
+// TestNamespaceKeptByABindLive: `unshare --mount=FILE` leaves a mount
+// namespace no process runs in, kept by the bind of its nsfs file. It
+// copied a loop device's mount; the device stays busy after the node
+// unmounts it. The finding names that namespace, the bind that keeps it and
+// the fix (unmount the bind), and no process as its holder.
+func TestNamespaceKeptByABindLive(t *testing.T) {
+	privtest.Require(t)
+	privtest.RequireCommands(t, "unshare", "nsenter", "mount", "umount", "mkfs.ext4")
+	dir := t.TempDir()
+	dev := privtest.LoopDevice(t, 16)
+	vol := privtest.Mkdir(t, filepath.Join(dir, "vol"))
+	pins := privtest.Mkdir(t, filepath.Join(dir, "pins"))
+	d := privtest.StartDaemon(t, nil, "--journald", "off", "--state-dir", "")
+	node := privtest.StartNode(t)
+	node.Run(t, "mount", dev, vol)
+	// An nsfs bind must not sit on a shared mount: a private one for it.
+	node.Run(t, "mount", "--bind", pins, pins)
+	node.Run(t, "mount", "--make-private", pins)
+	file := filepath.Join(pins, "mnt")
+	node.Run(t, "touch", file)
+	node.Run(t, "unshare", "--mount="+file, "--propagation", "private", "true")
+	t.Cleanup(func() { _ = exec.Command("nsenter", "-t", fmt.Sprint(node.PID), "-m", "umount", file).Run() })
+	node.Run(t, "umount", vol)
+	mkfs := exec.Command("nsenter", "-t", fmt.Sprint(node.PID), "-m", "--", "mkfs.ext4", "-q", "-F", dev)
+	if out, err := mkfs.CombinedOutput(); err == nil {
+		t.Fatalf("mkfs.ext4 on a device a kept namespace still has mounted succeeded: %s", out)
+	}
+	line := d.Logs.Wait(t, "failure finding", func(s string) bool {
+		return strings.Contains(s, `"finding":"failure"`) && strings.Contains(s, `"path":"`+dev+`"`)
+	})
+	var f struct {
+		Msg       string
+		HolderPID int `json:"holder_pid"`
+		Detail    struct {
+			Holders []struct{ KeptBy string `json:"kept_by"` }
+			Fix     string
+		}
+	}
+	if err := json.Unmarshal([]byte(line), &f); err != nil {
+		t.Fatal(err)
+	}
+	t.Log(f.Msg)
+	switch {
+	case len(f.Detail.Holders) == 0 || !strings.Contains(f.Detail.Holders[0].KeptBy, "nsfs file at "+file):
+		t.Errorf("holders %+v: want one kept by the bind at %s", f.Detail.Holders, file)
+	case f.HolderPID != 0:
+		t.Errorf("holder_pid %d named for a namespace no process runs in", f.HolderPID)
+	case !strings.HasPrefix(f.Detail.Fix, "umount "+file):
+		t.Errorf("fix %q, want umount %s first", f.Detail.Fix, file)
+	}
+	d.Stop(t)
+}

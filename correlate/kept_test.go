@@ -1,0 +1,57 @@
+package correlate_test
+
+import (
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mntleak/mntleak/procfs"
+)
+
+// A mount namespace no process runs in, kept alive by a bind of its nsfs
+// file (unshare --mount=FILE), still holds its copy: the failure names the
+// namespace, the bind that keeps it and the fix, never silence; and no
+// process is named as its holder.
+func TestNamespaceKeptByABind(t *testing.T) {
+	const kept = 95
+	tests := []struct {
+		name    string
+		seen    bool   // the unshare that made it was traced
+		creator string // then the finding names its creator
+	}{
+		{"made before tracing", false, ""},
+		{"made while traced; its creator exited", true, "unshare[20]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			host := hostTable + "9 1 0:4 mnt:[95] /run/mntns/keep rw - nsfs nsfs rw\n"
+			w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "")}, map[uint32]string{hostNS: host})
+			w.proc.tables[kept] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"
+			w.proc.nsfiles = map[string]uint32{"/run/mntns/keep": kept}
+			if tt.seen {
+				w.send(unshareEv(20, "unshare", hostNS, kept))
+				w.send(exitEv(20, "unshare", kept))
+			}
+			w.proc.tables[hostNS] = strings.Replace(host, "3 1 7:0 / /srv/vol rw shared:3 - ext4 /dev/loop0 rw\n", "", 1)
+			w.send(umountEv(40, "umount", hostNS, "/srv/vol", 0))
+			w.findings = nil
+			w.send(failEv(50, "mkfs.ext4", hostNS, 257, "/dev/loop0", int64(unix.EBUSY)))
+			f := w.only()
+			line := f.Line()
+			t.Log(line)
+			for _, want := range []string{"still mounted in mnt:[95] at /srv/vol", "kept by the bind of its nsfs file at /run/mntns/keep in the host",
+				"Fix: umount /run/mntns/keep in the host", tt.creator} {
+				if !strings.Contains(line, want) {
+					t.Errorf("line lacks %q:\n%s", want, line)
+				}
+			}
+			if _, a := f.Actor(); a != nil {
+				t.Errorf("%s[%d] named as the holder of a namespace no process runs in", a.Comm, a.PID)
+			}
+			if f.Holders[0].KeptBy == "" {
+				t.Errorf("holder without kept_by: %+v", f.Holders[0])
+			}
+		})
+	}
+}
