@@ -45,8 +45,10 @@ func TestNamespaceKeptByABindLive(t *testing.T) {
 		Msg       string
 		HolderPID int `json:"holder_pid"`
 		Detail    struct {
-			Holders []struct{ KeptBy string `json:"kept_by"` }
-			Fix     string
+			Holders []struct {
+				KeptBy string `json:"kept_by"`
+			}
+			Fix string
 		}
 	}
 	if err := json.Unmarshal([]byte(line), &f); err != nil {
