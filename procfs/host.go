@@ -165,6 +165,12 @@ func (h Host) Mountinfo(pid int) (uint32, []*mountinfo.Info, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	if r, err := os.Readlink(dir + "/root"); err == nil && r != "/" {
+		// A chrooted process's mountinfo shows only what lies under its
+		// root, relative to it: the namespace's whole table is read
+		// through its nsfs file instead.
+		return h.NSMountinfo(dir + "/ns/mnt")
+	}
 	f, err := os.Open(dir + "/mountinfo")
 	if errors.Is(err, unix.EINVAL) {
 		// The kernel refuses the mount table of a process that is exiting
