@@ -66,3 +66,49 @@ func TestHolderIsThePinner(t *testing.T) {
 		})
 	}
 }
+
+// A holder is named by what it runs now, and only while it is the same
+// process: runc's init exec'd the container's program after the process
+// list was read (its comm then was "runc:[2:INIT]"), and a pid whose start
+// time changed belongs to another program: it is not named.
+func TestNamesWhatRunsNow(t *testing.T) {
+	const other = 80
+	tests := []struct {
+		name    string
+		answer  procfs.Command
+		want    string   // in the line
+		wantNot []string // never in it
+		actor   int
+	}{
+		{"it exec'd", procfs.Command{Exe: "/bin/sleep", Cmdline: "sleep 600", Comm: "sleep", StartTime: 200},
+			"held by sleep[20]", []string{"runc:[2:INIT]"}, 20},
+		{"its pid is another process's now", procfs.Command{Exe: "/usr/bin/vim", Cmdline: "vim", Comm: "vim", StartTime: 999},
+			"it has exited since", []string{"vim", "restart runc:[2:INIT][20]", "held by"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "")}, map[uint32]string{hostNS: hostTable})
+			w.send(unshareEv(20, "runc:[2:INIT]", hostNS, other))
+			w.proc.procs = append(w.proc.procs, proc(20, "runc:[2:INIT]", other, "")) // start time 200
+			w.proc.tables[other] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"
+			w.send(exitEv(21, "true", other))
+			w.proc.tables[hostNS] = hostWithoutVol
+			w.proc.commands = map[int]procfs.Command{20: tt.answer}
+			w.send(umountEv(40, "umount", hostNS, "/srv/vol", 0))
+			f := w.only()
+			line := f.Line()
+			if !strings.Contains(line, tt.want) {
+				t.Errorf("want %q:\n%s", tt.want, line)
+			}
+			for _, no := range tt.wantNot {
+				if strings.Contains(line, no) {
+					t.Errorf("names %q:\n%s", no, line)
+				}
+			}
+			_, a := f.Actor()
+			if (a == nil && tt.actor != 0) || (a != nil && a.PID != tt.actor) {
+				t.Errorf("actor %+v, want pid %d", a, tt.actor)
+			}
+		})
+	}
+}

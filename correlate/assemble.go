@@ -1,9 +1,11 @@
 package correlate
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/procfs"
 )
 
 // judged is a match with its verdict.
@@ -47,6 +49,7 @@ func (c *Correlator) group(a *analysis, matches []match) [][]judged {
 func (c *Correlator) finding(kind FindingKind, ev *event.Event, obj Object, a *analysis, matches []match) *Finding {
 	f := &Finding{Kind: kind, Time: ev.Time, Call: c.callOf(ev), Object: obj}
 	var v verdict
+	asked := c.freshen(matches, a.pins)
 	groups := c.group(a, matches)
 	if len(groups) > 0 {
 		p := c.primary(groups)
@@ -79,7 +82,7 @@ func (c *Correlator) finding(kind FindingKind, ev *event.Event, obj Object, a *a
 	if len(groups) == 0 && len(pinOnly) > 0 {
 		v = c.pinnedOnly(a, a.pins[pinOnly[0]], pinOnly[0])
 	}
-	c.commands(f)
+	c.commands(f, asked)
 	f.Cause, f.Summary, f.Fix, f.Inferred, f.Missing = v.cause, v.summary, v.fix, v.inferred, v.missing
 	if len(groups) > 0 && groups[0][0].m.detached {
 		f.Summary += "; the copy was then detached when " + ev.Target + " was unlinked (this kernel detaches copies in other " +
@@ -140,17 +143,62 @@ func (c *Correlator) pinnedOnly(a *analysis, pins []PinRef, ns uint32) verdict {
 // maxCommands bounds the /proc reads one finding makes for command lines.
 const maxCommands = 8
 
-// commands fills in what the named holder processes run. The failing
-// process's command was captured when its event arrived.
-func (c *Correlator) commands(f *Finding) {
-	n := 0
-	fill := func(p *ProcRef) {
-		if n >= maxCommands || p.Cmdline != "" {
-			return
+// freshen asks /proc what the processes a finding may name run now, before
+// the verdict is written: the members of the holding namespaces (oldest
+// first) and the pinners. A member that exec'd takes its new name; a pid
+// another process has now leaves its namespace (never named, not even in
+// the fix). The answers are kept for commands.
+func (c *Correlator) freshen(matches []match, pins map[uint32][]PinRef) map[int]procfs.Command {
+	asked := map[int]procfs.Command{}
+	ask := func(pid int) (procfs.Command, bool) {
+		if cmd, ok := asked[pid]; ok {
+			return cmd, true
 		}
-		n++
-		if cmd, err := c.proc.Command(p.PID); err == nil {
+		if len(asked) >= maxCommands {
+			return procfs.Command{}, false
+		}
+		cmd, err := c.proc.Command(pid)
+		if err != nil {
+			cmd = procfs.Command{}
+		}
+		asked[pid] = cmd
+		return cmd, err == nil
+	}
+	seen := map[uint32]bool{}
+	for _, m := range matches {
+		if m.self || !m.exited.IsZero() || m.ns.Dead || seen[m.ns.Ino] {
+			continue
+		}
+		seen[m.ns.Ino] = true
+		for _, mem := range m.ns.Members() {
+			if cmd, ok := ask(mem.PID); ok {
+				c.lineage.Verify(m.ns, mem.PID, cmd.Comm, cmd.StartTime, c.now)
+			}
+		}
+	}
+	nss := make([]uint32, 0, len(pins))
+	for ns := range pins {
+		nss = append(nss, ns)
+	}
+	slices.Sort(nss)
+	for _, ns := range nss {
+		for _, p := range pins[ns] {
+			ask(p.PID)
+		}
+	}
+	return asked
+}
+
+// commands fills in what the named holder processes run, from freshen's
+// answers. The failing process's command was captured when its event
+// arrived.
+func (c *Correlator) commands(f *Finding, asked map[int]procfs.Command) {
+	fill := func(p *ProcRef) {
+		if cmd, ok := asked[p.PID]; ok && p.Cmdline == "" {
 			p.Exe, p.Cmdline = cmd.Exe, cmd.Cmdline
+			if cmd.Comm != "" {
+				p.Comm = cmd.Comm
+			}
 		}
 	}
 	for i := range f.Holders {

@@ -151,6 +151,7 @@ func (h *Holder) actor() *Actor {
 // ProcRef names a process.
 type ProcRef struct {
 	PID       int    `json:"pid"`
+	StartTime uint64 `json:"-"` // clock ticks after boot, when known: tells a reused pid apart
 	Comm      string `json:"comm"`
 	Container string `json:"container,omitempty"`
 	Unit      string `json:"unit,omitempty"`

@@ -30,7 +30,7 @@ type Member struct {
 }
 
 func (m *Member) ref() ProcRef {
-	return ProcRef{PID: m.PID, Comm: m.Comm, Container: ContainerID(m.Cgroup), Unit: Unit(m.Cgroup), Pod: PodUID(m.Cgroup)}
+	return ProcRef{PID: m.PID, StartTime: m.StartTime, Comm: m.Comm, Container: ContainerID(m.Cgroup), Unit: Unit(m.Cgroup), Pod: PodUID(m.Cgroup)}
 }
 
 // Namespace is one generation of a mount namespace inode. The kernel reuses
@@ -202,6 +202,28 @@ func (l *Lineage) Exit(ino uint32, pid int, comm string, at time.Time) {
 	}
 	l.renameCreator(pid, start, comm, "", true)
 	n.leave(pid, at)
+}
+
+// Verify applies what /proc says of a member of n now: the same process
+// (start time) that exec'd takes its new name; a pid that another process
+// has now is gone from n (and, if it made n, n's creator is gone).
+func (l *Lineage) Verify(n *Namespace, pid int, comm string, start uint64, at time.Time) {
+	m := n.members[pid]
+	if m == nil || start == 0 {
+		return
+	}
+	if m.StartTime != 0 && m.StartTime != start {
+		l.renameCreator(pid, m.StartTime, m.Comm, "", true)
+		n.leave(pid, at)
+		return
+	}
+	if m.StartTime == 0 {
+		m.StartTime = start
+	}
+	if comm != "" {
+		m.Comm = comm
+		l.renameCreator(pid, start, comm, "", false)
+	}
 }
 
 // renameCreator updates the creator's name in the namespaces it created,

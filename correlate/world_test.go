@@ -17,14 +17,15 @@ import (
 // fakeProc is a /proc made of hand-built tables; a test edits it between
 // events as the kernel would have changed it.
 type fakeProc struct {
-	procs   []procfs.Process
-	tables  map[uint32]string // namespace -> mountinfo text
-	pins    []procfs.Pin
-	pinsErr error // what Pins answers, when set
-	blocks  map[string]event.Dev
-	links   map[string]string // symbolic links: path -> target (absolute)
-	nsfiles map[string]uint32 // binds of mount namespaces' nsfs files
-	host    uint32
+	procs    []procfs.Process
+	tables   map[uint32]string // namespace -> mountinfo text
+	pins     []procfs.Pin
+	pinsErr  error // what Pins answers, when set
+	blocks   map[string]event.Dev
+	links    map[string]string      // symbolic links: path -> target (absolute)
+	nsfiles  map[string]uint32      // binds of mount namespaces' nsfs files
+	commands map[int]procfs.Command // what Command answers for a pid, when set
+	host     uint32
 }
 
 func (f *fakeProc) Processes() ([]procfs.Process, error) {
@@ -95,6 +96,9 @@ func (f *fakeProc) RealPath(pid int, p string) (string, uint32, error) {
 }
 
 func (f *fakeProc) Command(pid int) (procfs.Command, error) {
+	if c, ok := f.commands[pid]; ok {
+		return c, nil
+	}
 	all := append([]procfs.Process(nil), f.procs...)
 	for _, p := range f.pins {
 		all = append(all, p.Process)

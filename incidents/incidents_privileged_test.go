@@ -1,6 +1,7 @@
 package incidents
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -62,6 +63,9 @@ func TestIncidents(t *testing.T) {
 			}
 			for i, w := range tt.want {
 				check(t, i, got[i], w, exp)
+			}
+			if *update && !t.Failed() {
+				writeDocs(t, tt.script, got)
 			}
 		})
 	}
@@ -138,6 +142,41 @@ func TestControlChurn(t *testing.T) {
 		if f.Detail.Kind == correlate.KindLeak || f.Detail.Cause.IsLeak() {
 			t.Errorf("leak reported during plain churn: %s", f.Msg)
 		}
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite what docs/incidents.md says mntleak prints, from this run")
+
+// writeDocs replaces the "What mntleak prints" block of the script's
+// section of docs/incidents.md with the findings of this run.
+func writeDocs(t *testing.T, script string, got []logged) {
+	t.Helper()
+	path := filepath.Join("..", "docs", "incidents.md")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	src, err := os.ReadFile(filepath.Join("scripts", script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := strings.Index(doc, strings.TrimSpace(string(src)))
+	head := "What mntleak prints"
+	i := strings.Index(doc[max(at, 0):], head)
+	if at < 0 || i < 0 {
+		t.Fatalf("docs/incidents.md has no section with %s and %q after it", script, head)
+	}
+	i += at
+	open := strings.Index(doc[i:], "```\n") + i + 4
+	end := strings.Index(doc[open:], "```") + open
+	var lines []string
+	for _, l := range got {
+		lines = append(lines, strings.ToUpper(l.Level)+" "+l.Msg)
+	}
+	doc = doc[:open] + strings.Join(lines, "\n") + "\n" + doc[end:]
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 

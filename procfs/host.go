@@ -234,6 +234,12 @@ func (h Host) Command(pid int) (Command, error) {
 	if err != nil && cerr != nil {
 		return c, fmt.Errorf("process %d: %w", pid, cerr)
 	}
+	if stat, err := os.ReadFile(dir + "/stat"); err == nil {
+		var p Process
+		if parseStat(stat, &p) == nil {
+			c.Comm, c.StartTime = p.Comm, p.StartTime
+		}
+	}
 	return c, nil
 }
 

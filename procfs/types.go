@@ -38,10 +38,14 @@ type Proc interface {
 	NSMountinfo(file string) (uint32, []*mountinfo.Info, error)
 }
 
-// Command is what a process runs.
+// Command is what a process runs, and who it is now: its comm (an exec
+// since it was last listed renames it) and its start time (a pid reused by
+// another process has another).
 type Command struct {
-	Exe     string `json:"exe,omitempty"`
-	Cmdline string `json:"cmdline,omitempty"` // arguments joined by spaces, capped
+	Exe       string `json:"exe,omitempty"`
+	Cmdline   string `json:"cmdline,omitempty"` // arguments joined by spaces, capped
+	Comm      string `json:"comm,omitempty"`
+	StartTime uint64 `json:"start_time,omitempty"`
 }
 
 // Process is one process, identified by PID and StartTime together: a pid
