@@ -62,7 +62,8 @@ func TestCauseVerdicts(t *testing.T) {
 			name:  "rprivate-bind by mount",
 			run:   func(w *world) { rprivateWorld(w, false) },
 			cause: correlate.CauseRprivateBind, kind: correlate.KindLeak, holder: "node_exporter", actor: "runc",
-			line: []string{"leaked by rbind / → …/merged/host + MS_REC|MS_PRIVATE by runc", "container 5f2c0e1a9b8d", "HostToContainer"},
+			line: []string{"leaked by rbind / → …/merged/host + MS_REC|MS_PRIVATE by runc", "container 5f2c0e1a9b8d", "docker -v / with the default propagation, rprivate",
+				"Fix: docker run -v /:/host:rslave"},
 		},
 		{
 			name:  "rprivate-bind by open_tree",

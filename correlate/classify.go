@@ -169,12 +169,23 @@ func (c *Correlator) rprivateVerdict(a *analysis, m match, bind *mountinfo.Info,
 	v.evidence = append(v.evidence,
 		factEvidence(mountFact(m.ns.Ino, bind)+": a bind of the host's "+src+" with no propagation"),
 		factEvidence(mountFact(m.ns.Ino, m.mount)))
+	pod, docker := c.madeBy(m)
 	what := "hostPath " + src + " with mountPropagation None"
+	if docker {
+		what = "docker -v " + src + " with the default propagation, rprivate"
+	}
 	if container != "" {
 		what += ", container " + ShortID(container)
 	}
 	v.summary = how + " (" + what + ")" + c.stayed(a)
-	v.fix = "mountPropagation: HostToContainer (rslave) for the " + src + " volume (docker: -v " + src + ":" + bind.Mountpoint + ":rslave)"
+	switch {
+	case pod != "":
+		v.fix = "mountPropagation: HostToContainer (rslave) for the hostPath " + src + " volume of pod " + pod
+	case docker:
+		v.fix = "docker run -v " + src + ":" + bind.Mountpoint + ":rslave (the default, rprivate, keeps copies of what is mounted below " + src + ")"
+	default:
+		v.fix = "mountPropagation: HostToContainer (rslave) for the " + src + " volume (docker: -v " + src + ":" + bind.Mountpoint + ":rslave)"
+	}
 	if container != "" {
 		v.fix += "; restart container " + ShortID(container) + " to drop the stale copy"
 	}
@@ -256,6 +267,26 @@ func (c *Correlator) containerOf(m match) string {
 		}
 	}
 	return ContainerID(m.ns.Creator.Cgroup)
+}
+
+// madeBy tells, from the holder's cgroups, which tool made its binds: a
+// Kubernetes pod (its UID), or Docker.
+func (c *Correlator) madeBy(m match) (pod string, docker bool) {
+	members := m.ns.Members()
+	if m.ns.Dead {
+		members = m.ns.Past()
+	}
+	cgroups := []string{m.ns.Creator.Cgroup}
+	for _, mem := range members {
+		cgroups = append(cgroups, mem.Cgroup)
+	}
+	for _, cg := range cgroups {
+		if p := PodUID(cg); p != "" {
+			return p, false
+		}
+		docker = docker || strings.HasPrefix(cg, "/docker/") || strings.Contains(cg, "/docker-")
+	}
+	return "", docker
 }
 
 func firstNonEmpty(s ...string) string {

@@ -5,15 +5,17 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/moby/sys/mountinfo"
+
 	"github.com/mntleak/mntleak/procfs"
 )
 
 // keeper is what keeps alive a mount namespace no process runs in: a bind
 // of its nsfs file (unshare --mount=FILE, a runtime's pinned namespace).
 type keeper struct {
-	file  string // the bind's path as mntleak opens it
-	where string // its mount point in ns
-	ns    uint32 // the namespace whose table shows the bind
+	files []string // the bind's path as mntleak may open it, tried in order
+	where string   // its mount point in ns
+	ns    uint32   // the namespace whose table shows the bind
 }
 
 // keptNamespaces finds, in the tables the ledger has, the binds of mount
@@ -36,26 +38,31 @@ func (c *Correlator) keptNamespaces() map[uint32]keeper {
 			if _, ok := out[kept]; ok {
 				continue
 			}
-			if file := c.pathFromHere(ino, m.Mountpoint); file != "" {
-				out[kept] = keeper{file: file, where: m.Mountpoint, ns: ino}
+			if files := c.pathsFromHere(ino, m.Mountpoint); len(files) > 0 {
+				out[kept] = keeper{files: files, where: m.Mountpoint, ns: ino}
 			}
 		}
 	}
 	return out
 }
 
-// pathFromHere is how mntleak reaches path p of namespace ns: directly in
-// its own (the host's), else through a member's /proc/PID/root.
-func (c *Correlator) pathFromHere(ns uint32, p string) string {
+// pathsFromHere are how mntleak may reach path p of namespace ns: directly
+// in its own (the host's), else through a member's /proc/PID/root (a few:
+// a member known from an event may have exited since).
+func (c *Correlator) pathsFromHere(ns uint32, p string) []string {
 	if ns == c.hostNS {
-		return p
+		return []string{p}
 	}
+	var out []string
 	if n := c.lineage.Get(ns); n != nil {
-		if ms := n.Members(); len(ms) > 0 {
-			return "/proc/" + itoa(ms[0].PID) + "/root" + p
+		for _, m := range n.Members() {
+			if len(out) == 3 {
+				break
+			}
+			out = append(out, "/proc/"+itoa(m.PID)+"/root"+p)
 		}
 	}
-	return ""
+	return out
 }
 
 // keptMatches searches the namespaces no process runs in, kept by a bind
@@ -72,9 +79,17 @@ func (c *Correlator) keptMatches(id identity, caller uint32) ([]match, []string)
 	slices.Sort(inos)
 	for _, ino := range inos {
 		k := kept[ino]
-		ns, mounts, err := c.proc.NSMountinfo(k.file)
-		if err == nil && ns != ino {
-			err = fmt.Errorf("%s now names %s", k.file, nsName(ns))
+		var ns uint32
+		var mounts []*mountinfo.Info
+		var err error
+		for _, file := range k.files {
+			ns, mounts, err = c.proc.NSMountinfo(file)
+			if err == nil && ns != ino {
+				err = fmt.Errorf("%s now names %s", file, nsName(ns))
+			}
+			if err == nil {
+				break
+			}
 		}
 		if err != nil {
 			missing = append(missing, "mount table of "+nsName(ino)+" (kept by "+k.where+"): "+err.Error())

@@ -1,6 +1,7 @@
 package correlate_test
 
 import (
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -94,6 +95,36 @@ func TestDoubleUnmount(t *testing.T) {
 					t.Log(f.Line())
 				}
 				t.Errorf("%d findings for the second unmount, want %d", len(w.findings), tt.want)
+			}
+		})
+	}
+}
+
+// The fix fits the facts: a namespace that is already a slave is not told
+// to use slave propagation; it missed the unmount because the mount above
+// the object was private where it was unmounted, and that is named.
+func TestFixForASlaveNamespace(t *testing.T) {
+	const other = 80
+	privateHost := "1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw\n4 1 254:0 /srv /srv rw - ext4 /dev/vda rw\n3 4 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"
+	tests := []struct {
+		name, root, want, wantNot string
+	}{
+		{"a private namespace", "110 109 254:0 / / rw - ext4 /dev/vda rw\n", "unshare --propagation slave", "already a slave"},
+		{"a slave namespace", "110 109 254:0 / / rw master:1 - ext4 /dev/vda rw\n",
+			"mnt:[80] is already a slave: the unmount did not reach it because /srv is private in the host; make it shared there (mount --make-rshared /srv)", "unshare --propagation slave"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "")}, map[uint32]string{hostNS: privateHost})
+			w.send(unshareEv(20, "agent", hostNS, other))
+			w.proc.procs = append(w.proc.procs, proc(20, "agent", other, ""))
+			w.proc.tables[other] = tt.root + "114 110 254:0 /srv /srv rw - ext4 /dev/vda rw\n111 114 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"
+			w.send(exitEv(21, "true", other))
+			w.proc.tables[hostNS] = "1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw\n4 1 254:0 /srv /srv rw - ext4 /dev/vda rw\n"
+			w.send(umountEv(40, "umount", hostNS, "/srv/vol", 0))
+			f := w.only()
+			if !strings.Contains(f.Fix, tt.want) || strings.Contains(f.Fix, tt.wantNot) {
+				t.Errorf("fix %q: want %q, not %q", f.Fix, tt.want, tt.wantNot)
 			}
 		})
 	}

@@ -187,7 +187,7 @@ func (c *Correlator) unshareRule(a *analysis, m match) (verdict, bool) {
 			summary: nsName(n.Ino) + " was created by " + creator + " (" + how + ") at " + clock(n.Created) +
 				" from " + c.label(n.Parent) + " and keeps its own copy (" + prop + " root)" + c.stayed(a),
 			evidence: []Evidence{creationEvidence(n, "namespace created: "), factEvidence(mountFact(n.Ino, m.mount))},
-			fix:      who + "; create such namespaces with slave propagation (unshare --propagation slave) so unmounts reach them",
+			fix:      who + "; " + c.prevention(a, m),
 		}, true
 	}
 	return verdict{
@@ -198,6 +198,25 @@ func (c *Correlator) unshareRule(a *analysis, m match) (verdict, bool) {
 		evidence: []Evidence{factEvidence(mountFact(n.Ino, m.mount))},
 		fix:      "restart " + procName(n.Creator.Comm, n.Creator.PID) + " and the other processes in " + nsName(n.Ino) + " to release the copy",
 	}, true
+}
+
+// prevention is how to keep such a copy from staying: a namespace that is
+// private should be made slave; one that is already slave missed the
+// unmount because the mount above the object was private where it was
+// unmounted, so that mount is what to change.
+func (c *Correlator) prevention(a *analysis, m match) string {
+	slave := RootPropagation(m.table) == "slave" || (m.mount != nil && IsSlave(m.mount))
+	if !slave {
+		return "create such namespaces with slave propagation (unshare --propagation slave) so unmounts reach them"
+	}
+	where := "the mount above " + m.where
+	if t := c.ledger.Table(a.caller); t != nil && a.id.path != "" {
+		if pm := t.Containing(parentDir(a.id.path)); pm != nil {
+			where = pm.Mountpoint
+		}
+	}
+	return nsName(m.ns.Ino) + " is already a slave: the unmount did not reach it because " + where + " is private in " +
+		c.label(a.caller) + "; make it shared there (mount --make-rshared " + where + ") before such namespaces are created"
 }
 
 // unknownRule: a namespace holds a copy and nothing more is known; the

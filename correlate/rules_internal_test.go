@@ -231,3 +231,25 @@ func TestCausesDoc(t *testing.T) {
 		t.Errorf("%s is not the cause table (go test ./correlate -run TestCausesDoc -update)", doc)
 	}
 }
+
+// The fix names the tool that made the bind, from the holder's cgroups.
+func TestMadeBy(t *testing.T) {
+	id := "5f2c0e1a9b8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d9c8b7a6f5e4d3c2b"
+	tests := []struct {
+		cgroup string
+		pod    string
+		docker bool
+	}{
+		{"/kubepods/burstable/pod0c2f3a1e-7d4b-4c3e-9a1f-2b3c4d5e6f70/" + id, "0c2f3a1e-7d4b-4c3e-9a1f-2b3c4d5e6f70", false},
+		{"/docker/" + id, "", true},
+		{"/system.slice/docker-" + id + ".scope", "", true},
+		{"/system.slice/ntpd.service", "", false},
+	}
+	c := New(nil, Options{}, func(*Finding) {})
+	for _, tt := range tests {
+		n := &Namespace{Ino: 9, Creator: Member{PID: 1, Cgroup: tt.cgroup}, members: map[int]*Member{}}
+		if pod, docker := c.madeBy(match{ns: n}); pod != tt.pod || docker != tt.docker {
+			t.Errorf("%s: pod %q docker %v, want %q %v", tt.cgroup, pod, docker, tt.pod, tt.docker)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mntleak/mntleak/internal/privtest"
 )
@@ -38,9 +39,17 @@ func TestNamespaceKeptByABindLive(t *testing.T) {
 	if out, err := mkfs.CombinedOutput(); err == nil {
 		t.Fatalf("mkfs.ext4 on a device a kept namespace still has mounted succeeded: %s", out)
 	}
-	line := d.Logs.Wait(t, "failure finding", func(s string) bool {
+	isFinding := func(s string) bool {
 		return strings.Contains(s, `"finding":"failure"`) && strings.Contains(s, `"path":"`+dev+`"`)
-	})
+	}
+	if !d.Logs.Within(15*time.Second, isFinding) {
+		d.Stop(t)
+		for _, l := range d.Logs.All() {
+			t.Log(l)
+		}
+		t.Fatalf("no failure finding on %s", dev)
+	}
+	line, _ := d.Logs.Find(isFinding)
 	var f struct {
 		Msg       string
 		HolderPID int `json:"holder_pid"`
