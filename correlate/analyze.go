@@ -60,6 +60,7 @@ func (c *Correlator) failure(ev *event.Event) {
 	before := c.tables()
 	missing := c.refresh(nil)
 	id, obj := c.objectOf(ev)
+	c.settleLeaks(func(leak identity) bool { return sameObject(id, leak) }, false)
 	a := &analysis{trigger: ev, caller: ev.MntNS, id: id}
 	held := func() []match {
 		matches := c.search(id, ev.MntNS, c.opts.ExitGrace)

@@ -309,7 +309,7 @@ func TestRememberedAcrossRestart(t *testing.T) {
 	w := &world{t: t, now: first.now, proc: first.proc}
 	w.proc.procs = append(w.proc.procs, proc(1500, "node_exporter", 70, "/docker/"+cid))
 	w.proc.tables[70] = "100 99 0:90 / / rw - overlay overlay rw\n101 100 254:0 / /host rw - ext4 /dev/vda rw\n102 101 7:0 / /host/srv/vol rw - ext4 /dev/loop0 rw\n"
-	w.c = correlate.New(w.proc, correlate.Options{}, func(f *correlate.Finding) { w.findings = append(w.findings, f) })
+	w.c = correlate.New(w.proc, correlate.Options{LeakSettle: -1}, func(f *correlate.Finding) { w.findings = append(w.findings, f) })
 	for _, ev := range remembered {
 		w.c.Remember(ev)
 	}
@@ -354,7 +354,7 @@ func TestInodeReusedAfterRestart(t *testing.T) {
 			w := &world{t: t, now: first.now.Add(time.Hour), proc: first.proc}
 			w.proc.procs = append(w.proc.procs, tt.inside)
 			w.proc.tables[80] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"
-			w.c = correlate.New(w.proc, correlate.Options{}, func(f *correlate.Finding) { w.findings = append(w.findings, f) })
+			w.c = correlate.New(w.proc, correlate.Options{LeakSettle: -1}, func(f *correlate.Finding) { w.findings = append(w.findings, f) })
 			w.c.Remember(created)
 			if err := w.c.Start(); err != nil {
 				t.Fatal(err)

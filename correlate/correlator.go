@@ -38,6 +38,12 @@ type Options struct {
 	// new read, and so does a holder known only from an event. The
 	// collection (GCInterval) reads it too. Default 60s.
 	ScanInterval time.Duration
+	// LeakSettle: a leak is reported once the teardown has settled, this
+	// long (in event time) after the unmount, and only if a copy is still
+	// mounted or pinned then: on 6.x kernels the runtime's rmdir/unlink
+	// right after the unmount detaches most copies. A failure reports the
+	// leaks still pending first. Negative: report at once. Default 2s.
+	LeakSettle time.Duration
 	// MaxMounts caps the mounts held in mount tables; beyond it the
 	// least recently read tables are evicted (and re-read when needed),
 	// never those of namespaces holding an open leak. Default 400000.
@@ -65,6 +71,9 @@ func (o *Options) defaults() {
 	}
 	if o.MaxDead == 0 {
 		o.MaxDead = 4096
+	}
+	if o.LeakSettle == 0 {
+		o.LeakSettle = 2 * time.Second
 	}
 	if o.MaxMounts == 0 {
 		o.MaxMounts = 400000
@@ -95,6 +104,7 @@ type Correlator struct {
 	scanned        bool                 // a process list was read since Start
 	evicted        uint64               // tables evicted by MaxMounts
 	rules          []rule               // the cause table (rules.go), read-only
+	pending        []*pendingLeak       // leaks waiting for the teardown to settle
 }
 
 type leakRecord struct {
@@ -371,6 +381,7 @@ func (c *Correlator) Handle(ev *event.Event) {
 	if c.lastScan.IsZero() {
 		c.lastScan = c.now // the startup snapshot's list
 	}
+	c.settleLeaks(nil, false)
 	switch {
 	case c.lineageEvent(ev, true):
 	case ev.Kind == event.KindExit:

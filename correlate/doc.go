@@ -37,7 +37,8 @@
 //     (mountflags-restart, private-parent, unshare, unknown,
 //     shared-propagation, in-use with the caller's own cwd).
 //   - assemble.go: holdings grouped into one Finding, the primary verdict.
-//   - leak.go: leaks as they form; stalebind.go: mount ENOENT from a bind
+//   - leak.go: leaks as they form; settle.go: reported once the teardown
+//     has settled, if a copy is still there; stalebind.go: mount ENOENT from a bind
 //     whose source was deleted (the stale-bind rule).
 //   - cause.go: Cause and its slugs; finding.go: Finding and its one-line
 //     form; report.go: the form `mntleak why` prints.

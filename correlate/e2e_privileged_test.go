@@ -141,6 +141,7 @@ func runScenario(t *testing.T, name string) ([]*correlate.Finding, map[string]st
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+	corr.Flush()
 	if runErr != nil {
 		t.Fatalf("scenario %s: %v\n%s", name, runErr, out)
 	}

@@ -51,7 +51,7 @@ func TestHolderExitsMidCorrelation(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "/init.scope")}, map[uint32]string{hostNS: hostTable})
 			v := &vanishing{fakeProc: w.proc, dead: map[int]bool{}}
-			w.c = correlate.New(v, correlate.Options{}, func(f *correlate.Finding) { w.findings = append(w.findings, f) })
+			w.c = correlate.New(v, correlate.Options{LeakSettle: -1}, func(f *correlate.Finding) { w.findings = append(w.findings, f) })
 			if err := w.c.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -103,7 +103,7 @@ func (c *counting) Processes() ([]procfs.Process, error) {
 func TestScanInterval(t *testing.T) {
 	w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "/init.scope")}, map[uint32]string{hostNS: hostTable})
 	cp := &counting{fakeProc: w.proc}
-	w.c = correlate.New(cp, correlate.Options{}, func(f *correlate.Finding) { w.findings = append(w.findings, f) })
+	w.c = correlate.New(cp, correlate.Options{LeakSettle: -1}, func(f *correlate.Finding) { w.findings = append(w.findings, f) })
 	if err := w.c.Start(); err != nil {
 		t.Fatal(err)
 	}

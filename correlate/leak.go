@@ -86,9 +86,21 @@ func (c *Correlator) checkLeak(ev *event.Event) {
 		rec.holders[mt.ns.Ino] = true
 		rec.namespaces = append(rec.namespaces, mt.ns)
 	}
+	if c.opts.LeakSettle > 0 {
+		// Reported once the teardown has settled, if the copy is still
+		// there (settle.go): the kernel detaches most copies a moment
+		// later, when the runtime removes the directory.
+		c.pending = append(c.pending, &pendingLeak{rec: rec, caller: ev.MntNS, deadline: ev.Time.Add(c.opts.LeakSettle)})
+		return
+	}
+	c.keepLeak(rec)
+}
+
+// keepLeak reports a leak and remembers it, for the failures it explains.
+func (c *Correlator) keepLeak(rec *leakRecord) {
 	c.leaks = append(c.leaks, rec)
 	c.capLeaks()
-	c.report(f)
+	c.report(rec.finding)
 }
 
 // unmounted identifies what an unmount removed. The correlator runs a
@@ -179,9 +191,7 @@ func (c *Correlator) Namespaces() int { return len(c.lineage.live) }
 func (c *Correlator) leakFor(id identity, matches []match) *LeakRef {
 	for i := len(c.leaks) - 1; i >= 0; i-- {
 		rec := c.leaks[i]
-		same := (id.known() && rec.id.dev == id.dev && (id.block || rec.id.root == id.root)) ||
-			(id.path != "" && rec.id.path == id.path)
-		if !same {
+		if !sameObject(id, rec.id) {
 			continue
 		}
 		for _, m := range matches {

@@ -59,6 +59,7 @@ func Replay(r io.Reader, name string, emit func(*Finding)) error {
 		proc.AddStep(st.answers)
 		corr.Handle(st.ev)
 	}
+	corr.Flush() // the leaks the live run reported when it stopped
 	if truncated != nil {
 		return truncated
 	}

@@ -139,6 +139,9 @@ func newWorld(t *testing.T, procs []procfs.Process, tables map[uint32]string) *w
 func newWorldOpts(t *testing.T, opts correlate.Options, procs []procfs.Process, tables map[uint32]string) *world {
 	t.Helper()
 	w := &world{t: t, now: time.Date(2026, 11, 21, 12, 1, 0, 0, time.UTC)}
+	if opts.LeakSettle == 0 {
+		opts.LeakSettle = -1 // leaks at once; TestLeakSettles covers the settling
+	}
 	w.proc = &fakeProc{procs: procs, tables: tables, host: hostNS, blocks: map[string]event.Dev{"/dev/loop0": event.MakeDev(7, 0)}}
 	w.c = correlate.New(w.proc, opts, func(f *correlate.Finding) { w.findings = append(w.findings, f) })
 	if err := w.c.Start(); err != nil {

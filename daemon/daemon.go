@@ -118,6 +118,9 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer, log *Log, reopen <-c
 		zap.Bool(logkey.Filter, !cfg.Filter.Empty()))
 
 	runErr := t.Run(ctx)
+	if p.corr != nil {
+		p.corr.Flush() // leaks still waiting for their teardown to settle
+	}
 	logStopped(t, log.Logger)
 	if runErr != nil {
 		return runErr

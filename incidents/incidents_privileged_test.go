@@ -30,9 +30,10 @@ func TestIncidents(t *testing.T) {
 		extra  []string // other objects of the incident (the netns is under /run)
 		want   []want
 	}{
-		{"1-netns-rbind.sh", []string{"/run/netns/cni-49ddd103-d374-1f86-7324-13abaeb9c910"}, []want{
-			{kind: correlate.KindLeak, cause: correlate.CauseRprivateBind, syscall: "umount2", actor: "runc:[2:INIT]", container: true},
-		}},
+		// On this kernel the unlink detaches the container's copy right after
+		// the unmount and nothing pins it: once the teardown has settled
+		// there is no leak to report (RHEL 7 fails the unlink instead).
+		{"1-netns-rbind.sh", []string{"/run/netns/cni-49ddd103-d374-1f86-7324-13abaeb9c910"}, nil},
 		{"2-mountflags-restart.sh", nil, []want{
 			{kind: correlate.KindFailure, cause: correlate.CauseMountflagsRestart, syscall: "umount2", errno: "EINVAL", actor: "dockerd"},
 		}},
@@ -170,7 +171,10 @@ func writeDocs(t *testing.T, script string, got []logged) {
 	i += at
 	open := strings.Index(doc[i:], "```\n") + i + 4
 	end := strings.Index(doc[open:], "```") + open
-	var lines []string
+	lines := []string{"(no finding)"}
+	if len(got) > 0 {
+		lines = lines[:0]
+	}
 	for _, l := range got {
 		lines = append(lines, strings.ToUpper(l.Level)+" "+l.Msg)
 	}

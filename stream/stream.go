@@ -102,7 +102,8 @@ func parse(b []byte) (Item, error) {
 			return Item{}, errors.New("empty proc record")
 		}
 		switch pl.Proc.Op {
-		case procfs.OpProcesses, procfs.OpMountinfo, procfs.OpPins, procfs.OpBlockDevice, procfs.OpHostNS, procfs.OpCommand:
+		case procfs.OpProcesses, procfs.OpMountinfo, procfs.OpPins, procfs.OpBlockDevice, procfs.OpHostNS, procfs.OpCommand,
+			procfs.OpRealPath, procfs.OpNSMountinfo:
 		default:
 			return Item{}, fmt.Errorf("proc record with unknown op %q", pl.Proc.Op)
 		}

@@ -120,6 +120,7 @@ func startTracing(t *testing.T) *live {
 		if err := <-done; err != nil {
 			t.Error(err)
 		}
+		corr.Flush()
 		tr.Close()
 	}
 	t.Cleanup(func() {

@@ -1,0 +1,67 @@
+package correlate_test
+
+import (
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/procfs"
+)
+
+// A leak is reported once the teardown has settled: on 6.x kernels the
+// runtime's rmdir right after the unmount detaches the copies in other
+// namespaces, and a copy the kernel detached that nothing pins is no leak.
+func TestLeakSettles(t *testing.T) {
+	const other = 80
+	copyTable := "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"
+	tests := []struct {
+		name     string
+		detached bool // the kernel detaches the copy right after the unmount
+		then     func(w *world)
+		want     []correlate.FindingKind
+	}{
+		{"the copy is detached a moment later", true, func(w *world) { w.send(exitEv(90, "true", hostNS)) }, nil},
+		{"the copy stays", false, func(w *world) { w.send(exitEv(90, "true", hostNS)) }, []correlate.FindingKind{correlate.KindLeak}},
+		{"a failure on it before the teardown settled", false, func(w *world) {
+			w.send(failEv(50, "mkfs.ext4", hostNS, 257, "/dev/loop0", int64(unix.EBUSY)))
+		}, []correlate.FindingKind{correlate.KindLeak, correlate.KindFailure}},
+		{"the events end before it settled", false, func(w *world) { w.c.Flush() }, []correlate.FindingKind{correlate.KindLeak}},
+		{"the events end, the copy detached", true, func(w *world) { w.c.Flush() }, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorldOpts(t, correlate.Options{LeakSettle: 2 * time.Second}, []procfs.Process{proc(1, "systemd", hostNS, "")},
+				map[uint32]string{hostNS: hostTable})
+			w.send(unshareEv(20, "agent", hostNS, other))
+			w.proc.procs = append(w.proc.procs, proc(20, "agent", other, ""))
+			w.proc.tables[other] = copyTable
+			w.send(exitEv(21, "true", other))
+			w.proc.tables[hostNS] = hostWithoutVol
+			w.send(umountEv(40, "containerd", hostNS, "/srv/vol", 0))
+			if len(w.findings) != 0 {
+				t.Fatalf("leak reported before the teardown settled: %s", w.findings[0].Line())
+			}
+			if tt.detached {
+				w.proc.tables[other] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n"
+			}
+			w.now = w.now.Add(3 * time.Second)
+			tt.then(w)
+			if len(w.findings) != len(tt.want) {
+				for _, f := range w.findings {
+					t.Log(f.Line())
+				}
+				t.Fatalf("%d findings, want %v", len(w.findings), tt.want)
+			}
+			for i, k := range tt.want {
+				if w.findings[i].Kind != k {
+					t.Errorf("finding %d is a %s, want %s", i, w.findings[i].Kind, k)
+				}
+			}
+			if n := len(tt.want); n == 2 && w.findings[1].Leak == nil {
+				t.Errorf("the failure does not link to the leak: %s", w.findings[1].Line())
+			}
+		})
+	}
+}
