@@ -20,6 +20,9 @@ type Target struct {
 	// Asker is the pid of the process that asks (mntleak why itself): its
 	// cwd, root, binary and threads are never named as holders.
 	Asker int
+	// MntNS is the namespace Path is seen from, the asker's (0: the
+	// host's): a copy there is "the caller's own", not a leak.
+	MntNS uint32
 }
 
 // Why explains what holds a target now. Start must have taken the
@@ -30,6 +33,9 @@ func (c *Correlator) Why(t Target, now time.Time) *Finding {
 		c.now = now
 	}
 	host := c.hostNS
+	if t.MntNS != 0 {
+		host = t.MntNS
+	}
 	ev := &event.Event{Kind: event.KindFailure, Time: now, MntNS: host, SyscallNr: -1, Syscall: "why", Path: t.Path, RDev: t.Dev}
 	if f := c.whyStale(ev); f != nil {
 		return f

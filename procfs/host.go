@@ -245,13 +245,15 @@ func (h Host) Command(pid int) (Command, error) {
 
 // HostNS implements Proc.
 func (h Host) HostNS() (uint32, error) {
-	link, err := os.Readlink(filepath.Join(h.root(), "1", "ns", "mnt"))
-	if err != nil {
-		if link, err = os.Readlink(filepath.Join(h.root(), "self", "ns", "mnt")); err != nil {
-			return 0, err
+	// pid 1's; where it cannot be read (a protected init), kthreadd's:
+	// kernel threads stay in the initial namespace; else mntleak's own.
+	for _, pid := range []string{"1", "2", "self"} {
+		if link, err := os.Readlink(filepath.Join(h.root(), pid, "ns", "mnt")); err == nil {
+			return ParseNSLink(link)
 		}
 	}
-	return ParseNSLink(link)
+	_, err := os.Readlink(filepath.Join(h.root(), "self", "ns", "mnt"))
+	return 0, err
 }
 
 // BlockDevice implements Proc.

@@ -22,8 +22,8 @@ type Proc interface {
 	// BlockDevice returns the device number of the block device at path
 	// (as seen from mntleak's own namespace).
 	BlockDevice(path string) (event.Dev, error)
-	// HostNS returns the host's mount namespace: pid 1's, or mntleak's own
-	// when pid 1 cannot be read.
+	// HostNS returns the host's mount namespace: pid 1's, else kthreadd's
+	// (pid 2, in the initial namespace), else mntleak's own.
 	HostNS() (uint32, error)
 	// Command returns a process's executable and command line.
 	Command(pid int) (Command, error)

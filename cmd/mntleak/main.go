@@ -28,6 +28,8 @@ Commands:
            (FILE, or - for standard input)
   why      say what holds a path, a device or major:minor now (exit 1 if held,
            3 if nothing was found but the node could not be seen)
+  release  detach a leaked copy inside the namespace that holds it, so the
+           stuck teardown goes through (a plan by default; --apply acts)
   audit    scan every mount namespace for leaked mounts and risky settings (exit 1
            on a leak, 3 if none was found but the node could not be seen)
   version  print the version, the commit and the kernel features detected
@@ -58,6 +60,8 @@ func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runWhy(args[1:], stdout, stderr)
 	case "audit":
 		return runAudit(args[1:], stdout, stderr)
+	case "release":
+		return runRelease(args[1:], stdout, stderr)
 	case "version":
 		return runVersion(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/procfs"
+	"github.com/mntleak/mntleak/release"
+)
+
+// actionRecord is what release logs of each copy, as one JSON line on
+// stderr: the plan, the checks and the result.
+type actionRecord struct {
+	Action string           `json:"action"` // always "release"
+	Result string           `json:"result"` // planned, released, refused, failed
+	Step   *release.Step    `json:"step,omitempty"`
+	Refuse *release.Refusal `json:"refused,omitempty"`
+	Error  string           `json:"error,omitempty"`
+}
+
+func runRelease(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mntleak release", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	apply := fs.Bool("apply", false, "act: detach the planned copies (without it, only print the plan)")
+	force := fs.Bool("force", false, "detach copies that processes work in (they keep what they have open and lose the path)")
+	mntns := fs.Uint("mntns", 0, "with --mount-id: the namespace of the copy (its inode, as mnt:[INODE] shows)")
+	mountID := fs.Int("mount-id", 0, "with --mntns: the copy's mount id in that namespace")
+	stateDir := fs.String("state-dir", "/var/lib/mntleak", "persistent lineage of a daemon, if any")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: mntleak release [flags] PATH|DEVICE|MAJOR:MINOR\n       mntleak release [flags] --mntns INODE --mount-id ID\n\n"+
+			"Plans, and with --apply carries out, the detach of a leaked copy inside the namespace that\n"+
+			"holds it (umount2 MNT_DETACH from a thread that enters it), after checking that the mount is\n"+
+			"still the planned one. Refuses copies that are not leaks, namespace roots, copies processes\n"+
+			"work in (unless --force), and the host's or its own namespace. Exit 0 when the plan can be\n"+
+			"(or was) carried out, 1 when it was refused, failed or there is nothing to do, 2 on bad input.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "mntleak release: %v\n", err)
+		return exitUsage
+	}
+	explicit := *mntns != 0 || *mountID != 0
+	switch {
+	case explicit && (*mntns == 0 || *mountID == 0 || fs.NArg() != 0):
+		fmt.Fprintln(stderr, "mntleak release: --mntns and --mount-id go together, without a target")
+		return exitUsage
+	case !explicit && fs.NArg() != 1:
+		fmt.Fprintln(stderr, "mntleak release: want exactly one PATH, DEVICE or MAJOR:MINOR, or --mntns and --mount-id")
+		return exitUsage
+	}
+	var target correlate.Target
+	var err error
+	if explicit {
+		if target, err = copyTarget(uint32(*mntns), *mountID); err != nil {
+			// Gone or changed since it was planned: nothing is done.
+			fmt.Fprintf(stdout, "refused: %v\n", err)
+			return exitError
+		}
+	} else if target, err = parseTarget(fs.Arg(0)); err != nil {
+		fmt.Fprintf(stderr, "mntleak release: %v\n", err)
+		return exitUsage
+	}
+	target.Asker = os.Getpid()
+	link, err := os.Readlink("/proc/self/ns/mnt")
+	if err != nil {
+		fmt.Fprintf(stderr, "mntleak release: %v\n", err)
+		return exitError
+	}
+	self, err := procfs.ParseNSLink(link)
+	if err != nil {
+		fmt.Fprintf(stderr, "mntleak release: %v\n", err)
+		return exitError
+	}
+	target.MntNS = self
+	f, err := why(target, *stateDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "mntleak release: %v\n", err)
+		return exitError
+	}
+	if f == nil {
+		fmt.Fprintln(stdout, "nothing holds it: nothing to release")
+		return exitError
+	}
+	host, err := procfs.Host{}.HostNS()
+	if err != nil {
+		fmt.Fprintf(stderr, "mntleak release: %v\n", err)
+		return exitError
+	}
+	plan := release.Make(f, host, self, *force)
+	if explicit {
+		plan = plan.Only(uint32(*mntns), *mountID)
+	}
+	logAction := func(r actionRecord) {
+		r.Action = "release"
+		b, _ := json.Marshal(r)
+		fmt.Fprintln(stderr, string(b))
+	}
+	for i := range plan.Refused {
+		r := plan.Refused[i]
+		if r.MntNS == 0 {
+			fmt.Fprintf(stdout, "refused: %s; %s\n", r.Reason, correlate.Escape(r.Hint))
+		} else {
+			fmt.Fprintf(stdout, "refused: mnt:[%d] at %s: %s; %s\n", r.MntNS, correlate.Escape(r.Where), correlate.Escape(r.Reason), correlate.Escape(r.Hint))
+		}
+		logAction(actionRecord{Result: "refused", Refuse: &r})
+	}
+	if len(plan.Steps) == 0 {
+		fmt.Fprintln(stdout, "nothing to release")
+		return exitError
+	}
+	code := exitOK
+	for i := range plan.Steps {
+		s := plan.Steps[i]
+		fmt.Fprintf(stdout, "plan: detach mount %d at %s in mnt:[%d] (entering through %s); keeps running: %s\n",
+			s.MountID, correlate.Escape(s.Where), s.MntNS, s.Enter, names(s.Stays))
+		if !*apply {
+			logAction(actionRecord{Result: "planned", Step: &s})
+			continue
+		}
+		if err := release.Apply(s); err != nil {
+			fmt.Fprintf(stdout, "failed: %v\n", err)
+			logAction(actionRecord{Result: "failed", Step: &s, Error: err.Error()})
+			code = exitError
+			continue
+		}
+		fmt.Fprintf(stdout, "released: mount %d at %s is gone from mnt:[%d]\n", s.MountID, correlate.Escape(s.Where), s.MntNS)
+		logAction(actionRecord{Result: "released", Step: &s})
+	}
+	if !*apply {
+		fmt.Fprintln(stdout, "dry run: nothing changed (--apply to act)")
+	}
+	return code
+}
+
+// copyTarget is the object of an explicit copy: the device of mount id in
+// namespace ns, read through one of its processes.
+func copyTarget(ns uint32, id int) (correlate.Target, error) {
+	h := procfs.Host{}
+	procs, err := h.Processes()
+	if err != nil {
+		return correlate.Target{}, err
+	}
+	for _, p := range procs {
+		if p.MntNS != ns {
+			continue
+		}
+		got, mounts, err := h.Mountinfo(p.PID)
+		if err != nil || got != ns {
+			continue
+		}
+		for _, m := range mounts {
+			if m.ID == id {
+				return correlate.Target{Dev: event.MakeDev(uint32(m.Major), uint32(m.Minor))}, nil
+			}
+		}
+		return correlate.Target{}, fmt.Errorf("mnt:[%d] has no mount %d", ns, id)
+	}
+	return correlate.Target{}, fmt.Errorf("no process runs in mnt:[%d]", ns)
+}
+
+func names(ps []correlate.ProcRef) string {
+	if len(ps) == 0 {
+		return "nothing"
+	}
+	out := ""
+	for i, p := range ps {
+		if i == 3 {
+			out += ", +" + strconv.Itoa(len(ps)-3) + " more"
+			break
+		}
+		if i > 0 {
+			out += ", "
+		}
+		out += correlate.Escape(p.Comm) + "[" + strconv.Itoa(p.PID) + "]"
+	}
+	return out
+}

@@ -1,0 +1,101 @@
+package release
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/event"
+)
+
+// Step is one copy to detach.
+type Step struct {
+	MntNS   uint32    `json:"mntns"`
+	MountID int       `json:"mount_id"`
+	Where   string    `json:"where"`
+	Dev     event.Dev `json:"dev,omitempty"` // the object's device, checked before acting
+	// Enter is the namespace file the acting thread opens: a member's
+	// /proc/PID/ns/mnt.
+	Enter string `json:"enter"`
+	// Pins are the processes working in the copy (only with --force).
+	Pins []correlate.PinRef `json:"pins,omitempty"`
+	// Stays is what keeps running: the namespace's processes.
+	Stays []correlate.ProcRef `json:"stays,omitempty"`
+}
+
+// Refusal is a copy left alone, why, and what the user could do.
+type Refusal struct {
+	MntNS  uint32 `json:"mntns"`
+	Where  string `json:"where,omitempty"`
+	Reason string `json:"reason"`
+	Hint   string `json:"hint"`
+}
+
+// Plan is what release would do for a finding.
+type Plan struct {
+	Steps   []Step    `json:"steps,omitempty"`
+	Refused []Refusal `json:"refused,omitempty"`
+}
+
+// Make plans the release of a finding's holders. host is the host's mount
+// namespace and self the caller's: neither is ever acted in.
+func Make(f *correlate.Finding, host, self uint32, force bool) Plan {
+	var p Plan
+	if !f.Cause.IsLeak() && f.Cause != correlate.CauseBusyCopy && f.Cause != correlate.CauseUnknown {
+		p.Refused = append(p.Refused, Refusal{Reason: "not a leak (" + f.Cause.String() + ")", Hint: f.Fix})
+		return p
+	}
+	for _, h := range f.Holders {
+		refuse := func(reason, hint string) {
+			p.Refused = append(p.Refused, Refusal{MntNS: h.MntNS, Where: h.Where, Reason: reason, Hint: hint})
+		}
+		switch {
+		case h.Self || h.MntNS == self:
+			refuse("the caller's own namespace", "unmount it here yourself, if it is not in use")
+			continue
+		case h.MntNS == host:
+			refuse("the host's namespace", "mntleak never acts in the host's namespace")
+			continue
+		case h.Where == "" || h.MountID == 0:
+			refuse("no mount to detach (a detached copy kept busy)", "stop the processes that keep it busy")
+			continue
+		case h.Where == "/":
+			refuse("the namespace's root", "stop the processes of the namespace")
+			continue
+		case h.KeptBy != "":
+			refuse("no process runs in the namespace", "umount the bind that keeps it: "+h.KeptBy)
+			continue
+		case len(h.Processes) == 0:
+			refuse("no process of the namespace is known", "mntleak why "+f.Object.Path+" to look again")
+			continue
+		}
+		if len(h.Pins) > 0 && !force {
+			var who []string
+			for _, pin := range h.Pins {
+				who = append(who, pin.Comm+"["+strconv.Itoa(pin.PID)+"] ("+pin.Pin+" "+pin.Path+")")
+			}
+			refuse("processes work in the copy: "+strings.Join(who, ", "),
+				"stop them or move them off "+h.Where+"; --force detaches it under them (they keep what they have open, and lose the path)")
+			continue
+		}
+		p.Steps = append(p.Steps, Step{MntNS: h.MntNS, MountID: h.MountID, Where: h.Where, Dev: f.Object.Dev,
+			Enter: "/proc/" + strconv.Itoa(h.Processes[0].PID) + "/ns/mnt", Pins: h.Pins, Stays: h.Processes})
+	}
+	return p
+}
+
+// Only keeps the step (and the refusals) about one copy.
+func (p Plan) Only(ns uint32, id int) Plan {
+	var out Plan
+	for _, s := range p.Steps {
+		if s.MntNS == ns && s.MountID == id {
+			out.Steps = append(out.Steps, s)
+		}
+	}
+	for _, r := range p.Refused {
+		if r.MntNS == ns || r.MntNS == 0 {
+			out.Refused = append(out.Refused, r)
+		}
+	}
+	return out
+}
