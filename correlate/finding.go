@@ -43,6 +43,9 @@ type Finding struct {
 	Retries int `json:"retries,omitempty"`
 	// Incomplete is set when events were lost while the evidence formed.
 	Incomplete *Incomplete `json:"incomplete,omitempty"`
+	// Release is the command that detaches the leaked copy now
+	// (mntleak release), when there is one to detach.
+	Release string `json:"release,omitempty"`
 }
 
 // Call is the syscall a finding is about.

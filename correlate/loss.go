@@ -60,6 +60,12 @@ func nameActors(f *Finding) {
 	for i := range f.Holders {
 		f.Holders[i].Actor = f.Holders[i].actor()
 	}
+	f.Release = ""
+	if len(f.Holders) > 0 && (f.Cause.IsLeak() || f.Cause == CauseUnknown) {
+		if h := f.Holders[0]; !h.Self && h.MountID != 0 && h.Where != "/" && h.KeptBy == "" && len(h.Processes) > 0 && h.Exited.IsZero() {
+			f.Release = "mntleak release --mntns " + strconv.FormatUint(uint64(h.MntNS), 10) + " --mount-id " + itoa(h.MountID)
+		}
+	}
 }
 
 // markIncomplete: the evidence window runs from the oldest dated fact the

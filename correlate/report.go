@@ -58,6 +58,10 @@ func (f *Finding) Report() string {
 	}
 	b.WriteString("fix: " + f.Fix)
 	b.endLine()
+	if f.Release != "" {
+		b.WriteString("release now: " + f.Release + " (a plan; add --apply to act)")
+		b.endLine()
+	}
 	return b.String()
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -93,6 +94,28 @@ func TestRelease(t *testing.T) {
 			}
 		})
 	}
+	t.Run("the command a finding carries", func(t *testing.T) {
+		dir := t.TempDir()
+		dev := privtest.LoopDevice(t, 16)
+		vol := privtest.Mkdir(t, filepath.Join(dir, "vol"))
+		node := privtest.StartNode(t)
+		node.Run(t, "mount", dev, vol)
+		h := node.StartHolder(t, "private", "cd /")
+		node.Run(t, "umount", vol)
+		in := []string{"-t", strconv.Itoa(node.PID), "-m", "--", bin}
+		out, _ := exec.Command("nsenter", append(in, "why", "--json", "--state-dir", "", dev)...).Output()
+		var f struct{ Release string }
+		if err := json.Unmarshal(out, &f); err != nil || !strings.HasPrefix(f.Release, "mntleak release --mntns "+strconv.FormatUint(uint64(h.MntNS), 10)) {
+			t.Fatalf("why's finding carries release %q (%v): %s", f.Release, err, out)
+		}
+		args := append(strings.Fields(f.Release)[1:], "--state-dir", "", "--apply")
+		if out, err := exec.Command("nsenter", append(in, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", f.Release, err, out)
+		}
+		if err := exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", "mkfs.ext4", "-q", "-F", dev).Run(); err != nil {
+			t.Errorf("mkfs.ext4 after %s --apply: %v", f.Release, err)
+		}
+	})
 	t.Run("the host's namespace", func(t *testing.T) {
 		dir := t.TempDir()
 		dev := privtest.LoopDevice(t, 16)

@@ -74,6 +74,11 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	target.Asker = os.Getpid()
+	// The path is seen from mntleak's own namespace: a copy there is the
+	// asker's own, whatever the host's is.
+	if link, err := os.Readlink("/proc/self/ns/mnt"); err == nil {
+		target.MntNS, _ = procfs.ParseNSLink(link)
+	}
 	vis, err := procfs.Host{}.Visibility()
 	if err != nil {
 		fmt.Fprintf(stderr, "mntleak why: %v\n", err)
