@@ -223,6 +223,7 @@ func TestForgedLogLines(t *testing.T) {
 	if err := unix.Unmount(dir, 0); err != nil {
 		t.Fatal(err)
 	}
+	privtest.AfterLeakSettle(t) // the leak is reported once the teardown has settled
 	jsonLine := d.Logs.Wait(t, "leak finding", func(s string) bool { return strings.Contains(s, `"finding":"leak"`) && strings.Contains(s, "FAKE") })
 	var rec struct {
 		Msg    string             `json:"msg"`
@@ -261,6 +262,7 @@ func TestForgedLogLines(t *testing.T) {
 	if err := unix.Unmount(dir, 0); err != nil {
 		t.Fatal(err)
 	}
+	privtest.AfterLeakSettle(t)
 	c.Logs.Wait(t, "leak finding (console)", func(s string) bool { return strings.Contains(s, "LEAK ") && strings.Contains(s, "FAKE") })
 	c.Stop(t)
 	for _, l := range c.Logs.All() {

@@ -215,6 +215,7 @@ func TestRestartKeepsLineage(t *testing.T) {
 		return strings.Contains(s, `"msg":"persistent lineage"`) && !strings.Contains(s, `"remembered":0`)
 	})
 	node.Run(t, "umount", vol)
+	privtest.AfterLeakSettle(t)
 	var leak *correlate.Finding
 	second.Logs.Wait(t, "leak finding", func(s string) bool {
 		var l struct {

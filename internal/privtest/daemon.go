@@ -247,3 +247,15 @@ func ExitLimit() time.Duration {
 	}
 	return 2 * time.Second
 }
+
+// AfterLeakSettle lets a daemon's pending leaks be confirmed: it waits out
+// the settle window (2 s of event time after the unmount) and makes one
+// event after it (a short-lived namespace), on which the daemon reports a
+// leak whose copy is still there.
+func AfterLeakSettle(t testing.TB) {
+	t.Helper()
+	time.Sleep(2200 * time.Millisecond)
+	if out, err := exec.Command("unshare", "-m", "true").CombinedOutput(); err != nil {
+		t.Fatalf("unshare -m true: %v: %s", err, out)
+	}
+}
