@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -23,12 +22,8 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "usage: mntleak audit [flags]\n\nScans every mount namespace for leaked mounts that exist now, and for\nconfiguration that makes leaks. Exit 1 when a leak is found (for cron and\nnode-problem-detector), 0 otherwise, 2 on bad input, 3 when none was found\nbut the node could not be seen (missing capabilities, no hostPID). Needs root.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		fmt.Fprintf(stderr, "mntleak audit: %v\n", err)
-		return exitUsage
+	if code, done := parseCommand(fs, args, "audit", stderr); done {
+		return code
 	}
 	if fs.NArg() != 0 {
 		fmt.Fprintf(stderr, "mntleak audit: unexpected argument %q\n", fs.Arg(0))

@@ -5,8 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
+
+	"github.com/mntleak/mntleak/procfs"
 )
 
 // uint32List is a repeatable, comma-separated list flag of numbers.
@@ -74,4 +77,27 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		usage()
 	}
 	return err
+}
+
+// parseCommand parses a command's flags: -h prints its usage (exit 0), a
+// bad flag is one line on stderr (exit 2); done says the command ends.
+func parseCommand(fs *flag.FlagSet, args []string, name string, stderr io.Writer) (code int, done bool) {
+	err := parseFlags(fs, args)
+	switch {
+	case err == nil:
+		return exitOK, false
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK, true
+	}
+	fmt.Fprintf(stderr, "mntleak %s: %v\n", name, err)
+	return exitUsage, true
+}
+
+// selfNS is mntleak's own mount namespace.
+func selfNS() (uint32, error) {
+	link, err := os.Readlink("/proc/self/ns/mnt")
+	if err != nil {
+		return 0, err
+	}
+	return procfs.ParseNSLink(link)
 }

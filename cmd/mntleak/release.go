@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -42,12 +41,8 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 			"(or was) carried out, 1 when it was refused, failed or there is nothing to do, 2 on bad input.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		fmt.Fprintf(stderr, "mntleak release: %v\n", err)
-		return exitUsage
+	if code, done := parseCommand(fs, args, "release", stderr); done {
+		return code
 	}
 	explicit := *mntns != 0 || *mountID != 0
 	switch {
@@ -71,12 +66,7 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	target.Asker = os.Getpid()
-	link, err := os.Readlink("/proc/self/ns/mnt")
-	if err != nil {
-		fmt.Fprintf(stderr, "mntleak release: %v\n", err)
-		return exitError
-	}
-	self, err := procfs.ParseNSLink(link)
+	self, err := selfNS()
 	if err != nil {
 		fmt.Fprintf(stderr, "mntleak release: %v\n", err)
 		return exitError

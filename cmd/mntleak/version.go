@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -38,12 +37,8 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mntleak version", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parseFlags(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		fmt.Fprintf(stderr, "mntleak version: %v\n", err)
-		return exitUsage
+	if code, done := parseCommand(fs, args, "version", stderr); done {
+		return code
 	}
 	version, commit := buildVersion()
 	feat := tracer.DetectFeatures()

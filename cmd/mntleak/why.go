@@ -57,12 +57,8 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "usage: mntleak why [flags] PATH|DEVICE|MAJOR:MINOR\n\nSays what holds a mount, a device or a directory now: every namespace that has it\nmounted, the processes that pin it, and the most likely cause. Exit 0 when\nnothing holds it, 1 when something does, 2 on bad input, 3 when nothing was\nfound but the node could not be seen (missing capabilities, no hostPID). Needs root.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		fmt.Fprintf(stderr, "mntleak why: %v\n", err)
-		return exitUsage
+	if code, done := parseCommand(fs, args, "why", stderr); done {
+		return code
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintln(stderr, "mntleak why: want exactly one PATH, DEVICE or MAJOR:MINOR")
@@ -76,8 +72,8 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 	target.Asker = os.Getpid()
 	// The path is seen from mntleak's own namespace: a copy there is the
 	// asker's own, whatever the host's is.
-	if link, err := os.Readlink("/proc/self/ns/mnt"); err == nil {
-		target.MntNS, _ = procfs.ParseNSLink(link)
+	if ns, err := selfNS(); err == nil {
+		target.MntNS = ns
 	}
 	vis, err := procfs.Host{}.Visibility()
 	if err != nil {
