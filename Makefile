@@ -129,5 +129,18 @@ image:
 image-tar:
 	GO=$(GO) deploy/image/image.sh tar
 
+## helm: the helm CLI, built once into /var/cache/mntleak-helm (not in
+## go.mod). chart: helm lint --strict. manifest: deploy/kubernetes/daemonset.yaml
+## from the chart (go test ./deploy fails when they drift).
+helm:
+	@GO=$(GO) deploy/helm/helm.sh path
+
+chart:
+	GO=$(GO) deploy/helm/helm.sh lint
+
+manifest:
+	GO=$(GO) deploy/helm/helm.sh render > deploy/kubernetes/daemonset.yaml.tmp
+	mv deploy/kubernetes/daemonset.yaml.tmp deploy/kubernetes/daemonset.yaml
+
 clean:
 	rm -rf bin

@@ -17,6 +17,7 @@ type Config struct {
 	Correlate     bool          // explain failures and report leaks
 	JournalEvents bool          // also send every raw event to the journal
 	MetricsAddr   string        // Prometheus metrics address, already checked; "" for none
+	PprofAddr     string        // /debug/pprof/ address, loopback, already checked; "" for none
 
 	StateDir   string // persistent lineage; "" for none
 	StateBytes int64  // its size cap

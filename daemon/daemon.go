@@ -80,6 +80,17 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer, log *Log, reopen <-c
 			}
 		}()
 	}
+	if cfg.PprofAddr != "" {
+		ln, err := net.Listen("tcp", cfg.PprofAddr)
+		if err != nil {
+			return fmt.Errorf("listen for profiles on %s: %w", cfg.PprofAddr, err)
+		}
+		go func() {
+			if err := metrics.ServePprof(ctx, ln, log.Named("pprof")); err != nil {
+				cancel(err)
+			}
+		}()
+	}
 	if cfg.Correlate {
 		p.corr = newCorrelator(p, procfs.Host{}, log.Named("correlate"))
 		p.devices = &teardown.Resolver{Sys: os.DirFS("/sys")}

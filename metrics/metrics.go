@@ -120,23 +120,37 @@ func (m *Metrics) Handler() http.Handler {
 func (m *Metrics) Serve(ctx context.Context, ln net.Listener, log *zap.Logger) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", m.Handler())
-	// Profiles for whoever investigates the daemon's own cost, on a
-	// loopback address only: they show paths and command lines.
-	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	log.Info("serving metrics", zap.String(logkey.Addr, ln.Addr().String()))
+	return serve(ctx, ln, mux, "metrics")
+}
+
+// ServePprof serves /debug/pprof/ (the daemon's own profiles) on ln until
+// ctx is done: a listener of its own, on a loopback address only
+// (PprofAddr), never the metrics one, since profiles show paths and
+// command lines.
+func ServePprof(ctx context.Context, ln net.Listener, log *zap.Logger) error {
+	if tcp, ok := ln.Addr().(*net.TCPAddr); !ok || !tcp.IP.IsLoopback() {
+		return fmt.Errorf("serve profiles on %s: not a loopback address", ln.Addr())
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	log.Info("serving profiles", zap.String(logkey.Addr, ln.Addr().String()))
+	return serve(ctx, ln, mux, "profiles")
+}
+
+// serve runs an HTTP server on ln until ctx is done.
+func serve(ctx context.Context, ln net.Listener, h http.Handler, what string) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
 	}()
-	log.Info("serving metrics", zap.String(logkey.Addr, ln.Addr().String()))
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve metrics on %s: %w", ln.Addr(), err)
+		return fmt.Errorf("serve %s on %s: %w", what, ln.Addr(), err)
 	}
 	return nil
 }
@@ -150,6 +164,24 @@ func ListenAddr(s string) (string, error) {
 	}
 	if host == "" {
 		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// PprofAddr validates a --pprof-addr value: a loopback address only
+// (127.0.0.0/8, ::1 or localhost; a bare ":port" binds 127.0.0.1), since
+// profiles show paths and command lines of the node.
+func PprofAddr(s string) (string, error) {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil || port == "" || strings.ContainsAny(port, " /") {
+		return "", fmt.Errorf("invalid --pprof-addr %q: want 127.0.0.1:PORT", s)
+	}
+	switch host {
+	case "", "localhost":
+		host = "127.0.0.1"
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return "", fmt.Errorf("invalid --pprof-addr %q: profiles are served on a loopback address only (127.0.0.1:PORT; kubectl port-forward reaches it)", s)
 	}
 	return net.JoinHostPort(host, port), nil
 }

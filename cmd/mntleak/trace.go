@@ -58,6 +58,7 @@ func parseTraceFlags(args []string, stdoutTTY, stderrTTY bool, stderr io.Writer)
 	journaldMode := fs.String("journald", "auto", "send findings and lifecycle logs to the systemd journal: auto (when /run/systemd/journal/socket exists), on, off")
 	fs.BoolVar(&d.JournalEvents, "journald-events", false, "also send every raw event to the journal (high volume)")
 	fs.StringVar(&d.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (host:port, or :port for 127.0.0.1)")
+	fs.StringVar(&d.PprofAddr, "pprof-addr", "", "serve the daemon's own profiles (/debug/pprof/) on this loopback address (127.0.0.1:PORT); off by default, never on a non-loopback address")
 	fs.StringVar(&d.StateDir, "state-dir", "/var/lib/mntleak", stateDirHelp)
 	fs.Int64Var(&d.StateBytes, "state-size", state.DefaultMaxBytes, "size cap of the persistent lineage in bytes")
 	fs.IntVar(&d.RingBufferBytes, "ringbuf-size", tracer.DefaultRingBufferBytes, "ring buffer size in bytes (a power of two); a perf buffer splits it over the CPUs")
@@ -97,6 +98,13 @@ func parseTraceFlags(args []string, stdoutTTY, stderrTTY bool, stderr io.Writer)
 			return opts, err
 		}
 		d.MetricsAddr = addr
+	}
+	if d.PprofAddr != "" {
+		addr, err := metrics.PprofAddr(d.PprofAddr)
+		if err != nil {
+			return opts, err
+		}
+		d.PprofAddr = addr
 	}
 	return opts, nil
 }
