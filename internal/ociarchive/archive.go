@@ -94,7 +94,7 @@ func Convert(r io.Reader, w io.Writer, ref string) error {
 	}
 	md := put(mediaManifest, mb)
 	md.Annotations = map[string]string{
-		"io.containerd.image.name":         containerdName(ref),
+		"io.containerd.image.name":          containerdName(ref),
 		"org.opencontainers.image.ref.name": tagOf(ref),
 	}
 	index, err := json.Marshal(ociIndex{SchemaVersion: 2, MediaType: mediaIndex, Manifests: []descriptor{md}})
