@@ -51,7 +51,9 @@ func Read(f Files, cmdlines map[string][]string) Config {
 		if v, ok := flagValue(line, "--data-root"); ok {
 			c.DockerRoot = v
 		}
-		if _, ok := flagValue(line, "--live-restore"); ok || strings.Contains(line, "--live-restore") {
+		if v, ok := flagValue(line, "--live-restore"); ok {
+			c.LiveRestore = v != "false"
+		} else if hasArg(line, "--live-restore") {
 			c.LiveRestore = true
 		}
 	}
@@ -113,16 +115,32 @@ func (c *Config) readContainerd(f Files) {
 	}
 }
 
+// args splits a command line (arguments separated by NUL bytes or
+// spaces, as /proc/PID/cmdline gives them).
+func args(cmdline string) []string {
+	return strings.FieldsFunc(cmdline, func(r rune) bool { return r == 0 || r == ' ' })
+}
+
+// hasArg reports whether a command line has the argument a.
+func hasArg(cmdline, a string) bool {
+	for _, x := range args(cmdline) {
+		if x == a {
+			return true
+		}
+	}
+	return false
+}
+
 // flagValue finds --name=V or --name V on a command line (arguments
 // separated by NUL bytes or spaces, as /proc/PID/cmdline gives them).
 func flagValue(cmdline, name string) (string, bool) {
-	args := strings.FieldsFunc(cmdline, func(r rune) bool { return r == 0 || r == ' ' })
-	for i, a := range args {
+	as := args(cmdline)
+	for i, a := range as {
 		if v, ok := strings.CutPrefix(a, name+"="); ok {
 			return v, true
 		}
-		if a == name && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
-			return args[i+1], true
+		if a == name && i+1 < len(as) && !strings.HasPrefix(as[i+1], "-") {
+			return as[i+1], true
 		}
 	}
 	return "", false

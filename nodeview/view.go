@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -34,12 +35,19 @@ type View struct {
 	Self uint32
 	// Root is the directory paths are looked up under ("/" or /proc/1/root).
 	Root string
-	// Reason says why the view is Blind.
+	// Reason says why the view is Blind, when it has a PID namespace of
+	// the host's ("" without hostPID: procfs.Visibility says that).
 	Reason string
 }
 
+// AsGiven is the view that looks paths up as given, in mntleak's own
+// namespace (MntNS and Self unknown: 0).
+func AsGiven() View { return View{Kind: Own, Root: "/"} }
+
 // Detect finds the view for a process whose /proc is procRoot ("/proc")
-// and that is (hostPID) or is not in the host's PID namespace.
+// and that is (hostPID) or is not in the host's PID namespace: its own
+// when its root is the node's init's (or kthreadd's, when init's cannot be
+// read), else the node's through that root.
 func Detect(procRoot string, hostPID bool) (View, error) {
 	self, err := nsOf(procRoot + "/self/ns/mnt")
 	if err != nil {
@@ -47,27 +55,36 @@ func Detect(procRoot string, hostPID bool) (View, error) {
 	}
 	v := View{Kind: Own, MntNS: self, Self: self, Root: "/"}
 	if !hostPID {
-		v.Kind, v.Reason = Blind, "no hostPID: /proc/1 is the container's own init, node paths cannot be seen"
+		v.Kind = Blind // Visibility says why: no hostPID
 		return v, nil
 	}
-	initRoot := procRoot + "/1/root"
-	var own, node unix.Stat_t
+	var own unix.Stat_t
 	if err := unix.Stat("/", &own); err != nil {
 		return View{}, fmt.Errorf("stat /: %w", err)
 	}
-	if err := unix.Stat(initRoot+"/", &node); err != nil {
-		v.Kind, v.Reason = Blind, "the node's root cannot be read through "+initRoot+" ("+err.Error()+"; CAP_SYS_PTRACE needed)"
+	// The node's init's root; where it cannot be read (an init protected
+	// even from root), kthreadd's: kernel threads keep the node's root
+	// and the initial mount namespace.
+	var reasons []string
+	for _, pid := range []string{"1", "2"} {
+		root := procRoot + "/" + pid + "/root"
+		var node unix.Stat_t
+		if err := unix.Stat(root+"/", &node); err != nil {
+			reasons = append(reasons, root+": "+err.Error())
+			continue
+		}
+		if own.Dev == node.Dev && own.Ino == node.Ino {
+			return v, nil // the node's root: its own namespace, the node's files
+		}
+		ns, err := nsOf(procRoot + "/" + pid + "/ns/mnt")
+		if err != nil {
+			reasons = append(reasons, err.Error())
+			continue
+		}
+		v.Kind, v.MntNS, v.Root = NodeRoot, ns, root
 		return v, nil
 	}
-	if own.Dev == node.Dev && own.Ino == node.Ino {
-		return v, nil // the node's root: its own namespace, the node's files
-	}
-	ns, err := nsOf(procRoot + "/1/ns/mnt")
-	if err != nil {
-		v.Kind, v.Reason = Blind, "the node's mount namespace cannot be read ("+err.Error()+")"
-		return v, nil
-	}
-	v.Kind, v.MntNS, v.Root = NodeRoot, ns, initRoot
+	v.Kind, v.Reason = Blind, "the node's root cannot be read ("+strings.Join(reasons, "; ")+"; CAP_SYS_PTRACE needed)"
 	return v, nil
 }
 
@@ -75,8 +92,11 @@ func Detect(procRoot string, hostPID bool) (View, error) {
 func (v View) Line() string {
 	switch v.Kind {
 	case NodeRoot:
-		return "view: the node's mount namespace " + nsName(v.MntNS) + " through " + v.Root + " (mntleak runs in a container, " + nsName(v.Self) + ")"
+		return "view: the node's mount namespace " + nsName(v.MntNS) + " through " + v.Root + " (mntleak runs in a container: " + nsName(v.Self) + ", a root of its own)"
 	case Blind:
+		if v.Reason == "" {
+			return "view: mntleak's own mount namespace " + nsName(v.Self) + " only"
+		}
 		return "view: mntleak's own mount namespace " + nsName(v.Self) + " only: " + v.Reason
 	}
 	return "view: mntleak's own mount namespace " + nsName(v.Self) + " on the node's root"

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/nodeview"
 	"github.com/mntleak/mntleak/procfs"
 	"github.com/mntleak/mntleak/release"
 )
@@ -61,7 +62,7 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "refused: %v\n", err)
 			return exitError
 		}
-	} else if target, err = parseTarget(fs.Arg(0)); err != nil {
+	} else if target, err = parseTarget(fs.Arg(0), nodeview.AsGiven()); err != nil {
 		fmt.Fprintf(stderr, "mntleak release: %v\n", err)
 		return exitUsage
 	}
