@@ -4,7 +4,7 @@
 #   image.sh build          bin/image/mntleak (static), then mntleak:VERSION
 #   image.sh tar            build, then bin/mntleak-VERSION.oci.tar: an OCI
 #                           image layout that docker load and ctr images
-#                           import both accept
+#                           import both accept (MNTLEAK_IMAGE_TAR: elsewhere)
 #
 # The engine: the one DOCKER_HOST (or /var/run/docker.sock) names when it
 # answers; else a private dockerd started for this run and stopped after
@@ -19,7 +19,7 @@ cd "$(dirname "$0")/../.."
 GO=${GO:-go}
 VERSION=$(cat VERSION)
 TAG=mntleak:$VERSION
-TAR=bin/mntleak-$VERSION.oci.tar
+TAR=${MNTLEAK_IMAGE_TAR:-bin/mntleak-$VERSION.oci.tar}
 ENGINE_DIR=${MNTLEAK_ENGINE_DIR:-/var/cache/mntleak-image}
 DOCKERD_PID=
 
