@@ -17,10 +17,11 @@
 # needs, set by the DaemonSet (docker run --cap-drop ALL --cap-add ...):
 #   BPF, PERFMON      load and attach the tp_btf/raw tracepoint programs,
 #                     read the ring buffer;
-#   SYS_ADMIN         bpf() on kernels that gate it, the nsfs and
-#                     /proc/1/root reads of other namespaces;
+#   SYS_ADMIN         bpf() and perf events where BPF/PERFMON are unknown
+#                     (kernels before 5.8, Docker 20.10's capability list);
 #   SYS_PTRACE,       read every process's /proc/PID/{mountinfo,fd,maps,
-#   DAC_READ_SEARCH   root,cwd} and the node's files through /proc/1/root.
+#   DAC_READ_SEARCH   root,cwd}, and the node's files through /proc/1/root
+#                     (mntleak why and audit in kubectl exec).
 # A non-root user cannot be used: Kubernetes grants added capabilities to
 # a non-root container's bounding set only (ambient capabilities are not
 # supported), and file capabilities on the binary would make it fail to
