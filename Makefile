@@ -12,7 +12,7 @@ PKGS     := ./...
 # real components of the incident reproductions (incidents/).
 # qemu-system-x86, qemu-utils and mmdebstrap run the lab guest (lab/).
 APT_PKGS := clang llvm libbpf-dev bpftool util-linux mount e2fsprogs coreutils docker.io busybox-static iproute2 ruby qemu-system-x86 qemu-utils mmdebstrap
-APT_CMDS := clang llvm-strip bpftool losetup unshare nsenter pivot_root mkfs.ext4 blockdev dockerd containerd runc busybox ip ruby qemu-system-x86_64 qemu-img mmdebstrap debugfs
+APT_CMDS := clang llvm-strip bpftool losetup unshare nsenter pivot_root mkfs.ext4 blockdev dockerd docker containerd ctr runc busybox ip ruby qemu-system-x86_64 qemu-img mmdebstrap debugfs
 
 .PHONY: all build run test deps lint arm64 vet fmt-check staticcheck generate check-generated unit clean lab lab-vagrant fuzz bench bench-quick bench-bin soak image image-tar chart manifest helm
 
@@ -117,12 +117,11 @@ SOAK ?= 10m
 soak: bench-bin
 	./$(BENCH_BIN) soak -duration $(SOAK) -mntleak $(BIN) -markdown docs/BENCHMARKS.md $(SOAK_ARGS)
 
-## image: mntleak:$(VERSION) (VERSION file) with the local Docker Engine,
+## image: mntleak:VERSION (the VERSION file) with the local Docker Engine,
 ## FROM scratch, pulling nothing; a private dockerd is started (and
 ## stopped) when none answers (deploy/image/image.sh says how).
-## image-tar: also bin/mntleak-$(VERSION).oci.tar, for docker load and
+## image-tar: also bin/mntleak-VERSION.oci.tar, for docker load and
 ## ctr images import (push to a registry of one's own: README.md).
-VERSION := $(shell cat VERSION)
 image:
 	GO=$(GO) deploy/image/image.sh build
 
