@@ -33,12 +33,12 @@ func ensureDir(t *testing.T, dir string) {
 	})
 }
 
-// TestAuditDangerousBinds: a container-like namespace binds each of the
+// TestDangerousBinds: a container-like namespace binds each of the
 // node's dangerous directories recursively: private, audit flags it
 // (private-hostpath, naming the namespace's process); rslave, or a bind
 // of an ordinary directory, it does not. One namespace holds every bind,
 // on real mounts.
-func TestAuditDangerousBinds(t *testing.T) {
+func TestDangerousBinds(t *testing.T) {
 	privtest.Require(t)
 	privtest.RequireCommands(t, "unshare", "mount")
 	bin := privtest.Binary(t)

@@ -85,7 +85,7 @@ func TestConvert(t *testing.T) {
 	}
 }
 
-func TestConvertRefusesBrokenArchives(t *testing.T) {
+func TestBrokenArchives(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
 		files map[string]string
