@@ -13,7 +13,8 @@
 //
 // Files:
 //   - config.go: Config, LogConfig and the journal modes.
-//   - daemon.go: Run, the set-up order (outputs, metrics, tracer, lineage,
+//   - daemon.go: Run, the set-up order (outputs, metrics, profiles on a
+//     loopback listener of their own when asked, tracer, lineage,
 //     startup snapshot, read loop) and the hand-off of the tracer to the
 //     metrics goroutine.
 //   - pipeline.go: the event path.

@@ -11,6 +11,7 @@
 // package correlate.
 //
 // Files: main.go (commands, exit codes), trace.go, replay.go, why.go,
-// audit.go, version.go (each command's flags and wiring), flags.go (list
-// flags).
+// audit.go, release.go, version.go (each command's flags and wiring),
+// flags.go (list flags), sight.go (what why and audit can see of the node:
+// processes, and the view their paths are looked up in, said on one line).
 package main
