@@ -99,6 +99,9 @@ type Holder struct {
 	// KeptBy is what keeps a namespace no process runs in: "the bind of
 	// its nsfs file at /run/mntns/x in the host".
 	KeptBy string `json:"kept_by,omitempty"`
+	// Enter is a file that enters the namespace when no process runs in
+	// it: the nsfs bind that keeps it, as mntleak reaches it.
+	Enter string `json:"enter,omitempty"`
 	// Actor is the one process the verdict names for this holder (the
 	// holder_pid of the log fields, the first process after "held by" in
 	// the line): nil when no live process holds it.

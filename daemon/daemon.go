@@ -74,6 +74,16 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer, log *Log, reopen <-c
 		}
 		p.mets = metrics.New(func() map[string]uint64 { return lostByKind(tr.Load()) })
 		p.mets.SinkDrops(sk.dropped)
+		if dir := cfg.StateDir; dir != "" {
+			mlog := log.Named("metrics")
+			p.mets.Actions(func() map[[2]string]uint64 {
+				n, err := state.CountActions(dir)
+				if err != nil {
+					mlog.Warn("count release actions", zap.Error(err))
+				}
+				return n
+			})
+		}
 		go func() {
 			if err := p.mets.Serve(ctx, ln, log.Named("metrics")); err != nil {
 				cancel(err)

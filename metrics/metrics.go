@@ -170,3 +170,25 @@ func (c lostCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(n), kind)
 	}
 }
+
+// Actions registers mntleak_actions_total{action,result}: the actions
+// mntleak release took on this node (released, refused, failed, planned),
+// as recorded in the state dir; fn is read at every scrape.
+func (m *Metrics) Actions(fn func() map[[2]string]uint64) {
+	m.reg.MustRegister(actionCollector{fn: fn, desc: prometheus.NewDesc("mntleak_actions_total",
+		"Actions taken by mntleak release on this node, by action and result (from the state dir's record).",
+		[]string{"action", "result"}, nil)})
+}
+
+type actionCollector struct {
+	fn   func() map[[2]string]uint64
+	desc *prometheus.Desc
+}
+
+func (c actionCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c actionCollector) Collect(ch chan<- prometheus.Metric) {
+	for k, n := range c.fn() {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(n), k[0], k[1])
+	}
+}

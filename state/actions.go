@@ -1,0 +1,78 @@
+package state
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// ActionsName is the file in the state dir where mntleak release appends a
+// record of every action (one JSON line: "action", "result", ...); the
+// daemon counts them in its metrics. ActionsName+".1" is the one before.
+const ActionsName = "actions.jsonl"
+
+// maxActionsBytes is where the actions file is rotated (one old file kept).
+const maxActionsBytes = 1 << 20
+
+// AppendAction appends one action record to dir's actions file. A dir that
+// does not exist is not created: a node without a daemon's state dir keeps
+// no record there (release still logs to stderr and the journal).
+func AppendAction(dir string, rec any) error {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return fmt.Errorf("state dir %s: not there", dir)
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("action record: %w", err)
+	}
+	path := filepath.Join(dir, ActionsName)
+	if st, err := os.Stat(path); err == nil && st.Size()+int64(len(b)) > maxActionsBytes {
+		if err := os.Rename(path, path+".1"); err != nil {
+			return fmt.Errorf("rotate %s: %w", path, err)
+		}
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	// One write of a whole line: appends from two releases never interleave.
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// CountActions counts the action records in dir's actions files by action
+// and result ("release", "released"). Lines that are not records are
+// skipped; missing files count nothing.
+func CountActions(dir string) (map[[2]string]uint64, error) {
+	out := map[[2]string]uint64{}
+	for _, name := range []string{ActionsName + ".1", ActionsName} {
+		f, err := os.Open(filepath.Join(dir, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			var r struct{ Action, Result string }
+			if json.Unmarshal(sc.Bytes(), &r) == nil && r.Action != "" && r.Result != "" {
+				out[[2]string{r.Action, r.Result}]++
+			}
+		}
+		err = sc.Err()
+		f.Close()
+		if err != nil {
+			return out, fmt.Errorf("read %s: %w", name, err)
+		}
+	}
+	return out, nil
+}
