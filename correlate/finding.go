@@ -1,6 +1,8 @@
 package correlate
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strconv"
 	"strings"
 	"time"
@@ -46,6 +48,19 @@ type Finding struct {
 	// Release is the command that detaches the leaked copy now
 	// (mntleak release), when there is one to detach.
 	Release string `json:"release,omitempty"`
+}
+
+// ID names the finding in logs, the journal (MNTLEAK_FINDING_ID) and
+// mntleak release --finding ID: 12 hex digits from what makes it this
+// finding (its kind, the call and its object), the same in every replay.
+func (f *Finding) ID() string {
+	h := sha256.New()
+	for _, s := range []string{string(f.Kind), strconv.FormatInt(f.Call.Time.UnixNano(), 10), strconv.FormatUint(uint64(f.Call.PID), 10),
+		strconv.FormatUint(uint64(f.Call.TID), 10), f.Call.Syscall, f.Object.Path, f.Object.Dev.String()} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
 // Call is the syscall a finding is about.

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -148,10 +149,23 @@ func newCorrelator(p *pipeline, proc procfs.Proc, flog *zap.Logger) *correlate.C
 	if rec := p.sinks.rec; rec != nil {
 		proc = procfs.Recorder{Proc: proc, Write: func(r *procfs.Record) { p.fail(rec.WriteJSON(stream.ProcLine{Proc: r})) }}
 	}
+	keepWarned := false
 	return correlate.New(proc, correlate.Options{}, func(f *correlate.Finding) {
 		flog.Log(output.FindingLevel(f), f.Line(), output.FindingFields(f)...)
 		if p.mets != nil {
 			p.mets.Finding(string(f.Kind), f.Cause.String(), f.Call.Time)
+		}
+		// Kept for mntleak release --finding ID (a local append: findings
+		// are rare next to events).
+		if dir := p.cfg.StateDir; dir != "" {
+			b, err := json.Marshal(f)
+			if err == nil {
+				err = state.AppendFinding(dir, f.ID(), b)
+			}
+			if err != nil && !keepWarned {
+				keepWarned = true
+				flog.Warn("keep findings in the state dir", zap.Error(err))
+			}
 		}
 	})
 }

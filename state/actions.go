@@ -22,15 +22,21 @@ const maxActionsBytes = 1 << 20
 // does not exist is not created: a node without a daemon's state dir keeps
 // no record there (release still logs to stderr and the journal).
 func AppendAction(dir string, rec any) error {
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return fmt.Errorf("state dir %s: not there", dir)
-	}
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("action record: %w", err)
 	}
-	path := filepath.Join(dir, ActionsName)
-	if st, err := os.Stat(path); err == nil && st.Size()+int64(len(b)) > maxActionsBytes {
+	return appendLine(dir, ActionsName, maxActionsBytes, b)
+}
+
+// appendLine appends b and a newline to dir/name, first moving a file that
+// would grow past max to name.1 (one old file kept).
+func appendLine(dir, name string, max int64, b []byte) error {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return fmt.Errorf("state dir %s: not there", dir)
+	}
+	path := filepath.Join(dir, name)
+	if st, err := os.Stat(path); err == nil && st.Size()+int64(len(b)) > max {
 		if err := os.Rename(path, path+".1"); err != nil {
 			return fmt.Errorf("rotate %s: %w", path, err)
 		}
@@ -39,7 +45,8 @@ func AppendAction(dir string, rec any) error {
 	if err != nil {
 		return fmt.Errorf("open %s: %w", path, err)
 	}
-	// One write of a whole line: appends from two releases never interleave.
+	// One write of a whole line: appends from two processes never
+	// interleave.
 	if _, err := f.Write(append(b, '\n')); err != nil {
 		f.Close()
 		return fmt.Errorf("write %s: %w", path, err)

@@ -32,7 +32,7 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 	mountID := fs.Int("mount-id", 0, "with --mntns: the copy's mount id in that namespace")
 	stateDir := fs.String("state-dir", "/var/lib/mntleak", "persistent lineage of a daemon, if any")
 	journalSocket := fs.String("journald-socket", journald.SocketPath, "the journal's native socket, where every action is logged (MNTLEAK_ACTION=release); \"\" for none")
-	fromFinding := fs.String("finding", "", "release what a finding names: a file (- for stdin) holding one finding as the daemon logs it (JSON log line, journalctl -o json entry, or why --json)")
+	fromFinding := fs.String("finding", "", "release what a finding names: its id (finding_id, MNTLEAK_FINDING_ID; looked up in --state-dir), or a file (- for stdin) holding one finding as the daemon logs it (JSON log line, journalctl -o json entry, or why --json)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: mntleak release [flags] PATH|DEVICE|MAJOR:MINOR\n       mntleak release [flags] --mntns INODE --mount-id ID\n       mntleak release [flags] --finding FILE|-\n\n"+
 			"Plans, and with --apply carries out, the detach of a leaked copy inside the namespace that\n"+
@@ -54,7 +54,7 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "mntleak release: --finding goes alone, without a target or --mntns/--mount-id")
 			return exitUsage
 		}
-		f, err := openFinding(*fromFinding)
+		f, err := openFinding(*fromFinding, *stateDir)
 		if err != nil {
 			fmt.Fprintf(stderr, "mntleak release: --finding %s: %v\n", *fromFinding, err)
 			return exitUsage

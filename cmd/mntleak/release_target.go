@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"regexp"
 	"strconv"
 
 	"github.com/moby/sys/mountinfo"
@@ -15,6 +17,7 @@ import (
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/procfs"
 	"github.com/mntleak/mntleak/release"
+	"github.com/mntleak/mntleak/state"
 )
 
 // copyTarget is the object of an explicit copy: the device of mount id in
@@ -143,12 +146,27 @@ func parseFinding(line []byte) (*correlate.Finding, error) {
 	return &f, nil
 }
 
-// openFinding reads the finding in file, or on stdin for "-".
-func openFinding(file string) (*correlate.Finding, error) {
+// findingID is the form of Finding.ID.
+var findingID = regexp.MustCompile(`^[0-9a-f]{12}$`)
+
+// openFinding reads the finding in file, on stdin for "-", or, for an id
+// (the finding_id of a log line, MNTLEAK_FINDING_ID of a journal entry)
+// that names no file, the one the daemon kept in its state dir.
+func openFinding(file, stateDir string) (*correlate.Finding, error) {
 	if file == "-" {
 		return readFinding(os.Stdin)
 	}
 	fh, err := os.Open(file)
+	if errors.Is(err, fs.ErrNotExist) && findingID.MatchString(file) {
+		if stateDir == "" {
+			return nil, errors.New("a finding id is looked up in the daemon's state dir: give --state-dir")
+		}
+		b, err := state.LookupFinding(stateDir, file)
+		if err != nil {
+			return nil, fmt.Errorf("%w (%s)", err, stateDir)
+		}
+		return readFinding(bytes.NewReader(b))
+	}
 	if err != nil {
 		return nil, err
 	}

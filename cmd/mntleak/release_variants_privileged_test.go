@@ -51,7 +51,16 @@ func TestReleaseVariants(t *testing.T) {
 			!strings.Contains(out, "processes work in the copy: sleep["+strconv.Itoa(h.PID)+"] (cwd "+vol+")") {
 			t.Fatalf("without --force: exit %d, want %d and the pinner named:\n%s", code, exitError, out)
 		}
-		out, code = runIn(t, line, append(in, "--apply", "--force")...)
+		// Then by its id, as the log line and the journal carry it: the
+		// daemon kept the finding in its state dir.
+		var logged struct {
+			ID string `json:"finding_id"`
+		}
+		if err := json.Unmarshal([]byte(line), &logged); err != nil || len(logged.ID) != 12 {
+			t.Fatalf("finding_id %q (%v)", logged.ID, err)
+		}
+		in[len(in)-1] = logged.ID
+		out, code = runIn(t, "", append(in, "--apply", "--force")...)
 		if code != exitOK || !strings.Contains(out, "released: mount") {
 			t.Fatalf("--apply --force: exit %d, want %d and released:\n%s", code, exitOK, out)
 		}

@@ -47,6 +47,7 @@ const (
 	// Finding fields: the same names, upper-cased with an MNTLEAK_ prefix,
 	// are the journald fields.
 	Finding     = "finding"
+	FindingID   = "finding_id" // Finding.ID: what mntleak release --finding takes
 	Cause       = "cause"
 	Syscall     = "syscall"
 	Errno       = "errno"
