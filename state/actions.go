@@ -59,27 +59,36 @@ func appendLine(dir, name string, max int64, b []byte) error {
 // skipped; missing files count nothing.
 func CountActions(dir string) (map[[2]string]uint64, error) {
 	out := map[[2]string]uint64{}
-	for _, name := range []string{ActionsName + ".1", ActionsName} {
-		f, err := os.Open(filepath.Join(dir, name))
+	err := scanLines(dir, ActionsName, func(line []byte) {
+		var r struct{ Action, Result string }
+		if json.Unmarshal(line, &r) == nil && r.Action != "" && r.Result != "" {
+			out[[2]string{r.Action, r.Result}]++
+		}
+	})
+	return out, err
+}
+
+// scanLines calls fn with every line of dir/name.1 and then dir/name; a
+// missing file has none.
+func scanLines(dir, name string, fn func(line []byte)) error {
+	for _, n := range []string{name + ".1", name} {
+		f, err := os.Open(filepath.Join(dir, n))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return out, err
+			return err
 		}
 		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		sc.Buffer(make([]byte, 64<<10), 4<<20)
 		for sc.Scan() {
-			var r struct{ Action, Result string }
-			if json.Unmarshal(sc.Bytes(), &r) == nil && r.Action != "" && r.Result != "" {
-				out[[2]string{r.Action, r.Result}]++
-			}
+			fn(sc.Bytes())
 		}
 		err = sc.Err()
 		f.Close()
 		if err != nil {
-			return out, fmt.Errorf("read %s: %w", name, err)
+			return fmt.Errorf("read %s: %w", n, err)
 		}
 	}
-	return out, nil
+	return nil
 }

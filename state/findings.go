@@ -1,14 +1,10 @@
 package state
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 )
 
 // FindingsName is the file in the state dir where the daemon keeps the
@@ -39,33 +35,20 @@ var ErrNoFinding = errors.New("no finding with that id in the state dir")
 func LookupFinding(dir, id string) ([]byte, error) {
 	var found []byte
 	want := []byte(`"id":"` + id + `"`)
-	for _, name := range []string{FindingsName + ".1", FindingsName} {
-		f, err := os.Open(filepath.Join(dir, name))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
+	err := scanLines(dir, FindingsName, func(line []byte) {
+		if !bytes.Contains(line, want) {
+			return
 		}
-		if err != nil {
-			return nil, err
+		var rec struct {
+			ID      string          `json:"id"`
+			Finding json.RawMessage `json:"finding"`
 		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 64<<10), 4<<20)
-		for sc.Scan() {
-			if !bytes.Contains(sc.Bytes(), want) {
-				continue
-			}
-			var rec struct {
-				ID      string          `json:"id"`
-				Finding json.RawMessage `json:"finding"`
-			}
-			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.ID == id {
-				found = append([]byte(nil), rec.Finding...)
-			}
+		if json.Unmarshal(line, &rec) == nil && rec.ID == id {
+			found = append([]byte(nil), rec.Finding...)
 		}
-		err = sc.Err()
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", name, err)
-		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	if found == nil {
 		return nil, ErrNoFinding
