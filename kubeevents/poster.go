@@ -33,11 +33,11 @@ const (
 
 // Results counted (Options.Count).
 const (
-	ResultPosted       = "posted"        // handed to the broadcaster
-	ResultDeduplicated = "deduplicated"  // the same (pod, holder, cause) within the window
-	ResultRateLimited  = "rate_limited"  // over the rate
-	ResultFailed       = "failed"        // an API call failed (each retry counts)
-	ResultNoPod        = "no_pod"        // a finding that names no pod by name
+	ResultPosted       = "posted"       // handed to the broadcaster
+	ResultDeduplicated = "deduplicated" // the same (pod, holder, cause) within the window
+	ResultRateLimited  = "rate_limited" // over the rate
+	ResultFailed       = "failed"       // an API call failed (each retry counts)
+	ResultNoPod        = "no_pod"       // a finding that names no pod by name
 )
 
 // Options tunes a Poster. Zero values take the defaults.
