@@ -86,4 +86,5 @@ const (
 	Pod        = "pod"
 	CRISocket  = "cri_socket"
 	Kubeconfig = "kubeconfig"
+	K8sEvents  = "k8s_events"
 )
