@@ -178,7 +178,13 @@ func TestNamedDockerContainer(t *testing.T) {
 	const w = "/var/lib/mntleak-incidents/named-container"
 	dir := t.TempDir()
 	record := filepath.Join(dir, "stream.jsonl")
-	d := privtest.StartDaemon(t, nil, "--docker-socket", w+"/docker.sock", "--cri-socket=", "--node-name", "node-test",
+	// The socket through a link: lib.sh's cleanup kills every process whose
+	// command line names its directory, the daemon's too.
+	socket := filepath.Join(dir, "docker.sock")
+	if err := os.Symlink(w+"/docker.sock", socket); err != nil {
+		t.Fatal(err)
+	}
+	d := privtest.StartDaemon(t, nil, "--docker-socket", socket, "--cri-socket=", "--node-name", "node-test",
 		"--record", record, "--state-dir", filepath.Join(dir, "state"))
 
 	expPath := filepath.Join(dir, "expect")
@@ -214,6 +220,9 @@ func TestNamedDockerContainer(t *testing.T) {
 	t.Run("source", func(t *testing.T) { checkDockerSource(t, w+"/docker.sock", exp) })
 	leak := waitPodFinding(t, d, w+"/src/vol", correlate.KindLeak)
 	finish()
+	if d.Exited() {
+		t.Fatalf("the daemon exited before it was stopped:\n%s", strings.Join(d.Logs.All(), "\n"))
+	}
 	d.Stop(t)
 
 	want := "held by container web (mntleak/busybox): LEAK " + w + "/src/vol"
