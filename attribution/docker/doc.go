@@ -8,5 +8,6 @@
 // A socket that is not there (or that nothing listens on) makes every call
 // say attribution.ErrUnavailable: Docker is optional on a node.
 //
-// Files: docker.go (Source).
+// Files: docker.go (Source). It is tested against a real Engine by
+// cmd/mntleak's TestNamedDockerContainer (testdata/named-container.sh).
 package docker
