@@ -48,6 +48,13 @@ type Finding struct {
 	// Release is the command that detaches the leaked copy now
 	// (mntleak release), when there is one to detach.
 	Release string `json:"release,omitempty"`
+	// Stuck is the pod whose directory the object (or its leaked copy)
+	// lies in, Node the node's name, and Enrichment, when not empty, why
+	// the workloads (Workload) are not all named: set off the event path
+	// by package enrich (workload.go).
+	Stuck      *StuckPod `json:"stuck,omitempty"`
+	Node       string    `json:"node,omitempty"`
+	Enrichment string    `json:"enrichment,omitempty"`
 }
 
 // ID names the finding in logs, the journal (MNTLEAK_FINDING_ID) and
@@ -77,6 +84,7 @@ type Call struct {
 	Pod       string    `json:"pod,omitempty"`
 	Exe       string    `json:"exe,omitempty"`
 	Cmdline   string    `json:"cmdline,omitempty"`
+	Workload  *Workload `json:"workload,omitempty"`
 }
 
 // Object is what the call was about.
@@ -179,6 +187,8 @@ type ProcRef struct {
 	Pod       string `json:"pod,omitempty"`
 	Exe       string `json:"exe,omitempty"`
 	Cmdline   string `json:"cmdline,omitempty"`
+	// Workload names the container (and pod) in the runtime's terms.
+	Workload *Workload `json:"workload,omitempty"`
 }
 
 // PinRef is a process keeping the object busy through a cwd, root, fd or
@@ -228,6 +238,9 @@ type LeakRef struct {
 // (Escape), so it is always exactly one line.
 func (f *Finding) Line() string {
 	var b strings.Builder
+	if p := f.podPrefix(); p != "" {
+		b.WriteString(p + ": ") // pod terms first (workload.go)
+	}
 	if f.Kind == KindHeld {
 		b.WriteString("HELD ")
 		b.WriteString(f.Object.describe())
@@ -246,6 +259,9 @@ func (f *Finding) Line() string {
 		b.WriteString(f.Object.describe())
 		b.WriteString(" by ")
 		b.WriteString(procName(f.Call.Comm, int(f.Call.PID)))
+		if t := f.Call.Workload.Text(); t != "" {
+			b.WriteString(" (" + t + ")")
+		}
 		if f.Object.Operation != "" {
 			b.WriteString(" (" + f.Object.Operation + " through " + f.Object.Via + ")")
 		}
@@ -354,7 +370,7 @@ func (h *Holder) text() string {
 				pins = append(pins, "+"+strconv.Itoa(len(h.Pins)-3)+" more")
 				break
 			}
-			pins = append(pins, procName(p.Comm, p.PID)+" "+p.Pin+" "+p.Path)
+			pins = append(pins, procName(p.Comm, p.PID)+workloadTag(p.ProcRef)+" "+p.Pin+" "+p.Path)
 		}
 		b.WriteString(", held by " + strings.Join(pins, ", "))
 		if len(h.Processes) > 0 {
@@ -375,14 +391,7 @@ func procList(procs []ProcRef, max int) string {
 			parts = append(parts, "+"+strconv.Itoa(len(procs)-max)+" more")
 			break
 		}
-		s := procName(p.Comm, p.PID)
-		switch {
-		case p.Container != "":
-			s += " (container " + ShortID(p.Container) + ")"
-		case p.Unit != "":
-			s += " (" + p.Unit + ")"
-		}
-		parts = append(parts, s)
+		parts = append(parts, procName(p.Comm, p.PID)+procTag(p))
 	}
 	return strings.Join(parts, ", ")
 }

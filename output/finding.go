@@ -71,5 +71,6 @@ func FindingFields(f *correlate.Finding) []zap.Field {
 			break
 		}
 	}
+	fields = append(fields, podFields(f)...)
 	return append(fields, zap.Any(logkey.Detail, f))
 }
