@@ -24,7 +24,7 @@ const (
 	PodStart = 90 * time.Second
 	// StuckAfter is how long DeletePod waits for a pod to go before it
 	// calls it stuck.
-	StuckAfter = 30 * time.Second
+	StuckAfter     = 30 * time.Second
 	kubectlTimeout = 2 * time.Minute
 )
 

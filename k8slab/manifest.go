@@ -33,6 +33,31 @@ func (m Manifest) YAML() []byte {
 	return b.Bytes()
 }
 
+// WithImage is the manifest with every container running image instead
+// (imported with Node.ImportImage; pulled never).
+func (m Manifest) WithImage(image string) Manifest {
+	o, ok := m.object.(object)
+	if !ok {
+		return m
+	}
+	set := func(s podSpec) podSpec {
+		s.Containers = append([]container(nil), s.Containers...)
+		for i := range s.Containers {
+			s.Containers[i].Image = image
+		}
+		return s
+	}
+	switch s := o.Spec.(type) {
+	case podSpec:
+		o.Spec = set(s)
+	case daemonSetSpec:
+		s.Template.Spec = set(s.Template.Spec)
+		o.Spec = s
+	}
+	m.object = o
+	return m
+}
+
 // The subset of the API the scenarios use, in the API's field names.
 type (
 	object struct {
@@ -48,6 +73,7 @@ type (
 	}
 	podSpec struct {
 		TerminationGracePeriodSeconds int         `yaml:"terminationGracePeriodSeconds"`
+		DNSPolicy                     string      `yaml:"dnsPolicy"`
 		Containers                    []container `yaml:"containers"`
 		Volumes                       []volume    `yaml:"volumes,omitempty"`
 	}
@@ -93,8 +119,9 @@ type (
 )
 
 // pod is a one-container busybox pod running script with sh, with a short
-// grace period (busybox's sh ignores SIGTERM as pid 1: the kubelet kills it
-// after the grace period).
+// grace period (the script ends in sleep as pid 1, which SIGTERM does not
+// stop: the kubelet kills it after the grace period) and the node's DNS
+// settings (no cluster DNS here; ClusterFirst only adds a warning Event).
 func pod(ns, name, script string, privileged bool, mounts []volumeMount, vols []volume) Manifest {
 	c := container{
 		Name: "main", Image: BusyboxImage, ImagePullPolicy: "Never",
@@ -106,7 +133,7 @@ func pod(ns, name, script string, privileged bool, mounts []volumeMount, vols []
 	return Manifest{Kind: "Pod", Namespace: ns, Name: name, object: object{
 		APIVersion: "v1", Kind: "Pod",
 		Metadata: metadata{Name: name, Namespace: ns, Labels: map[string]string{"app.kubernetes.io/part-of": "mntleak-k8slab"}},
-		Spec:     podSpec{TerminationGracePeriodSeconds: 1, Containers: []container{c}, Volumes: vols},
+		Spec:     podSpec{TerminationGracePeriodSeconds: 1, DNSPolicy: "Default", Containers: []container{c}, Volumes: vols},
 	}}
 }
 
@@ -114,7 +141,7 @@ func pod(ns, name, script string, privileged bool, mounts []volumeMount, vols []
 // DaemonSet controller and placed by the scheduler, as on a real cluster.
 func DaemonSet(ns, name string) Manifest {
 	labels := map[string]string{"app": name}
-	spec := podSpec{TerminationGracePeriodSeconds: 1, Containers: []container{{
+	spec := podSpec{TerminationGracePeriodSeconds: 1, DNSPolicy: "Default", Containers: []container{{
 		Name: "main", Image: BusyboxImage, ImagePullPolicy: "Never", Command: []string{"sleep", "100000"},
 	}}}
 	return Manifest{Kind: "DaemonSet", Namespace: ns, Name: name, object: object{

@@ -26,9 +26,9 @@ func (m NSMount) String() string {
 
 // MountsUnder lists the mounts at or below dir in pid's mount namespace.
 func MountsUnder(pid int, dir string) ([]*mountinfo.Info, error) {
-	ms, err := mountinfo.PidMountInfo(pid)
+	ms, err := pidMounts(pid)
 	if err != nil {
-		return nil, fmt.Errorf("mountinfo of pid %d: %w", pid, err)
+		return nil, err
 	}
 	var out []*mountinfo.Info
 	for _, m := range ms {
@@ -59,12 +59,12 @@ func MountsNaming(s string) ([]NSMount, error) {
 		if err != nil || seen[ns] {
 			continue // gone, or a kernel thread
 		}
-		ms, err := mountinfo.PidMountInfo(pid)
+		ms, err := pidMounts(pid)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				continue
 			}
-			return nil, fmt.Errorf("mountinfo of pid %d: %w", pid, err)
+			return nil, err
 		}
 		seen[ns] = true
 		for _, m := range ms {
@@ -74,6 +74,21 @@ func MountsNaming(s string) ([]NSMount, error) {
 		}
 	}
 	return out, nil
+}
+
+// pidMounts reads /proc/PID/mountinfo.
+func pidMounts(pid int) ([]*mountinfo.Info, error) {
+	file := "/proc/" + strconv.Itoa(pid) + "/mountinfo"
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", file, err)
+	}
+	defer f.Close()
+	ms, err := mountinfo.GetMountsFromReader(f, nil)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", file, err)
+	}
+	return ms, nil
 }
 
 // MountNS is the mount namespace of pid, "mnt:[inode]".

@@ -19,12 +19,12 @@ ready() { kubectl get node "$NODE" -o 'jsonpath={.status.conditions[?(@.type=="R
 all=1; for d in $DAEMONS; do alive $d || all=0; done
 if [ $all = 1 ] && ready; then ts "node $NODE already up"; exit 0; fi
 
-mkdir -p "$ETC/cni" "$PKI" "$RUN" "$LOG" "$CTRD_RUN"
-# before anything is started: which fixed host paths exist, and the sysctls (down restores both)
+# before anything is made: which fixed host paths exist, and the sysctls (down restores both)
 if [ ! -f "$RUN/host-before" ]; then
-  for p in $HOST_PATHS; do [ -e "$p" ] && echo "$p"; done > "$RUN/host-before.tmp" || true
-  mv "$RUN/host-before.tmp" "$RUN/host-before"
+  before=$(for p in $HOST_PATHS; do [ -e "$p" ] && echo "$p"; done || true)
+  mkdir -p "$RUN"; echo "$before" > "$RUN/host-before"
 fi
+mkdir -p "$ETC/cni" "$PKI" "$LOG" "$CTRD_RUN"
 [ -f "$RUN/sysctl-before" ] || sysctl -e $SYSCTLS > "$RUN/sysctl-before"
 [ -n "${MNTLEAK_K8S_OWNER:-}" ] && echo "$MNTLEAK_K8S_OWNER" > "$RUN/owner"
 
