@@ -12,8 +12,8 @@ stop() { # name: TERM, up to 10s, then KILL
   local n=$1 p
   if ! alive "$n"; then rm -f "$RUN/$n.pid"; return 0; fi
   p=$(cat "$RUN/$n.pid"); kill -TERM "$p"
-  for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
-  kill -0 "$p" 2>/dev/null && kill -KILL "$p" && say "killed $n ($p)"
+  for _ in $(seq 200); do running "$p" || break; sleep 0.05; done
+  running "$p" && kill -KILL "$p" && say "killed $n ($p)"
   rm -f "$RUN/$n.pid"; say "stopped $n ($p)"
 }
 [ -d "$STATE" ] || [ -d /run/mntleak-k8s ] || { say "not up"; exit 0; }
@@ -75,7 +75,7 @@ fi
 if [ -d "$LOG" ]; then rm -rf "$CACHE/last-logs"; mkdir -p "$CACHE"; cp -a "$LOG" "$CACHE/last-logs"; fi
 before=$(cat "$RUN/host-before" 2>/dev/null)
 bad=0
-for d in $DAEMONS; do alive $d && { say "left: $d (pid $(cat "$RUN/$d.pid"))"; bad=1; }; done
+for d in $DAEMONS; do [ -f "$RUN/$d.pid" ] && running "$(cat "$RUN/$d.pid")" && { say "left: $d (pid $(cat "$RUN/$d.pid"))"; bad=1; }; done
 for p in $HOST_PATHS; do
   grep -qxF "$p" <<<"$before" && continue
   case $p in

@@ -21,4 +21,7 @@ HOST_PATHS="/var/log/pods /var/log/containers /var/lib/cni /run/netns /run/conta
 # the daemons in start order (down stops them in reverse)
 DAEMONS="etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet"
 export PATH=$BIN:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin KUBECONFIG=$ETC/admin.kubeconfig
-alive() { [ -f "$RUN/$1.pid" ] && kill -0 "$(cat "$RUN/$1.pid")" 2>/dev/null; }
+# running PID: alive and not a zombie (pid 1 here reaps the daemons up.sh leaves a second or two late)
+running() { local st; st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) && [ -n "$st" ] && [ "$st" != Z ]; }
+# alive NAME: the daemon up.sh started as NAME runs
+alive() { [ -f "$RUN/$1.pid" ] && running "$(cat "$RUN/$1.pid")"; }

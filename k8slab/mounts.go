@@ -61,8 +61,8 @@ func MountsNaming(s string) ([]NSMount, error) {
 		}
 		ms, err := pidMounts(pid)
 		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				continue
+			if _, gone := os.Readlink("/proc/" + p.Name() + "/ns/mnt"); gone != nil || errors.Is(err, os.ErrNotExist) {
+				continue // it exited meanwhile
 			}
 			return nil, err
 		}
