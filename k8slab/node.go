@@ -76,6 +76,7 @@ func Main(m *testing.M) int {
 	defer lock.Close()
 	os.Setenv(envMain, "1")
 	os.Setenv(envOwner, strconv.Itoa(os.Getpid()))
+	adoptOrphan()
 	if out, err := script(context.Background(), "build.sh"); err != nil {
 		// Up fails each test that needs the node with this.
 		fmt.Fprintf(os.Stderr, "k8slab: build.sh: %v\n%s", err, tail(out, 30))
@@ -119,6 +120,36 @@ func lockNode() (*os.File, error) {
 func owned() bool {
 	b, err := os.ReadFile(filepath.Join(StateDir, "run", "owner"))
 	return err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(os.Getpid())
+}
+
+// adoptOrphan makes this process the owner of a node whose owner died
+// (a test binary killed by its timeout), so that Main brings it down after
+// the tests. A node started by hand (make k8s-node) has no owner and stays.
+// The caller holds the node's lock: no live test binary owns the node.
+func adoptOrphan() {
+	file := filepath.Join(StateDir, "run", "owner")
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err == nil && pid != os.Getpid() && running(pid) {
+		return // alive: cannot be, with the lock held, unless pids wrapped
+	}
+	if err := os.WriteFile(file, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		fmt.Fprintf(os.Stderr, "k8slab: adopt the node of a dead test binary: %v\n", err)
+	}
+}
+
+// running reports whether pid is alive and not a zombie (pid 1 here reaps
+// orphans a second or two late).
+func running(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	_, after, ok := strings.Cut(string(b), ") ")
+	return ok && !strings.HasPrefix(after, "Z")
 }
 
 // Up returns the node, bringing it up on the first call of the test binary
