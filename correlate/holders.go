@@ -270,6 +270,7 @@ func (c *Correlator) holderOf(m match, pins map[uint32][]PinRef) Holder {
 	}
 	if m.kept != nil {
 		h.KeptBy = "the bind of its nsfs file at " + m.kept.where + " in " + c.label(m.kept.ns)
+		h.Enter = m.kept.files[0]
 		return h // no process runs in it: none is named
 	}
 	members := m.ns.Members()

@@ -29,6 +29,8 @@ type Metrics struct {
 	mounts     prometheus.Gauge
 	evicted    prometheus.Gauge
 	latency    prometheus.Histogram
+	enrichment *prometheus.CounterVec
+	k8sEvents  *prometheus.CounterVec
 }
 
 // LostFunc returns the kernel's lost-event counters by event kind.
@@ -65,6 +67,15 @@ func New(lost LostFunc) *Metrics {
 			Buckets: []float64{.001, .002, .005, .01, .02, .05, .1, .25, .5, 1, 2.5},
 		}),
 	}
+	m.enrichment = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mntleak_findings_enrichment_total",
+		Help: "Findings by how their pod and container names were filled: ok, failed, timed_out, skipped.",
+	}, []string{"result"})
+	m.k8sEvents = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mntleak_k8s_events_total",
+		Help: "Kubernetes Events by result: posted, deduplicated, rate_limited, failed (an API call; each retry counts), no_pod.",
+	}, []string{"result"})
+	m.reg.MustRegister(m.enrichment, m.k8sEvents)
 	m.reg.MustRegister(m.events, m.findings, m.leaksOpen, m.namespaces, m.dead, m.mounts, m.evicted, m.latency,
 		lostCollector{fn: lost, desc: prometheus.NewDesc("mntleak_events_lost_total",
 			"Events the kernel could not put in the ring buffer, by kind.", []string{"kind"}, nil)},
@@ -95,6 +106,12 @@ func (m *Metrics) Finding(finding, cause string, callTime time.Time) {
 		m.latency.Observe(time.Since(callTime).Seconds())
 	}
 }
+
+// Enrichment counts one finding's enrichment result.
+func (m *Metrics) Enrichment(result string) { m.enrichment.WithLabelValues(result).Inc() }
+
+// K8sEvent counts one Kubernetes Event result.
+func (m *Metrics) K8sEvent(result string) { m.k8sEvents.WithLabelValues(result).Inc() }
 
 // State is the size of the correlator's state.
 type State struct {
@@ -200,5 +217,27 @@ func (c lostCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for kind, n := range c.fn() {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(n), kind)
+	}
+}
+
+// Actions registers mntleak_actions_total{action,result}: the actions
+// mntleak release took on this node (released, refused, failed, planned),
+// as recorded in the state dir; fn is read at every scrape.
+func (m *Metrics) Actions(fn func() map[[2]string]uint64) {
+	m.reg.MustRegister(actionCollector{fn: fn, desc: prometheus.NewDesc("mntleak_actions_total",
+		"Actions taken by mntleak release on this node, by action and result (from the state dir's record).",
+		[]string{"action", "result"}, nil)})
+}
+
+type actionCollector struct {
+	fn   func() map[[2]string]uint64
+	desc *prometheus.Desc
+}
+
+func (c actionCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c actionCollector) Collect(ch chan<- prometheus.Metric) {
+	for k, n := range c.fn() {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(n), k[0], k[1])
 	}
 }
