@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/mntleak/mntleak/internal/privtest"
 )
 
 // helm runs deploy/helm/helm.sh (which builds the helm CLI into its cache
@@ -159,8 +161,12 @@ func TestChartValues(t *testing.T) {
 			if c.Image != "mntleak:"+v || c.ImagePullPolicy != "IfNotPresent" {
 				t.Errorf("image %s %s, want mntleak:%s IfNotPresent (what make image builds)", c.Image, c.ImagePullPolicy, v)
 			}
-			wantArgs(t, c, "--journald=on", "--state-dir=/var/lib/mntleak", "--metrics-addr=$(POD_IP):9464")
-			noArgs(t, c, "--pprof-addr", "--k8s-events", "--node-name")
+			wantArgs(t, c, "--journald=on", "--state-dir=/var/lib/mntleak", "--metrics-addr=$(POD_IP):9464", "--node-name=$(NODE_NAME)",
+				"--kubelet-root=/var/lib/kubelet", "--cri-socket=/run/containerd/containerd.sock", "--docker-socket=")
+			noArgs(t, c, "--pprof-addr", "--k8s-events", "--kubeconfig")
+			if env := c.env("NODE_NAME"); env != "spec.nodeName" {
+				t.Errorf("NODE_NAME from %q, want spec.nodeName", env)
+			}
 			if p := c.port("metrics"); p == nil || p.ContainerPort != 9464 {
 				t.Errorf("ports %+v: want a containerPort named metrics, 9464", c.Ports)
 			}
@@ -174,7 +180,8 @@ func TestChartValues(t *testing.T) {
 			if ds.Template.Spec.AutomountServiceAccountToken == nil || *ds.Template.Spec.AutomountServiceAccountToken {
 				t.Errorf("the service account token is mounted without Events")
 			}
-			if !hasMount(c, "/var/lib/kubelet", true) || !hasMount(c, "/run/systemd/journal/socket", false) || !hasMount(c, "/var/lib/mntleak", false) {
+			if !hasMount(c, "/var/lib/kubelet", true) || !hasMount(c, "/run/systemd/journal/socket", false) || !hasMount(c, "/var/lib/mntleak", false) ||
+				!hasMount(c, "/run/containerd/containerd.sock", false) {
 				t.Errorf("volume mounts %+v", c.VolumeMounts)
 			}
 			if ds.Template.Spec.PriorityClassName != "system-node-critical" || len(ds.Template.Spec.Tolerations) != 1 {
@@ -183,9 +190,7 @@ func TestChartValues(t *testing.T) {
 		}},
 		{"events", []string{"events.enabled=true"}, []string{"ClusterRole", "ClusterRoleBinding", "DaemonSet", "Service", "ServiceAccount"}, func(t *testing.T, objs []object, ds *dsSpec, c *container) {
 			wantArgs(t, c, "--k8s-events", "--node-name=$(NODE_NAME)")
-			if env := c.env("NODE_NAME"); env != "spec.nodeName" {
-				t.Errorf("NODE_NAME from %q, want spec.nodeName", env)
-			}
+			noArgs(t, c, "--kubeconfig") // the in-cluster config
 			if ds.Template.Spec.AutomountServiceAccountToken == nil || !*ds.Template.Spec.AutomountServiceAccountToken {
 				t.Errorf("Events need the service account token")
 			}
@@ -204,8 +209,9 @@ func TestChartValues(t *testing.T) {
 				}
 			}
 		}},
-		{"no journal, no state, no kubelet dir", []string{"journald.enabled=false", "stateDir=", "kubeletDir="}, nil, func(t *testing.T, objs []object, ds *dsSpec, c *container) {
-			wantArgs(t, c, "--journald=off", "--state-dir=")
+		{"no journal, no state, no kubelet dir, no runtime socket", []string{"journald.enabled=false", "stateDir=", "kubeletDir=", "criSocket="}, nil, func(t *testing.T, objs []object, ds *dsSpec, c *container) {
+			wantArgs(t, c, "--journald=off", "--state-dir=", "--cri-socket=")
+			noArgs(t, c, "--kubelet-root")
 			if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != "/sys/kernel/btf" || len(ds.Template.Spec.Volumes) != 1 {
 				t.Errorf("volume mounts %+v: want /sys/kernel/btf only", c.VolumeMounts)
 			}
@@ -232,6 +238,12 @@ func TestChartValues(t *testing.T) {
 						t.Errorf("%s endpoints %+v", o.Kind, eps)
 					}
 				}
+			}
+		}},
+		{"Docker's socket", []string{"dockerSocket=/var/run/docker.sock", "criSocket="}, nil, func(t *testing.T, objs []object, ds *dsSpec, c *container) {
+			wantArgs(t, c, "--docker-socket=/var/run/docker.sock", "--cri-socket=")
+			if !hasMount(c, "/var/run/docker.sock", false) || hasMount(c, "/run/containerd/containerd.sock", false) {
+				t.Errorf("volume mounts %+v", c.VolumeMounts)
 			}
 		}},
 		{"pprof", []string{"pprof.enabled=true"}, nil, func(t *testing.T, objs []object, ds *dsSpec, c *container) {
@@ -305,4 +317,40 @@ func hasMount(c *container, path string, readOnly bool) bool {
 		}
 	}
 	return false
+}
+
+// TestChartArgsParse: the daemon's own flag parser takes the args every
+// value set renders (mntleak trace ARGS --help stops after parsing them:
+// exit 0 only when each flag exists and parses).
+func TestChartArgsParse(t *testing.T) {
+	bin := privtest.Binary(t)
+	for _, set := range [][]string{
+		nil,
+		{"events.enabled=true", "pprof.enabled=true", "metrics.serviceMonitor.enabled=true"},
+		{"journald.enabled=false", "stateDir=", "kubeletDir=", "criSocket=", "dockerSocket=/var/run/docker.sock", "metrics.enabled=false"},
+		{"extraArgs={--comm,dockerd,--buffer,perf}"},
+	} {
+		t.Run(strings.Join(set, ","), func(t *testing.T) {
+			args := []string{"template", "mntleak", "helm/mntleak", "--namespace", "mntleak"}
+			for _, s := range set {
+				args = append(args, "--set", s)
+			}
+			out, err := exec.Command(strings.TrimSpace(helm(t, "path")), args...).CombinedOutput()
+			if err != nil {
+				t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+			}
+			c := daemonSetOf(t, decodeAll(t, bytes.NewReader(out))).Template.Spec.Containers[0]
+			cmd := exec.Command(bin, append(append([]string{}, c.Args...), "--help")...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Run(); err != nil {
+				t.Errorf("mntleak %s --help: %v\n%s", strings.Join(c.Args, " "), err, firstLine(stderr.String()))
+			}
+		})
+	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }
