@@ -89,17 +89,6 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer, log *Log, reopen <-c
 			}
 		}()
 	}
-	if cfg.Correlate {
-		fs, err := openFindings(ctx, cfg, p, log.Logger)
-		if err != nil {
-			return err
-		}
-		defer fs.close()
-		p.findings = fs
-		p.corr = newCorrelator(p, procfs.Host{}, fs.submit)
-		p.devices = &teardown.Resolver{Sys: os.DirFS("/sys")}
-		p.log = log.Named("pipeline")
-	}
 	// Raw events go to the journal only when asked (volume), not to stderr.
 	if cfg.JournalEvents && log.journal != nil {
 		p.eventLog = zap.New(log.journal).Named("event")
@@ -113,6 +102,20 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer, log *Log, reopen <-c
 	tr.Store(t)
 	if lockErr != nil {
 		log.Warn("state dir not locked: a second daemon could share it", zap.Error(lockErr))
+	}
+	// The correlator and the path of its findings (runtimes, API server)
+	// after the tracer's privilege checks too; the reader starts later, in
+	// Run, so every field of the pipeline is set before the first event.
+	if cfg.Correlate {
+		fs, err := openFindings(ctx, cfg, p, log.Logger)
+		if err != nil {
+			return err
+		}
+		defer fs.close()
+		p.findings = fs
+		p.corr = newCorrelator(p, procfs.Host{}, fs.submit)
+		p.devices = &teardown.Resolver{Sys: os.DirFS("/sys")}
+		p.log = log.Named("pipeline")
 	}
 	// After the tracer's checks (privileges first), before the snapshot:
 	// the persistent lineage, what an earlier run saw, then what this one
