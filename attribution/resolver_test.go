@@ -71,7 +71,7 @@ type clock struct{ t time.Time }
 
 func (c *clock) now() time.Time { return c.t }
 
-func TestResolver(t *testing.T) {
+func TestResolverCaches(t *testing.T) {
 	web := Container{ID: "c1", Runtime: "docker", Name: "web", Image: "busybox"}
 	exporter := Container{ID: "c2", Runtime: "cri", Name: "node-exporter", Pod: "node-exporter-x2x", Namespace: "monitoring", PodUID: "u2", PodContainer: "node-exporter"}
 	tests := []struct {

@@ -8,10 +8,10 @@ import (
 	"github.com/mntleak/mntleak/event"
 )
 
-// TestPodTerms: a finding with a pod or a named container reads in pod
+// TestLineInPodTerms: a finding with a pod or a named container reads in pod
 // terms first, then says what it says without them; processes are named
 // with their workload instead of a bare container id.
-func TestPodTerms(t *testing.T) {
+func TestLineInPodTerms(t *testing.T) {
 	exporter := &correlate.Workload{ContainerID: "3f1c0e6e8b8a4f4d", Runtime: "cri", Name: "node-exporter", Pod: "node-exporter-x2x",
 		Namespace: "monitoring", PodUID: "7d2c9a1e", PodContainer: "node-exporter"}
 	web := &correlate.Workload{ContainerID: "5f2c7a9d0b1e", Runtime: "docker", Name: "web", Image: "busybox"}

@@ -16,13 +16,13 @@ import (
 	"github.com/mntleak/mntleak/internal/privtest"
 )
 
-// TestReleaseVariants releases, with what the daemon's finding carries, the
+// TestBusyAndKeptCopiesReleased releases, with what the daemon's finding carries, the
 // two holdings the seed scenarios do not build: a busy copy (the node's
 // unmount propagates to a slave copy a process works in: refused, then
 // forced) and a namespace no process runs in, kept by a bind of its nsfs
 // file (entered through the bind). The operation that failed succeeds
 // afterwards and whatever held the copy is still there.
-func TestReleaseVariants(t *testing.T) {
+func TestBusyAndKeptCopiesReleased(t *testing.T) {
 	privtest.Require(t)
 	privtest.RequireCommands(t, "unshare", "nsenter", "mount", "umount", "mkfs.ext4")
 	bin := privtest.Binary(t)
