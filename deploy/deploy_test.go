@@ -20,7 +20,7 @@ var mountNamespaceOptions = []string{
 	"BindReadOnlyPaths", "RootDirectory", "RootImage", "PrivateMounts", "NetworkNamespacePath",
 }
 
-var wantCaps = []string{"BPF", "DAC_READ_SEARCH", "PERFMON", "SYS_ADMIN", "SYS_PTRACE"}
+var wantCaps = []string{"BPF", "DAC_READ_SEARCH", "PERFMON", "SYS_ADMIN", "SYS_CHROOT", "SYS_PTRACE"}
 
 func TestSystemdUnit(t *testing.T) {
 	f, err := os.Open("systemd/mntleak.service")
@@ -138,7 +138,7 @@ func (c *container) env(name string) string {
 }
 
 // checkDaemonSet checks what every rendering must keep: hostPID without
-// hostNetwork, one unprivileged container with exactly the five
+// hostNetwork, one unprivileged container with exactly the six
 // capabilities, every hostPath mounted HostToContainer (mntleak must
 // never hold a mount itself), BTF mounted, the tracer run.
 func checkDaemonSet(t *testing.T, ds *dsSpec) {

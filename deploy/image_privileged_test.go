@@ -105,7 +105,7 @@ func answerOf(t *testing.T, code int, out []byte) answer {
 // TestImage is the Done-when of the image: make image-tar builds it here
 // with no registry and no running engine (a private dockerd, stopped
 // after); docker load and ctr images import take the archive; the image,
-// run as the chart's DaemonSet runs it (hostPID, the five capabilities,
+// run as the chart's DaemonSet runs it (hostPID, the six capabilities,
 // the same volumes, rslave), reports a leak made on the host in its log;
 // why and audit run in the image with --pid=host give the node's answer,
 // the same as on the host, and say which view they used.
@@ -273,9 +273,9 @@ func TestImage(t *testing.T) {
 
 // engineCaps returns the run flags the engine takes: Debian's Docker
 // 20.10 does not know CAP_BPF and CAP_PERFMON (Kubernetes' containerd
-// does), so there the container runs with the DaemonSet's other three,
+// does), so there the container runs with the DaemonSet's other four,
 // a strict subset: CAP_SYS_ADMIN still allows bpf() and perf events, and
-// a daemon that works with fewer capabilities works with the five.
+// a daemon that works with fewer capabilities works with the six.
 func engineCaps(t *testing.T, e *engine, tag string, flags []string) []string {
 	t.Helper()
 	_, err := e.try(append(append([]string{"run", "--rm", "--network", "none"}, flags...), tag, "version")...)
@@ -293,7 +293,7 @@ func engineCaps(t *testing.T, e *engine, tag string, flags []string) []string {
 		}
 		out = append(out, flags[i])
 	}
-	t.Logf("this Docker Engine does not know CAP_BPF: the image runs with SYS_ADMIN, SYS_PTRACE and DAC_READ_SEARCH only")
+	t.Logf("this Docker Engine does not know CAP_BPF: the image runs with SYS_ADMIN, SYS_PTRACE, DAC_READ_SEARCH and SYS_CHROOT only")
 	return out
 }
 

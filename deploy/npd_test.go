@@ -132,6 +132,7 @@ func TestNodeProblemDetector(t *testing.T) {
 		"tracing", "BPF programs attached", "serving metrics", "stopped",
 		"events lost: the buffer was full",
 		"missing capabilities: other processes' /proc entries may be unreadable, so findings may lack holders and command lines",
+		"missing capabilities: mount namespaces no process runs in (kept by a bind of their nsfs file) cannot be read, so a copy held there is not found",
 		"persistent lineage: skipped damaged data", "state dir not locked: a second daemon could share it",
 		"output overloaded: dropped lines the output did not take in time (the reader does not wait)",
 		"umount: /var/lib/kubelet/pods/x: target is busy.",

@@ -3,8 +3,11 @@
 // from a recorded stream, and in tests from hand-built fixtures.
 //
 // Host reads the real /proc without pinning anything: it reads files and
-// stats links, never keeps an fd on an object under a mount point and never
-// enters another namespace. One mountinfo read covers a whole namespace.
+// stats links, never keeps an fd on an object under a mount point, and the
+// process never enters another namespace. One mountinfo read covers a
+// whole namespace; a namespace no process runs in (kept by a bind of its
+// nsfs file) is read by a thread of its own that enters it and ends
+// (CAP_SYS_ADMIN and CAP_SYS_CHROOT), no external program.
 // A /dev path its own root lacks (a daemon in a pod has a /dev of its own)
 // is looked up in the node's root (nodeview).
 //
@@ -14,5 +17,7 @@
 //
 // Files: types.go (Proc, Process, Pin), host.go (the live reader), scan.go
 // (the parallel /proc scan), pins.go (who pins a filesystem, and who could
-// not be read), record.go (Recorder, Replay).
+// not be read), nsfile.go (a kept namespace's table, from a thread that
+// enters it), realpath.go (paths as a process sees them), visibility.go
+// (how much of the node the caller sees), record.go (Recorder, Replay).
 package procfs

@@ -31,6 +31,9 @@ func partial(err error) error {
 const envPinsOf = "MNTLEAK_TEST_PINS_OF"
 
 func TestMain(m *testing.M) {
+	if file := os.Getenv(envNSMountinfo); file != "" {
+		nsMountinfoChild(file)
+	}
 	if dir := os.Getenv(envPinsOf); dir != "" {
 		var st unix.Stat_t
 		if err := unix.Stat(dir, &st); err != nil {

@@ -4,24 +4,20 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"runtime"
 
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/internal/nsthread"
 )
 
 // Apply detaches one planned copy, on a thread of its own that enters the
-// namespace (the process stays where it is). It refuses when the mount is
-// no longer the planned one, and checks afterwards that it is gone.
+// namespace (nsthread.Run: never the main thread, ended afterwards; the
+// process stays where it is). It refuses when the mount is no longer the
+// planned one, and checks afterwards that it is gone.
 func Apply(s Step) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
-		errc <- applyHere(s)
-	}()
-	return <-errc
+	return nsthread.Run(func() error { return applyHere(s) })
 }
 
 func applyHere(s Step) error {

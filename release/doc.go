@@ -11,8 +11,9 @@
 // filesystem context, enters the namespace, re-reads its mount table and
 // checks that the planned mount (by id, mount point and device) is still
 // there, detaches it with umount2(MNT_DETACH), and checks it is gone. The
-// thread is never unlocked, so it ends with its goroutine and nothing of
-// the process stays in the namespace.
+// thread (internal/nsthread) is never the main thread and is never
+// unlocked, so it ends with its goroutine and nothing of the process stays
+// in the namespace.
 //
 // Do not use it on a copy a process works in: detaching it under a running
 // database is what --force exists to make explicit.

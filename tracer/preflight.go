@@ -19,6 +19,7 @@ import (
 // Capability numbers from linux/capability.h.
 const (
 	capDacReadSearch = 2
+	capSysChroot     = 18
 	capSysPtrace     = 19
 	capSysAdmin      = 21
 	capPerfmon       = 38
@@ -29,7 +30,7 @@ const (
 const DefaultBTFPath = "/sys/kernel/btf/vmlinux"
 
 // daemonCaps is the whole set mntleak runs with (deploy/), for messages.
-const daemonCaps = "CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN, CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH"
+const daemonCaps = "CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN, CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH and CAP_SYS_CHROOT"
 
 // tracefs locations, for DetectFeatures: mntleak no longer needs tracefs,
 // but version still says where it is.
@@ -119,6 +120,9 @@ func chooseBuffer(want Buffer) (Buffer, error) {
 // kernels: without them the error names what is missing. CAP_SYS_PTRACE
 // and CAP_DAC_READ_SEARCH only matter for reading other processes' /proc
 // entries (holders, command lines), so their absence is a warning.
+// CAP_SYS_CHROOT (with CAP_SYS_ADMIN) lets a thread enter a mount
+// namespace no process runs in, kept by a bind of its nsfs file, to read
+// its table: without it, one warning says such namespaces go unread.
 func checkCapabilities(statusPath string, log *zap.Logger) error {
 	f, err := os.Open(statusPath)
 	if err != nil {
@@ -166,6 +170,17 @@ func judgeCapabilities(caps uint64, capEff string, log *zap.Logger) error {
 	}
 	if len(lack) > 0 {
 		log.Warn("missing capabilities: other processes' /proc entries may be unreadable, so findings may lack holders and command lines",
+			zap.Strings(logkey.Capabilities, lack), zap.String(logkey.CapEff, capEff))
+	}
+	if !has(capSysChroot) || !has(capSysAdmin) {
+		lack = nil
+		if !has(capSysAdmin) {
+			lack = append(lack, "CAP_SYS_ADMIN")
+		}
+		if !has(capSysChroot) {
+			lack = append(lack, "CAP_SYS_CHROOT")
+		}
+		log.Warn("missing capabilities: mount namespaces no process runs in (kept by a bind of their nsfs file) cannot be read, so a copy held there is not found",
 			zap.Strings(logkey.Capabilities, lack), zap.String(logkey.CapEff, capEff))
 	}
 	return nil

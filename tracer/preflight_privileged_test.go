@@ -85,7 +85,7 @@ func TestMissingCapabilities(t *testing.T) {
 	privtest.Require(t)
 	privtest.RequireCommands(t, "setpriv")
 	bin := helperBinary(t)
-	const daemonCaps = "run mntleak as root or with CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN, CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH"
+	const daemonCaps = "run mntleak as root or with CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN, CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH and CAP_SYS_CHROOT"
 	tests := []struct {
 		name    string
 		setpriv []string

@@ -1,0 +1,195 @@
+package procfs
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
+
+	"github.com/mntleak/mntleak/internal/privtest"
+)
+
+// envNSMountinfo makes the test binary, re-executed, print what
+// Host.NSMountinfo answers for the file it names, and exit.
+const envNSMountinfo = "MNTLEAK_TEST_NSMOUNTINFO"
+
+// nsMountinfoChild is the re-executed binary's work (TestMain).
+func nsMountinfoChild(file string) {
+	ns, mounts, err := Host{}.NSMountinfo(file)
+	if err != nil {
+		os.Stdout.WriteString("error " + err.Error() + "\n")
+		os.Exit(1)
+	}
+	os.Stdout.WriteString("mnt:[" + strconv.FormatUint(uint64(ns), 10) + "] " + strconv.Itoa(len(mounts)) + " mounts\n")
+	os.Exit(0)
+}
+
+// keptNamespace makes a mount namespace no process runs in, kept by a bind
+// of its nsfs file in dir, with a tmpfs of source tag mounted at dir/vol
+// in it (not in the test's namespace); it returns the file, the
+// namespace's inode and the tmpfs's mount point. The bind goes at cleanup,
+// and with it the namespace.
+func keptNamespace(t *testing.T, dir, tag string) (string, uint32, string) {
+	t.Helper()
+	// An nsfs bind must not sit on a shared mount: a private one for it.
+	pins := privtest.Mkdir(t, filepath.Join(dir, "pins"))
+	privtest.Mount(t, pins, pins, "", unix.MS_BIND, "")
+	if err := unix.Mount("", pins, "", unix.MS_PRIVATE, ""); err != nil {
+		t.Fatalf("make %s private: %v", pins, err)
+	}
+	file := filepath.Join(pins, "mnt")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vol := privtest.Mkdir(t, filepath.Join(dir, "vol"))
+	// unshare(1)'s bind of the new namespace's file fails with EINVAL now
+	// and then (cmd/mntleak's keepNamespace): tried up to 8 times.
+	for i := 0; ; i++ {
+		out, err := exec.Command("unshare", "--mount="+file, "--propagation", "private",
+			"mount", "-t", "tmpfs", "-o", "size=1m", tag, vol).CombinedOutput()
+		if err == nil {
+			break
+		}
+		if i == 7 {
+			t.Fatalf("unshare --mount=%s: %v: %s", file, err, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(file, 0); err != nil {
+			t.Errorf("umount %s: %v", file, err)
+		}
+	})
+	var st unix.Stat_t
+	if err := unix.Stat(file, &st); err != nil {
+		t.Fatal(err)
+	}
+	return file, uint32(st.Ino), vol
+}
+
+// ids is the sorted mount ids of a table.
+func ids(mounts []*mountinfo.Info) []int {
+	var out []int
+	for _, m := range mounts {
+		out = append(out, m.ID)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestNSMountinfo reads mount tables through namespace files, in-process:
+// a namespace no process runs in (kept by a bind of its file) gives its
+// own table (its tmpfs, which the caller's namespace lacks); a live
+// process's /proc/PID/ns/mnt gives the same mounts as its mountinfo; a file
+// that is no mount namespace's is one error naming it. Afterwards no thread
+// of the test is left in another namespace.
+func TestNSMountinfo(t *testing.T) {
+	privtest.Require(t)
+	privtest.RequireCommands(t, "unshare", "mount")
+	dir := t.TempDir()
+	const tag = "mntleak-nsfile-test"
+	kept, keptNS, vol := keptNamespace(t, dir, tag)
+	holder := privtest.StartHolder(t, "private", "true")
+	own := privtest.MountNS(t, "self")
+	regular := filepath.Join(dir, "regular")
+	if err := os.WriteFile(regular, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	holderFile := "/proc/" + strconv.Itoa(holder.PID) + "/ns/mnt"
+	_, holderMounts, err := Host{}.Mountinfo(holder.PID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		file    string
+		wantNS  uint32
+		check   func(t *testing.T, mounts []*mountinfo.Info)
+		wantErr string
+	}{
+		{name: "kept by a bind", file: kept, wantNS: keptNS, check: func(t *testing.T, mounts []*mountinfo.Info) {
+			i := slices.IndexFunc(mounts, func(m *mountinfo.Info) bool { return m.Mountpoint == vol })
+			if i < 0 || mounts[i].FSType != "tmpfs" || mounts[i].Source != tag {
+				t.Errorf("no tmpfs %s at %s in the kept namespace's table (%d mounts)", tag, vol, len(mounts))
+			}
+		}},
+		{name: "a live process's", file: holderFile, wantNS: holder.MntNS, check: func(t *testing.T, mounts []*mountinfo.Info) {
+			if got, want := ids(mounts), ids(holderMounts); !slices.Equal(got, want) {
+				t.Errorf("mount ids %v, want those of /proc/%d/mountinfo %v", got, holder.PID, want)
+			}
+		}},
+		{name: "a regular file", file: regular, wantErr: regular + " is not a namespace file"},
+		{name: "a network namespace's", file: "/proc/self/ns/net", wantErr: "/proc/self/ns/net is not a mount namespace's file"},
+		{name: "missing", file: filepath.Join(dir, "missing"), wantErr: "open " + filepath.Join(dir, "missing") + ": no such file or directory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ns, mounts, err := Host{}.NSMountinfo(tt.file)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ns != tt.wantNS {
+				t.Errorf("namespace mnt:[%d], want mnt:[%d]", ns, tt.wantNS)
+			}
+			tt.check(t, mounts)
+		})
+	}
+	// The caller's namespace never had the kept one's tmpfs.
+	if ms, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(vol)); err != nil || len(ms) != 0 {
+		t.Errorf("the test's namespace has %d mounts at %s (%v), want none", len(ms), vol, err)
+	}
+	// The entering threads ended with their goroutines: every thread left
+	// is in the test's namespace.
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		if ns := privtest.MountNS(t, "self/task/"+task.Name()); ns != own {
+			t.Errorf("thread %s is in mnt:[%d], not the test's mnt:[%d]", task.Name(), ns, own)
+		}
+	}
+}
+
+// TestNSMountinfoWithoutChroot: without CAP_SYS_CHROOT (root otherwise)
+// the kernel refuses to enter a mount namespace, and the error says which
+// capabilities reading a kept namespace needs.
+func TestNSMountinfoWithoutChroot(t *testing.T) {
+	privtest.Require(t)
+	privtest.RequireCommands(t, "unshare", "mount", "setpriv")
+	file, _, _ := keptNamespace(t, t.TempDir(), "mntleak-nsfile-nochroot")
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		setpriv []string
+		want    string
+	}{
+		{"root", nil, " mounts"},
+		{"without CAP_SYS_CHROOT", []string{"--bounding-set=-sys_chroot", "--inh-caps=-all"}, "needs CAP_SYS_ADMIN and CAP_SYS_CHROOT"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command("setpriv", append(append(tc.setpriv, "--"), self, "-test.run=^$")...)
+			cmd.Env = append(os.Environ(), envNSMountinfo+"="+file)
+			out, _ := cmd.CombinedOutput()
+			if !strings.Contains(string(out), tc.want) {
+				t.Errorf("child said %q, want %q", out, tc.want)
+			}
+		})
+	}
+}
