@@ -13,6 +13,9 @@ CTR_SOCK=$CTRD_RUN/containerd.sock
 KUBELET_ROOT=/var/lib/kubelet
 BRIDGE=mntleak-k8s0
 POD_CIDR=10.244.0.0/24
+# the kubernetes Service's ClusterIP (the first of the API server's --service-cluster-ip-range): up.sh makes it
+# answer in pods as kube-proxy would (a DNAT to the API server on loopback), for in-cluster clients
+SERVICE_CIDR=10.96.0.0/16 SERVICE_IP=10.96.0.1
 NODE=$(hostname | tr 'A-Z' 'a-z')
 # sysctls the kubelet and the bridge plugin change: saved at the first up, restored by down
 SYSCTLS="vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes net.ipv4.ip_forward"

@@ -15,9 +15,21 @@ done
 for c in etcd containerd runc ctr iptables openssl curl; do command -v $c >/dev/null || fail "$c not found (make deps)"; done
 [ -x /usr/lib/cni/bridge ] || fail "/usr/lib/cni/bridge not found: install containernetworking-plugins (make deps)"
 
+# the kubernetes Service in pods, as kube-proxy makes it on a real node: an in-cluster client (a DaemonSet's
+# pod with its ServiceAccount token) dials $SERVICE_IP:443, DNAT'd to the API server on 127.0.0.1:6443. The
+# bridge is made before the CNI plugin (which takes it as it is) so that it may route to loopback
+# (route_localnet, on it alone); down.sh deletes the bridge and the KUBE-* chains. Also on a node already up.
+service_route() {
+  ip link show "$BRIDGE" >/dev/null 2>&1 || { ip link add "$BRIDGE" type bridge && ip link set "$BRIDGE" up; }
+  sysctl -qw "net.ipv4.conf.$BRIDGE.route_localnet=1"
+  iptables -t nat -N KUBE-MNTLEAK-SERVICES 2>/dev/null || true
+  iptables -t nat -C PREROUTING -j KUBE-MNTLEAK-SERVICES 2>/dev/null || iptables -t nat -A PREROUTING -j KUBE-MNTLEAK-SERVICES
+  local rule=(-i "$BRIDGE" -d "$SERVICE_IP/32" -p tcp --dport 443 -j DNAT --to-destination 127.0.0.1:6443)
+  iptables -t nat -C KUBE-MNTLEAK-SERVICES "${rule[@]}" 2>/dev/null || iptables -t nat -A KUBE-MNTLEAK-SERVICES "${rule[@]}"
+}
 ready() { kubectl get node "$NODE" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -qx True; }
 all=1; for d in $DAEMONS; do alive $d || all=0; done
-if [ $all = 1 ] && ready; then ts "node $NODE already up"; exit 0; fi
+if [ $all = 1 ] && ready; then service_route; ts "node $NODE already up"; exit 0; fi
 
 # before anything is made: which fixed host paths exist, and the sysctls (down restores both)
 if [ ! -f "$RUN/host-before" ]; then
@@ -58,7 +70,7 @@ if [ ! -f "$PKI/ca.crt" ]; then
   ( cd "$PKI"
     openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 3650 -subj /CN=mntleak-k8s-ca
     openssl req -newkey rsa:2048 -nodes -keyout apiserver.key -out apiserver.csr -subj /CN=kube-apiserver
-    echo "subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local" > san.ext
+    echo "subjectAltName=IP:127.0.0.1,IP:$SERVICE_IP,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local" > san.ext
     openssl x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out apiserver.crt -days 3650 -extfile san.ext
     openssl genrsa -out sa.key 2048; openssl rsa -in sa.key -pubout -out sa.pub ) >/dev/null 2>&1
   chmod 600 "$PKI"/*.key
@@ -151,7 +163,7 @@ start etcd etcd --name mntleak-k8s --data-dir "$STATE/etcd" --listen-client-urls
   --listen-metrics-urls http://127.0.0.1:2381 --quota-backend-bytes 2147483648
 waitfor "etcd" 30 curl -sf http://127.0.0.1:2379/health
 start kube-apiserver kube-apiserver --etcd-servers=http://127.0.0.1:2379 \
-  --bind-address=127.0.0.1 --secure-port=6443 --service-cluster-ip-range=10.96.0.0/16 \
+  --bind-address=127.0.0.1 --secure-port=6443 --service-cluster-ip-range=$SERVICE_CIDR \
   --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" --client-ca-file="$PKI/ca.crt" \
   --token-auth-file="$ETC/tokens.csv" --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
   --service-account-issuer=https://kubernetes.default.svc.cluster.local \
@@ -179,6 +191,7 @@ for ref in registry.k8s.io/pause:3.10=pause docker.io/library/busybox:k8slab=bus
 done
 
 # ---- the kubelet ----
+service_route; ts "kubernetes Service $SERVICE_IP:443 routed to the API server for pods"
 mkdir -p "$KUBELET_ROOT"
 start kubelet kubelet --config="$ETC/kubelet.yaml" --kubeconfig="$ETC/kubelet.kubeconfig" \
   --root-dir="$KUBELET_ROOT" --hostname-override="$NODE" -v="${KUBELET_V:-3}"
