@@ -60,12 +60,13 @@ func (c *Correlator) stillHeld(p *pendingLeak) bool {
 	}
 	if len(still) < len(rec.holders) {
 		// A copy the kernel detached is still a leak while a process
-		// keeps it busy.
-		if pins, err := c.pinsFor(rec.id, nil, 0); err == nil {
-			for ns := range pins {
-				if rec.holders[ns] {
-					still[ns] = true
-				}
+		// keeps it busy. The pins found count even when some processes
+		// could not be read (the error then says how many): there is
+		// always one here, even for root.
+		pins, _ := c.pinsFor(rec.id, nil, 0)
+		for ns := range pins {
+			if rec.holders[ns] {
+				still[ns] = true
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/procfs"
 )
 
@@ -19,16 +20,24 @@ func TestLeakSettles(t *testing.T) {
 	tests := []struct {
 		name     string
 		detached bool // the kernel detaches the copy right after the unmount
+		pinned   bool // the holder's process keeps the copy busy (its cwd)
+		pinsErr  error
 		then     func(w *world)
 		want     []correlate.FindingKind
 	}{
-		{"the copy is detached a moment later", true, func(w *world) { w.send(exitEv(90, "true", hostNS)) }, nil},
-		{"the copy stays", false, func(w *world) { w.send(exitEv(90, "true", hostNS)) }, []correlate.FindingKind{correlate.KindLeak}},
-		{"a failure on it before the teardown settled", false, func(w *world) {
+		{"the copy is detached a moment later", true, false, nil, func(w *world) { w.send(exitEv(90, "true", hostNS)) }, nil},
+		{"the copy stays", false, false, nil, func(w *world) { w.send(exitEv(90, "true", hostNS)) }, []correlate.FindingKind{correlate.KindLeak}},
+		{"a failure on it before the teardown settled", false, false, nil, func(w *world) {
 			w.send(failEv(50, "mkfs.ext4", hostNS, 257, "/dev/loop0", int64(unix.EBUSY)))
 		}, []correlate.FindingKind{correlate.KindLeak, correlate.KindFailure}},
-		{"the events end before it settled", false, func(w *world) { w.c.Flush() }, []correlate.FindingKind{correlate.KindLeak}},
-		{"the events end, the copy detached", true, func(w *world) { w.c.Flush() }, nil},
+		{"the events end before it settled", false, false, nil, func(w *world) { w.c.Flush() }, []correlate.FindingKind{correlate.KindLeak}},
+		{"the events end, the copy detached", true, false, nil, func(w *world) { w.c.Flush() }, nil},
+		{"the copy is detached, a process keeps it busy", true, true, nil, func(w *world) { w.send(exitEv(90, "true", hostNS)) },
+			[]correlate.FindingKind{correlate.KindLeak}},
+		// Even root cannot read every process (this machine's PID 1): the
+		// pins of the others still count.
+		{"the copy is detached, a process keeps it busy, another cannot be read", true, true, &procfs.UnreadableError{Processes: 1},
+			func(w *world) { w.send(exitEv(90, "true", hostNS)) }, []correlate.FindingKind{correlate.KindLeak}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -46,6 +55,10 @@ func TestLeakSettles(t *testing.T) {
 			if tt.detached {
 				w.proc.tables[other] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n"
 			}
+			if tt.pinned {
+				w.proc.pins = []procfs.Pin{{Process: proc(20, "agent", other, ""), Kind: procfs.PinCwd, Dev: event.MakeDev(7, 0), Path: "/srv/vol"}}
+			}
+			w.proc.pinsErr = tt.pinsErr
 			w.now = w.now.Add(3 * time.Second)
 			tt.then(w)
 			if len(w.findings) != len(tt.want) {
