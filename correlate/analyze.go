@@ -72,7 +72,7 @@ func (c *Correlator) failure(ev *event.Event) {
 			// The caller may remove the directory right after failing (the
 			// runtime deletes the bundle), which detaches the private copies
 			// elsewhere before /proc is read: the tables from before show them.
-			matches = append(matches, c.detachedCopies(id, ev, before, matches)...)
+			matches = append(matches, c.detachedCopies(id, ev, before, nil, matches)...)
 		}
 		return matches
 	}

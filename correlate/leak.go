@@ -60,7 +60,7 @@ func (c *Correlator) checkLeak(ev *event.Event) {
 	if !any {
 		return
 	}
-	before := c.tables()
+	before, earlier := c.tables(), c.previousTables()
 	missing := c.refresh(candidate)
 	held := func() []match {
 		var matches []match
@@ -69,7 +69,7 @@ func (c *Correlator) checkLeak(ev *event.Event) {
 				matches = append(matches, mt)
 			}
 		}
-		return append(matches, c.detachedCopies(id, ev, before, matches)...)
+		return append(matches, c.detachedCopies(id, ev, before, earlier, matches)...)
 	}
 	matches := held()
 	if c.rescanFor(matches) {
@@ -130,18 +130,46 @@ func (c *Correlator) unmounted(ev *event.Event, latest *Table) (identity, Object
 // it does on unlink or rmdir of the mountpoint (containerd unlinks a netns
 // right after its lazy unmount, docker removes `merged`). The leak formed
 // all the same; on RHEL 7 kernels that unlink fails with EBUSY instead.
-func (c *Correlator) detachedCopies(id identity, ev *event.Event, before map[uint32]*Table, found []match) []match {
+//
+// The correlator runs behind the kernel: the latest table of a namespace
+// may have been read, for an event queued before the unmount, after the
+// unmount and the rmdir already happened. The table before it (earlier)
+// is looked at too: a private copy of the same object leaves a namespace
+// only by its own unmount or by that detach, which needs the object
+// unmounted where the directory is removed.
+func (c *Correlator) detachedCopies(id identity, ev *event.Event, before, earlier map[uint32]*Table, found []match) []match {
 	callerTable := c.ledger.Table(ev.MntNS)
 	var out []match
 	for _, n := range c.lineage.Live() {
-		t := before[n.Ino]
-		if t == nil || n.Ino == ev.MntNS || hasMatchIn(found, n.Ino) || c.ledger.Table(n.Ino) == t {
-			continue // no earlier table, still there, or not re-read
+		if n.Ino == ev.MntNS || hasMatchIn(found, n.Ino) {
+			continue // the caller, or still there
 		}
-		for _, m := range outermost(t, findIn(t, id, callerTable)) {
-			if IsPrivate(m) && !c.unmountedIn(n.Ino, m.Mountpoint, t.ReadAt) {
-				out = append(out, match{ns: n, table: t, mount: m, where: m.Mountpoint, detached: true})
+		for _, t := range []*Table{before[n.Ino], earlier[n.Ino]} {
+			if t == nil || c.ledger.Table(n.Ino) == t {
+				continue // no such table, or not re-read
 			}
+			var copies []match
+			for _, m := range outermost(t, findIn(t, id, callerTable)) {
+				if IsPrivate(m) && !c.unmountedIn(n.Ino, m.Mountpoint, t.ReadAt) {
+					copies = append(copies, match{ns: n, table: t, mount: m, where: m.Mountpoint, detached: true})
+				}
+			}
+			if len(copies) > 0 {
+				out = append(out, copies...)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// previousTables returns the table read before the current one, of every
+// live namespace that has one.
+func (c *Correlator) previousTables() map[uint32]*Table {
+	out := map[uint32]*Table{}
+	for _, n := range c.lineage.Live() {
+		if t := c.ledger.Previous(n.Ino); t != nil {
+			out[n.Ino] = t
 		}
 	}
 	return out

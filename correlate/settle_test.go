@@ -78,3 +78,50 @@ func TestLeakSettles(t *testing.T) {
 		})
 	}
 }
+
+// The correlator runs behind the kernel: a holder's table may be re-read,
+// for an event queued before the unmount, after the unmount and the rmdir
+// that detached its copy. The copy the table read before that showed is
+// still the one the unmount leaked, and a process keeps it busy.
+func TestLeakDetachedBeforeItsUnmountIsRead(t *testing.T) {
+	const other = 80
+	copyTable := "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"
+	detached := "110 109 254:0 / / rw - ext4 /dev/vda rw\n"
+	for _, tc := range []struct {
+		name   string
+		pinned bool
+		want   int
+	}{
+		{"a process keeps the detached copy busy", true, 1},
+		{"nothing keeps it", false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorldOpts(t, correlate.Options{LeakSettle: 2 * time.Second}, []procfs.Process{proc(1, "systemd", hostNS, "")},
+				map[uint32]string{hostNS: hostTable})
+			w.send(unshareEv(20, "agent", hostNS, other))
+			w.proc.procs = append(w.proc.procs, proc(20, "agent", other, ""))
+			w.proc.tables[other] = copyTable
+			w.send(exitEv(21, "true", other))
+			// The kernel: unmount on the host, the rmdir detaches the copy.
+			w.proc.tables[hostNS] = hostWithoutVol
+			w.proc.tables[other] = detached
+			if tc.pinned {
+				w.proc.pins = []procfs.Pin{{Process: proc(20, "agent", other, ""), Kind: procfs.PinCwd, Dev: event.MakeDev(7, 0), Path: "/srv/vol"}}
+			}
+			// An event queued before the unmount has the tables re-read.
+			w.send(mountEv(30, "mount", other, "tmpfs", "/run/x", "tmpfs", 0, 0), exitEv(31, "true", other))
+			w.send(umountEv(40, "containerd", hostNS, "/srv/vol", 0))
+			w.now = w.now.Add(3 * time.Second)
+			w.send(exitEv(90, "true", hostNS))
+			if len(w.findings) != tc.want {
+				for _, f := range w.findings {
+					t.Log(f.Line())
+				}
+				t.Fatalf("%d findings, want %d", len(w.findings), tc.want)
+			}
+			if tc.want == 1 && (w.findings[0].Kind != correlate.KindLeak || len(w.findings[0].Holders) != 1 || !w.findings[0].Holders[0].Detached) {
+				t.Errorf("want a leak with the detached copy as its holder: %s", w.findings[0].Line())
+			}
+		})
+	}
+}
