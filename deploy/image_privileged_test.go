@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/internal/privtest"
 )
@@ -96,7 +98,11 @@ func answerOf(t *testing.T, code int, out []byte) answer {
 	}
 	a := answer{Exit: code, Cause: f.Cause, Path: f.Object.Path, Dev: f.Object.Dev.String(), Inferred: f.Inferred}
 	for _, h := range f.Holders {
-		a.Holders = append(a.Holders, strings.Join([]string{h.Where, h.Propagation, h.Actor.Comm, itoa(h.MntNS), itoa(uint32(h.Actor.PID)), itoa(uint32(h.MountID))}, " "))
+		comm, pid := "", uint32(0) // no process runs in a kept namespace
+		if h.Actor != nil {
+			comm, pid = h.Actor.Comm, uint32(h.Actor.PID)
+		}
+		a.Holders = append(a.Holders, strings.Join([]string{h.Where, h.Propagation, comm, itoa(h.MntNS), itoa(pid), itoa(uint32(h.MountID))}, " "))
 	}
 	slices.Sort(a.Holders)
 	return a
@@ -204,6 +210,19 @@ func TestImage(t *testing.T) {
 		t.Errorf("no failure finding for mkfs.ext4's EBUSY on %s in the container's log; findings:\n%s", dev, strings.Join(found, "\n"))
 	}
 
+	// A second device, held only by a mount namespace no process runs in,
+	// kept by a bind of its nsfs file: the daemon in the image reads that
+	// namespace's table in-process (the image has no nsenter) and names
+	// the bind.
+	kept := keptDevice(t, node, dir)
+	keptBusy := func(l logLine) bool {
+		return l.Logger == "correlate" && l.Detail != nil && l.Detail.Kind == correlate.KindFailure && l.Detail.Object.Path == kept.dev &&
+			len(l.Detail.Holders) == 1 && l.Detail.Holders[0].MntNS == kept.mntns && strings.Contains(l.Detail.Holders[0].KeptBy, kept.file)
+	}
+	if !privtest.Poll(15*time.Second, func() bool { return has(keptBusy) }) {
+		t.Errorf("no failure finding on %s naming mnt:[%d] kept by %s in the container's log:\n%+v", kept.dev, kept.mntns, kept.file, logs())
+	}
+
 	// why and audit from inside the image, with hostPID: the node's answer.
 	hostBin := filepath.Join("..", "bin", "image", "mntleak") // the binary in the image
 	oneShot := append(append([]string{"run", "--rm", "--network", "none"}, flags...), tag)
@@ -226,6 +245,15 @@ func TestImage(t *testing.T) {
 		if !strings.Contains(hostErr.String(), "view: mntleak's own mount namespace") || !strings.Contains(inErr.String(), "view: the node's mount namespace") {
 			t.Errorf("why %s: views said:\n host %s pod  %s", target, hostErr.String(), inErr.String())
 		}
+	}
+	// The kept namespace, read from the image as on the host.
+	keptHost, keptPod := exec.Command(hostBin, "why", "--json", "--state-dir", "", kept.dev),
+		exec.Command("docker", append([]string{"-H", e.host}, append(oneShot, "why", "--json", "--state-dir", "", kept.dev)...)...)
+	keptHostOut, _ := keptHost.Output()
+	keptPodOut, _ := keptPod.Output()
+	a, b := answerOf(t, keptHost.ProcessState.ExitCode(), keptHostOut), answerOf(t, keptPod.ProcessState.ExitCode(), keptPodOut)
+	if len(a.Holders) != 1 || !strings.Contains(a.Holders[0], " "+itoa(kept.mntns)+" ") || !equalAnswers(a, b) {
+		t.Errorf("why %s: host %+v, pod %+v; want the same, held in mnt:[%d]", kept.dev, a, b, kept.mntns)
 	}
 	// Without hostPID the pod says it cannot see the node, exit 3.
 	blind := append(append([]string{"run", "--rm", "--network", "none"}, slices.DeleteFunc(slices.Clone(flags), func(s string) bool { return s == "--pid=host" })...), tag, "why", "--state-dir", "", "/mntleak")
@@ -302,3 +330,49 @@ func equalAnswers(a, b answer) bool {
 }
 
 func itoa(n uint32) string { return strconv.FormatUint(uint64(n), 10) }
+
+// kept is a device held only by a mount namespace no process runs in.
+type kept struct {
+	dev, file string // the device; the bind of the namespace's nsfs file
+	mntns     uint32
+}
+
+// keptDevice mounts a fresh loop device in the node, keeps a namespace
+// with a copy of it by a bind of its nsfs file (on a private mount of its
+// own), unmounts it in the node and checks mkfs.ext4 then fails with
+// EBUSY. The bind goes at cleanup, and the namespace with it.
+func keptDevice(t *testing.T, node privtest.Node, dir string) kept {
+	t.Helper()
+	k := kept{dev: privtest.LoopDevice(t, 16)}
+	vol := privtest.Mkdir(t, filepath.Join(dir, "kept-vol"))
+	pins := privtest.Mkdir(t, filepath.Join(dir, "pins"))
+	node.Run(t, "mount", k.dev, vol)
+	node.Run(t, "mount", "--bind", pins, pins)
+	node.Run(t, "mount", "--make-private", pins)
+	k.file = filepath.Join(pins, "mnt")
+	node.Run(t, "touch", k.file)
+	// unshare(1)'s bind of the namespace's file fails with EINVAL now and
+	// then (cmd/mntleak's keepNamespace): tried up to 8 times.
+	nodePID := strconv.Itoa(node.PID)
+	for i := 0; ; i++ {
+		out, err := exec.Command("nsenter", "-t", nodePID, "-m", "--", "unshare", "--mount="+k.file, "--propagation", "private", "true").CombinedOutput()
+		if err == nil {
+			break
+		}
+		if i == 7 {
+			t.Fatalf("unshare --mount=%s: %v: %s", k.file, err, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Cleanup(func() { _ = exec.Command("nsenter", "-t", nodePID, "-m", "--", "umount", k.file).Run() })
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/"+nodePID+"/root"+k.file, &st); err != nil {
+		t.Fatal(err)
+	}
+	k.mntns = uint32(st.Ino)
+	node.Run(t, "umount", vol)
+	if out, err := exec.Command("mkfs.ext4", "-q", "-F", k.dev).CombinedOutput(); err == nil {
+		t.Fatalf("mkfs.ext4 %s succeeded on a device a kept namespace still mounts: %s", k.dev, out)
+	}
+	return k
+}
