@@ -12,9 +12,10 @@ CTRD_RUN=/run/mntleak-k8s/containerd
 CTR_SOCK=$CTRD_RUN/containerd.sock
 KUBELET_ROOT=/var/lib/kubelet
 BRIDGE=mntleak-k8s0
-POD_CIDR=10.244.0.0/24
+POD_CIDR=10.244.0.0/24 POD_GW=10.244.0.1
 # the kubernetes Service's ClusterIP (the first of the API server's --service-cluster-ip-range): up.sh makes it
-# answer in pods as kube-proxy would (a DNAT to the API server on loopback), for in-cluster clients
+# answer in pods as kube-proxy would (a DNAT to the API server on loopback), for in-cluster clients; pods route
+# the service range (only) through the bridge (POD_GW, the bridge's address)
 SERVICE_CIDR=10.96.0.0/16 SERVICE_IP=10.96.0.1
 NODE=$(hostname | tr 'A-Z' 'a-z')
 # sysctls the kubelet and the bridge plugin change: saved at the first up, restored by down

@@ -15,11 +15,22 @@ done
 for c in etcd containerd runc ctr iptables openssl curl; do command -v $c >/dev/null || fail "$c not found (make deps)"; done
 [ -x /usr/lib/cni/bridge ] || fail "/usr/lib/cni/bridge not found: install containernetworking-plugins (make deps)"
 
-# the kubernetes Service in pods, as kube-proxy makes it on a real node: an in-cluster client (a DaemonSet's
-# pod with its ServiceAccount token) dials $SERVICE_IP:443, DNAT'd to the API server on 127.0.0.1:6443. The
-# bridge is made before the CNI plugin (which takes it as it is) so that it may route to loopback
-# (route_localnet, on it alone); down.sh deletes the bridge and the KUBE-* chains. Also on a node already up.
+# the pods' network and the kubernetes Service in pods, as kube-proxy makes it on a real node: an in-cluster
+# client (a DaemonSet's pod with its ServiceAccount token) dials $SERVICE_IP:443, routed through the bridge
+# (the CNI config's only route) and DNAT'd to the API server on 127.0.0.1:6443. The bridge is made before the
+# CNI plugin (which takes it as it is) so that it may route to loopback (route_localnet, on it alone);
+# down.sh deletes the bridge and the KUBE-* chains. Also on a node already up.
+put() { # write stdin to $1 if it differs (containerd and the kubelet watch their configs)
+  local t; t=$(mktemp "$RUN/put.XXXXXX"); cat > "$t"
+  if cmp -s "$t" "$1"; then rm -f "$t"; else chmod 644 "$t"; mv -f "$t" "$1"; fi
+}
 service_route() {
+  put "$ETC/cni/10-mntleak-k8s.conflist" <<C
+{"cniVersion":"1.0.0","name":"mntleak-k8s","plugins":[
+ {"type":"bridge","bridge":"$BRIDGE","isGateway":true,"ipMasq":false,"hairpinMode":false,
+  "ipam":{"type":"host-local","ranges":[[{"subnet":"$POD_CIDR"}]],"dataDir":"$STATE/cni-ipam",
+   "routes":[{"dst":"$SERVICE_CIDR","gw":"$POD_GW"}]}}]}
+C
   ip link show "$BRIDGE" >/dev/null 2>&1 || { ip link add "$BRIDGE" type bridge && ip link set "$BRIDGE" up; }
   sysctl -qw "net.ipv4.conf.$BRIDGE.route_localnet=1"
   iptables -t nat -N KUBE-MNTLEAK-SERVICES 2>/dev/null || true
@@ -58,10 +69,6 @@ start() { # name argv...: in a session of its own, pid in $RUN/name.pid, log in 
   setsid "$@" >>"$LOG/$n.log" 2>&1 </dev/null &
   echo $! > "$RUN/$n.pid"
   ts "started $n (pid $!)"
-}
-put() { # write stdin to $1 if it differs (containerd and the kubelet watch their configs)
-  local t; t=$(mktemp "$RUN/put.XXXXXX"); cat > "$t"
-  if cmp -s "$t" "$1"; then rm -f "$t"; else chmod 644 "$t"; mv -f "$t" "$1"; fi
 }
 hex() { head -c16 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
 
@@ -125,11 +132,6 @@ state = "$CTRD_RUN"
     bin_dir = "/usr/lib/cni"
     conf_dir = "$ETC/cni"
 T
-put "$ETC/cni/10-mntleak-k8s.conflist" <<C
-{"cniVersion":"1.0.0","name":"mntleak-k8s","plugins":[
- {"type":"bridge","bridge":"$BRIDGE","isGateway":true,"ipMasq":false,"hairpinMode":false,
-  "ipam":{"type":"host-local","ranges":[[{"subnet":"$POD_CIDR"}]],"dataDir":"$STATE/cni-ipam"}}]}
-C
 put "$ETC/kubelet.yaml" <<K
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -180,7 +182,8 @@ start kube-scheduler kube-scheduler --kubeconfig="$ETC/scheduler.kubeconfig" \
   --authentication-kubeconfig="$ETC/scheduler.kubeconfig" --authorization-kubeconfig="$ETC/scheduler.kubeconfig" \
   --bind-address=127.0.0.1 --secure-port=10259 --leader-elect=false --profiling=false -v=1
 
-# ---- containerd and the local images (no registry) ----
+# ---- the pods' network, containerd and the local images (no registry) ----
+service_route; ts "pod network and kubernetes Service $SERVICE_IP:443 (to the API server) ready"
 start containerd containerd --config "$ETC/containerd.toml"
 waitfor "containerd" 30 ctr --address "$CTR_SOCK" version
 have=$(ctr --address "$CTR_SOCK" -n k8s.io images ls -q)
@@ -191,7 +194,6 @@ for ref in registry.k8s.io/pause:3.10=pause docker.io/library/busybox:k8slab=bus
 done
 
 # ---- the kubelet ----
-service_route; ts "kubernetes Service $SERVICE_IP:443 routed to the API server for pods"
 mkdir -p "$KUBELET_ROOT"
 start kubelet kubelet --config="$ETC/kubelet.yaml" --kubeconfig="$ETC/kubelet.kubeconfig" \
   --root-dir="$KUBELET_ROOT" --hostname-override="$NODE" -v="${KUBELET_V:-3}"
