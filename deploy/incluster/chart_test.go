@@ -41,19 +41,31 @@ func TestChartInstalledOnTheNode(t *testing.T) {
 	v := version(t)
 	ref := "docker.io/library/mntleak:" + v
 	archive := buildArchive(t, privtest.Mkdir(t, filepath.Join(dir, "build")))
+	// The image goes at the end, with the references the CRI adds to it
+	// (sha256:ID): the node's containerd has what it had.
+	before := nodeImages(t)
 	t.Cleanup(func() {
-		if err := removeImage(ref); err != nil {
-			t.Error(err)
+		for _, r := range nodeImages(t) {
+			if !slices.Contains(before, r) {
+				if err := removeImage(r); err != nil {
+					t.Error(err)
+				}
+			}
 		}
-		if slices.Contains(nodeImages(t), ref) {
-			t.Errorf("image %s still in the node's containerd", ref)
+		if after := nodeImages(t); !slices.Equal(after, before) {
+			t.Errorf("the node's images: %q, want %q as before the test", after, before)
 		}
 	})
 	start := time.Now()
 	n.ImportImage(t, archive, ref)
 	t.Logf("ctr images import: %v", time.Since(start).Round(100*time.Millisecond))
 	j := journaldtest.Start(t)
-	state := filepath.Join(dir, "state") // the chart's hostPath makes it
+	state := privtest.Mkdir(t, filepath.Join(dir, "state"))
+	// Every hostPath the chart mounts HostToContainer, on a shared mount
+	// as on a real node.
+	for _, p := range []string{"/sys/kernel/btf", j.Socket, state, k8slab.KubeletRoot, k8slab.ContainerdSocket} {
+		shareHostPath(t, p)
+	}
 
 	// helm install, as the README says, with this node's values.
 	h := newHelm(t, n)
@@ -110,6 +122,15 @@ func TestChartInstalledOnTheNode(t *testing.T) {
 		t.Fatalf("the pod is not tracing:\n%s", n.Kubectl(t, "logs", "-n", ns, p.Metadata.Name, "--tail=30"))
 	}
 	t.Logf("helm install to tracing: %v", time.Since(start).Round(100*time.Millisecond))
+	t.Cleanup(func() {
+		if t.Failed() && !uninstalled {
+			for _, l := range podLog(t, n, ns, p.Metadata.Name) {
+				if l.Logger == "correlate" || l.Level == "warn" || l.Level == "error" {
+					t.Logf("the pod logged: %s %s: %s", l.Level, l.Logger, l.Msg)
+				}
+			}
+		}
+	})
 	for _, l := range podLog(t, n, ns, p.Metadata.Name) {
 		if l.Level == "warn" || l.Level == "error" {
 			t.Errorf("the pod logged at %s: %s", l.Level, l.Msg)
@@ -142,11 +163,6 @@ func TestChartInstalledOnTheNode(t *testing.T) {
 		return false
 	}
 	if !privtest.Poll(30*time.Second, func() bool { return has(leak) }) {
-		for _, l := range podLog(t, n, ns, p.Metadata.Name) {
-			if l.Logger == "correlate" {
-				t.Logf("the pod logged: %s", l.Msg)
-			}
-		}
 		t.Fatalf("no leak finding naming node-agent's pid %d in the pod's log", pid)
 	}
 	t.Logf("the pod's finding: %s", f.Msg)

@@ -10,10 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/internal/privtest"
@@ -76,7 +80,8 @@ func processesNaming(s string) []int {
 }
 
 // removeImage removes ref from the node's containerd; a ref that is not
-// there is no error.
+// there (any more: removing a name may take its sha256:ID along) is no
+// error.
 func removeImage(ref string) error {
 	out, err := exec.Command("ctr", "--address", k8slab.ContainerdSocket, "-n", "k8s.io", "images", "rm", ref).CombinedOutput()
 	if err != nil && !strings.Contains(string(out), "not found") {
@@ -92,7 +97,9 @@ func nodeImages(t *testing.T) []string {
 	if err != nil {
 		t.Fatalf("ctr images ls: %v: %s", err, out)
 	}
-	return strings.Fields(string(out))
+	refs := strings.Fields(string(out))
+	slices.Sort(refs)
+	return refs
 }
 
 // helm is the real helm CLI (deploy/helm/helm.sh builds it once into its
@@ -299,4 +306,42 @@ func scrape(t *testing.T, url, metric, labels string) float64 {
 		return v
 	}
 	return -1
+}
+
+// shareHostPath makes path a mount point of its own with shared
+// propagation unless it lies on a shared or slave mount already, and
+// undoes it at cleanup. On a real node systemd makes every mount shared;
+// here / and /sys are private (no systemd), and containerd's CRI refuses a
+// hostPath mounted HostToContainer (rslave) from a private mount ("path
+// ... is mounted on / but it is not a shared or slave mount"). The
+// kubelet's root is shared already: the kubelet makes it so.
+func shareHostPath(t *testing.T, path string) {
+	t.Helper()
+	mounts, err := mountinfo.GetMounts(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var under *mountinfo.Info
+	for _, m := range mounts {
+		if (path == m.Mountpoint || m.Mountpoint == "/" || strings.HasPrefix(path, m.Mountpoint+"/")) &&
+			(under == nil || len(m.Mountpoint) >= len(under.Mountpoint)) {
+			under = m
+		}
+	}
+	if under != nil && (strings.Contains(under.Optional, "shared:") || strings.Contains(under.Optional, "master:")) {
+		return
+	}
+	if err := unix.Mount(path, path, "", unix.MS_BIND, ""); err != nil {
+		t.Fatalf("bind %s on itself: %v", path, err)
+	}
+	t.Cleanup(func() {
+		// Detached: a process started meanwhile (another test's daemon
+		// reading /sys/kernel/btf/vmlinux) may have a file open on it.
+		if err := unix.Unmount(path, unix.MNT_DETACH); err != nil {
+			t.Errorf("umount %s: %v", path, err)
+		}
+	})
+	if err := unix.Mount("", path, "", unix.MS_SHARED, ""); err != nil {
+		t.Fatalf("make %s shared: %v", path, err)
+	}
 }
