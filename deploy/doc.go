@@ -18,5 +18,7 @@
 // chart_test.go (helm lint, the manifest equals the chart, the values),
 // npd_test.go (the monitor's patterns on the goldens' finding lines),
 // image_privileged_test.go (the image built, loaded by docker and ctr,
-// run as the DaemonSet runs it against a leak made on the host).
+// run as the DaemonSet runs it against a leak made on the host and a
+// device held by a namespace no process runs in). The chart installed
+// with helm on the real node of k8slab is the subpackage incluster.
 package deploy

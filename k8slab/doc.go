@@ -31,6 +31,14 @@
 // CAP_SYS_RESOURCE (CRI restrict_oom_score_adj, or runc init dies);
 // containerd 1.6 has no RuntimeConfig RPC (the kubelet falls back); static
 // token auth, Node,RBAC; the staging modules replaced by their v0.37.2.
+// No kube-proxy: up.sh routes the service range (only) from the pods to
+// the bridge and DNATs the kubernetes Service (10.96.0.1:443) to the API
+// server on 127.0.0.1:6443 (route_localnet on the bridge, which it makes
+// before the CNI plugin), so a pod's in-cluster config works (a node
+// started by an older up.sh needs down.sh first: containerd reads the CNI
+// config once). Every mount but the kubelet's root is private here (no
+// systemd): a test that mounts a hostPath HostToContainer must make it a
+// shared mount (containerd refuses a private one), as deploy/incluster does.
 // The API server records no Event for a volume teardown that fails with
 // EBUSY: only the kubelet's log has it.
 //
