@@ -277,17 +277,24 @@ func (c *Correlator) pinsOn(id identity, matches []match, devs []event.Dev) ([]p
 	if !scoped {
 		return c.proc.Pins(devs)
 	}
-	// The known processes of those namespaces: every process the last
-	// process list found there, and those that joined since by an event.
-	// One forked there since the last list is not looked at: its pins would
-	// add detail to a holder the mount table already names.
+	// Every process of those namespaces, told by its namespace link: a
+	// process forked there since the last process list (forks are not
+	// traced) may be the one that pins the copy, and it is the one to name.
+	// Only a process list read at this very event leaves none unknown: then
+	// its members are the candidates.
 	var nss []uint32
-	pids := []int{}
+	var pids []int
+	listed := c.scanned && c.lastScan.Equal(c.now)
+	if listed {
+		pids = []int{}
+	}
 	for _, m := range matches {
 		if !containsNS(nss, m.ns.Ino) {
 			nss = append(nss, m.ns.Ino)
 			for _, mem := range m.ns.Members() {
-				pids = append(pids, mem.PID)
+				if listed {
+					pids = append(pids, mem.PID)
+				}
 			}
 		}
 	}

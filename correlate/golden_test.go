@@ -70,7 +70,9 @@ var scenarios = map[string][]expectation{
 		{kind: correlate.KindFailure, cause: correlate.CauseUnshare, syscall: "openat", errno: "EBUSY", holderComm: "keeper", linked: true},
 	},
 	"holder-exited": {
-		{kind: correlate.KindLeak, cause: correlate.CauseUnshare, syscall: "umount2", holderComm: "holder"},
+		// The leak is confirmed by the failure, when its holder has exited:
+		// the copy stayed, and the reader reached the device through it.
+		{kind: correlate.KindLeak, cause: correlate.CauseUnshare, syscall: "umount2", holderComm: "holder", exited: true},
 		{kind: correlate.KindFailure, cause: correlate.CauseUnshare, syscall: "openat", errno: "EBUSY", holderComm: "reader", exited: true, linked: true},
 	},
 	// Negatives: twenty containers started and removed, no finding at all.

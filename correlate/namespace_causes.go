@@ -168,11 +168,15 @@ func (c *Correlator) unshareRule(a *analysis, m match) (verdict, bool) {
 			// the namespace instead.
 			how += "; it has exited since"
 			who = "stop or restart the processes in " + nsName(n.Ino)
-			if pinners, count := pinnersOf(a); len(n.Members()) == 0 && count > 0 {
+			pinners, count := pinnersOf(a)
+			if len(n.Members()) == 0 && count > 0 {
 				who = "nothing runs in " + nsName(n.Ino) + " any more; " + pinners + " keep the copy busy: stop them or have them close it"
 				if count == 1 {
 					who = "nothing runs in " + nsName(n.Ino) + " any more; " + pinners + " keeps the copy busy: stop it or have it close it"
 				}
+			}
+			if n.Dead && count == 0 {
+				who = "nothing runs in " + nsName(n.Ino) + " any more: its copy was detached with it and goes once nothing uses it"
 			}
 			if ms := n.Members(); len(ms) > 0 {
 				refs := make([]ProcRef, 0, len(ms))
