@@ -80,6 +80,9 @@ func (c *Correlator) failure(ev *event.Event) {
 	if c.rescanFor(matches) {
 		matches = held()
 	}
+	if c.reread(matches) {
+		matches = held()
+	}
 	if len(otherThan(matches, ev.MntNS)) == 0 {
 		// Namespaces no process runs in hold copies too, kept by a bind
 		// of their nsfs file: read through it.
@@ -99,6 +102,26 @@ func (c *Correlator) failure(ev *event.Event) {
 	}
 	f.Leak = c.leakFor(id, matches)
 	c.report(f)
+}
+
+// reread reads again the mount tables of the namespaces a failure is
+// about to cite that were read before this event, and reports whether it
+// read one. A successful rmdir or unlink of a mountpoint detaches its
+// copies in every namespace (6.x kernels) and makes no event, so a table
+// read before it still shows a copy that is gone: a failure must never
+// cite one (nor name its namespace's process as the holder).
+func (c *Correlator) reread(matches []match) bool {
+	read := false
+	for _, m := range matches {
+		if m.self || !m.exited.IsZero() || m.kept != nil || m.detached || m.ns.Dead {
+			continue
+		}
+		if t := c.ledger.Table(m.ns.Ino); t != nil && t.ReadAt.Before(c.now) {
+			_ = c.readTable(m.ns) // unreadable: its processes exited, the next search says so
+			read = true
+		}
+	}
+	return read
 }
 
 // unmountedAlready reports whether the caller's namespace unmounted the

@@ -77,7 +77,7 @@ func (c *Correlator) finding(kind FindingKind, ev *event.Event, obj Object, a *a
 	}
 	sort.Slice(pinOnly, func(i, j int) bool { return pinOnly[i] < pinOnly[j] })
 	for _, ns := range pinOnly {
-		f.Holders = append(f.Holders, Holder{MntNS: ns, Self: ns == a.caller, Pins: a.pins[ns]})
+		f.Holders = append(f.Holders, Holder{MntNS: ns, Self: ns == a.caller, Pins: a.pins[ns], Detached: c.hadCopy(ns, a)})
 	}
 	if len(groups) == 0 && len(pinOnly) > 0 {
 		v = c.pinnedOnly(a, a.pins[pinOnly[0]], pinOnly[0])
@@ -90,6 +90,19 @@ func (c *Correlator) finding(kind FindingKind, ev *event.Event, obj Object, a *a
 	}
 	f.Evidence = append([]Evidence{eventEvidence(ev, "the call: "+eventSummary(ev)+" = "+retText(ev))}, v.evidence...)
 	return f
+}
+
+// hadCopy reports whether another namespace's table read before its
+// latest one showed the object where the latest shows none: the kernel has
+// detached that copy since (rmdir or unlink of its mountpoint, its
+// namespace's end), and a process pinning it there keeps a detached copy.
+func (c *Correlator) hadCopy(ns uint32, a *analysis) bool {
+	cur, prev := c.ledger.Table(ns), c.ledger.Previous(ns)
+	if ns == a.caller || cur == nil || prev == nil {
+		return false
+	}
+	callerTable := c.ledger.Table(a.caller)
+	return len(findIn(prev, a.id, callerTable)) > 0 && len(findIn(cur, a.id, callerTable)) == 0
 }
 
 func retText(ev *event.Event) string {

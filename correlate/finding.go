@@ -295,6 +295,8 @@ func (f *Finding) holderText() string {
 // mounted (after "still " in a finding line).
 func (h *Holder) place(elsewhere string) string {
 	switch {
+	case h.Where == "" && len(h.Pins) > 0 && h.Detached:
+		return "kept busy in " + nsName(h.MntNS) + ", whose copy the kernel detached"
 	case h.Where == "" && len(h.Pins) > 0:
 		return "kept busy in " + nsName(h.MntNS)
 	case h.Self:
@@ -315,7 +317,7 @@ func (h *Holder) text() string {
 	if h.Propagation != "" {
 		b.WriteString(" (" + h.Propagation + ")")
 	}
-	if h.Detached {
+	if h.Detached && h.Where != "" {
 		b.WriteString(", detached by the kernel since")
 	}
 	if h.KeptBy != "" {

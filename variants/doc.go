@@ -13,5 +13,8 @@
 //
 // Files:
 //   - matrix_privileged_test.go: the cells, their setup and assertions.
+//   - detach_privileged_test.go: copies the kernel detaches on rmdir of
+//     their mountpoint (no event says so): a later failure never cites one,
+//     and a detached copy still pinned is named as such, with its pinner.
 //   - holder_test.go: TestMain and the clone(CLONE_NEWNS) helper.
 package variants
