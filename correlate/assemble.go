@@ -82,6 +82,9 @@ func (c *Correlator) finding(kind FindingKind, ev *event.Event, obj Object, a *a
 	if len(groups) == 0 && len(pinOnly) > 0 {
 		v = c.pinnedOnly(a, a.pins[pinOnly[0]], pinOnly[0])
 	}
+	if v.made != nil {
+		c.leadWithMounter(f, v.made, a)
+	}
 	c.commands(f, asked)
 	f.Cause, f.Summary, f.Fix, f.Inferred, f.Missing = v.cause, v.summary, v.fix, v.inferred, v.missing
 	if len(groups) > 0 && groups[0][0].m.detached {
@@ -90,6 +93,34 @@ func (c *Correlator) finding(kind FindingKind, ev *event.Event, obj Object, a *a
 	}
 	f.Evidence = append([]Evidence{eventEvidence(ev, "the call: "+eventSummary(ev)+" = "+retText(ev))}, v.evidence...)
 	return f
+}
+
+// leadWithMounter puts first the holder that is the namespace where a
+// mount propagated from (shared-propagation): the caller's own namespace
+// only received it, and the process to act on is in the other one, the one
+// that made the mount while it still runs there, else that namespace's
+// oldest process. When no table showed its copy there, it is added as the
+// namespace that mounted it, where the mount event put it.
+func (c *Correlator) leadWithMounter(f *Finding, made *event.Event, a *analysis) {
+	n := c.lineage.Get(made.MntNS)
+	if n == nil || made.MntNS == a.caller {
+		return // gone: nothing there to name
+	}
+	i := slices.IndexFunc(f.Holders, func(h Holder) bool { return h.MntNS == made.MntNS && !h.Self && h.Exited.IsZero() })
+	if i < 0 {
+		h := Holder{MntNS: n.Ino, Where: made.Target, Created: n.Created}
+		for _, m := range n.Members() {
+			h.Processes = append(h.Processes, m.ref())
+		}
+		f.Holders = append(f.Holders, h)
+		i = len(f.Holders) - 1
+	}
+	h := f.Holders[i]
+	if j := slices.IndexFunc(h.Processes, func(p ProcRef) bool { return p.PID == int(made.PID) }); j >= 0 {
+		h.Processes = append([]ProcRef{h.Processes[j]}, slices.Delete(slices.Clone(h.Processes), j, j+1)...)
+		h.mounter = int(made.PID)
+	}
+	f.Holders = append([]Holder{h}, slices.Delete(f.Holders, i, i+1)...)
 }
 
 // hadCopy reports whether another namespace's table read before its

@@ -17,6 +17,10 @@ type verdict struct {
 	fix      string
 	inferred bool
 	missing  []string
+	// made is the mount event of a copy made in another namespace (a
+	// shared-propagation verdict): the finding leads with the namespace
+	// that made it, and names the process that made it while it runs there.
+	made *event.Event
 }
 
 // analysis is the context of one finding being built.

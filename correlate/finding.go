@@ -103,6 +103,8 @@ type Holder struct {
 	// holder_pid of the log fields, the first process after "held by" in
 	// the line): nil when no live process holds it.
 	Actor *Actor `json:"actor,omitempty"`
+	// mounter is the pid among Processes that made the mount (0: none).
+	mounter int
 }
 
 // Actor roles: how the named process holds the copy.
@@ -112,6 +114,10 @@ const (
 	// RoleMember: nothing pins the copy; the process keeps its namespace,
 	// and with it the copy, alive.
 	RoleMember = "member"
+	// RoleMounter: it made the mount in its namespace, from where it
+	// propagated to the caller's (shared-propagation): it is the one to
+	// unmount it.
+	RoleMounter = "mounter"
 )
 
 // Actor is the process a holder is named by, and how it holds.
@@ -145,6 +151,8 @@ func (h *Holder) actor() *Actor {
 	case len(h.Pins) > 0:
 		p := h.Pins[0]
 		return &Actor{ProcRef: p.ProcRef, Role: RolePinner, Pin: p.Pin, Path: p.Path}
+	case len(h.Processes) > 0 && h.Exited.IsZero() && h.Processes[0].PID == h.mounter:
+		return &Actor{ProcRef: h.Processes[0], Role: RoleMounter}
 	case len(h.Processes) > 0 && h.Exited.IsZero():
 		return &Actor{ProcRef: h.Processes[0], Role: RoleMember}
 	}
@@ -347,7 +355,11 @@ func (h *Holder) text() string {
 	case len(h.Processes) > 0:
 		b.WriteString(", held by ")
 		b.WriteString(procList(h.Processes, 3))
-		b.WriteString(" (namespace members; nothing pins the copy)")
+		if h.mounter != 0 && h.Processes[0].PID == h.mounter {
+			b.WriteString(" (namespace members, the first made the mount; nothing pins the copy)")
+		} else {
+			b.WriteString(" (namespace members; nothing pins the copy)")
+		}
 	}
 	return b.String()
 }

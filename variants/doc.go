@@ -16,5 +16,9 @@
 //   - detach_privileged_test.go: copies the kernel detaches on rmdir of
 //     their mountpoint (no event says so): a later failure never cites one,
 //     and a detached copy still pinned is named as such, with its pinner.
-//   - holder_test.go: TestMain and the clone(CLONE_NEWNS) helper.
+//   - shared_privileged_test.go: a mount a Bidirectional pod made into
+//     another pod's volume directory: the finding names the namespace and
+//     the process that made it, not the kubelet's own namespace.
+//   - holder_test.go: TestMain, the clone(CLONE_NEWNS) helper and the
+//     mounter helper (a process that mounts and stays).
 package variants
