@@ -44,10 +44,11 @@ func (c *Correlator) checkLeak(ev *event.Event) {
 		case active[n.Ino]:
 			return true
 		case n.Created.IsZero():
-			// Predates tracing, so made before any mount tracing saw;
-			// without the exclusion every unmount of a mount storm would
-			// re-read every such table.
-			return false
+			// Predates this run, so made before any mount this run saw
+			// (without the exclusion every unmount of a mount storm would
+			// re-read every such table); a mount remembered from an earlier
+			// run may be older than it: it was made while mntleak was down.
+			return c.remembered && mounted.MonoNS <= c.lastRemembered
 		}
 		// A namespace made before the mount can only hold it through
 		// propagation, which also carries the unmount.

@@ -12,5 +12,8 @@
 //
 // Files: types.go (Proc, Process, Pin), host.go (the live reader), scan.go
 // (the parallel /proc scan), pins.go (who pins a filesystem, and who could
-// not be read), record.go (Recorder, Replay).
+// not be read), nsfile.go (a namespace's table through its nsfs file),
+// nsid.go (a mount namespace's birth id, and the processes holding a
+// namespace's nsfs file open), realpath.go (symbolic links in a process's
+// root), record.go (Recorder, Replay).
 package procfs

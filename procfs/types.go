@@ -36,6 +36,23 @@ type Proc interface {
 	// file names (a bind of it, or /proc/PID/fd/N of an open one): a
 	// namespace no process runs in has no /proc/PID/mountinfo to read.
 	NSMountinfo(file string) (uint32, []*mountinfo.Info, error)
+	// MntNSID returns pid's mount namespace and the id the kernel gave it
+	// at its birth (NS_GET_MNTNS_ID; never reused while the machine runs,
+	// unlike the inode): a namespace remembered by inode is the same one
+	// only if the id is the same.
+	MntNSID(pid int) (uint32, uint64, error)
+	// NSFDs lists the processes holding a mount namespace other than their
+	// own open (an nsfs file: an open /proc/PID/ns/mnt, a runtime's pinned
+	// namespace fd), which keeps that namespace, and its mounts, alive
+	// when no process runs in it.
+	NSFDs() ([]NSFD, error)
+}
+
+// NSFD is one open file of a mount namespace held by a process.
+type NSFD struct {
+	Process
+	FD int    `json:"fd"`
+	NS uint32 `json:"ns"` // the namespace it is
 }
 
 // Command is what a process runs, and who it is now: its comm (an exec
