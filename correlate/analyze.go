@@ -93,7 +93,13 @@ func (c *Correlator) failure(ev *event.Event) {
 	var pinErr error
 	a.pins, pinErr = c.pinsFor(id, matches, ev.MonoNS)
 	if len(matches) == 0 && len(a.pins) == 0 {
-		return // nothing holds it: not a mount problem (or already released)
+		// A namespace no process runs in, kept by an open file of it.
+		var fdMissing []string
+		matches, fdMissing = c.fdMatches(id, ev.MntNS)
+		if len(matches) == 0 {
+			return // nothing holds it: not a mount problem (or already released)
+		}
+		missing = append(missing, fdMissing...)
 	}
 	f := c.finding(KindFailure, ev, obj, a, matches)
 	f.Missing = append(f.Missing, missing...)

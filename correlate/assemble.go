@@ -194,9 +194,10 @@ const maxCommands = 8
 // the fix). The answers are kept for commands.
 func (c *Correlator) freshen(matches []match, pins map[uint32][]PinRef) map[int]procfs.Command {
 	asked := map[int]procfs.Command{}
+	gone := map[int]bool{}
 	ask := func(pid int) (procfs.Command, bool) {
 		if cmd, ok := asked[pid]; ok {
-			return cmd, true
+			return cmd, !gone[pid]
 		}
 		if len(asked) >= maxCommands {
 			return procfs.Command{}, false
@@ -204,6 +205,7 @@ func (c *Correlator) freshen(matches []match, pins map[uint32][]PinRef) map[int]
 		cmd, err := c.proc.Command(pid)
 		if err != nil {
 			cmd = procfs.Command{}
+			gone[pid] = procfs.IsGone(err)
 		}
 		asked[pid] = cmd
 		return cmd, err == nil
@@ -217,6 +219,10 @@ func (c *Correlator) freshen(matches []match, pins map[uint32][]PinRef) map[int]
 		for _, mem := range m.ns.Members() {
 			if cmd, ok := ask(mem.PID); ok {
 				c.lineage.Verify(m.ns, mem.PID, cmd.Comm, cmd.StartTime, c.now)
+			} else if gone[mem.PID] {
+				// It exited; its exit event is not handled yet (mntleak's
+				// own short-lived helpers, read while it waited for them).
+				c.lineage.Gone(m.ns, mem.PID, c.now)
 			}
 		}
 	}

@@ -171,8 +171,12 @@ type ProcRef struct {
 	Cmdline   string `json:"cmdline,omitempty"`
 }
 
+// PinNSFD is the pin of a process that holds open the nsfs file of a
+// namespace no process runs in: it keeps the namespace, and its copy.
+const PinNSFD = "nsfd"
+
 // PinRef is a process keeping the object busy through a cwd, root, fd or
-// mapping.
+// mapping (or, with PinNSFD, a namespace alive).
 type PinRef struct {
 	ProcRef
 	MntNS uint32 `json:"mntns"`

@@ -269,8 +269,13 @@ func (c *Correlator) holderOf(m match, pins map[uint32][]PinRef) Holder {
 		return h // the caller's namespace may be the host's: its pins say who matters
 	}
 	if m.kept != nil {
-		h.KeptBy = "the bind of its nsfs file at " + m.kept.where + " in " + c.label(m.kept.ns)
-		return h // no process runs in it: none is named
+		h.KeptBy = m.kept.by(c)
+		if f := m.kept.fd; f != nil {
+			// The process holding it open is the one to act on.
+			h.Pins = []PinRef{{ProcRef: ProcRef{PID: f.PID, StartTime: f.StartTime, Comm: f.Comm, Container: ContainerID(f.Cgroup),
+				Unit: Unit(f.Cgroup), Pod: PodUID(f.Cgroup)}, MntNS: f.MntNS, Pin: PinNSFD, Path: "/proc/" + itoa(f.PID) + "/fd/" + itoa(f.FD)}}
+		}
+		return h // no process runs in it: none is named as a member
 	}
 	members := m.ns.Members()
 	if m.ns.Dead {

@@ -232,6 +232,14 @@ func (l *Lineage) Verify(n *Namespace, pid int, comm string, start uint64, at ti
 	}
 }
 
+// Gone removes a member /proc says is gone (its exit event still to come).
+func (l *Lineage) Gone(n *Namespace, pid int, at time.Time) {
+	if m := n.members[pid]; m != nil {
+		l.renameCreator(pid, m.StartTime, m.Comm, "", true)
+		n.leave(pid, at)
+	}
+}
+
 // renameCreator updates the creator's name in the namespaces it created,
 // until it exits (after that its pid may belong to someone else).
 func (l *Lineage) renameCreator(pid int, start uint64, comm, cgroup string, exited bool) {

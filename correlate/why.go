@@ -59,6 +59,11 @@ func (c *Correlator) Why(t Target, now time.Time) *Finding {
 	}
 	pins, pinErr := c.pinsFor(id, matches, 0)
 	a.pins = withoutPID(pins, t.Asker)
+	if len(matches) == 0 && len(a.pins) == 0 {
+		var fdMissing []string
+		matches, fdMissing = c.fdMatches(id, host)
+		keptMissing = append(keptMissing, fdMissing...)
+	}
 	if len(matches) == 0 && len(a.pins) == 0 && pinErr == nil {
 		return nil
 	}

@@ -1,7 +1,12 @@
 package procfs
 
 import (
+	"errors"
+	"io/fs"
+	"strings"
+
 	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/event"
 )
@@ -106,4 +111,18 @@ type Pin struct {
 // answers and a replay asks what the recording answered.
 type NamespacePinner interface {
 	PinsIn(devs []event.Dev, mntns []uint32, candidates []int) ([]Pin, error)
+}
+
+// IsGone reports whether an answer's error says the process is gone (its
+// /proc directory no longer exists). A recorded answer keeps only the
+// error's text, so the text is what a replay tells it by.
+func IsGone(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) {
+		return true
+	}
+	msg := err.Error()
+	return strings.HasSuffix(msg, fs.ErrNotExist.Error()) || strings.HasSuffix(msg, unix.ENOENT.Error()) || strings.HasSuffix(msg, unix.ESRCH.Error())
 }
