@@ -85,6 +85,13 @@ func (c *Correlator) finding(kind FindingKind, ev *event.Event, obj Object, a *a
 	if v.made != nil {
 		c.leadWithMounter(f, v.made, a)
 	}
+	if len(groups) > 0 && f.Object.Dev == 0 {
+		if m := groups[0][0].m.mount; m != nil && m.FSType == "nsfs" {
+			// Not a mount point here (umount2 EINVAL): the copy says what
+			// it is, a namespace file (net:[4026532290]).
+			f.Object.Dev, f.Object.FSType, f.Object.Root = devOf(m), m.FSType, m.Root
+		}
+	}
 	c.commands(f, asked)
 	f.Cause, f.Summary, f.Fix, f.Inferred, f.Missing = v.cause, v.summary, v.fix, v.inferred, v.missing
 	if len(groups) > 0 && groups[0][0].m.detached {

@@ -281,6 +281,8 @@ func (f *Finding) Line() string {
 
 func (o *Object) describe() string {
 	switch {
+	case o.Path != "" && o.FSType == "nsfs" && o.Root != "":
+		return o.Path + " (" + o.Root + ")" // a namespace file: net:[4026532290]
 	case o.Path != "" && o.Dev != 0:
 		return o.Path + " (" + o.Dev.String() + ")"
 	case o.Path != "":
