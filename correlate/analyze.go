@@ -83,23 +83,25 @@ func (c *Correlator) failure(ev *event.Event) {
 	if c.reread(matches) {
 		matches = held()
 	}
-	if len(otherThan(matches, ev.MntNS)) == 0 {
-		// Namespaces no process runs in hold copies too, kept by a bind
-		// of their nsfs file: read through it.
+	// Namespaces no process runs in hold copies too, kept by a bind of
+	// their nsfs file (read through it), or by a process holding it open:
+	// searched when no live namespace elsewhere explains the failure. One
+	// whose last process left a moment ago is alive if it is kept so.
+	if len(liveOthers(matches, ev.MntNS)) == 0 {
 		kept, keptMissing := c.keptMatches(id, ev.MntNS)
-		matches = append(matches, kept...)
+		matches = keptInstead(matches, kept)
 		missing = append(missing, keptMissing...)
 	}
 	var pinErr error
 	a.pins, pinErr = c.pinsFor(id, matches, ev.MonoNS)
-	if len(matches) == 0 && len(a.pins) == 0 {
-		// A namespace no process runs in, kept by an open file of it.
-		var fdMissing []string
-		matches, fdMissing = c.fdMatches(id, ev.MntNS)
-		if len(matches) == 0 {
-			return // nothing holds it: not a mount problem (or already released)
+	if len(liveOthers(matches, ev.MntNS)) == 0 && len(a.pins) == 0 {
+		if byFD, fdMissing := c.fdMatches(id, ev.MntNS); len(byFD) > 0 {
+			matches = keptInstead(matches, byFD)
+			missing = append(missing, fdMissing...)
 		}
-		missing = append(missing, fdMissing...)
+	}
+	if len(matches) == 0 && len(a.pins) == 0 {
+		return // nothing holds it: not a mount problem (or already released)
 	}
 	f := c.finding(KindFailure, ev, obj, a, matches)
 	f.Missing = append(f.Missing, missing...)
@@ -150,6 +152,26 @@ func (c *Correlator) unmountedAlready(ev *event.Event) bool {
 		}
 	}
 	return false
+}
+
+// liveOthers returns the matches in live namespaces other than ns.
+func liveOthers(ms []match, ns uint32) []match {
+	var out []match
+	for _, m := range otherThan(ms, ns) {
+		if m.exited.IsZero() && !m.ns.Dead {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// keptInstead adds the matches of kept namespaces, in place of the
+// matches that took them for gone (their last process left): they live on.
+func keptInstead(ms, kept []match) []match {
+	out := slices.DeleteFunc(slices.Clone(ms), func(m match) bool {
+		return !m.exited.IsZero() && hasMatchIn(kept, m.ns.Ino)
+	})
+	return append(out, kept...)
 }
 
 func otherThan(ms []match, ns uint32) []match {

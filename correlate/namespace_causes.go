@@ -187,7 +187,11 @@ func (c *Correlator) unshareRule(a *analysis, m match) (verdict, bool) {
 				for _, mm := range ms {
 					refs = append(refs, mm.ref())
 				}
-				who = "stop or restart " + procList(refs, 3) + ", which keep " + nsName(n.Ino) + " now"
+				verb := ", which keep "
+				if len(refs) == 1 {
+					verb = ", which keeps "
+				}
+				who = "stop or restart " + procList(refs, 3) + verb + nsName(n.Ino) + " now"
 			}
 		}
 		v := verdict{
