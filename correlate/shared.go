@@ -42,7 +42,11 @@ func (c *Correlator) sharedPropagationRule(a *analysis, m match) (verdict, bool)
 		if n == nil {
 			// Nothing runs there any more: the copy here is all that is left.
 			v.summary += "; " + nsName(ev.MntNS) + " is gone since"
-			v.fix = "umount " + m.where + " here: " + nsName(ev.MntNS) + ", which mounted it, is gone and cannot clean it up; " +
+			where := m.where
+			if callerTable != nil && callerTable.At(a.id.path) != nil {
+				where = a.id.path // the path that failed, where it shows here too
+			}
+			v.fix = "umount " + where + " here: " + nsName(ev.MntNS) + ", which mounted it, is gone and cannot clean it up; " +
 				"the container that publishes mounts (mountPropagation Bidirectional) must unmount them before it exits"
 			return v, true
 		}
