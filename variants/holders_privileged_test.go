@@ -21,7 +21,7 @@ type made struct {
 	holder             // the process to name, and the namespace
 	member  int        // the process the namespace was made with (creator or oldest)
 	files   string     // the cell's scratch directory
-	forkNow func() int // forked: make the member fork the pinner now; its pid
+	forkNow func() int // forked, joined: make the pinner now; its pid
 	keeper  *exec.Cmd
 	reap    func() // recycled: kill the creator and reap it (a zombie keeps its pid)  // bind / nsfd: what keeps the namespace (nsfd: a process)
 }
@@ -51,6 +51,9 @@ func body(c cell, vol, files string) string {
 		// A member that forks the pinner when told to, after tracing began.
 		return pre + "echo $$ >" + files + "/member && echo ready && while [ ! -e " + files + "/go ]; do sleep 0.05; done; " +
 			"(cd " + vol + " && exec sleep 600) & echo $! >" + files + "/pid.tmp && mv " + files + "/pid.tmp " + pidfile + " && exec sleep 600"
+	}
+	if c.timing == joined {
+		return pre + ready + "exec sleep 600" // the pinner enters later
 	}
 	switch c.hold {
 	case cwd:
@@ -144,6 +147,15 @@ func startHolder(t *testing.T, node privtest.Node, c cell, dir, vol string) made
 			pid := readPID(t, filepath.Join(files, "pid"))
 			t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 			return pid
+		}
+		m.ns = privtest.MountNS(t, strconv.Itoa(m.member))
+		return m
+	}
+	if c.timing == joined {
+		// The pinner enters the namespace (setns) after tracing began.
+		m.forkNow = func() int {
+			pinner := run(t, exec.Command("nsenter", "-t", strconv.Itoa(m.member), "-m", "--", "sh", "-c", "cd "+vol+" && echo ready && exec sleep 600"))
+			return pinner.Process.Pid
 		}
 		m.ns = privtest.MountNS(t, strconv.Itoa(m.member))
 		return m

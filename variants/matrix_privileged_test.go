@@ -40,6 +40,7 @@ const (
 	exitsFirst = "exits-first" // the holder exits just before the failure
 	recycled   = "recycled"    // its creator exits and another program gets its pid
 	forked     = "forked"      // the pinner is forked by a member after tracing began
+	joined     = "joined"      // the pinner enters the namespace (setns) after tracing began
 )
 
 // cell is one variant of the seed situation.
@@ -72,7 +73,7 @@ func (c cell) name() string {
 }
 
 func (c cell) pinned() bool {
-	return c.hold == cwd || c.hold == fd || c.hold == mapped || c.hold == root || c.timing == forked
+	return c.hold == cwd || c.hold == fd || c.hold == mapped || c.hold == root || c.timing == forked || c.timing == joined
 }
 
 // reaches: the node's unmount propagates to the holder's copy. The kernel
@@ -133,6 +134,9 @@ func cells() []cell {
 			for _, tmpfs := range []bool{true, false} {
 				out = append(out, cell{maker: m, hold: cwd, prop: p, tmpfs: tmpfs, timing: forked})
 			}
+			// ... or enters it with setns (nsenter), into a namespace made
+			// before tracing too.
+			out = append(out, cell{maker: m, hold: cwd, prop: p, tmpfs: true, timing: joined})
 		}
 	}
 	// The copy's own flag and its parent's propagation disagree.
