@@ -45,7 +45,8 @@
 //   - assemble.go: holdings grouped into one Finding, the primary verdict;
 //     the processes it names asked what they run now (freshen).
 //   - leak.go: leaks as they form; settle.go: reported once the teardown
-//     has settled, if a copy is still there; stalebind.go: mount ENOENT from a bind
+//     has settled, if a copy is still there, one finding per teardown and
+//     holder, naming the processes that pin the copies then; stalebind.go: mount ENOENT from a bind
 //     whose source was deleted (the stale-bind rule).
 //   - cause.go: Cause and its slugs; finding.go: Finding and its one-line
 //     form; report.go: the form `mntleak why` prints.

@@ -46,6 +46,9 @@ type Finding struct {
 	// Release is the command that detaches the leaked copy now
 	// (mntleak release), when there is one to detach.
 	Release string `json:"release,omitempty"`
+	// Others are the other objects one teardown left in the same holder
+	// namespaces (a leak): one finding per holder and teardown.
+	Others []Object `json:"others,omitempty"`
 }
 
 // Call is the syscall a finding is about.
@@ -228,6 +231,17 @@ func (f *Finding) Line() string {
 	} else if f.Kind == KindLeak {
 		b.WriteString("LEAK ")
 		b.WriteString(f.Object.describe())
+		if len(f.Others) > 0 {
+			others := make([]string, 0, len(f.Others))
+			for i := range f.Others {
+				if i == 3 {
+					others = append(others, "+"+strconv.Itoa(len(f.Others)-3)+" more")
+					break
+				}
+				others = append(others, f.Others[i].describe())
+			}
+			b.WriteString(" and " + strconv.Itoa(len(f.Others)) + " more of the same teardown (" + strings.Join(others, ", ") + ")")
+		}
 		b.WriteString(" unmounted by ")
 		b.WriteString(procName(f.Call.Comm, int(f.Call.PID)))
 		b.WriteString(" in ")

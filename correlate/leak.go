@@ -87,7 +87,9 @@ func (c *Correlator) checkLeak(ev *event.Event) {
 		c.pending = append(c.pending, p)
 		return
 	}
-	c.confirmLeak(p, false, false)
+	if rec := c.confirmLeak(p, false, false); rec != nil {
+		c.keepLeak(rec)
+	}
 }
 
 // keepLeak reports a leak and remembers it, for the failures it explains.

@@ -26,15 +26,58 @@ func (c *Correlator) settleLeaks(failed func(identity) bool, all bool) {
 		return
 	}
 	var keep []*pendingLeak
+	var confirmed []*leakRecord
 	for _, p := range c.pending {
 		switch hit := failed != nil && failed(p.id); {
 		case hit || all || !c.now.Before(p.deadline):
-			c.confirmLeak(p, true, hit)
+			if rec := c.confirmLeak(p, true, hit); rec != nil {
+				confirmed = append(confirmed, rec)
+			}
 		default:
 			keep = append(keep, p)
 		}
 	}
 	c.pending = keep
+	c.keepLeaks(confirmed)
+}
+
+// keepLeaks reports the leaks confirmed together, one finding per
+// teardown and holder: the leaks one namespace's unmounts left in the same
+// holder namespaces (a pod's rootfs, shm, netns, volumes) are one finding
+// that names every object it keeps (Finding.Others). Each object still
+// has its record, so a failure on any of them links to that finding.
+func (c *Correlator) keepLeaks(recs []*leakRecord) {
+	done := make([]bool, len(recs))
+	for i, rec := range recs {
+		if done[i] {
+			continue
+		}
+		f := rec.finding
+		for j := i + 1; j < len(recs); j++ {
+			if other := recs[j]; !done[j] && sameTeardown(rec, other) {
+				done[j] = true
+				f.Others = append(f.Others, other.finding.Object)
+				other.finding = f
+				c.leaks = append(c.leaks, other)
+			}
+		}
+		c.keepLeak(rec)
+	}
+}
+
+// sameTeardown reports whether two confirmed leaks come from one teardown:
+// unmounts in the same namespace whose copies stayed in the same holder
+// namespaces.
+func sameTeardown(a, b *leakRecord) bool {
+	if a.finding.Call.MntNS != b.finding.Call.MntNS || len(a.holders) != len(b.holders) {
+		return false
+	}
+	for ns := range a.holders {
+		if !b.holders[ns] {
+			return false
+		}
+	}
+	return true
 }
 
 // Flush reports the leaks still waiting for their teardown to settle, as
@@ -48,7 +91,8 @@ func sameObject(a, b identity) bool {
 	return (a.known() && b.dev == a.dev && (a.block || b.root == a.root)) || (a.path != "" && b.path == a.path)
 }
 
-// confirmLeak reports a pending leak as it stands now, if it still holds:
+// confirmLeak builds the finding of a pending leak as it stands now, if it
+// still holds (nil if not):
 // the holder namespaces' tables are read again (reread; a leak reported at
 // once has just read them), and a copy counts when it is still mounted, or
 // when the kernel detached it and a process still keeps it busy. The
@@ -58,7 +102,7 @@ func sameObject(a, b identity) bool {
 // With failed (a failure hit the object), a leak whose holders are all gone
 // by now is reported as it was found: the copy stayed, and it is what the
 // failure's processes reached the object through.
-func (c *Correlator) confirmLeak(p *pendingLeak, reread, failed bool) {
+func (c *Correlator) confirmLeak(p *pendingLeak, reread, failed bool) *leakRecord {
 	holders := map[uint32]bool{}
 	for _, m := range p.matches {
 		holders[m.ns.Ino] = true
@@ -100,7 +144,7 @@ func (c *Correlator) confirmLeak(p *pendingLeak, reread, failed bool) {
 		}
 	}
 	if len(still) == 0 {
-		return
+		return nil
 	}
 	a := &analysis{trigger: p.ev, leak: true, caller: p.ev.MntNS, id: p.id, pins: pins}
 	f := c.finding(KindLeak, p.ev, p.obj, a, still)
@@ -115,7 +159,7 @@ func (c *Correlator) confirmLeak(p *pendingLeak, reread, failed bool) {
 			rec.namespaces = append(rec.namespaces, m.ns)
 		}
 	}
-	c.keepLeak(rec)
+	return rec
 }
 
 // detachedOnly returns the matches that are copies the kernel detached

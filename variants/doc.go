@@ -31,6 +31,8 @@
 //   - detach_privileged_test.go: copies the kernel detaches on rmdir of
 //     their mountpoint (no event says so): a later failure never cites one,
 //     and a detached copy still pinned is named as such, with its pinner.
+//   - teardown_privileged_test.go: a teardown that leaves two copies in
+//     one namespace is one leak finding naming both.
 //   - shared_privileged_test.go: a mount a Bidirectional pod made into
 //     another pod's volume directory: the finding names the namespace and
 //     the process that made it, not the kubelet's own namespace.
