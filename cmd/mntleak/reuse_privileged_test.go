@@ -37,9 +37,10 @@ func TestInodeReuseAcrossRestart(t *testing.T) {
 	vol := privtest.Mkdir(t, filepath.Join(dir, "vol"))
 	node := privtest.StartNode(t)
 	// Shells in the node, older than everything the first daemon records,
-	// each waiting to exec unshare.
+	// each waiting to exec unshare: one is used up each time another
+	// namespace, made meanwhile elsewhere on the machine, takes the inode.
 	var waiting []*waiter
-	for range 12 {
+	for range 40 {
 		waiting = append(waiting, startWaiter(t, node.PID))
 	}
 	first := privtest.StartDaemon(t, nil, "--state-dir", stateDir)
