@@ -11,10 +11,14 @@ PKGS     := ./...
 # docker.io (dockerd, containerd, runc), busybox-static and iproute2 are the
 # real components of the incident reproductions (incidents/).
 # qemu-system-x86, qemu-utils and mmdebstrap run the lab guest (lab/).
-APT_PKGS := clang llvm libbpf-dev bpftool util-linux mount e2fsprogs coreutils docker.io busybox-static iproute2 ruby qemu-system-x86 qemu-utils mmdebstrap
-APT_CMDS := clang llvm-strip bpftool losetup unshare nsenter pivot_root mkfs.ext4 blockdev dockerd containerd runc busybox ip ruby qemu-system-x86_64 qemu-img mmdebstrap debugfs
+# containerd, runc, etcd-server, containernetworking-plugins, iptables,
+# conntrack, socat, openssl, curl and gcc run the Kubernetes node (k8slab/).
+APT_PKGS := clang llvm libbpf-dev bpftool util-linux mount e2fsprogs coreutils docker.io busybox-static iproute2 ruby qemu-system-x86 qemu-utils mmdebstrap \
+	containerd runc etcd-server containernetworking-plugins iptables conntrack socat openssl curl gcc
+APT_CMDS := clang llvm-strip bpftool losetup unshare nsenter pivot_root mkfs.ext4 blockdev dockerd docker containerd runc busybox ip ruby qemu-system-x86_64 qemu-img mmdebstrap debugfs \
+	etcd ctr iptables conntrack socat openssl curl gcc /usr/lib/cni/bridge
 
-.PHONY: all build run test deps lint arm64 vet fmt-check staticcheck generate check-generated unit clean lab lab-vagrant fuzz bench bench-quick bench-bin soak
+.PHONY: all build run test deps lint arm64 vet fmt-check staticcheck generate check-generated unit clean lab lab-vagrant fuzz bench bench-quick bench-bin soak k8s-node k8s-node-down k8s-events image image-tar chart manifest helm
 
 all: build
 
@@ -88,6 +92,24 @@ fuzz:
 lab: deps
 	$(GO) test -count=1 -v -run '^TestLabGuest$$' ./lab
 
+## k8s-node: a real single-node Kubernetes (k8slab/): builds what the cache
+## (/var/cache/mntleak-k8s/v<version>) lacks from the Go module proxy (5 min
+## on 2 idle cores the first time, well under a second after), then starts
+## etcd, the API server, controller-manager, scheduler, containerd and the
+## kubelet (12 s to a Ready node). KUBECONFIG=/var/lib/mntleak-k8s/etc/admin.kubeconfig
+k8s-node: deps
+	k8slab/build.sh
+	k8slab/up.sh
+
+## k8s-node-down: delete the pods through the kubelet, stop the node and
+## remove every trace of it (mounts, bridge, iptables chains, sysctls, state).
+k8s-node-down:
+	k8slab/down.sh
+
+## k8s-events: the node's Events and pods, and the kubelet's last log lines.
+k8s-events:
+	k8slab/events.sh -l
+
 ## lab-vagrant: the Vagrant lab VMs for other kernels (needs Vagrant and VirtualBox on the host).
 lab-vagrant:
 	vagrant up
@@ -116,6 +138,30 @@ bench-quick: bench-bin
 SOAK ?= 10m
 soak: bench-bin
 	./$(BENCH_BIN) soak -duration $(SOAK) -mntleak $(BIN) -markdown docs/BENCHMARKS.md $(SOAK_ARGS)
+
+## image: mntleak:VERSION (the VERSION file) with the local Docker Engine,
+## FROM scratch, pulling nothing; a private dockerd is started (and
+## stopped) when none answers (deploy/image/image.sh says how).
+## image-tar: also bin/mntleak-VERSION.oci.tar, for docker load and
+## ctr images import (push to a registry of one's own: README.md).
+image:
+	GO=$(GO) deploy/image/image.sh build
+
+image-tar:
+	GO=$(GO) deploy/image/image.sh tar
+
+## helm: the helm CLI, built once into /var/cache/mntleak-helm (not in
+## go.mod). chart: helm lint --strict. manifest: deploy/kubernetes/daemonset.yaml
+## from the chart (go test ./deploy fails when they drift).
+helm:
+	@GO=$(GO) deploy/helm/helm.sh path
+
+chart:
+	GO=$(GO) deploy/helm/helm.sh lint
+
+manifest:
+	GO=$(GO) deploy/helm/helm.sh render > deploy/kubernetes/daemonset.yaml.tmp
+	mv deploy/kubernetes/daemonset.yaml.tmp deploy/kubernetes/daemonset.yaml
 
 clean:
 	rm -rf bin

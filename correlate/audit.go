@@ -11,7 +11,7 @@ import (
 // or configuration that makes leaks.
 type AuditItem struct {
 	Kind      string    `json:"kind"` // "leak" or "risk"
-	What      string    `json:"what"` // block-device, overlay, netns, stale-bind, survivors, private-hostpath, may-detach-mounts, privatetmp-after-containers, mountflags-live-restore
+	What      string    `json:"what"` // block-device, overlay, netns, stale-bind, survivors, private-hostpath, unit-mount-namespace, may-detach-mounts, privatetmp-after-containers, mountflags-live-restore
 	MntNS     uint32    `json:"mntns,omitempty"`
 	Where     string    `json:"where,omitempty"`
 	Processes []ProcRef `json:"processes,omitempty"`

@@ -30,6 +30,24 @@ type analysis struct {
 	caller  uint32
 	id      identity
 	pins    map[uint32][]PinRef
+	// own is the caller's own mount of the object, for a question (why,
+	// release) asked where the object is still mounted.
+	own *mountinfo.Info
+}
+
+// question: the trigger is a question (why, release), not a call that
+// failed.
+func (a *analysis) question() bool { return a.trigger.SyscallNr < 0 }
+
+// propagatesTo: an unmount of own propagates to copy (a peer of its group,
+// or a slave of it).
+func propagatesTo(own, copy *mountinfo.Info) bool {
+	if own == nil || copy == nil {
+		return false
+	}
+	shared, _ := tags(own)
+	s, master := tags(copy)
+	return shared != 0 && (s == shared || master == shared)
 }
 
 // label names a namespace for people: "the host" for pid 1's.
@@ -52,16 +70,22 @@ func (c *Correlator) stayed(a *analysis) string {
 // copy elsewhere that a process keeps busy.
 func (c *Correlator) busyCopyRule(a *analysis, m match) (verdict, bool) {
 	pins := a.pins[m.ns.Ino]
-	if m.self || a.trigger.Kind != event.KindUmount || !failedWith(a.trigger, unix.EBUSY) || len(pins) == 0 {
+	failed := a.trigger.Kind == event.KindUmount && failedWith(a.trigger, unix.EBUSY)
+	asked := a.question() && propagatesTo(a.own, m.mount)
+	if m.self || !(failed || asked) || len(pins) == 0 {
 		return verdict{}, false
 	}
 	var who []string
 	for _, p := range pins {
 		who = append(who, procName(p.Comm, p.PID)+" ("+p.Pin+" "+p.Path+")")
 	}
+	unmount := "the unmount propagates"
+	if asked {
+		unmount = "an unmount of " + a.own.Mountpoint + " here propagates"
+	}
 	v := verdict{
 		cause:   CauseBusyCopy,
-		summary: "the unmount propagates to the copy in " + nsName(m.ns.Ino) + " at " + m.where + ", which is busy: " + strings.Join(who, ", "),
+		summary: unmount + " to the copy in " + nsName(m.ns.Ino) + " at " + m.where + ", which is busy: " + strings.Join(who, ", "),
 		fix:     "stop " + procName(pins[0].Comm, pins[0].PID) + " or move its working directory and files off " + m.where + ", then retry the unmount (or unmount lazily with umount -l)",
 	}
 	v.evidence = append(v.evidence, factEvidence(mountFact(m.ns.Ino, m.mount)))

@@ -49,7 +49,9 @@
 //     holder, naming the processes that pin the copies then; stalebind.go: mount ENOENT from a bind
 //     whose source was deleted (the stale-bind rule).
 //   - cause.go: Cause and its slugs; finding.go: Finding and its one-line
-//     form; report.go: the form `mntleak why` prints.
+//     form; report.go: the form `mntleak why` prints; workload.go: the
+//     pod and container names a finding carries once enriched (package
+//     enrich, off the event path) and the pod terms its line starts with.
 //   - evidence.go: evidence items and event summaries; calls.go: what an
 //     event's call did (flag bits, errno); attribution.go: container,
 //     systemd unit and pod from cgroup paths.

@@ -1,6 +1,8 @@
 package correlate
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strconv"
 	"strings"
 	"time"
@@ -49,6 +51,26 @@ type Finding struct {
 	// Others are the other objects one teardown left in the same holder
 	// namespaces (a leak): one finding per holder and teardown.
 	Others []Object `json:"others,omitempty"`
+	// Stuck is the pod whose directory the object (or its leaked copy)
+	// lies in, Node the node's name, and Enrichment, when not empty, why
+	// the workloads (Workload) are not all named: set off the event path
+	// by package enrich (workload.go).
+	Stuck      *StuckPod `json:"stuck,omitempty"`
+	Node       string    `json:"node,omitempty"`
+	Enrichment string    `json:"enrichment,omitempty"`
+}
+
+// ID names the finding in logs, the journal (MNTLEAK_FINDING_ID) and
+// mntleak release --finding ID: 12 hex digits from what makes it this
+// finding (its kind, the call and its object), the same in every replay.
+func (f *Finding) ID() string {
+	h := sha256.New()
+	for _, s := range []string{string(f.Kind), strconv.FormatInt(f.Call.Time.UnixNano(), 10), strconv.FormatUint(uint64(f.Call.PID), 10),
+		strconv.FormatUint(uint64(f.Call.TID), 10), f.Call.Syscall, f.Object.Path, f.Object.Dev.String()} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
 // Call is the syscall a finding is about.
@@ -65,6 +87,7 @@ type Call struct {
 	Pod       string    `json:"pod,omitempty"`
 	Exe       string    `json:"exe,omitempty"`
 	Cmdline   string    `json:"cmdline,omitempty"`
+	Workload  *Workload `json:"workload,omitempty"`
 }
 
 // Object is what the call was about.
@@ -102,6 +125,9 @@ type Holder struct {
 	// KeptBy is what keeps a namespace no process runs in: "the bind of
 	// its nsfs file at /run/mntns/x in the host".
 	KeptBy string `json:"kept_by,omitempty"`
+	// Enter is a file that enters the namespace when no process runs in
+	// it: the nsfs bind that keeps it, as mntleak reaches it.
+	Enter string `json:"enter,omitempty"`
 	// Actor is the one process the verdict names for this holder (the
 	// holder_pid of the log fields, the first process after "held by" in
 	// the line): nil when no live process holds it.
@@ -172,6 +198,8 @@ type ProcRef struct {
 	Pod       string `json:"pod,omitempty"`
 	Exe       string `json:"exe,omitempty"`
 	Cmdline   string `json:"cmdline,omitempty"`
+	// Workload names the container (and pod) in the runtime's terms.
+	Workload *Workload `json:"workload,omitempty"`
 }
 
 // PinNSFD is the pin of a process that holds open the nsfs file of a
@@ -225,6 +253,9 @@ type LeakRef struct {
 // (Escape), so it is always exactly one line.
 func (f *Finding) Line() string {
 	var b strings.Builder
+	if p := f.podPrefix(); p != "" {
+		b.WriteString(p + ": ") // pod terms first (workload.go)
+	}
 	if f.Kind == KindHeld {
 		b.WriteString("HELD ")
 		b.WriteString(f.Object.describe())
@@ -254,6 +285,9 @@ func (f *Finding) Line() string {
 		b.WriteString(f.Object.describe())
 		b.WriteString(" by ")
 		b.WriteString(procName(f.Call.Comm, int(f.Call.PID)))
+		if t := f.Call.Workload.Text(); t != "" {
+			b.WriteString(" (" + t + ")")
+		}
 		if f.Object.Operation != "" {
 			b.WriteString(" (" + f.Object.Operation + " through " + f.Object.Via + ")")
 		}
@@ -366,7 +400,7 @@ func (h *Holder) text() string {
 				pins = append(pins, "+"+strconv.Itoa(len(h.Pins)-3)+" more")
 				break
 			}
-			pins = append(pins, procName(p.Comm, p.PID)+" "+p.Pin+" "+p.Path)
+			pins = append(pins, procName(p.Comm, p.PID)+workloadTag(p.ProcRef)+" "+p.Pin+" "+p.Path)
 		}
 		b.WriteString(", held by " + strings.Join(pins, ", "))
 		if len(h.Processes) > 0 {
@@ -391,14 +425,7 @@ func procList(procs []ProcRef, max int) string {
 			parts = append(parts, "+"+strconv.Itoa(len(procs)-max)+" more")
 			break
 		}
-		s := procName(p.Comm, p.PID)
-		switch {
-		case p.Container != "":
-			s += " (container " + ShortID(p.Container) + ")"
-		case p.Unit != "":
-			s += " (" + p.Unit + ")"
-		}
-		parts = append(parts, s)
+		parts = append(parts, procName(p.Comm, p.PID)+procTag(p))
 	}
 	return strings.Join(parts, ", ")
 }

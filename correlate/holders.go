@@ -270,6 +270,7 @@ func (c *Correlator) holderOf(m match, pins map[uint32][]PinRef) Holder {
 	}
 	if m.kept != nil {
 		h.KeptBy = m.kept.by(c)
+		h.Enter = m.kept.files[0]
 		if f := m.kept.fd; f != nil {
 			// The process holding it open is the one to act on.
 			h.Pins = []PinRef{{ProcRef: ProcRef{PID: f.PID, StartTime: f.StartTime, Comm: f.Comm, Container: ContainerID(f.Cgroup),

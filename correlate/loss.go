@@ -61,8 +61,10 @@ func nameActors(f *Finding) {
 		f.Holders[i].Actor = f.Holders[i].actor()
 	}
 	f.Release = ""
-	if len(f.Holders) > 0 && (f.Cause.IsLeak() || f.Cause == CauseUnknown) {
-		if h := f.Holders[0]; !h.Self && h.MountID != 0 && h.Where != "/" && h.KeptBy == "" && len(h.Processes) > 0 && h.Exited.IsZero() {
+	if len(f.Holders) > 0 && (f.Cause.IsLeak() || f.Cause == CauseUnknown || f.Cause == CauseBusyCopy) {
+		h := f.Holders[0]
+		enterable := (h.KeptBy == "" && len(h.Processes) > 0 && h.Exited.IsZero()) || h.Enter != ""
+		if !h.Self && h.MountID != 0 && h.Where != "/" && enterable {
 			f.Release = "mntleak release --mntns " + strconv.FormatUint(uint64(h.MntNS), 10) + " --mount-id " + itoa(h.MountID)
 		}
 	}

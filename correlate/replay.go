@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/mntleak/mntleak/attribution"
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/procfs"
 	"github.com/mntleak/mntleak/stream"
@@ -20,6 +21,13 @@ import (
 // line is cut short is replayed up to it, and the *stream.TruncatedError
 // returned after the findings.
 func Replay(r io.Reader, name string, emit func(*Finding)) error {
+	return ReplayWith(r, name, emit, nil)
+}
+
+// ReplayWith is Replay that hands the stream's attribution lines to
+// attrib (nil: ignored), all of them before the first finding is emitted:
+// the caller fills the findings from them (package enrich).
+func ReplayWith(r io.Reader, name string, emit func(*Finding), attrib func(*attribution.Record)) error {
 	type step struct {
 		ev      *event.Event
 		answers []*procfs.Record
@@ -30,6 +38,10 @@ func Replay(r io.Reader, name string, emit func(*Finding)) error {
 	)
 	err := stream.Read(r, name, func(it stream.Item) error {
 		switch {
+		case it.Attribution != nil:
+			if attrib != nil {
+				attrib(it.Attribution)
+			}
 		case it.Event != nil:
 			steps = append(steps, step{ev: it.Event})
 		case len(steps) == 0:

@@ -11,6 +11,52 @@ type RiskFacts struct {
 	MayDetachMounts int
 	// LiveRestore: Docker's live-restore is on (daemon.json or the flag).
 	LiveRestore bool
+	// BindRoots are the node directories a bind of which, with no
+	// propagation, keeps everything the node unmounts below them (nil:
+	// DefaultBindRoots); CSIDirs are those every directory under which is
+	// a CSI plugin's (nil: DefaultCSIDirs).
+	BindRoots, CSIDirs []string
+	// Units are runtime units configured with a mount namespace of their
+	// own: "docker.service: MountFlags=slave (/etc/systemd/...)".
+	Units []UnitSetting
+}
+
+// UnitSetting is a unit's setting that gives it a mount namespace.
+type UnitSetting struct{ Unit, Setting, File string }
+
+// DefaultBindRoots are the dangerous bind sources with the runtimes'
+// default directories.
+func DefaultBindRoots() []string {
+	return []string{"/", "/var", "/run", "/dev", "/var/lib/kubelet", "/var/lib/docker", "/var/lib/containerd"}
+}
+
+// DefaultCSIDirs are the kubelet's plugin directories with its default
+// root: a CSI driver's directory sits below them, its staged volumes too.
+func DefaultCSIDirs() []string {
+	return []string{"/var/lib/kubelet/plugins", "/var/lib/kubelet/plugins_registry"}
+}
+
+// dangerousSource reports whether a bind of src is one Risks flags, and
+// what it is.
+func (f RiskFacts) dangerousSource(src string) (string, bool) {
+	roots, csi := f.BindRoots, f.CSIDirs
+	if roots == nil {
+		roots = DefaultBindRoots()
+	}
+	if csi == nil {
+		csi = DefaultCSIDirs()
+	}
+	for _, r := range roots {
+		if src == r {
+			return "the host's " + src, true
+		}
+	}
+	for _, d := range csi {
+		if src == d || under(src, d) {
+			return "the CSI plugin directory " + src, true
+		}
+	}
+	return "", false
 }
 
 // Risks reports configuration that makes leaks, from the snapshot Start
@@ -21,6 +67,14 @@ func (c *Correlator) Risks(f RiskFacts, prefix string) []AuditItem {
 		items = append(items, AuditItem{Kind: "risk", What: "may-detach-mounts",
 			Detail: "fs.may_detach_mounts=0: removing a mountpoint that another namespace still has mounted fails with EBUSY (the seeds' unlinkat/rmdir errors)",
 			Fix:    "sysctl -w fs.may_detach_mounts=1 (dockerd sets it at start; containerd does not)"})
+	}
+	for _, u := range f.Units {
+		if prefix != "" {
+			break // a unit is not below a path
+		}
+		items = append(items, AuditItem{Kind: "risk", What: "unit-mount-namespace", Where: u.File,
+			Detail: u.Unit + " has " + u.Setting + " (" + u.File + "): the runtime gets a mount namespace of its own, and a restart with live containers strands their mounts in it",
+			Fix:    "remove " + u.Setting + " from " + u.Unit + " (a drop-in in /etc/systemd/system/" + u.Unit + ".d/ that resets it), then restart it once no container runs"})
 	}
 	var firstContainer *Member
 	for _, n := range c.lineage.Live() {
@@ -42,18 +96,23 @@ func (c *Correlator) Risks(f RiskFacts, prefix string) []AuditItem {
 		for _, m := range members {
 			procs = append(procs, m.ref())
 		}
-		// Binds of / or /var/lib/kubelet without propagation.
+		// Binds of /, /var, /run, /dev, the runtimes' and the kubelet's
+		// roots or a CSI plugin's directory without propagation.
 		for _, m := range t.Mounts {
 			if m.Mountpoint == "/" || !IsPrivate(m) || (prefix != "" && !under(m.Mountpoint, prefix)) {
 				continue
 			}
 			src, ok := c.bindSource(n, m)
-			if !ok || (src != "/" && src != "/var/lib/kubelet") {
+			if !ok {
+				continue
+			}
+			what, ok := f.dangerousSource(src)
+			if !ok {
 				continue
 			}
 			items = append(items, AuditItem{Kind: "risk", What: "private-hostpath", MntNS: n.Ino, Where: m.Mountpoint, Processes: procs,
-				Detail: nsName(n.Ino) + " binds the host's " + src + " at " + m.Mountpoint + " with no propagation: everything the host unmounts below it stays mounted there",
-				Fix:    "mount it with mountPropagation: HostToContainer (rslave)"})
+				Detail: nsName(n.Ino) + " binds " + what + " at " + m.Mountpoint + " with no propagation: everything the host unmounts below it stays mounted there",
+				Fix:    "mount it with mountPropagation: HostToContainer (rslave), or docker run -v SRC:DST:rslave"})
 		}
 		// A PrivateTmp unit started after containers copied their mounts.
 		if tmp := t.At("/tmp"); tmp != nil && firstContainer != nil && len(members) > 0 {

@@ -20,7 +20,7 @@ func causeRules() []rule {
 		{CauseStaleBind, "a mount or move_mount that failed with ENOENT; the source is a mount in the caller's namespace (or the one it was copied from) whose root mountinfo shows as //deleted",
 			"unmount the stale bind and bind the current file again; prefer whole-volume ConfigMap mounts over subPath",
 			(*Correlator).staleBindRule},
-		{CauseBusyCopy, "an umount2 that failed with EBUSY; a copy in another namespace, and a process whose cwd, root, fd or mapping lies in it",
+		{CauseBusyCopy, "an umount2 that failed with EBUSY (or why/release asked where the caller has it mounted, of a copy that is a peer or slave of the caller's mount); a copy in another namespace, and a process whose cwd, root, fd or mapping lies in it",
 			"stop that process or move it off the copy, then retry (or unmount lazily)",
 			(*Correlator).busyCopyRule},
 		{CauseSharedPropagation, "the object is mounted in the caller's namespace in a shared or slave peer group; a successful mount of it made in another namespace",

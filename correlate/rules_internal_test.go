@@ -25,6 +25,9 @@ type ruleWorld struct {
 	pins    []PinRef
 	history []*event.Event
 	setup   func(c *Correlator, holder *Namespace)
+	// asked: the trigger is a question (why, release) asked where the
+	// caller still has /srv/vol mounted.
+	asked bool
 }
 
 var t0 = time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
@@ -71,6 +74,10 @@ func (w ruleWorld) run(t *testing.T, try func(*Correlator, *analysis, match) (ve
 		trig = failing(event.KindUmount, unix.EINVAL, "/srv/vol")
 	}
 	a := &analysis{trigger: trig, caller: trig.MntNS, pins: map[uint32][]PinRef{ns: w.pins}}
+	if w.asked {
+		a.trigger = &event.Event{Kind: event.KindFailure, SyscallNr: -1, Syscall: "why", MntNS: 1, Time: t0.Add(time.Minute), Path: "/srv/vol"}
+		a.own = c.ledger.Table(1).At("/srv/vol")
+	}
 	where := firstNonEmpty(w.where, "/srv/vol")
 	if trig.Kind == event.KindMount {
 		where = trig.Source
@@ -253,5 +260,35 @@ func TestMadeBy(t *testing.T) {
 		if pod, docker, unit := c.madeBy(match{ns: n}); pod != tt.pod || docker != tt.docker || unit != tt.unit {
 			t.Errorf("%s: pod %q docker %v unit %q, want %q %v %q", tt.cgroup, pod, docker, unit, tt.pod, tt.docker, tt.unit)
 		}
+	}
+}
+
+// Asked (why, release) before anyone tried: an unmount where the caller
+// has the object mounted would reach a slave or peer copy a process works
+// in (busy-copy); a private copy it would not reach, and a copy nobody
+// pins is no reason for the unmount to fail.
+func TestBusyCopyAsked(t *testing.T) {
+	pin := []PinRef{{ProcRef: ProcRef{PID: 77, Comm: "sleep"}, MntNS: 9, Pin: "cwd", Path: "/srv/vol"}}
+	slave := "1 0 254:0 / / rw master:1 - ext4 /dev/vda rw\n2 1 7:0 / /srv/vol rw master:5 - ext4 /dev/loop0 rw\n"
+	peer := "1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw\n2 1 7:0 / /srv/vol rw shared:5 - ext4 /dev/loop0 rw\n"
+	otherGroup := "1 0 254:0 / / rw master:1 - ext4 /dev/vda rw\n2 1 7:0 / /srv/vol rw master:6 - ext4 /dev/loop0 rw\n"
+	for _, tt := range []struct {
+		name string
+		w    ruleWorld
+		want bool
+	}{
+		{"a slave copy, pinned", ruleWorld{asked: true, pins: pin, holder: slave}, true},
+		{"a peer copy, pinned", ruleWorld{asked: true, pins: pin, holder: peer}, true},
+		{"a private copy, pinned", ruleWorld{asked: true, pins: pin, holder: privateHolder}, false},
+		{"a slave of another group, pinned", ruleWorld{asked: true, pins: pin, holder: otherGroup}, false},
+		{"a slave copy, not pinned", ruleWorld{asked: true, holder: slave}, false},
+		{"not asked", ruleWorld{pins: pin, holder: slave}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			v, ok := tt.w.run(t, (*Correlator).busyCopyRule)
+			if ok != tt.want || (ok && !strings.Contains(v.summary, "an unmount of /srv/vol here propagates to the copy in mnt:[9]")) {
+				t.Errorf("matched %v (%q), want %v", ok, v.summary, tt.want)
+			}
+		})
 	}
 }

@@ -57,6 +57,12 @@ func (c *Correlator) Why(t Target, now time.Time) *Finding {
 		kept, keptMissing = c.keptMatches(id, host)
 		matches = append(matches, kept...)
 	}
+	for _, m := range matches {
+		if m.self && m.mount != nil {
+			a.own = m.mount
+			break
+		}
+	}
 	pins, pinErr := c.pinsFor(id, matches, 0)
 	a.pins = withoutPID(pins, t.Asker)
 	if len(matches) == 0 && len(a.pins) == 0 {

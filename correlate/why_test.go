@@ -89,6 +89,15 @@ func TestAuditAndRisks(t *testing.T) {
 	if r := c.Risks(correlate.RiskFacts{MayDetachMounts: -1}, "/nowhere"); len(r) != 0 {
 		t.Errorf("risks %+v with nothing risky in scope", r)
 	}
+	unit := correlate.UnitSetting{Unit: "docker.service", Setting: "MountFlags=slave", File: "/lib/systemd/system/docker.service"}
+	risks = c.Risks(correlate.RiskFacts{MayDetachMounts: -1, Units: []correlate.UnitSetting{unit}}, "")
+	if len(risks) != 2 || risks[0].What != "unit-mount-namespace" || risks[0].Where != unit.File ||
+		!strings.Contains(risks[0].Detail, "docker.service has MountFlags=slave") || !strings.Contains(risks[0].Fix, "remove MountFlags=slave from docker.service") {
+		t.Errorf("a runtime unit with a namespace of its own: %+v", risks)
+	}
+	if r := c.Risks(correlate.RiskFacts{MayDetachMounts: -1, Units: []correlate.UnitSetting{unit}}, "/nowhere"); len(r) != 0 {
+		t.Errorf("a unit reported below a path prefix: %+v", r)
+	}
 	if !correlate.LiveRestore(`{ "live-restore" : true }`, "") || !correlate.LiveRestore("", "dockerd --live-restore") || correlate.LiveRestore(`{"live-restore": false}`, "dockerd") {
 		t.Error("live-restore detection")
 	}

@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"time"
+
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/output"
 	"github.com/mntleak/mntleak/tracer"
@@ -17,12 +19,27 @@ type Config struct {
 	Correlate     bool          // explain failures and report leaks
 	JournalEvents bool          // also send every raw event to the journal
 	MetricsAddr   string        // Prometheus metrics address, already checked; "" for none
+	PprofAddr     string        // /debug/pprof/ address, loopback, already checked; "" for none
 
 	StateDir   string // persistent lineage; "" for none
 	StateBytes int64  // its size cap
 
 	Buffer          tracer.Buffer // kernel-to-reader buffer
 	RingBufferBytes int           // its size
+
+	// Naming the workloads of a finding (findings.go): the CRI sockets
+	// tried in order (none: no CRI), the Docker Engine's socket ("" for
+	// none), each call's timeout, the kubelet's root and the node's name.
+	CRISockets     []string
+	DockerSocket   string
+	RuntimeTimeout time.Duration
+	KubeletRoot    string
+	NodeName       string
+	// Kube: ask the API server too (Kubeconfig, or "" for the in-cluster
+	// config); K8sEvents: post findings as Events (needs Kube).
+	Kube       bool
+	Kubeconfig string
+	K8sEvents  bool
 }
 
 // Journald says when the log goes to the journal too.

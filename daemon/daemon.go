@@ -15,7 +15,6 @@ import (
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/internal/logkey"
 	"github.com/mntleak/mntleak/metrics"
-	"github.com/mntleak/mntleak/output"
 	"github.com/mntleak/mntleak/procfs"
 	"github.com/mntleak/mntleak/state"
 	"github.com/mntleak/mntleak/stream"
@@ -74,16 +73,32 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer, log *Log, reopen <-c
 		}
 		p.mets = metrics.New(func() map[string]uint64 { return lostByKind(tr.Load()) })
 		p.mets.SinkDrops(sk.dropped)
+		if dir := cfg.StateDir; dir != "" {
+			mlog := log.Named("metrics")
+			p.mets.Actions(func() map[[2]string]uint64 {
+				n, err := state.CountActions(dir)
+				if err != nil {
+					mlog.Warn("count release actions", zap.Error(err))
+				}
+				return n
+			})
+		}
 		go func() {
 			if err := p.mets.Serve(ctx, ln, log.Named("metrics")); err != nil {
 				cancel(err)
 			}
 		}()
 	}
-	if cfg.Correlate {
-		p.corr = newCorrelator(p, procfs.Host{}, log.Named("correlate"))
-		p.devices = &teardown.Resolver{Sys: os.DirFS("/sys")}
-		p.log = log.Named("pipeline")
+	if cfg.PprofAddr != "" {
+		ln, err := net.Listen("tcp", cfg.PprofAddr)
+		if err != nil {
+			return fmt.Errorf("listen for profiles on %s: %w", cfg.PprofAddr, err)
+		}
+		go func() {
+			if err := metrics.ServePprof(ctx, ln, log.Named("pprof")); err != nil {
+				cancel(err)
+			}
+		}()
 	}
 	// Raw events go to the journal only when asked (volume), not to stderr.
 	if cfg.JournalEvents && log.journal != nil {
@@ -98,6 +113,20 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer, log *Log, reopen <-c
 	tr.Store(t)
 	if lockErr != nil {
 		log.Warn("state dir not locked: a second daemon could share it", zap.Error(lockErr))
+	}
+	// The correlator and the path of its findings (runtimes, API server)
+	// after the tracer's privilege checks too; the reader starts later, in
+	// Run, so every field of the pipeline is set before the first event.
+	if cfg.Correlate {
+		fs, err := openFindings(ctx, cfg, p, log.Logger)
+		if err != nil {
+			return err
+		}
+		defer fs.close()
+		p.findings = fs
+		p.corr = newCorrelator(p, procfs.Host{}, fs.submit)
+		p.devices = &teardown.Resolver{Sys: os.DirFS("/sys")}
+		p.log = log.Named("pipeline")
 	}
 	// After the tracer's checks (privileges first), before the snapshot:
 	// the persistent lineage, what an earlier run saw, then what this one
@@ -120,6 +149,7 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer, log *Log, reopen <-c
 	runErr := t.Run(ctx)
 	if p.corr != nil {
 		p.corr.Flush() // leaks still waiting for their teardown to settle
+		p.findings.close()
 	}
 	logStopped(t, log.Logger)
 	if runErr != nil {
@@ -133,17 +163,13 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer, log *Log, reopen <-c
 
 // newCorrelator makes the correlator reading proc: its answers are
 // recorded with the events when there is a record, and every finding is
-// logged and counted.
-func newCorrelator(p *pipeline, proc procfs.Proc, flog *zap.Logger) *correlate.Correlator {
+// handed to submit (enriched, logged, counted and posted off the event
+// path: findings.go).
+func newCorrelator(p *pipeline, proc procfs.Proc, submit func(*correlate.Finding)) *correlate.Correlator {
 	if rec := p.sinks.rec; rec != nil {
 		proc = procfs.Recorder{Proc: proc, Write: func(r *procfs.Record) { p.fail(rec.WriteJSON(stream.ProcLine{Proc: r})) }}
 	}
-	return correlate.New(proc, correlate.Options{}, func(f *correlate.Finding) {
-		flog.Log(output.FindingLevel(f), f.Line(), output.FindingFields(f)...)
-		if p.mets != nil {
-			p.mets.Finding(string(f.Kind), f.Cause.String(), f.Call.Time)
-		}
-	})
+	return correlate.New(proc, correlate.Options{}, submit)
 }
 
 // lostByKind is the kernel's loss counters for the metric; none before the

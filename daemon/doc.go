@@ -7,13 +7,17 @@
 // it is enriched (a failure's executable; the device a teardown call
 // named, read from sysfs by package teardown), written to the record and the
 // persistent lineage (every event), printed when the filter selects it
-// (stream, journal), given to the correlator (whose findings are logged
-// and counted) and counted. No stage waits for an output: each slow output
-// is a bounded queue with counted drops.
+// (stream, journal), given to the correlator and counted. No stage waits
+// for an output: each slow output is a bounded queue with counted drops.
+// The correlator's findings leave the event path at once: they are
+// queued, enriched with pod and container names, then logged, counted and
+// posted as Kubernetes Events on a goroutine of their own (findings.go,
+// package enrich).
 //
 // Files:
 //   - config.go: Config, LogConfig and the journal modes.
-//   - daemon.go: Run, the set-up order (outputs, metrics, tracer, lineage,
+//   - daemon.go: Run, the set-up order (outputs, metrics, profiles on a
+//     loopback listener of their own when asked, tracer, lineage,
 //     startup snapshot, read loop) and the hand-off of the tracer to the
 //     metrics goroutine.
 //   - pipeline.go: the event path.
@@ -21,6 +25,9 @@
 //   - log.go: the logger on a queue in front of stderr, teed with the
 //     journal; findings are never dropped from it.
 //   - lineage.go: the persistent lineage (--state-dir) of a running daemon.
+//   - findings.go: a finding after the correlator: the runtimes and API
+//     server asked (package attribution), the enricher, the log line,
+//     the metrics and the Kubernetes Events (package kubeevents).
 //
 // Use correlate.Replay, not this package, to explain a recorded stream:
 // Run needs root and BPF.

@@ -19,6 +19,7 @@ type pipeline struct {
 	sinks    *sinks
 	fail     func(error)           // a write to the stream or record failed: stop
 	corr     *correlate.Correlator // nil without --correlate
+	findings *findings             // a finding's path after corr; nil without
 	mets     *metrics.Metrics      // nil without --metrics-addr
 	lineage  *lineageStore         // nil without a usable state dir
 	eventLog *zap.Logger           // raw events to the journal; nil unless asked

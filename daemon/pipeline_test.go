@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,7 +91,12 @@ func TestPipelineOnRecording(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			p.corr = newCorrelator(p, replay, zap.New(core))
+			fs, err := openFindings(context.Background(), p.cfg, p, zap.New(core))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.findings = fs
+			p.corr = newCorrelator(p, replay, fs.submit)
 			if err := p.corr.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -102,6 +108,7 @@ func TestPipelineOnRecording(t *testing.T) {
 				}
 				p.handle(st.ev)
 			}
+			fs.close() // the findings still being enriched are logged
 			if err := p.sinks.out.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -121,7 +128,7 @@ func TestPipelineOnRecording(t *testing.T) {
 				}
 			}
 			var gotLines []string
-			for _, e := range logs.All() {
+			for _, e := range logs.FilterLoggerName("correlate").All() {
 				if _, ok := e.ContextMap()[logkey.Finding]; !ok {
 					t.Errorf("finding logged without the %s field: %s", logkey.Finding, e.Message)
 				}

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/mntleak/mntleak/internal/privtest"
 )
 
@@ -63,63 +61,98 @@ func TestSystemdUnit(t *testing.T) {
 	}
 }
 
-type manifest struct {
-	Kind string
-	Spec struct {
-		Template struct {
-			Spec struct {
-				HostPID     bool `yaml:"hostPID"`
-				HostNetwork bool `yaml:"hostNetwork"`
-				Containers  []struct {
-					Args            []string
-					SecurityContext struct {
-						Privileged   bool
-						Capabilities struct{ Add, Drop []string }
-					} `yaml:"securityContext"`
-					VolumeMounts []struct {
-						Name             string
-						MountPath        string `yaml:"mountPath"`
-						MountPropagation string `yaml:"mountPropagation"`
-					} `yaml:"volumeMounts"`
-				}
-				Volumes []struct {
-					Name     string
-					HostPath *struct{ Path, Type string } `yaml:"hostPath"`
-				}
+// dsSpec is the part of a DaemonSet's spec the tests read.
+type dsSpec struct {
+	Template struct {
+		Metadata struct {
+			Labels      map[string]string
+			Annotations map[string]string
+		}
+		Spec struct {
+			HostPID                      bool              `yaml:"hostPID"`
+			HostNetwork                  bool              `yaml:"hostNetwork"`
+			AutomountServiceAccountToken *bool             `yaml:"automountServiceAccountToken"`
+			PriorityClassName            string            `yaml:"priorityClassName"`
+			NodeSelector                 map[string]string `yaml:"nodeSelector"`
+			Tolerations                  []map[string]any
+			Containers                   []container
+			Volumes                      []struct {
+				Name     string
+				HostPath *struct{ Path, Type string } `yaml:"hostPath"`
 			}
 		}
 	}
 }
 
-func TestDaemonSet(t *testing.T) {
-	f, err := os.Open("kubernetes/daemonset.yaml")
-	if err != nil {
-		t.Fatal(err)
+type container struct {
+	Image           string
+	ImagePullPolicy string `yaml:"imagePullPolicy"`
+	Args            []string
+	Env             []struct {
+		Name      string
+		ValueFrom struct {
+			FieldRef struct {
+				FieldPath string `yaml:"fieldPath"`
+			} `yaml:"fieldRef"`
+		} `yaml:"valueFrom"`
 	}
-	defer f.Close()
-	dec := yaml.NewDecoder(f)
-	var ds *manifest
-	for {
-		var m manifest
-		if err := dec.Decode(&m); err != nil {
-			break
+	Ports []struct {
+		Name          string
+		ContainerPort int `yaml:"containerPort"`
+	}
+	LivenessProbe   map[string]any `yaml:"livenessProbe"`
+	Resources       struct{ Requests, Limits map[string]string }
+	SecurityContext struct {
+		Privileged               bool
+		AllowPrivilegeEscalation *bool `yaml:"allowPrivilegeEscalation"`
+		Capabilities             struct{ Add, Drop []string }
+	} `yaml:"securityContext"`
+	VolumeMounts []struct {
+		Name             string
+		MountPath        string `yaml:"mountPath"`
+		ReadOnly         bool   `yaml:"readOnly"`
+		MountPropagation string `yaml:"mountPropagation"`
+	} `yaml:"volumeMounts"`
+}
+
+func (c *container) port(name string) *struct {
+	Name          string
+	ContainerPort int `yaml:"containerPort"`
+} {
+	for i := range c.Ports {
+		if c.Ports[i].Name == name {
+			return &c.Ports[i]
 		}
-		if m.Kind == "DaemonSet" {
-			ds = &m
+	}
+	return nil
+}
+
+// env is the downward API field an environment variable comes from.
+func (c *container) env(name string) string {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return e.ValueFrom.FieldRef.FieldPath
 		}
 	}
-	if ds == nil {
-		t.Fatal("no DaemonSet in the manifest")
-	}
-	spec := ds.Spec.Template.Spec
+	return ""
+}
+
+// checkDaemonSet checks what every rendering must keep: hostPID without
+// hostNetwork, one unprivileged container with exactly the five
+// capabilities, every hostPath mounted HostToContainer (mntleak must
+// never hold a mount itself), BTF mounted, the tracer run.
+func checkDaemonSet(t *testing.T, ds *dsSpec) {
+	t.Helper()
+	spec := ds.Template.Spec
 	if !spec.HostPID || spec.HostNetwork || len(spec.Containers) != 1 {
-		t.Errorf("hostPID %v hostNetwork %v containers %d: want hostPID only, one container", spec.HostPID, spec.HostNetwork, len(spec.Containers))
+		t.Fatalf("hostPID %v hostNetwork %v containers %d: want hostPID only, one container", spec.HostPID, spec.HostNetwork, len(spec.Containers))
 	}
 	c := spec.Containers[0]
 	add := append([]string(nil), c.SecurityContext.Capabilities.Add...)
 	sort.Strings(add)
-	if c.SecurityContext.Privileged || !reflect.DeepEqual(add, wantCaps) || !reflect.DeepEqual(c.SecurityContext.Capabilities.Drop, []string{"ALL"}) {
-		t.Errorf("securityContext %+v: want unprivileged, drop ALL, add exactly %v", c.SecurityContext, wantCaps)
+	sc := c.SecurityContext
+	if sc.Privileged || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || !reflect.DeepEqual(add, wantCaps) || !reflect.DeepEqual(sc.Capabilities.Drop, []string{"ALL"}) {
+		t.Errorf("securityContext %+v: want unprivileged, no escalation, drop ALL, add exactly %v", sc, wantCaps)
 	}
 	hostPaths := map[string]string{}
 	for _, v := range spec.Volumes {
@@ -132,15 +165,33 @@ func TestDaemonSet(t *testing.T) {
 		if m.MountPropagation != "HostToContainer" {
 			t.Errorf("volume %s at %s has mountPropagation %q: every hostPath must be HostToContainer, or mntleak holds copies", m.Name, m.MountPath, m.MountPropagation)
 		}
+		if hostPaths[m.Name] != m.MountPath {
+			t.Errorf("volume %s: host's %s mounted at %s: node paths must keep their names in the pod", m.Name, hostPaths[m.Name], m.MountPath)
+		}
 		mounted[hostPaths[m.Name]] = true
 	}
-	for _, p := range []string{"/sys/kernel/btf", "/run/systemd/journal/socket"} {
-		if !mounted[p] {
+	if !mounted["/sys/kernel/btf"] {
+		t.Errorf("/sys/kernel/btf is not mounted into the pod")
+	}
+	if len(c.Args) == 0 || c.Args[0] != "trace" {
+		t.Errorf("args %v do not run the tracer", c.Args)
+	}
+}
+
+// TestDaemonSet checks the shipped manifest's DaemonSet.
+func TestDaemonSet(t *testing.T) {
+	f, err := os.Open("kubernetes/daemonset.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ds := daemonSetOf(t, decodeAll(t, f))
+	checkDaemonSet(t, ds)
+	c := ds.Template.Spec.Containers[0]
+	for _, p := range []string{"/run/systemd/journal/socket", "/var/lib/mntleak"} {
+		if !hasMount(&c, p, false) {
 			t.Errorf("%s is not mounted into the pod", p)
 		}
-	}
-	if !strings.Contains(strings.Join(c.Args, " "), "trace") {
-		t.Errorf("args %v do not run the tracer", c.Args)
 	}
 }
 

@@ -24,6 +24,7 @@ type logged struct {
 	Container   string             `json:"container"`
 	LeakEvent   string             `json:"leak_event"`
 	Detail      *correlate.Finding `json:"detail"`
+	raw         string             // the log line
 }
 
 func TestMain(m *testing.M) { os.Exit(privtest.Main(m)) }
@@ -36,25 +37,70 @@ func requireDocker(t *testing.T) {
 	privtest.RequireCommands(t, "dockerd", "busybox", "ip", "mkfs.ext4", "losetup", "nsenter")
 }
 
+// atRelease is called when a script reaches its release point (lib.sh's
+// release_point), with the daemon's findings so far, the script's
+// expectations and the daemon's state dir; the script goes on when it
+// returns.
+type atRelease func(t *testing.T, findings func() []logged, exp map[string]string, stateDir string)
+
 // run starts the mntleak daemon, runs one incident script, stops the daemon
 // with SIGINT and returns the findings it logged and the script's
-// expectations. The daemon's recorded stream is kept in dir.
-func run(t *testing.T, script string) ([]logged, map[string]string) {
+// expectations. The daemon's recorded stream is kept in dir. With release,
+// the script pauses at its release point for it.
+func run(t *testing.T, script string, release atRelease) ([]logged, map[string]string) {
 	t.Helper()
 	requireDocker(t)
 	dir := t.TempDir()
-	daemon := privtest.StartDaemon(t, nil, "--record", filepath.Join(dir, "stream.jsonl"), "--state-dir", filepath.Join(dir, "state"))
+	stateDir := filepath.Join(dir, "state")
+	daemon := privtest.StartDaemon(t, nil, "--record", filepath.Join(dir, "stream.jsonl"), "--state-dir", stateDir)
 
 	expPath := filepath.Join(dir, "expect")
 	outPath := filepath.Join(dir, "output")
+	relDir := filepath.Join(dir, "release")
+	if err := os.Mkdir(relDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	out, err := os.Create(outPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(filepath.Join("scripts", script))
 	cmd.Env = append(os.Environ(), "MNTLEAK_EXPECT="+expPath)
+	if release != nil {
+		cmd.Env = append(cmd.Env, "MNTLEAK_RELEASE="+relDir)
+	}
 	cmd.Stdout, cmd.Stderr = out, out // a file: a leftover process cannot hang the test
-	runErr := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("%s: %v", script, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	// However the test ends, the script (which cleans up after itself) is
+	// let go on and waited for.
+	var runErr error
+	finished := false
+	t.Cleanup(func() {
+		if !finished {
+			_ = os.WriteFile(filepath.Join(relDir, "go"), nil, 0o644)
+			<-done
+		}
+	})
+	released := false
+	for !finished {
+		select {
+		case runErr = <-done:
+			finished = true
+		case <-time.After(100 * time.Millisecond):
+			if _, err := os.Stat(filepath.Join(relDir, "ready")); release != nil && !released && err == nil {
+				released = true
+				findings := func() []logged { return findingsIn(t, daemon.Logs.All()) }
+				release(t, findings, expectations(expPath), stateDir)
+				if err := os.WriteFile(filepath.Join(relDir, "go"), nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
 	out.Close()
 	time.Sleep(time.Second) // the last events reach the correlator
 
@@ -75,6 +121,7 @@ func findingsIn(t *testing.T, lines []string) []logged {
 		if json.Unmarshal([]byte(line), &l) != nil || l.Logger != "correlate" {
 			continue
 		}
+		l.raw = line
 		if l.Detail == nil {
 			t.Errorf("finding without detail: %s", line)
 			continue

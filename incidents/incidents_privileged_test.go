@@ -29,32 +29,39 @@ func TestIncidents(t *testing.T) {
 		script string
 		extra  []string // other objects of the incident (the netns is under /run)
 		want   []want
+		// release: what mntleak release does at the script's release
+		// point, with the command a finding carries.
+		release *releaseWant
 	}{
 		// On this kernel the unlink detaches the container's copy right after
 		// the unmount and nothing pins it: once the teardown has settled
 		// there is no leak to report (RHEL 7 fails the unlink instead).
-		{"1-netns-rbind.sh", []string{"/run/netns/cni-49ddd103-d374-1f86-7324-13abaeb9c910"}, nil},
+		{"1-netns-rbind.sh", []string{"/run/netns/cni-49ddd103-d374-1f86-7324-13abaeb9c910"}, nil, nil},
 		{"2-mountflags-restart.sh", nil, []want{
 			{kind: correlate.KindFailure, cause: correlate.CauseMountflagsRestart, syscall: "umount2", errno: "EINVAL", actor: "dockerd"},
-		}},
+		}, &releaseWant{from: 0, want: "released: mount"}},
 		{"3-node-exporter.sh", nil, []want{
 			{kind: correlate.KindLeak, cause: correlate.CauseRprivateBind, syscall: "umount2", actor: "runc:[2:INIT]", container: true},
 			{kind: correlate.KindFailure, cause: correlate.CauseRprivateBind, syscall: "openat", errno: "EBUSY", actor: "runc:[2:INIT]", container: true, linked: true},
 			{kind: correlate.KindFailure, cause: correlate.CauseRprivateBind, syscall: "write", errno: "EBUSY", actor: "runc:[2:INIT]", container: true, linked: true,
 				operation: "zram hot_remove"},
-		}},
+		}, &releaseWant{from: 0, want: "released: mount", freed: true}},
 		{"4-subpath-configmap.sh", nil, []want{
 			{kind: correlate.KindFailure, cause: correlate.CauseStaleBind, syscall: "mount", errno: "ENOENT", actor: "kubelet"},
-		}},
+		}, &releaseWant{from: 0, code: 1, want: "refused: not a leak (stale-bind)"}},
 		{"5-privatetmp.sh", nil, []want{
 			{kind: correlate.KindLeak, cause: correlate.CausePrivateTmp, syscall: "umount2", actor: "ntpd", unit: "ntpd.service"},
 			{kind: correlate.KindFailure, cause: correlate.CausePrivateTmp, syscall: "openat", errno: "EBUSY", unit: "ntpd.service", linked: true},
-		}},
+		}, &releaseWant{from: 0, want: "released: mount", freed: true}},
 	}
 	for _, tt := range tests {
 		name := strings.TrimSuffix(tt.script, ".sh")
 		t.Run(name, func(t *testing.T) {
-			all, exp := run(t, tt.script)
+			var hook atRelease
+			if tt.release != nil {
+				hook = releaseAt(name, *tt.release)
+			}
+			all, exp := run(t, tt.script, hook)
 			got := about(all, name, exp, tt.extra...)
 			if len(got) != len(tt.want) {
 				for _, f := range all {
@@ -64,6 +71,9 @@ func TestIncidents(t *testing.T) {
 			}
 			for i, w := range tt.want {
 				check(t, i, got[i], w, exp)
+			}
+			if r := tt.release; r != nil && r.freed && exp["after_release"] != "ok" {
+				t.Errorf("after mntleak release the operation that failed still fails (after_release=%q)", exp["after_release"])
 			}
 			if *update && !t.Failed() {
 				writeDocs(t, tt.script, got)
@@ -138,7 +148,7 @@ func check(t *testing.T, i int, l logged, w want, exp map[string]string) {
 // TestControlChurn: the same Docker, 20 containers started and removed:
 // no leak is reported.
 func TestControlChurn(t *testing.T) {
-	all, exp := run(t, "control-churn.sh")
+	all, exp := run(t, "control-churn.sh", nil)
 	for _, f := range about(all, "control-churn", exp) {
 		if f.Detail.Kind == correlate.KindLeak || f.Detail.Cause.IsLeak() {
 			t.Errorf("leak reported during plain churn: %s", f.Msg)

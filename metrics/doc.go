@@ -3,5 +3,7 @@
 // namespaces tracked, and the latency from a failing syscall to its
 // finding. It uses a registry of its own, never the global one.
 //
-// Files: metrics.go (the collectors, Serve, ListenAddr).
+// Files: metrics.go (the collectors, Serve, ListenAddr, and ServePprof
+// and PprofAddr: the daemon's own profiles, on a loopback listener of
+// their own, never on the metrics address).
 package metrics

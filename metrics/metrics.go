@@ -29,6 +29,8 @@ type Metrics struct {
 	mounts     prometheus.Gauge
 	evicted    prometheus.Gauge
 	latency    prometheus.Histogram
+	enrichment *prometheus.CounterVec
+	k8sEvents  *prometheus.CounterVec
 }
 
 // LostFunc returns the kernel's lost-event counters by event kind.
@@ -65,6 +67,15 @@ func New(lost LostFunc) *Metrics {
 			Buckets: []float64{.001, .002, .005, .01, .02, .05, .1, .25, .5, 1, 2.5},
 		}),
 	}
+	m.enrichment = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mntleak_findings_enrichment_total",
+		Help: "Findings by how their pod and container names were filled: ok, failed, timed_out, skipped.",
+	}, []string{"result"})
+	m.k8sEvents = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mntleak_k8s_events_total",
+		Help: "Kubernetes Events by result: posted, deduplicated, rate_limited, failed (an API call; each retry counts), no_pod.",
+	}, []string{"result"})
+	m.reg.MustRegister(m.enrichment, m.k8sEvents)
 	m.reg.MustRegister(m.events, m.findings, m.leaksOpen, m.namespaces, m.dead, m.mounts, m.evicted, m.latency,
 		lostCollector{fn: lost, desc: prometheus.NewDesc("mntleak_events_lost_total",
 			"Events the kernel could not put in the ring buffer, by kind.", []string{"kind"}, nil)},
@@ -96,6 +107,12 @@ func (m *Metrics) Finding(finding, cause string, callTime time.Time) {
 	}
 }
 
+// Enrichment counts one finding's enrichment result.
+func (m *Metrics) Enrichment(result string) { m.enrichment.WithLabelValues(result).Inc() }
+
+// K8sEvent counts one Kubernetes Event result.
+func (m *Metrics) K8sEvent(result string) { m.k8sEvents.WithLabelValues(result).Inc() }
+
 // State is the size of the correlator's state.
 type State struct {
 	OpenLeaks, Namespaces, DeadNamespaces, Mounts int
@@ -120,23 +137,37 @@ func (m *Metrics) Handler() http.Handler {
 func (m *Metrics) Serve(ctx context.Context, ln net.Listener, log *zap.Logger) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", m.Handler())
-	// Profiles for whoever investigates the daemon's own cost, on a
-	// loopback address only: they show paths and command lines.
-	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	log.Info("serving metrics", zap.String(logkey.Addr, ln.Addr().String()))
+	return serve(ctx, ln, mux, "metrics")
+}
+
+// ServePprof serves /debug/pprof/ (the daemon's own profiles) on ln until
+// ctx is done: a listener of its own, on a loopback address only
+// (PprofAddr), never the metrics one, since profiles show paths and
+// command lines.
+func ServePprof(ctx context.Context, ln net.Listener, log *zap.Logger) error {
+	if tcp, ok := ln.Addr().(*net.TCPAddr); !ok || !tcp.IP.IsLoopback() {
+		return fmt.Errorf("serve profiles on %s: not a loopback address", ln.Addr())
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	log.Info("serving profiles", zap.String(logkey.Addr, ln.Addr().String()))
+	return serve(ctx, ln, mux, "profiles")
+}
+
+// serve runs an HTTP server on ln until ctx is done.
+func serve(ctx context.Context, ln net.Listener, h http.Handler, what string) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
 	}()
-	log.Info("serving metrics", zap.String(logkey.Addr, ln.Addr().String()))
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve metrics on %s: %w", ln.Addr(), err)
+		return fmt.Errorf("serve %s on %s: %w", what, ln.Addr(), err)
 	}
 	return nil
 }
@@ -150,6 +181,24 @@ func ListenAddr(s string) (string, error) {
 	}
 	if host == "" {
 		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// PprofAddr validates a --pprof-addr value: a loopback address only
+// (127.0.0.0/8, ::1 or localhost; a bare ":port" binds 127.0.0.1), since
+// profiles show paths and command lines of the node.
+func PprofAddr(s string) (string, error) {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil || port == "" || strings.ContainsAny(port, " /") {
+		return "", fmt.Errorf("invalid --pprof-addr %q: want 127.0.0.1:PORT", s)
+	}
+	switch host {
+	case "", "localhost":
+		host = "127.0.0.1"
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return "", fmt.Errorf("invalid --pprof-addr %q: profiles are served on a loopback address only (127.0.0.1:PORT; kubectl port-forward reaches it)", s)
 	}
 	return net.JoinHostPort(host, port), nil
 }
@@ -168,5 +217,27 @@ func (c lostCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for kind, n := range c.fn() {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(n), kind)
+	}
+}
+
+// Actions registers mntleak_actions_total{action,result}: the actions
+// mntleak release took on this node (released, refused, failed, planned),
+// as recorded in the state dir; fn is read at every scrape.
+func (m *Metrics) Actions(fn func() map[[2]string]uint64) {
+	m.reg.MustRegister(actionCollector{fn: fn, desc: prometheus.NewDesc("mntleak_actions_total",
+		"Actions taken by mntleak release on this node, by action and result (from the state dir's record).",
+		[]string{"action", "result"}, nil)})
+}
+
+type actionCollector struct {
+	fn   func() map[[2]string]uint64
+	desc *prometheus.Desc
+}
+
+func (c actionCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c actionCollector) Collect(ch chan<- prometheus.Metric) {
+	for k, n := range c.fn() {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(n), k[0], k[1])
 	}
 }

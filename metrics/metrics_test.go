@@ -21,6 +21,9 @@ func TestScrape(t *testing.T) {
 	m.Finding("leak", "rprivate-bind", time.Now().Add(-3*time.Millisecond))
 	m.SetState(State{OpenLeaks: 2, Namespaces: 41, DeadNamespaces: 5, Mounts: 1234, Evicted: 3})
 	m.SinkDrops(func() map[string]uint64 { return map[string]uint64{"stdout": 12, "journal": 0} })
+	m.Enrichment("timed_out")
+	m.K8sEvent("posted")
+	m.K8sEvent("posted")
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -52,6 +55,8 @@ func TestScrape(t *testing.T) {
 		`mntleak_finding_latency_seconds_bucket{le="0.005"} 1`,
 		`mntleak_sink_dropped_total{sink="stdout"} 12`,
 		`mntleak_sink_dropped_total{sink="journal"} 0`,
+		`mntleak_findings_enrichment_total{result="timed_out"} 1`,
+		`mntleak_k8s_events_total{result="posted"} 2`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(string(body), want) {

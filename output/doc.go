@@ -10,5 +10,6 @@
 //
 // Files: writer.go (the event stream and record writers, reopen),
 // queue.go (the bounded queue and its drain), lines.go (the log's queue in
-// front of stderr), finding.go (a finding's log level, fields and JSON).
+// front of stderr), finding.go (a finding's log level, fields and JSON),
+// podfields.go (its fields in pod terms).
 package output

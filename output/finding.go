@@ -40,6 +40,7 @@ func FindingLevel(f *correlate.Finding) zapcore.Level {
 func FindingFields(f *correlate.Finding) []zap.Field {
 	fields := []zap.Field{
 		zap.String(logkey.Finding, string(f.Kind)),
+		zap.String(logkey.FindingID, f.ID()),
 		zap.Stringer(logkey.Cause, f.Cause),
 		zap.String(logkey.Syscall, f.Call.Syscall),
 		zap.String(logkey.Errno, f.Call.Errno),
@@ -70,5 +71,6 @@ func FindingFields(f *correlate.Finding) []zap.Field {
 			break
 		}
 	}
+	fields = append(fields, podFields(f)...)
 	return append(fields, zap.Any(logkey.Detail, f))
 }

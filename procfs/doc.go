@@ -5,6 +5,8 @@
 // Host reads the real /proc without pinning anything: it reads files and
 // stats links, never keeps an fd on an object under a mount point and never
 // enters another namespace. One mountinfo read covers a whole namespace.
+// A /dev path its own root lacks (a daemon in a pod has a /dev of its own)
+// is looked up in the node's root (nodeview).
 //
 // Recorder wraps a Proc and writes every answer as a record; Replay answers
 // from such records, in order, so `mntleak replay` reproduces what the

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/nodeview"
 )
 
 // Host reads the live /proc (or another procfs mount, for tests).
@@ -256,10 +257,26 @@ func (h Host) HostNS() (uint32, error) {
 	return 0, err
 }
 
-// BlockDevice implements Proc.
+// BlockDevice implements Proc. The path is a node path: a daemon in a
+// container (the DaemonSet's pod) has a /dev of its own without the
+// node's block devices, so a path its own root lacks is looked up again
+// in the node's root (nodeview: /proc/1/root, or kthreadd's).
 func (h Host) BlockDevice(path string) (event.Dev, error) {
-	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
+	dev, err := blockDevice(nodeview.AsGiven(), path)
+	if err == nil {
+		return dev, nil
+	}
+	if v, derr := nodeview.Detect(h.root(), true); derr == nil && v.Kind == nodeview.NodeRoot {
+		if d, nerr := blockDevice(v, path); nerr == nil {
+			return d, nil
+		}
+	}
+	return 0, err
+}
+
+func blockDevice(v nodeview.View, path string) (event.Dev, error) {
+	st, err := v.Stat(path)
+	if err != nil {
 		return 0, fmt.Errorf("stat %s: %w", path, err)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFBLK {

@@ -15,7 +15,8 @@ type Step struct {
 	Where   string    `json:"where"`
 	Dev     event.Dev `json:"dev,omitempty"` // the object's device, checked before acting
 	// Enter is the namespace file the acting thread opens: a member's
-	// /proc/PID/ns/mnt.
+	// /proc/PID/ns/mnt, or the nsfs bind that keeps a namespace no process
+	// runs in.
 	Enter string `json:"enter"`
 	// Pins are the processes working in the copy (only with --force).
 	Pins []correlate.PinRef `json:"pins,omitempty"`
@@ -62,10 +63,10 @@ func Make(f *correlate.Finding, host, self uint32, force bool) Plan {
 		case h.Where == "/":
 			refuse("the namespace's root", "stop the processes of the namespace")
 			continue
-		case h.KeptBy != "":
-			refuse("no process runs in the namespace", "umount the bind that keeps it: "+h.KeptBy)
+		case h.KeptBy != "" && h.Enter == "":
+			refuse("no process runs in the namespace and its bind cannot be reached", "umount the bind that keeps it: "+h.KeptBy)
 			continue
-		case len(h.Processes) == 0:
+		case h.KeptBy == "" && len(h.Processes) == 0:
 			refuse("no process of the namespace is known", "mntleak why "+f.Object.Path+" to look again")
 			continue
 		}
@@ -78,8 +79,12 @@ func Make(f *correlate.Finding, host, self uint32, force bool) Plan {
 				"stop them or move them off "+h.Where+"; --force detaches it under them (they keep what they have open, and lose the path)")
 			continue
 		}
+		enter := h.Enter
+		if enter == "" {
+			enter = "/proc/" + strconv.Itoa(h.Processes[0].PID) + "/ns/mnt"
+		}
 		p.Steps = append(p.Steps, Step{MntNS: h.MntNS, MountID: h.MountID, Where: h.Where, Dev: f.Object.Dev,
-			Enter: "/proc/" + strconv.Itoa(h.Processes[0].PID) + "/ns/mnt", Pins: h.Pins, Stays: h.Processes})
+			Enter: enter, Pins: h.Pins, Stays: h.Processes})
 	}
 	return p
 }

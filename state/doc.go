@@ -17,6 +17,12 @@
 // owner's pid inside) for the daemon's life; a second daemon gets a
 // HeldError naming the first.
 //
+// Two more files live there: actions.jsonl, a record of what mntleak
+// release did (one JSON line per action, written by release, counted by
+// the daemon's metrics), and findings.jsonl, the daemon's findings by id
+// (for mntleak release --finding ID); each rotates to NAME.1.
+//
 // Files: log.go (Open, Append, Flush, Read, Load, BootID, Keep), lock.go
-// (Lock, HeldError).
+// (Lock, HeldError), actions.go (AppendAction, CountActions), findings.go
+// (AppendFinding, LookupFinding).
 package state

@@ -1,8 +1,9 @@
 // Package stream reads and writes mntleak's recorded streams: JSON lines
-// that are either an event (as `mntleak trace` prints them) or a /proc
-// answer the correlator used ({"proc": {...}}). A replay of the stream gives
+// that are either an event (as `mntleak trace` prints them), a /proc
+// answer the correlator used ({"proc": {...}}), or an answer a container
+// runtime gave about a finding's processes ({"attribution": {...}}). A replay of the stream gives
 // the correlator the same events and the same answers, so it reaches the
 // same findings.
 //
-// Files: stream.go (Read, Item, ProcLine, TruncatedError).
+// Files: stream.go (Read, Item, ProcLine, AttributionLine, TruncatedError).
 package stream

@@ -8,20 +8,29 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/mntleak/mntleak/attribution"
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/procfs"
 )
 
-// Item is one line of a stream: exactly one of Event and Proc is set.
+// Item is one line of a stream: exactly one of Event, Proc and
+// Attribution is set.
 type Item struct {
-	Line  int
-	Event *event.Event
-	Proc  *procfs.Record
+	Line        int
+	Event       *event.Event
+	Proc        *procfs.Record
+	Attribution *attribution.Record
 }
 
 // ProcLine is the JSON form of a /proc answer line.
 type ProcLine struct {
 	Proc *procfs.Record `json:"proc"`
+}
+
+// AttributionLine is the JSON form of an attribution line: what a
+// container runtime answered about a finding's processes (package enrich).
+type AttributionLine struct {
+	Attribution *attribution.Record `json:"attribution"`
 }
 
 // MaxLine bounds one line (a full process list of a large node fits).
@@ -84,8 +93,9 @@ func parse(b []byte) (Item, error) {
 		return Item{}, errors.New("not a JSON object")
 	}
 	var probe struct {
-		Proc json.RawMessage `json:"proc"`
-		Kind *string         `json:"kind"`
+		Proc        json.RawMessage `json:"proc"`
+		Attribution json.RawMessage `json:"attribution"`
+		Kind        *string         `json:"kind"`
 	}
 	if err := json.Unmarshal(b, &probe); err != nil {
 		return Item{}, fmt.Errorf("invalid JSON: %w", err)
@@ -108,6 +118,17 @@ func parse(b []byte) (Item, error) {
 			return Item{}, fmt.Errorf("proc record with unknown op %q", pl.Proc.Op)
 		}
 		return Item{Proc: pl.Proc}, nil
+	case probe.Attribution != nil:
+		var al AttributionLine
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&al); err != nil {
+			return Item{}, fmt.Errorf("invalid attribution record: %w", err)
+		}
+		if al.Attribution == nil || !al.Attribution.Valid() {
+			return Item{}, errors.New("attribution record without a known op")
+		}
+		return Item{Attribution: al.Attribution}, nil
 	case probe.Kind != nil:
 		var ev event.Event
 		if err := json.Unmarshal(b, &ev); err != nil {

@@ -11,13 +11,15 @@ func TestReadItems(t *testing.T) {
 	in := `{"kind":"mount","time":"2026-11-21T12:00:00Z","pid":1,"comm":"mount","syscall_nr":165,"ret":0,"target":"/x"}
 
 {"proc":{"op":"hostns","mntns":4026531840}}
+{"attribution":{"op":"container","key":"c1","container":{"id":"c1","name":"web","image":"busybox"}}}
 `
 	var items []Item
 	if err := Read(strings.NewReader(in), "s", func(it Item) error { items = append(items, it); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if len(items) != 2 || items[0].Event == nil || items[0].Event.Target != "/x" || items[0].Line != 1 ||
-		items[1].Proc == nil || items[1].Proc.MntNS != 4026531840 || items[1].Line != 3 {
+	if len(items) != 3 || items[0].Event == nil || items[0].Event.Target != "/x" || items[0].Line != 1 ||
+		items[1].Proc == nil || items[1].Proc.MntNS != 4026531840 || items[1].Line != 3 ||
+		items[2].Attribution == nil || items[2].Attribution.Container.Name != "web" || items[2].Proc != nil {
 		t.Errorf("items %+v", items)
 	}
 }
@@ -30,6 +32,9 @@ func TestReadErrors(t *testing.T) {
 		{`{"proc":{"op":"mountinfo","pid":"x"}}`, "s:1: invalid proc record"},
 		{`{"proc":{"op":"mountinfo","surprise":1}}`, "s:1: invalid proc record"},
 		{`{"proc":null}`, "s:1: empty proc record"},
+		{`{"attribution":{"op":"guess"}}`, "s:1: attribution record without a known op"},
+		{`{"attribution":null}`, "s:1: attribution record without a known op"},
+		{`{"attribution":{"op":"pod","surprise":1}}`, "s:1: invalid attribution record"},
 		{`{"kind":"mount","mono_ns":"soon"}`, "s:1: invalid event"},
 		{"{}", `s:1: neither an event`},
 		{strings.Repeat(" ", MaxLine+1), "longer than"},

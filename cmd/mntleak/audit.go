@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/nodeconf"
+	"github.com/mntleak/mntleak/nodeview"
 	"github.com/mntleak/mntleak/procfs"
 )
 
@@ -34,13 +36,15 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	host := procfs.Host{}
-	vis, err := host.Visibility()
+	vis, view, err := sight(host)
 	if err != nil {
 		fmt.Fprintf(stderr, "mntleak audit: %v\n", err)
 		return exitError
 	}
-	if note := vis.Text(); note != "" {
-		fmt.Fprintf(stderr, "mntleak audit: %s\n", note)
+	facts, problems := riskFacts(host, view)
+	fmt.Fprintf(stderr, "mntleak audit: %s\n", sightLine(vis, view))
+	for _, p := range problems {
+		fmt.Fprintf(stderr, "mntleak audit: node configuration not read: %s\n", p)
 	}
 	corr := correlate.New(host, correlate.Options{}, func(*correlate.Finding) {})
 	if err := corr.Start(); err != nil {
@@ -48,7 +52,7 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	items := corr.Audit(*prefix)
-	items = append(items, corr.Risks(riskFacts(host), *prefix)...)
+	items = append(items, corr.Risks(facts, *prefix)...)
 	leaks := 0
 	for _, it := range items {
 		if it.Kind == "leak" {
@@ -80,25 +84,33 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// riskFacts reads the node settings the risk checks need.
-func riskFacts(host procfs.Host) correlate.RiskFacts {
+// riskFacts reads the node settings the risk checks need, from the
+// node's files as the view sees them (the node's, from a pod with
+// hostPID), and says which configuration files could not be used.
+func riskFacts(host procfs.Host, view nodeview.View) (correlate.RiskFacts, []string) {
 	f := correlate.RiskFacts{MayDetachMounts: -1}
+	// A sysctl of the kernel, the same from every namespace.
 	if b, err := os.ReadFile("/proc/sys/fs/may_detach_mounts"); err == nil {
 		if v, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
 			f.MayDetachMounts = v
 		}
 	}
-	daemonJSON, _ := os.ReadFile("/etc/docker/daemon.json")
-	var cmdlines []string
+	cmdlines := map[string][]string{}
 	if procs, err := host.Processes(); err == nil {
 		for _, p := range procs {
-			if p.Comm == "dockerd" {
+			if p.Comm == "dockerd" || p.Comm == "kubelet" {
 				if c, err := host.Command(p.PID); err == nil {
-					cmdlines = append(cmdlines, c.Cmdline)
+					cmdlines[p.Comm] = append(cmdlines[p.Comm], c.Cmdline)
 				}
 			}
 		}
 	}
-	f.LiveRestore = correlate.LiveRestore(string(daemonJSON), strings.Join(cmdlines, " "))
-	return f
+	conf := nodeconf.Read(view, cmdlines)
+	f.LiveRestore = conf.LiveRestore
+	f.BindRoots = append(correlate.DefaultBindRoots(), conf.DockerRoot, conf.ContainerdRoot, conf.KubeletRoot)
+	f.CSIDirs = []string{conf.KubeletRoot + "/plugins", conf.KubeletRoot + "/plugins_registry"}
+	for _, u := range conf.Units {
+		f.Units = append(f.Units, correlate.UnitSetting{Unit: u.Name, Setting: u.Setting, File: u.File})
+	}
+	return f, conf.Problems
 }

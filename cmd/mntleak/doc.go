@@ -4,6 +4,7 @@
 //	mntleak replay FILE      explain a recorded stream
 //	mntleak why TARGET       what holds a path or device now
 //	mntleak audit            leaked mounts and risky settings now
+//	mntleak release TARGET   detach a leaked copy (a plan; --apply acts)
 //	mntleak version          version and kernel features
 //
 // This package holds only flags, their checks, signal handling and exit
@@ -11,6 +12,10 @@
 // package correlate.
 //
 // Files: main.go (commands, exit codes), trace.go, replay.go, why.go,
-// audit.go, version.go (each command's flags and wiring), flags.go (list
-// flags).
+// audit.go, version.go, release.go (each command's flags and wiring),
+// release_target.go (what release acts on: a copy by namespace and mount
+// id, a finding by id or as logged), release_log.go (where each release
+// action is recorded: stderr, the journal, the state dir), flags.go (list
+// flags), sight.go (what why and audit can see of the node: processes, and
+// the view their paths are looked up in, said on one line).
 package main

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/mntleak/mntleak/nodeview"
 )
 
 // FuzzParseTarget: `mntleak why` arguments give a target or one line of
@@ -12,7 +14,7 @@ func FuzzParseTarget(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		_, err := parseTarget(s)
+		_, err := parseTarget(s, nodeview.AsGiven())
 		if err != nil && strings.Contains(err.Error(), "\n") && !strings.Contains(s, "\n") {
 			t.Fatalf("multi-line error for %q: %v", s, err)
 		}

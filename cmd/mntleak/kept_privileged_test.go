@@ -32,19 +32,7 @@ func TestNamespaceKeptByABindLive(t *testing.T) {
 	node.Run(t, "mount", "--make-private", pins)
 	file := filepath.Join(pins, "mnt")
 	node.Run(t, "touch", file)
-	// unshare(1)'s bind of the new namespace's file fails with EINVAL now
-	// and then (about 1 in 6 here, outside mntleak): tried up to 8 times.
-	for i := 0; ; i++ {
-		err := exec.Command("nsenter", "-t", fmt.Sprint(node.PID), "-m", "--", "unshare", "--mount="+file, "--propagation", "private", "true").Run()
-		if err == nil {
-			break
-		}
-		if i == 7 {
-			t.Fatalf("unshare --mount=%s: %v", file, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Cleanup(func() { _ = exec.Command("nsenter", "-t", fmt.Sprint(node.PID), "-m", "umount", file).Run() })
+	keepNamespace(t, node, file)
 	node.Run(t, "umount", vol)
 	mkfs := exec.Command("nsenter", "-t", fmt.Sprint(node.PID), "-m", "--", "mkfs.ext4", "-q", "-F", dev)
 	if out, err := mkfs.CombinedOutput(); err == nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -9,7 +8,8 @@ import (
 	"strconv"
 
 	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/internal/journald"
+	"github.com/mntleak/mntleak/nodeview"
 	"github.com/mntleak/mntleak/procfs"
 	"github.com/mntleak/mntleak/release"
 )
@@ -32,8 +32,10 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 	mntns := fs.Uint("mntns", 0, "with --mount-id: the namespace of the copy (its inode, as mnt:[INODE] shows)")
 	mountID := fs.Int("mount-id", 0, "with --mntns: the copy's mount id in that namespace")
 	stateDir := fs.String("state-dir", "/var/lib/mntleak", "persistent lineage of a daemon, if any")
+	journalSocket := fs.String("journald-socket", journald.SocketPath, "the journal's native socket, where every action is logged (MNTLEAK_ACTION=release); \"\" for none")
+	fromFinding := fs.String("finding", "", "release what a finding names: its id (finding_id, MNTLEAK_FINDING_ID; looked up in --state-dir), or a file (- for stdin) holding one finding as the daemon logs it (JSON log line, journalctl -o json entry, or why --json)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: mntleak release [flags] PATH|DEVICE|MAJOR:MINOR\n       mntleak release [flags] --mntns INODE --mount-id ID\n\n"+
+		fmt.Fprintf(stderr, "usage: mntleak release [flags] PATH|DEVICE|MAJOR:MINOR\n       mntleak release [flags] --mntns INODE --mount-id ID\n       mntleak release [flags] --finding FILE|-\n\n"+
 			"Plans, and with --apply carries out, the detach of a leaked copy inside the namespace that\n"+
 			"holds it (umount2 MNT_DETACH from a thread that enters it), after checking that the mount is\n"+
 			"still the planned one. Refuses copies that are not leaks, namespace roots, copies processes\n"+
@@ -44,8 +46,32 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 	if code, done := parseCommand(fs, args, "release", stderr); done {
 		return code
 	}
+	actions := newActionLog(*stateDir, *journalSocket, stderr)
+	logAction := actions.log
 	explicit := *mntns != 0 || *mountID != 0
+	var given *correlate.Finding
+	if *fromFinding != "" {
+		if explicit || fs.NArg() != 0 {
+			fmt.Fprintln(stderr, "mntleak release: --finding goes alone, without a target or --mntns/--mount-id")
+			return exitUsage
+		}
+		f, err := openFinding(*fromFinding, *stateDir)
+		if err != nil {
+			fmt.Fprintf(stderr, "mntleak release: --finding %s: %v\n", *fromFinding, err)
+			return exitUsage
+		}
+		given = f
+		if r, refused := refuseFinding(f); refused {
+			fmt.Fprintf(stdout, "refused: %s; %s\n", r.Reason, correlate.Escape(r.Hint))
+			logAction(actionRecord{Result: "refused", Refuse: &r})
+			return exitError
+		}
+		if ns, id := releaseCopy(f); id != 0 {
+			*mntns, *mountID, explicit = uint(ns), id, true
+		}
+	}
 	switch {
+	case given != nil:
 	case explicit && (*mntns == 0 || *mountID == 0 || fs.NArg() != 0):
 		fmt.Fprintln(stderr, "mntleak release: --mntns and --mount-id go together, without a target")
 		return exitUsage
@@ -61,7 +87,9 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "refused: %v\n", err)
 			return exitError
 		}
-	} else if target, err = parseTarget(fs.Arg(0)); err != nil {
+	} else if given != nil {
+		target = correlate.Target{Path: given.Object.Path, Dev: given.Object.Dev}
+	} else if target, err = parseTarget(fs.Arg(0), nodeview.AsGiven()); err != nil {
 		fmt.Fprintf(stderr, "mntleak release: %v\n", err)
 		return exitUsage
 	}
@@ -89,11 +117,6 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 	plan := release.Make(f, host, self, *force)
 	if explicit {
 		plan = plan.Only(uint32(*mntns), *mountID)
-	}
-	logAction := func(r actionRecord) {
-		r.Action = "release"
-		b, _ := json.Marshal(r)
-		fmt.Fprintln(stderr, string(b))
 	}
 	for i := range plan.Refused {
 		r := plan.Refused[i]
@@ -130,32 +153,6 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "dry run: nothing changed (--apply to act)")
 	}
 	return code
-}
-
-// copyTarget is the object of an explicit copy: the device of mount id in
-// namespace ns, read through one of its processes.
-func copyTarget(ns uint32, id int) (correlate.Target, error) {
-	h := procfs.Host{}
-	procs, err := h.Processes()
-	if err != nil {
-		return correlate.Target{}, err
-	}
-	for _, p := range procs {
-		if p.MntNS != ns {
-			continue
-		}
-		got, mounts, err := h.Mountinfo(p.PID)
-		if err != nil || got != ns {
-			continue
-		}
-		for _, m := range mounts {
-			if m.ID == id {
-				return correlate.Target{Dev: event.MakeDev(uint32(m.Major), uint32(m.Minor))}, nil
-			}
-		}
-		return correlate.Target{}, fmt.Errorf("mnt:[%d] has no mount %d", ns, id)
-	}
-	return correlate.Target{}, fmt.Errorf("no process runs in mnt:[%d]", ns)
 }
 
 func names(ps []correlate.ProcRef) string {

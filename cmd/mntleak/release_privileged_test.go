@@ -133,7 +133,8 @@ func TestRelease(t *testing.T) {
 		}
 	})
 	t.Run("bad input", func(t *testing.T) {
-		for _, args := range [][]string{{"release"}, {"release", "--mntns", "5"}, {"release", "--mount-id", "3", "--mntns", "4", "/x"}, {"release", "/no/such/path"}} {
+		for _, args := range [][]string{{"release"}, {"release", "--mntns", "5"}, {"release", "--mount-id", "3", "--mntns", "4", "/x"}, {"release", "/no/such/path"},
+			{"release", "--finding", "0123456789ab", "--state-dir", t.TempDir()}, {"release", "--finding", "/etc/hostname"}, {"release", "--finding", "-", "/x"}} {
 			if code := run(args[1:], new(bytes.Buffer), new(bytes.Buffer)); code != exitUsage && args[0] == "release" {
 				cmd := exec.Command(bin, args...)
 				cmd.Run()

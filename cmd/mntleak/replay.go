@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 
+	"github.com/mntleak/mntleak/attribution"
 	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/enrich"
 	"github.com/mntleak/mntleak/output"
 	"github.com/mntleak/mntleak/stream"
 )
@@ -65,11 +67,24 @@ func runReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer out.Close()
 	var writeErr error
 	var truncated *stream.TruncatedError
-	if err := correlate.Replay(in, name, func(fd *correlate.Finding) {
+	// A recording made with enrichment holds the runtimes' answers: the
+	// findings are filled from them as the daemon filled its own, never
+	// from a live runtime. They are all read before the first finding.
+	answers := attribution.NewReplay()
+	var replayer *enrich.Replayer
+	started := false
+	if err := correlate.ReplayWith(in, name, func(fd *correlate.Finding) {
+		if !started {
+			started = true
+			replayer, _ = enrich.NewReplayer(answers)
+		}
+		if replayer != nil {
+			replayer.Apply(fd)
+		}
 		if err := out.WriteFinding(fd); err != nil && writeErr == nil {
 			writeErr = err
 		}
-	}); errors.As(err, &truncated) {
+	}, answers.Add); errors.As(err, &truncated) {
 		// The findings of everything before it stand: a warning, exit 0.
 		fmt.Fprintf(stderr, "mntleak replay: warning: %v\n", err)
 	} else if err != nil {

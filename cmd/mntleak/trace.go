@@ -8,12 +8,18 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/term"
 
+	"github.com/mntleak/mntleak/attribution/cri"
+	"github.com/mntleak/mntleak/attribution/docker"
 	"github.com/mntleak/mntleak/daemon"
 	"github.com/mntleak/mntleak/internal/journald"
+	"github.com/mntleak/mntleak/kubelet"
 	"github.com/mntleak/mntleak/metrics"
 	"github.com/mntleak/mntleak/output"
 	"github.com/mntleak/mntleak/state"
@@ -58,10 +64,19 @@ func parseTraceFlags(args []string, stdoutTTY, stderrTTY bool, stderr io.Writer)
 	journaldMode := fs.String("journald", "auto", "send findings and lifecycle logs to the systemd journal: auto (when /run/systemd/journal/socket exists), on, off")
 	fs.BoolVar(&d.JournalEvents, "journald-events", false, "also send every raw event to the journal (high volume)")
 	fs.StringVar(&d.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (host:port, or :port for 127.0.0.1)")
+	fs.StringVar(&d.PprofAddr, "pprof-addr", "", "serve the daemon's own profiles (/debug/pprof/) on this loopback address (127.0.0.1:PORT); off by default, never on a non-loopback address")
 	fs.StringVar(&d.StateDir, "state-dir", "/var/lib/mntleak", stateDirHelp)
 	fs.Int64Var(&d.StateBytes, "state-size", state.DefaultMaxBytes, "size cap of the persistent lineage in bytes")
 	fs.IntVar(&d.RingBufferBytes, "ringbuf-size", tracer.DefaultRingBufferBytes, "ring buffer size in bytes (a power of two); a perf buffer splits it over the CPUs")
 	buffer := fs.String("buffer", "auto", "kernel-to-reader buffer: auto (ringbuf when the kernel has it, else perf), ringbuf, perf")
+	criSocket := fs.String("cri-socket", "auto", "CRI runtime socket asked for the container and pod names of a finding's processes: auto (the first of "+
+		strings.Join(cri.DefaultSockets, ", ")+" that exists), a path, or \"\" for none")
+	fs.StringVar(&d.DockerSocket, "docker-socket", docker.DefaultSocket, "Docker Engine socket asked for container names (\"\" for none)")
+	fs.DurationVar(&d.RuntimeTimeout, "runtime-timeout", 2*time.Second, "timeout of each question to a runtime or the API server (findings are logged with what is known after it)")
+	fs.StringVar(&d.KubeletRoot, "kubelet-root", kubelet.DefaultRoot, "the kubelet's --root-dir: a path under ROOT/pods/UID/ names the pod and volume it belongs to")
+	fs.StringVar(&d.NodeName, "node-name", hostname(), "this node's name (the node field of findings, the reportingInstance of Events, the pods asked from the API server)")
+	fs.StringVar(&d.Kubeconfig, "kubeconfig", "", "kubeconfig file: ask the API server for pod names (and, with --k8s-events, post Events); the in-cluster config with --k8s-events alone")
+	fs.BoolVar(&d.K8sEvents, "k8s-events", false, "post findings as Kubernetes Events (events.k8s.io/v1) on the stuck pod and the holder pod")
 	fs.StringVar(&opts.log.Level, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&opts.log.Format, "log-format", defaultLogFormat, "log format on stderr: json or console")
 	fs.Usage = func() {
@@ -91,12 +106,36 @@ func parseTraceFlags(args []string, stdoutTTY, stderrTTY bool, stderr io.Writer)
 	if opts.log.Journald, ok = daemon.ParseJournald(*journaldMode); !ok {
 		return opts, fmt.Errorf("invalid --journald %q: want auto, on or off", *journaldMode)
 	}
+	switch *criSocket {
+	case "auto":
+		d.CRISockets = cri.DefaultSockets
+	case "":
+	default:
+		d.CRISockets = []string{*criSocket}
+	}
+	if d.RuntimeTimeout <= 0 {
+		return opts, fmt.Errorf("invalid --runtime-timeout %v: want a positive duration", d.RuntimeTimeout)
+	}
+	if d.KubeletRoot == "" || !filepath.IsAbs(d.KubeletRoot) {
+		return opts, fmt.Errorf("invalid --kubelet-root %q: want an absolute path", d.KubeletRoot)
+	}
+	if d.NodeName == "" && d.K8sEvents {
+		return opts, errors.New("--k8s-events needs --node-name (the hostname could not be read)")
+	}
+	d.Kube = d.Kubeconfig != "" || d.K8sEvents
 	if d.MetricsAddr != "" {
 		addr, err := metrics.ListenAddr(d.MetricsAddr)
 		if err != nil {
 			return opts, err
 		}
 		d.MetricsAddr = addr
+	}
+	if d.PprofAddr != "" {
+		addr, err := metrics.PprofAddr(d.PprofAddr)
+		if err != nil {
+			return opts, err
+		}
+		d.PprofAddr = addr
 	}
 	return opts, nil
 }
@@ -128,6 +167,16 @@ func runTrace(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	return exitOK
+}
+
+// hostname is --node-name's default: the kubelet names its node so unless
+// told otherwise.
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(h)
 }
 
 func isTerminal(w io.Writer) bool {

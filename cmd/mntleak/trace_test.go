@@ -5,7 +5,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/mntleak/mntleak/attribution/cri"
 	"github.com/mntleak/mntleak/daemon"
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/internal/journald"
@@ -18,7 +20,9 @@ import (
 func traceDefaults(set func(*traceOptions)) traceOptions {
 	o := traceOptions{
 		daemon: daemon.Config{Format: output.JSON, Correlate: true, RingBufferBytes: 8 << 20,
-			StateDir: "/var/lib/mntleak", StateBytes: 64 << 20},
+			StateDir: "/var/lib/mntleak", StateBytes: 64 << 20,
+			CRISockets: cri.DefaultSockets, DockerSocket: "/var/run/docker.sock", RuntimeTimeout: 2 * time.Second,
+			KubeletRoot: "/var/lib/kubelet", NodeName: hostname()},
 		log: daemon.LogConfig{Level: "info", Format: "json", Journald: daemon.JournaldAuto, JournalSocket: journald.SocketPath},
 	}
 	if set != nil {
@@ -53,6 +57,13 @@ func TestParseTraceFlags(t *testing.T) {
 			})},
 		{name: "bad journald", args: []string{"--journald", "maybe"}, wantErr: `invalid --journald "maybe"`},
 		{name: "tiny state", args: []string{"--state-size", "100"}, wantErr: "invalid --state-size 100"},
+		{name: "pprof on loopback", args: []string{"--pprof-addr", ":6060", "--metrics-addr", "10.1.2.3:9464"},
+			want: traceDefaults(func(o *traceOptions) { o.daemon.PprofAddr, o.daemon.MetricsAddr = "127.0.0.1:6060", "10.1.2.3:9464" })},
+		{name: "pprof on IPv6 loopback", args: []string{"--pprof-addr", "[::1]:6060"},
+			want: traceDefaults(func(o *traceOptions) { o.daemon.PprofAddr = "[::1]:6060" })},
+		{name: "pprof on every interface", args: []string{"--pprof-addr", "0.0.0.0:6060"}, wantErr: `invalid --pprof-addr "0.0.0.0:6060": profiles are served on a loopback address only`},
+		{name: "pprof on a pod address", args: []string{"--pprof-addr", "10.1.2.3:6060"}, wantErr: `invalid --pprof-addr "10.1.2.3:6060": profiles are served on a loopback address only`},
+		{name: "pprof on a name", args: []string{"--pprof-addr", "node1:6060"}, wantErr: `invalid --pprof-addr "node1:6060"`},
 		{name: "bad metrics address", args: []string{"--metrics-addr", "9464"}, wantErr: `invalid --metrics-addr "9464"`},
 		{name: "bad pid", args: []string{"--pid", "abc"}, wantErr: `invalid pid "abc"`},
 		{name: "zero pid", args: []string{"--pid", "0"}, wantErr: `invalid pid "0"`},
@@ -62,6 +73,22 @@ func TestParseTraceFlags(t *testing.T) {
 		{name: "perf buffer", args: []string{"--buffer", "perf"}, want: traceDefaults(func(o *traceOptions) { o.daemon.Buffer = tracer.BufferPerf })},
 		{name: "ring buffer asked", args: []string{"--buffer=ringbuf"}, want: traceDefaults(func(o *traceOptions) { o.daemon.Buffer = tracer.BufferRingbuf })},
 		{name: "bad buffer", args: []string{"--buffer", "mmap"}, wantErr: `invalid --buffer "mmap": want auto, ringbuf or perf`},
+		{name: "runtimes: a CRI socket, no Docker", args: []string{"--cri-socket", "/run/k3s/containerd/containerd.sock", "--docker-socket=", "--runtime-timeout", "500ms"},
+			want: traceDefaults(func(o *traceOptions) {
+				o.daemon.CRISockets, o.daemon.DockerSocket, o.daemon.RuntimeTimeout = []string{"/run/k3s/containerd/containerd.sock"}, "", 500*time.Millisecond
+			})},
+		{name: "no CRI", args: []string{"--cri-socket="}, want: traceDefaults(func(o *traceOptions) { o.daemon.CRISockets = nil })},
+		{name: "kubernetes", args: []string{"--kubelet-root", "/data/kubelet", "--node-name", "worker-1", "--kubeconfig", "/etc/mntleak/kubeconfig", "--k8s-events"},
+			want: traceDefaults(func(o *traceOptions) {
+				o.daemon.KubeletRoot, o.daemon.NodeName, o.daemon.Kubeconfig = "/data/kubelet", "worker-1", "/etc/mntleak/kubeconfig"
+				o.daemon.Kube, o.daemon.K8sEvents = true, true
+			})},
+		{name: "events in-cluster", args: []string{"--k8s-events"}, want: traceDefaults(func(o *traceOptions) { o.daemon.Kube, o.daemon.K8sEvents = true, true })},
+		{name: "kubeconfig alone: pod names, no Events", args: []string{"--kubeconfig", "/k"},
+			want: traceDefaults(func(o *traceOptions) { o.daemon.Kube, o.daemon.Kubeconfig = true, "/k" })},
+		{name: "relative kubelet root", args: []string{"--kubelet-root", "kubelet"}, wantErr: `invalid --kubelet-root "kubelet"`},
+		{name: "zero runtime timeout", args: []string{"--runtime-timeout", "0s"}, wantErr: "invalid --runtime-timeout 0s"},
+		{name: "events without a node name", args: []string{"--k8s-events", "--node-name="}, wantErr: "--k8s-events needs --node-name"},
 		{name: "stray argument", args: []string{"extra"}, wantErr: `unexpected argument "extra"`},
 		{name: "unknown flag", args: []string{"--nope"}, wantErr: "flag provided but not defined"},
 	}
@@ -95,6 +122,7 @@ func TestRunBadInput(t *testing.T) {
 		{[]string{"frobnicate"}, `mntleak: unknown command "frobnicate"`},
 		{[]string{"trace", "--format", "xml"}, `mntleak trace: unknown format "xml": want json or text`},
 		{[]string{"trace", "--log-level", "loud"}, `mntleak trace: log level "loud"`},
+		{[]string{"trace", "--runtime-timeout", "soon"}, `invalid value "soon" for flag -runtime-timeout`},
 	}
 	for _, tt := range tests {
 		var stdout, stderr bytes.Buffer

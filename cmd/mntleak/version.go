@@ -12,14 +12,24 @@ import (
 	"github.com/mntleak/mntleak/tracer"
 )
 
+// stampedVersion is the repository's VERSION, set by the linker (-X
+// main.stampedVersion=...) in the image build (deploy/image/image.sh);
+// written by nothing else.
+var stampedVersion string
+
 // buildVersion reads the version and commit the Go toolchain stamped in.
 func buildVersion() (version, commit string) {
 	version, commit = "(unknown)", "(unknown)"
+	if stampedVersion != "" {
+		version = stampedVersion
+	}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return
 	}
-	version = bi.Main.Version
+	if stampedVersion == "" {
+		version = bi.Main.Version
+	}
 	for _, s := range bi.Settings {
 		switch s.Key {
 		case "vcs.revision":

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/nodeview"
 	"github.com/mntleak/mntleak/procfs"
 	"github.com/mntleak/mntleak/state"
 )
@@ -22,8 +23,9 @@ import (
 var majMin = regexp.MustCompile(`^[0-9]+:[0-9]+$`)
 
 // parseTarget turns the argument of `mntleak why` into a target: a path
-// (mountpoint, directory, file), a block device, or major:minor.
-func parseTarget(arg string) (correlate.Target, error) {
+// (mountpoint, directory, file), a block device, or major:minor; paths are
+// looked up in the view (the node's files, from a pod).
+func parseTarget(arg string, view nodeview.View) (correlate.Target, error) {
 	if majMin.MatchString(arg) {
 		dev, err := event.ParseDev(arg)
 		return correlate.Target{Dev: dev}, err
@@ -35,8 +37,8 @@ func parseTarget(arg string) (correlate.Target, error) {
 	if err != nil {
 		return correlate.Target{}, err
 	}
-	var st unix.Stat_t
-	if err := unix.Stat(abs, &st); err != nil {
+	st, err := view.Stat(abs)
+	if err != nil {
 		return correlate.Target{}, fmt.Errorf("%s: %w", arg, err)
 	}
 	switch st.Mode & unix.S_IFMT {
@@ -64,37 +66,35 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "mntleak why: want exactly one PATH, DEVICE or MAJOR:MINOR")
 		return exitUsage
 	}
-	target, err := parseTarget(fs.Arg(0))
+	vis, view, err := sight(procfs.Host{})
+	if err != nil {
+		fmt.Fprintf(stderr, "mntleak why: %v\n", err)
+		return exitError
+	}
+	target, err := parseTarget(fs.Arg(0), view)
 	if err != nil {
 		fmt.Fprintf(stderr, "mntleak why: %v\n", err)
 		return exitUsage
 	}
 	target.Asker = os.Getpid()
-	// The path is seen from mntleak's own namespace: a copy there is the
-	// asker's own, whatever the host's is.
-	if ns, err := selfNS(); err == nil {
-		target.MntNS = ns
-	}
-	vis, err := procfs.Host{}.Visibility()
-	if err != nil {
-		fmt.Fprintf(stderr, "mntleak why: %v\n", err)
-		return exitError
-	}
+	// The path is seen from the view's namespace: mntleak's own on the
+	// node (a copy there is the asker's own, whatever the host's is), the
+	// node's from a container with hostPID.
+	target.MntNS = view.MntNS
 	f, err := why(target, *stateDir)
 	if err != nil {
 		fmt.Fprintf(stderr, "mntleak why: %v\n", err)
 		return exitError
 	}
-	if note := vis.Text(); note != "" {
-		fmt.Fprintf(stderr, "mntleak why: %s\n", note)
-	}
+	fmt.Fprintf(stderr, "mntleak why: %s\n", sightLine(vis, view))
 	if f == nil {
 		if *asJSON {
 			b, _ := json.Marshal(struct {
-				Held       bool   `json:"held"`
-				Complete   bool   `json:"complete"`
-				Incomplete string `json:"incomplete,omitempty"`
-			}{false, vis.Complete(), vis.Text()})
+				Held       bool          `json:"held"`
+				Complete   bool          `json:"complete"`
+				Incomplete string        `json:"incomplete,omitempty"`
+				View       nodeview.Kind `json:"view"`
+			}{false, vis.Complete(), vis.Text(), view.Kind})
 			fmt.Fprintln(stdout, string(b))
 		} else if vis.Blind() {
 			fmt.Fprintf(stdout, "nothing found holding %s among what could be read\n", correlate.Escape(fs.Arg(0)))

@@ -39,3 +39,7 @@ settle 1
 # `merged`, fails with EINVAL: it is mounted only in the old namespace.
 nsenter -t "$(cat "$W/dockerd.pid")" -m umount "$sandbox" || true
 settle 1
+
+# mntleak release detaches the sandbox's copy from the old generation's
+# namespace; c2's shim keeps running.
+release_point

@@ -36,3 +36,8 @@ if "$W/bin/rbd" -c "echo $ZRAMID >/sys/class/zram-control/hot_remove" 2>/dev/nul
 	exit 1
 fi
 settle
+
+# mntleak release detaches node-exporter's copy: the reformat and the unmap
+# go through, node-exporter keeps running.
+unmap() { mkfs.ext4 -q -F "$dev" && "$W/bin/rbd" -c "echo $ZRAMID >/sys/class/zram-control/hot_remove"; }
+release_point unmap

@@ -77,6 +77,19 @@ zramdev() {
 	expect device "/dev/zram$ZRAMID"
 }
 
+# release_point [CMD...]: with MNTLEAK_RELEASE set (a directory), the test
+# releases the leak now with mntleak release: the script says it is ready,
+# waits for the test, then runs CMD, the operation that failed, and records
+# whether it succeeds this time (after_release=ok|failed).
+release_point() {
+	[ -n "${MNTLEAK_RELEASE:-}" ] || return 0
+	touch "$MNTLEAK_RELEASE/ready"
+	for _ in $(seq 1200); do [ -e "$MNTLEAK_RELEASE/go" ] && break; sleep 0.1; done
+	[ -e "$MNTLEAK_RELEASE/go" ] || { echo "the test never released" >&2; return 1; }
+	[ $# -gt 0 ] || return 0
+	if "$@"; then expect after_release ok; else expect after_release failed; fi
+}
+
 # fakebin NAME SOURCE: a copy of SOURCE whose comm is NAME.
 fakebin() { mkdir -p "$W/bin" && cp "$(command -v "$2")" "$W/bin/$1"; }
 
@@ -103,6 +116,7 @@ cleanup() {
 	done
 	for z in "${ZRAMS[@]}"; do
 		for _ in $(seq 50); do
+			[ -e "/sys/block/zram$z" ] || break # removed by the script
 			{ echo 1 >"/sys/block/zram$z/reset" && echo "$z" >/sys/class/zram-control/hot_remove; } 2>/dev/null && break
 			sleep 0.1
 		done

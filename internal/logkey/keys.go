@@ -47,6 +47,7 @@ const (
 	// Finding fields: the same names, upper-cased with an MNTLEAK_ prefix,
 	// are the journald fields.
 	Finding     = "finding"
+	FindingID   = "finding_id" // Finding.ID: what mntleak release --finding takes
 	Cause       = "cause"
 	Syscall     = "syscall"
 	Errno       = "errno"
@@ -65,4 +66,26 @@ const (
 	// EvidenceLost: events lost while a finding's evidence formed.
 	EvidenceLost = "evidence_lost"
 	Detail       = "detail"
+
+	// A finding in pod terms (package enrich): the stuck pod and its
+	// volume, the holder's workload (holder_container: its name in the pod
+	// spec, else the runtime's name), the node, and why the names are not
+	// all there (enrichment).
+	StuckPod        = "stuck_pod"
+	StuckNamespace  = "stuck_namespace"
+	StuckPodUID     = "stuck_pod_uid"
+	StuckVolume     = "stuck_volume"
+	StuckVolumeType = "stuck_volume_type"
+	HolderPod       = "holder_pod"
+	HolderNamespace = "holder_namespace"
+	HolderContainer = "holder_container"
+	HolderImage     = "holder_image"
+	Node            = "node"
+	Enrichment      = "enrichment"
+
+	// Attribution sources and Kubernetes Events.
+	Pod        = "pod"
+	CRISocket  = "cri_socket"
+	Kubeconfig = "kubeconfig"
+	K8sEvents  = "k8s_events"
 )

@@ -1,0 +1,83 @@
+package kubeapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/mntleak/mntleak/attribution"
+)
+
+// Source asks the API server about the pods bound to one node.
+type Source struct {
+	client kubernetes.Interface
+	node   string
+}
+
+// New returns a Source for the pods on node.
+func New(client kubernetes.Interface, node string) *Source {
+	return &Source{client: client, node: node}
+}
+
+// Name implements attribution.Source.
+func (s *Source) Name() string { return "api" }
+
+func (s *Source) pods(ctx context.Context) ([]corev1.Pod, error) {
+	list, err := s.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", s.node).String()})
+	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, fmt.Errorf("list pods on node %s: %w", s.node, context.DeadlineExceeded)
+		}
+		return nil, fmt.Errorf("list pods on node %s: %w", s.node, err)
+	}
+	// The server applies the selector; checked again all the same.
+	out := list.Items[:0]
+	for _, p := range list.Items {
+		if p.Spec.NodeName == s.node {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// Pod implements attribution.Source.
+func (s *Source) Pod(ctx context.Context, uid string) (attribution.Pod, error) {
+	pods, err := s.pods(ctx)
+	if err != nil {
+		return attribution.Pod{}, err
+	}
+	for _, p := range pods {
+		if string(p.UID) == uid {
+			return attribution.Pod{UID: uid, Name: p.Name, Namespace: p.Namespace, Source: s.Name()}, nil
+		}
+	}
+	return attribution.Pod{}, fmt.Errorf("pod %s on node %s: %w", uid, s.node, attribution.ErrNotFound)
+}
+
+// Container implements attribution.Source: the pod whose status reports
+// the container id.
+func (s *Source) Container(ctx context.Context, id string) (attribution.Container, error) {
+	pods, err := s.pods(ctx)
+	if err != nil {
+		return attribution.Container{}, err
+	}
+	for _, p := range pods {
+		statuses := append(append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...),
+			p.Status.ContainerStatuses...), p.Status.EphemeralContainerStatuses...)
+		for _, st := range statuses {
+			// "containerd://<id>", "cri-o://<id>", "docker://<id>"
+			if _, cid, ok := strings.Cut(st.ContainerID, "://"); ok && cid == id {
+				return attribution.Container{ID: id, Runtime: s.Name(), Name: st.Name, Image: st.Image, Pod: p.Name,
+					Namespace: p.Namespace, PodUID: string(p.UID), PodContainer: st.Name}, nil
+			}
+		}
+	}
+	return attribution.Container{}, fmt.Errorf("container %s in the pods on node %s: %w", id, s.node, attribution.ErrNotFound)
+}

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"regexp"
+	"strconv"
+
+	"github.com/moby/sys/mountinfo"
+
+	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/procfs"
+	"github.com/mntleak/mntleak/release"
+	"github.com/mntleak/mntleak/state"
+)
+
+// copyTarget is the object of an explicit copy: the device of mount id in
+// namespace ns, read through one of its processes or, when none runs in
+// it, through a bind of its nsfs file.
+func copyTarget(ns uint32, id int) (correlate.Target, error) {
+	h := procfs.Host{}
+	procs, err := h.Processes()
+	if err != nil {
+		return correlate.Target{}, err
+	}
+	var mounts []*mountinfo.Info
+	found := false
+	for _, p := range procs {
+		if p.MntNS != ns {
+			continue
+		}
+		if got, m, err := h.Mountinfo(p.PID); err == nil && got == ns {
+			mounts, found = m, true
+			break
+		}
+	}
+	if !found {
+		file := nsBind(h, procs, ns)
+		if file == "" {
+			return correlate.Target{}, fmt.Errorf("no process runs in mnt:[%d] and no bind of its nsfs file was found", ns)
+		}
+		if _, mounts, err = h.NSMountinfo(file); err != nil {
+			return correlate.Target{}, err
+		}
+	}
+	for _, m := range mounts {
+		if m.ID == id {
+			return correlate.Target{Dev: event.MakeDev(uint32(m.Major), uint32(m.Minor))}, nil
+		}
+	}
+	return correlate.Target{}, fmt.Errorf("mnt:[%d] has no mount %d", ns, id)
+}
+
+// nsBind is a path through which the bind of namespace ns's nsfs file can
+// be opened from here, or "": the bind's mount point seen through the root
+// of a process of the namespace whose table shows it.
+func nsBind(h procfs.Host, procs []procfs.Process, ns uint32) string {
+	want := "mnt:[" + strconv.FormatUint(uint64(ns), 10) + "]"
+	seen := map[uint32]bool{}
+	for _, p := range procs {
+		if seen[p.MntNS] {
+			continue
+		}
+		seen[p.MntNS] = true
+		_, mounts, err := h.Mountinfo(p.PID)
+		if err != nil {
+			continue
+		}
+		for _, m := range mounts {
+			if m.FSType == "nsfs" && m.Root == want {
+				file := "/proc/" + strconv.Itoa(p.PID) + "/root" + m.Mountpoint
+				if _, err := os.Stat(file); err == nil {
+					return file
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// readFinding reads the one finding r holds, in any of the forms mntleak
+// writes one: the finding itself (why --json, the "detail" of a log line),
+// a line of the daemon's JSON log, or an entry of journalctl -o json (its
+// MNTLEAK_DETAIL field).
+func readFinding(r io.Reader) (*correlate.Finding, error) {
+	b, err := io.ReadAll(io.LimitReader(r, 4<<20))
+	if err != nil {
+		return nil, err
+	}
+	var found []*correlate.Finding
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		f, err := parseFinding(line)
+		if err != nil {
+			return nil, err
+		}
+		if f != nil {
+			found = append(found, f)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, errors.New("no finding in it")
+	case 1:
+		return found[0], nil
+	}
+	return nil, fmt.Errorf("%d findings in it: give one", len(found))
+}
+
+// parseFinding is the finding one JSON line holds, or nil for a log line
+// that is not one.
+func parseFinding(line []byte) (*correlate.Finding, error) {
+	var shapes struct {
+		Finding correlate.FindingKind `json:"finding"`
+		Detail  json.RawMessage       `json:"detail"`
+		Journal string                `json:"MNTLEAK_DETAIL"`
+	}
+	if err := json.Unmarshal(line, &shapes); err != nil {
+		return nil, fmt.Errorf("not a JSON finding: %w", err)
+	}
+	raw := line
+	switch {
+	case len(shapes.Detail) > 0:
+		raw = shapes.Detail
+	case shapes.Journal != "":
+		raw = []byte(shapes.Journal)
+	case shapes.Finding == "":
+		return nil, nil
+	}
+	var f correlate.Finding
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return nil, fmt.Errorf("not a JSON finding: %w", err)
+	}
+	if f.Kind != correlate.KindLeak && f.Kind != correlate.KindFailure {
+		return nil, nil
+	}
+	return &f, nil
+}
+
+// findingID is the form of Finding.ID.
+var findingID = regexp.MustCompile(`^[0-9a-f]{12}$`)
+
+// openFinding reads the finding in file, on stdin for "-", or, for an id
+// (the finding_id of a log line, MNTLEAK_FINDING_ID of a journal entry)
+// that names no file, the one the daemon kept in its state dir.
+func openFinding(file, stateDir string) (*correlate.Finding, error) {
+	if file == "-" {
+		return readFinding(os.Stdin)
+	}
+	fh, err := os.Open(file)
+	if errors.Is(err, fs.ErrNotExist) && findingID.MatchString(file) {
+		if stateDir == "" {
+			return nil, errors.New("a finding id is looked up in the daemon's state dir: give --state-dir")
+		}
+		b, err := state.LookupFinding(stateDir, file)
+		if err != nil {
+			return nil, fmt.Errorf("%w (%s)", err, stateDir)
+		}
+		return readFinding(bytes.NewReader(b))
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	return readFinding(fh)
+}
+
+// refuseFinding says why a finding's object is not released, from the
+// finding alone: a cause that is not a leak.
+func refuseFinding(f *correlate.Finding) (release.Refusal, bool) {
+	if f.Cause.IsLeak() || f.Cause == correlate.CauseBusyCopy || f.Cause == correlate.CauseUnknown {
+		return release.Refusal{}, false
+	}
+	return release.Refusal{Reason: "not a leak (" + f.Cause.String() + ")", Hint: f.Fix}, true
+}
+
+// releaseCopy is the copy a finding's release command names: its primary
+// holder's namespace and mount id (0 when it carries no command).
+func releaseCopy(f *correlate.Finding) (uint32, int) {
+	if f.Release == "" || len(f.Holders) == 0 {
+		return 0, 0
+	}
+	return f.Holders[0].MntNS, f.Holders[0].MountID
+}

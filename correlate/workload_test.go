@@ -1,0 +1,99 @@
+package correlate_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/event"
+)
+
+// TestLineInPodTerms: a finding with a pod or a named container reads in pod
+// terms first, then says what it says without them; processes are named
+// with their workload instead of a bare container id.
+func TestLineInPodTerms(t *testing.T) {
+	exporter := &correlate.Workload{ContainerID: "3f1c0e6e8b8a4f4d", Runtime: "cri", Name: "node-exporter", Pod: "node-exporter-x2x",
+		Namespace: "monitoring", PodUID: "7d2c9a1e", PodContainer: "node-exporter"}
+	web := &correlate.Workload{ContainerID: "5f2c7a9d0b1e", Runtime: "docker", Name: "web", Image: "busybox"}
+	sandbox := &correlate.Workload{ContainerID: "9a8b", Pod: "web-7f9c", Namespace: "default", Sandbox: true}
+	stuck := &correlate.StuckPod{UID: "0f3c2a4e-5b6d-4e7f-8a9b-1c2d3e4f5a6b", Name: "web-7f9c", Namespace: "default",
+		Volume: "cache", VolumeType: "emptyDir", VolumeText: "volume cache (emptyDir)", Tmpfs: true}
+	path := "/var/lib/kubelet/pods/0f3c2a4e-5b6d-4e7f-8a9b-1c2d3e4f5a6b/volumes/kubernetes.io~empty-dir/cache"
+	failure := func(w *correlate.Workload, s *correlate.StuckPod) *correlate.Finding {
+		return &correlate.Finding{Kind: correlate.KindFailure, Cause: correlate.CauseRprivateBind, Fix: "fix it",
+			Call:   correlate.Call{PID: 40, Comm: "kubelet", Syscall: "unlinkat", Errno: "EBUSY", MntNS: 1},
+			Object: correlate.Object{Path: path, FSType: "tmpfs"}, Stuck: s,
+			Holders: []correlate.Holder{{MntNS: 2, Where: "/host" + path,
+				Processes: []correlate.ProcRef{{PID: 50, Comm: "node_exporter", Container: "3f1c0e6e8b8a4f4d", Workload: w}},
+				Actor:     &correlate.Actor{ProcRef: correlate.ProcRef{PID: 50, Comm: "node_exporter", Container: "3f1c0e6e8b8a4f4d", Workload: w}, Role: correlate.RoleMember}}}}
+	}
+	leak := func(w *correlate.Workload, s *correlate.StuckPod) *correlate.Finding {
+		f := failure(w, s)
+		f.Kind, f.Call.Syscall, f.Call.Errno, f.Call.Comm = correlate.KindLeak, "umount2", "", "umount"
+		h := &f.Holders[0]
+		h.Pins = []correlate.PinRef{{ProcRef: correlate.ProcRef{PID: 51, Comm: "sh", Workload: w}, MntNS: 2, Pin: "cwd", Path: "/host" + path}}
+		h.Actor = &correlate.Actor{ProcRef: h.Pins[0].ProcRef, Role: correlate.RolePinner, Pin: "cwd", Path: "/host" + path}
+		return f
+	}
+	uidOnly := *stuck
+	uidOnly.Name, uidOnly.Namespace = "", ""
+	noVolume := *stuck
+	noVolume.Volume, noVolume.VolumeType, noVolume.VolumeText = "", "", ""
+	tests := []struct {
+		name   string
+		f      *correlate.Finding
+		prefix string   // the line starts with it
+		has    []string // and says these
+		hasNot []string
+	}{
+		{"failure: stuck pod held by a pod", failure(exporter, stuck),
+			"pod default/web-7f9c stuck: volume cache (emptyDir) held by pod monitoring/node-exporter-x2x (container node-exporter): EBUSY unlinkat " + path + " by kubelet[40]: ",
+			[]string{"held by node_exporter[50] (pod monitoring/node-exporter-x2x (container node-exporter)) (namespace members"}, []string{"container 3f1c0e6e8b8a"}},
+		{"leak of a tmpfs volume held by a named container", leak(web, stuck),
+			"pod default/web-7f9c: volume cache (emptyDir, tmpfs: its data stays readable) leaked, held by container web (busybox): LEAK " + path + " unmounted by umount[40] in mnt:[1]: ",
+			[]string{"held by sh[51] (container web (busybox)) cwd /host" + path}, nil},
+		{"the stuck pod known by its UID only", failure(nil, &uidOnly),
+			"pod uid 0f3c2a4e-5b6d-4e7f-8a9b-1c2d3e4f5a6b stuck: volume cache (emptyDir): EBUSY unlinkat ",
+			[]string{"held by node_exporter[50] (container 3f1c0e6e8b8a) (namespace members"}, nil},
+		{"a path in the pod's directory, no volume", leak(sandbox, &noVolume),
+			"pod default/web-7f9c: leaked, held by pod default/web-7f9c (sandbox): LEAK ", nil, nil},
+		{"no stuck pod, a holder pod", failure(exporter, nil),
+			"held by pod monitoring/node-exporter-x2x (container node-exporter): EBUSY unlinkat ", nil, nil},
+		{"only a container id: the line as before", failure(&correlate.Workload{ContainerID: "3f1c0e6e8b8a4f4d"}, nil),
+			"EBUSY unlinkat " + path + " by kubelet[40]: still mounted in mnt:[2]",
+			[]string{"held by node_exporter[50] (container 3f1c0e6e8b8a) (namespace members"}, []string{"pod "}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			line := tt.f.Line()
+			if !strings.HasPrefix(line, tt.prefix) {
+				t.Errorf("line:\n%s\nwant it to start with:\n%s", line, tt.prefix)
+			}
+			for _, s := range tt.has {
+				if !strings.Contains(line, s) {
+					t.Errorf("line:\n%s\nsays nothing of %q", line, s)
+				}
+			}
+			for _, s := range tt.hasNot {
+				if strings.Contains(line, s) {
+					t.Errorf("line:\n%s\nsays %q", line, s)
+				}
+			}
+			if !strings.HasSuffix(line, "[cause: rprivate-bind]. Fix: fix it") {
+				t.Errorf("line does not end with the cause and fix: %s", line)
+			}
+		})
+	}
+}
+
+// TestPodTermsEscaped: names from a runtime are untrusted: a label with a
+// newline cannot split the line.
+func TestPodTermsEscaped(t *testing.T) {
+	f := &correlate.Finding{Kind: correlate.KindFailure, Call: correlate.Call{PID: 1, Comm: "x", Syscall: "umount2", Errno: "EBUSY"},
+		Object:  correlate.Object{Path: "/a", Dev: event.MakeDev(7, 0)},
+		Holders: []correlate.Holder{{MntNS: 2, Where: "/a", Processes: []correlate.ProcRef{{PID: 3, Comm: "y", Workload: &correlate.Workload{Name: "evil\nINFO forged", Image: "i"}}}}}}
+	f.Holders[0].Actor = &correlate.Actor{ProcRef: f.Holders[0].Processes[0], Role: correlate.RoleMember}
+	if line := f.Line(); strings.Contains(line, "\n") || !strings.HasPrefix(line, "held by container evil") {
+		t.Errorf("line %q", line)
+	}
+}

@@ -1,0 +1,138 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/mntleak/mntleak/attribution"
+	"github.com/mntleak/mntleak/attribution/cri"
+	"github.com/mntleak/mntleak/attribution/docker"
+	"github.com/mntleak/mntleak/attribution/kubeapi"
+	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/enrich"
+	"github.com/mntleak/mntleak/internal/logkey"
+	"github.com/mntleak/mntleak/kubeevents"
+	"github.com/mntleak/mntleak/output"
+	"github.com/mntleak/mntleak/state"
+	"github.com/mntleak/mntleak/stream"
+)
+
+// enrichCloseBudget is how long the findings still queued for enrichment
+// may take at exit, within the exit budget; then they are logged with what
+// is known.
+const enrichCloseBudget = 500 * time.Millisecond
+
+// findings is the path of a finding after the correlator, off the event
+// path: enriched (the runtimes, the kubelet's paths, the API server), then
+// logged, counted and posted as Kubernetes Events.
+type findings struct {
+	enricher *enrich.Enricher
+	closers  []func()
+}
+
+// openFindings sets up the runtimes asked, the API client, the Event
+// poster and the enricher; the enricher runs until close.
+func openFindings(ctx context.Context, cfg Config, p *pipeline, log *zap.Logger) (*findings, error) {
+	fs := &findings{}
+	var sources []attribution.Source
+	if len(cfg.CRISockets) > 0 {
+		s := cri.New(cfg.CRISockets...)
+		sources = append(sources, s)
+		fs.closers = append(fs.closers, func() { _ = s.Close() }) //nolint:errcheck // at exit, nothing to do about it
+	}
+	if cfg.DockerSocket != "" {
+		s := docker.New(cfg.DockerSocket)
+		sources = append(sources, s)
+		fs.closers = append(fs.closers, s.Close)
+	}
+	var client kubernetes.Interface
+	if cfg.Kube {
+		var err error
+		if client, err = kubeevents.NewClient(cfg.Kubeconfig); err != nil {
+			return nil, err
+		}
+		sources = append(sources, kubeapi.New(client, cfg.NodeName))
+	}
+	resolver := attribution.NewResolver(attribution.Options{Timeout: cfg.RuntimeTimeout}, sources...)
+	var lookup attribution.Lookup = resolver
+	var record func(*attribution.Record)
+	if rec := p.sinks.rec; rec != nil {
+		record = func(r *attribution.Record) { p.fail(rec.WriteJSON(stream.AttributionLine{Attribution: r})) }
+		lookup = attribution.Recorder{Lookup: resolver, Write: record}
+	}
+	var poster *kubeevents.Poster
+	if cfg.K8sEvents {
+		count := func(string) {}
+		if p.mets != nil {
+			count = p.mets.K8sEvent
+		}
+		var err error
+		poster, err = kubeevents.New(ctx, client, kubeevents.Options{Node: cfg.NodeName, Count: count}, log.Named("events"))
+		if err != nil {
+			return nil, err
+		}
+	}
+	log.Named("attribution").Info("naming containers and pods", zap.String(logkey.CRISocket, strings.Join(cfg.CRISockets, ",")),
+		zap.String(logkey.Socket, cfg.DockerSocket), zap.Bool(logkey.Kubeconfig, cfg.Kube), zap.String(logkey.Node, cfg.NodeName),
+		zap.Bool(logkey.K8sEvents, cfg.K8sEvents))
+	flog := log.Named("correlate")
+	keepWarned := false
+	out := func(f *correlate.Finding) {
+		flog.Log(output.FindingLevel(f), f.Line(), output.FindingFields(f)...)
+		// Kept for mntleak release --finding ID.
+		if dir := cfg.StateDir; dir != "" {
+			b, err := json.Marshal(f)
+			if err == nil {
+				err = state.AppendFinding(dir, f.ID(), b)
+			}
+			if err != nil && !keepWarned {
+				keepWarned = true
+				flog.Warn("keep findings in the state dir", zap.Error(err))
+			}
+		}
+		if p.mets != nil {
+			p.mets.Finding(string(f.Kind), f.Cause.String(), f.Call.Time)
+			p.mets.Enrichment(enrichResult(f.Enrichment))
+		}
+		if poster != nil {
+			poster.Post(f)
+		}
+	}
+	fs.enricher = enrich.New(enrich.Config{Node: cfg.NodeName, KubeletRoot: cfg.KubeletRoot}, lookup, record, out)
+	fs.enricher.Start()
+	return fs, nil
+}
+
+// submit hands a finding on; it never waits.
+func (fs *findings) submit(f *correlate.Finding) { fs.enricher.Submit(f) }
+
+// close logs the findings still queued (within enrichCloseBudget) and
+// closes the runtimes' connections. Safe to call twice.
+func (fs *findings) close() {
+	if fs == nil {
+		return
+	}
+	fs.enricher.Close(enrichCloseBudget)
+	for _, c := range fs.closers {
+		c()
+	}
+	fs.closers = nil
+}
+
+// enrichResult is the metric's label for an enrichment field.
+func enrichResult(s string) string {
+	switch {
+	case s == "":
+		return "ok"
+	case strings.HasPrefix(s, "timed out"):
+		return "timed_out"
+	case strings.HasPrefix(s, "skipped"):
+		return "skipped"
+	}
+	return "failed"
+}

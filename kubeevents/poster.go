@@ -1,0 +1,235 @@
+package kubeevents
+
+import (
+	"context"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-logr/logr"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+
+	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/internal/logkey"
+)
+
+// Reasons and actions of the Events posted.
+const (
+	ReasonBusy   = "MountBusy"   // a failure: the pod's teardown (or another call) fails
+	ReasonLeaked = "MountLeaked" // a leak as it forms
+	ActionBusy   = "Teardown"
+	ActionLeaked = "Unmount"
+	// Controller is the reportingController.
+	Controller = "mntleak"
+	// NoteLimit is the API's limit on an Event's note, in bytes.
+	NoteLimit = 1024
+)
+
+// Results counted (Options.Count).
+const (
+	ResultPosted       = "posted"       // handed to the broadcaster
+	ResultDeduplicated = "deduplicated" // the same (pod, holder, cause) within the window
+	ResultRateLimited  = "rate_limited" // over the rate
+	ResultFailed       = "failed"       // an API call failed (each retry counts)
+	ResultNoPod        = "no_pod"       // a finding that names no pod by name
+)
+
+// Options tunes a Poster. Zero values take the defaults.
+type Options struct {
+	// Node is the reportingInstance.
+	Node string
+	// DedupWindow: an Event with the same (pod, holder, cause, reason) is
+	// posted once per window. Default 10m.
+	DedupWindow time.Duration
+	// Burst Events may be posted at once, then one per Interval. Default
+	// 10 and 6s.
+	Burst    int
+	Interval time.Duration
+	// Count is called with each result (metrics); nil for none.
+	Count func(result string)
+	// Now is the clock (tests). Default time.Now.
+	Now func() time.Time
+}
+
+func (o *Options) defaults() {
+	if o.DedupWindow == 0 {
+		o.DedupWindow = 10 * time.Minute
+	}
+	if o.Burst == 0 {
+		o.Burst = 10
+	}
+	if o.Interval == 0 {
+		o.Interval = 6 * time.Second
+	}
+	if o.Count == nil {
+		o.Count = func(string) {}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// Poster posts findings as Events.
+type Poster struct {
+	opts        Options
+	broadcaster events.EventBroadcaster
+	recorder    events.EventRecorderLogger
+	log         *zap.Logger
+
+	mu     sync.Mutex
+	seen   map[dedupKey]time.Time
+	tokens float64
+	filled time.Time // when tokens was last topped up
+}
+
+type dedupKey struct {
+	regarding, related, cause, reason string
+}
+
+// New starts a broadcaster that sends to client's events.k8s.io/v1 API
+// until ctx ends (then it is shut down).
+func New(ctx context.Context, client kubernetes.Interface, opts Options, log *zap.Logger) (*Poster, error) {
+	opts.defaults()
+	p := &Poster{opts: opts, log: log, seen: map[dedupKey]time.Time{}, tokens: float64(opts.Burst), filled: opts.Now()}
+	var down outage
+	s := &sink{inner: &events.EventSinkImpl{Interface: client.EventsV1()}, node: opts.Node, result: func(err error) {
+		if err != nil {
+			opts.Count(ResultFailed)
+		}
+		if down.change(err != nil) {
+			if err != nil {
+				log.Warn("the API server does not take events (retried; logged once until it does)", zap.Error(err))
+			} else {
+				log.Info("the API server takes events again")
+			}
+		}
+	}}
+	p.broadcaster = events.NewBroadcaster(s)
+	// The broadcaster logs each failed try through klog: the sink says it
+	// once instead.
+	quiet := klog.NewContext(ctx, logr.Discard())
+	if err := p.broadcaster.StartRecordingToSinkWithContext(quiet); err != nil {
+		return nil, err
+	}
+	p.recorder = p.broadcaster.NewRecorder(scheme.Scheme, Controller).WithLogger(logr.Discard())
+	go func() {
+		<-ctx.Done()
+		p.broadcaster.Shutdown()
+	}()
+	return p, nil
+}
+
+// post is one Event to post for a finding.
+type post struct {
+	regarding, related *corev1.ObjectReference
+	reason, action     string
+}
+
+// Post posts f's Events; it never waits.
+func (p *Poster) Post(f *correlate.Finding) {
+	posts := plan(f)
+	if len(posts) == 0 && (f.Kind == correlate.KindFailure || f.Kind == correlate.KindLeak) {
+		p.opts.Count(ResultNoPod)
+	}
+	note := Note(f.Line())
+	for _, e := range posts {
+		if result := p.admit(e, f.Cause.String()); result != ResultPosted {
+			p.opts.Count(result)
+			continue
+		}
+		p.opts.Count(ResultPosted)
+		// The note as an argument: a finding's "%" is not a verb.
+		p.recorder.Eventf(e.regarding, e.related, corev1.EventTypeWarning, e.reason, e.action, "%s", note)
+		p.log.Debug("event posted", zap.String(logkey.Reason, e.reason),
+			zap.String(logkey.Pod, e.regarding.Namespace+"/"+e.regarding.Name))
+	}
+}
+
+// plan is the Events a finding posts: see the package's doc.
+func plan(f *correlate.Finding) []post {
+	var stuck, holder *corev1.ObjectReference
+	if s := f.Stuck; s != nil && s.Name != "" {
+		stuck = podRef(s.Namespace, s.Name, s.UID)
+	}
+	if w := f.HolderWorkload(); w != nil && w.Pod != "" {
+		holder = podRef(w.Namespace, w.Pod, w.PodUID)
+	}
+	if stuck != nil && holder != nil && stuck.UID != "" && stuck.UID == holder.UID {
+		holder = nil // the pod holds its own volume: one Event on it
+	}
+	switch f.Kind {
+	case correlate.KindFailure:
+		switch {
+		case stuck != nil:
+			return []post{{regarding: stuck, related: holder, reason: ReasonBusy, action: ActionBusy}}
+		case holder != nil:
+			return []post{{regarding: holder, reason: ReasonBusy, action: ActionBusy}}
+		}
+	case correlate.KindLeak:
+		var out []post
+		if holder != nil {
+			out = append(out, post{regarding: holder, related: stuck, reason: ReasonLeaked, action: ActionLeaked})
+		}
+		if stuck != nil {
+			out = append(out, post{regarding: stuck, related: holder, reason: ReasonLeaked, action: ActionLeaked})
+		}
+		return out
+	}
+	return nil
+}
+
+func podRef(namespace, name, uid string) *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: namespace, Name: name, UID: types.UID(uid)}
+}
+
+func refKey(r *corev1.ObjectReference) string {
+	if r == nil {
+		return ""
+	}
+	return r.Namespace + "/" + r.Name + "/" + string(r.UID)
+}
+
+// admit decides whether e is posted: not when the same one was within the
+// dedup window, nor when the bucket is empty.
+func (p *Poster) admit(e post, cause string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.opts.Now()
+	k := dedupKey{regarding: refKey(e.regarding), related: refKey(e.related), cause: cause, reason: e.reason}
+	if t, ok := p.seen[k]; ok && now.Sub(t) < p.opts.DedupWindow {
+		return ResultDeduplicated
+	}
+	p.tokens = min(float64(p.opts.Burst), p.tokens+now.Sub(p.filled).Seconds()/p.opts.Interval.Seconds())
+	p.filled = now
+	if p.tokens < 1 {
+		return ResultRateLimited
+	}
+	p.tokens--
+	p.seen[k] = now
+	for key, t := range p.seen { // bounded: entries older than the window go
+		if now.Sub(t) >= p.opts.DedupWindow {
+			delete(p.seen, key)
+		}
+	}
+	return ResultPosted
+}
+
+// Note is s cut to the API's note limit, on a rune boundary, with "…" to
+// say it was cut.
+func Note(s string) string {
+	if len(s) <= NoteLimit {
+		return s
+	}
+	const ellipsis = "…"
+	cut := NoteLimit - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ellipsis
+}

@@ -1,0 +1,306 @@
+package kubeevents
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/mntleak/mntleak/correlate"
+)
+
+const (
+	stuckUID  = "0f3c2a4e-5b6d-4e7f-8a9b-1c2d3e4f5a6b"
+	holderUID = "7d2c9a1e-3b4f-4c5d-8e6f-0a1b2c3d4e5f"
+)
+
+// counts collects Options.Count's results.
+type counts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *counts) count(r string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[r]++
+}
+
+func (c *counts) get(r string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[r]
+}
+
+func finding(kind correlate.FindingKind, stuck bool, holder *correlate.Workload, cause correlate.Cause) *correlate.Finding {
+	f := &correlate.Finding{Kind: kind, Cause: cause, Fix: "mountPropagation: HostToContainer",
+		Call:   correlate.Call{PID: 40, Comm: "kubelet", Syscall: "unlinkat", Errno: "EBUSY", MntNS: 1},
+		Object: correlate.Object{Path: "/var/lib/kubelet/pods/" + stuckUID + "/volumes/kubernetes.io~empty-dir/cache", FSType: "tmpfs"},
+		Holders: []correlate.Holder{{MntNS: 2, Where: "/host/x",
+			Processes: []correlate.ProcRef{{PID: 50, Comm: "node_exporter", Workload: holder}}}}}
+	f.Holders[0].Actor = &correlate.Actor{ProcRef: f.Holders[0].Processes[0], Role: correlate.RoleMember}
+	if stuck {
+		f.Stuck = &correlate.StuckPod{UID: stuckUID, Name: "web-7f9c", Namespace: "default", Volume: "cache", VolumeType: "emptyDir",
+			VolumeText: "volume cache (emptyDir)", Tmpfs: true}
+	}
+	return f
+}
+
+var exporter = &correlate.Workload{ContainerID: "c1", Name: "node-exporter", Pod: "node-exporter-x2x", Namespace: "monitoring",
+	PodUID: holderUID, PodContainer: "node-exporter"}
+
+// eventsIn waits for n Events in the fake API (the broadcaster sends on
+// its own goroutines) and returns them.
+func eventsIn(t *testing.T, client *fake.Clientset, n int) []eventsv1.Event {
+	t.Helper()
+	var items []eventsv1.Event
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		list, err := client.EventsV1().Events("").List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		items = list.Items
+		if len(items) >= n {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(items) != n {
+		t.Fatalf("%d events in the API, want %d: %+v", len(items), n, items)
+	}
+	return items
+}
+
+func TestPost(t *testing.T) {
+	tests := []struct {
+		name string
+		f    *correlate.Finding
+		want []want // the Events, by the pod they regard
+	}{
+		{"a failure on a pod's volume: the stuck pod, related to the holder", finding(correlate.KindFailure, true, exporter, correlate.CauseRprivateBind),
+			[]want{{"default/web-7f9c", stuckUID, "monitoring/node-exporter-x2x", ReasonBusy, ActionBusy}}},
+		{"a failure with no stuck pod: the holder pod", finding(correlate.KindFailure, false, exporter, correlate.CauseRprivateBind),
+			[]want{{"monitoring/node-exporter-x2x", holderUID, "", ReasonBusy, ActionBusy}}},
+		{"a leak: the holder pod, and the pod whose volume leaked", finding(correlate.KindLeak, true, exporter, correlate.CauseRprivateBind),
+			[]want{{"monitoring/node-exporter-x2x", holderUID, "default/web-7f9c", ReasonLeaked, ActionLeaked},
+				{"default/web-7f9c", stuckUID, "monitoring/node-exporter-x2x", ReasonLeaked, ActionLeaked}}},
+		{"a Docker container holds it: the stuck pod alone", finding(correlate.KindFailure, true, &correlate.Workload{Name: "web", Image: "busybox"}, correlate.CauseInUse),
+			[]want{{"default/web-7f9c", stuckUID, "", ReasonBusy, ActionBusy}}},
+		{"no pod at all: nothing", finding(correlate.KindLeak, false, &correlate.Workload{Name: "web", Image: "busybox"}, correlate.CauseUnshare), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := fake.NewClientset()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var c counts
+			p, err := New(ctx, client, Options{Node: "node-1", Count: c.count}, zap.NewNop())
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Post(tt.f)
+			if len(tt.want) == 0 {
+				time.Sleep(100 * time.Millisecond)
+				eventsIn(t, client, 0)
+				if c.get(ResultNoPod) != 1 {
+					t.Errorf("no_pod counted %d times", c.get(ResultNoPod))
+				}
+				return
+			}
+			got := eventsIn(t, client, len(tt.want))
+			for _, w := range tt.want {
+				w.check(t, got, tt.f)
+			}
+			if c.get(ResultPosted) != len(tt.want) {
+				t.Errorf("posted counted %d, want %d", c.get(ResultPosted), len(tt.want))
+			}
+		})
+	}
+}
+
+type want struct {
+	regarding, uid, related, reason, action string
+}
+
+func (w want) check(t *testing.T, events []eventsv1.Event, f *correlate.Finding) {
+	t.Helper()
+	for _, e := range events {
+		if e.Regarding.Namespace+"/"+e.Regarding.Name != w.regarding {
+			continue
+		}
+		related := ""
+		if e.Related != nil {
+			related = e.Related.Namespace + "/" + e.Related.Name
+			if e.Related.Kind != "Pod" {
+				t.Errorf("related %+v is not a pod", e.Related)
+			}
+		}
+		if e.Type != corev1.EventTypeWarning || e.Reason != w.reason || e.Action != w.action || related != w.related ||
+			string(e.Regarding.UID) != w.uid || e.Regarding.Kind != "Pod" || e.Regarding.APIVersion != "v1" ||
+			e.ReportingController != Controller || e.ReportingInstance != "node-1" || e.Note != f.Line() ||
+			e.Namespace != e.Regarding.Namespace {
+			t.Errorf("event on %s: type %s reason %s action %s related %q uid %s controller %s instance %s namespace %s\nnote %s\nwant %+v",
+				w.regarding, e.Type, e.Reason, e.Action, related, e.Regarding.UID, e.ReportingController, e.ReportingInstance, e.Namespace, e.Note, w)
+		}
+		return
+	}
+	t.Errorf("no event on %s", w.regarding)
+}
+
+// TestDedupAndRate: the same (pod, holder, cause) is posted once per
+// window; distinct ones are limited to the burst, then one per interval.
+func TestDedupAndRate(t *testing.T) {
+	client := fake.NewClientset()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var c counts
+	now := time.Unix(1_000_000, 0)
+	clock := func() time.Time { return now }
+	p, err := New(ctx, client, Options{Node: "n", Count: c.count, Burst: 3, Interval: 10 * time.Second, DedupWindow: time.Minute, Now: clock}, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := finding(correlate.KindFailure, true, exporter, correlate.CauseRprivateBind)
+	for range 5 {
+		p.Post(busy) // kubelet retries the teardown: one Event
+	}
+	if c.get(ResultPosted) != 1 || c.get(ResultDeduplicated) != 4 {
+		t.Fatalf("posted %d, deduplicated %d; want 1, 4", c.get(ResultPosted), c.get(ResultDeduplicated))
+	}
+	// Another cause is another Event; so is another holder.
+	p.Post(finding(correlate.KindFailure, true, exporter, correlate.CauseSharedPropagation))
+	other := *exporter
+	other.Pod, other.PodUID = "fluentd-abc", "11111111-2222-4333-8444-555555555555"
+	p.Post(finding(correlate.KindFailure, true, &other, correlate.CauseRprivateBind))
+	if c.get(ResultPosted) != 3 {
+		t.Fatalf("posted %d, want 3", c.get(ResultPosted))
+	}
+	// The bucket is empty: a fourth distinct one waits for a token.
+	third := other
+	third.Pod, third.PodUID = "x", "21111111-2222-4333-8444-555555555555"
+	p.Post(finding(correlate.KindFailure, true, &third, correlate.CauseRprivateBind))
+	if c.get(ResultRateLimited) != 1 {
+		t.Fatalf("rate limited %d, want 1", c.get(ResultRateLimited))
+	}
+	now = now.Add(10 * time.Second)
+	p.Post(finding(correlate.KindFailure, true, &third, correlate.CauseRprivateBind))
+	if c.get(ResultPosted) != 4 {
+		t.Fatalf("after one interval: posted %d, want 4", c.get(ResultPosted))
+	}
+	// After the window the first is posted again (the broadcaster makes
+	// it a series of the same Event).
+	now = now.Add(time.Minute)
+	p.Post(busy)
+	if c.get(ResultPosted) != 5 {
+		t.Fatalf("after the window: posted %d, want 5", c.get(ResultPosted))
+	}
+	if n := len(p.seen); n != 1 {
+		t.Errorf("%d dedup entries kept after the window, want 1 (the old ones dropped)", n)
+	}
+	// In the API: one Event per (pod, related pod, reason); what was posted
+	// again on the same pair (another cause, the window passed) is counted
+	// in its series by the broadcaster (which writes the count 2 at once,
+	// later counts with its periodic refresh).
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		evs := eventsIn(t, client, 3)
+		var series int32
+		for _, e := range evs {
+			if e.Related != nil && e.Related.Name == "node-exporter-x2x" && e.Series != nil {
+				series = e.Series.Count
+			}
+		}
+		if series == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("series count %d on the stuck pod's Event about node-exporter-x2x, want 2", series)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestAPIFailure: an API server that refuses events costs a count per try
+// and one log line, and Post never waits for it.
+func TestAPIFailure(t *testing.T) {
+	client := fake.NewClientset()
+	var mu sync.Mutex
+	fail := true
+	client.PrependReactor("create", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if fail {
+			return true, nil, errors.New("connection refused")
+		}
+		return false, nil, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	core, logs := observer.New(zap.InfoLevel)
+	var c counts
+	p, err := New(ctx, client, Options{Node: "n", Count: c.count}, zap.New(core))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for i := range 3 {
+		w := *exporter
+		w.Pod = "pod-" + string(rune('a'+i))
+		p.Post(finding(correlate.KindFailure, false, &w, correlate.CauseRprivateBind))
+	}
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Errorf("Post waited %v for a failing API server", d)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for c.get(ResultFailed) < 3 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if c.get(ResultFailed) < 3 {
+		t.Fatalf("failed counted %d, want every try (3)", c.get(ResultFailed))
+	}
+	warned := logs.FilterMessageSnippet("does not take events").Len()
+	if warned != 1 {
+		t.Errorf("the outage was logged %d times, want once", warned)
+	}
+	mu.Lock()
+	fail = false
+	mu.Unlock()
+	cancel() // shuts the broadcaster down: its retries stop
+	time.Sleep(50 * time.Millisecond)
+}
+
+func TestNote(t *testing.T) {
+	long := strings.Repeat("é", 600) // 1200 bytes
+	tests := []struct {
+		in   string
+		want int // length in bytes
+	}{
+		{"short", 5},
+		{strings.Repeat("a", NoteLimit), NoteLimit},
+		{strings.Repeat("a", NoteLimit+1), NoteLimit},
+		{long, NoteLimit - 1}, // cut on a rune boundary
+	}
+	for _, tt := range tests {
+		got := Note(tt.in)
+		if len(got) != tt.want || !strings.HasPrefix(tt.in, strings.TrimSuffix(got, "…")) {
+			t.Errorf("Note(%d bytes) = %d bytes, want %d", len(tt.in), len(got), tt.want)
+		}
+		if len(tt.in) > NoteLimit && !strings.HasSuffix(got, "…") {
+			t.Errorf("a cut note does not say so")
+		}
+	}
+}
