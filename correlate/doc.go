@@ -46,10 +46,12 @@
 //     the processes it names asked what they run now (freshen).
 //   - leak.go: leaks as they form; settle.go: reported once the teardown
 //     has settled, if a copy is still there, one finding per teardown and
-//     holder, naming the processes that pin the copies then; stalebind.go: mount ENOENT from a bind
-//     whose source was deleted (the stale-bind rule).
-//   - cause.go: Cause and its slugs; finding.go: Finding and its one-line
-//     form; report.go: the form `mntleak why` prints; workload.go: the
+//     holder, naming the processes that pin the copies then;
+//     stalebind.go: mount ENOENT from a bind whose source was deleted
+//     (the stale-bind rule).
+//   - cause.go: Cause and its slugs; finding.go: Finding, its parts and
+//     its id; line.go: its one-line form, the only place a finding is
+//     rendered as a line; report.go: the form `mntleak why` prints; workload.go: the
 //     pod and container names a finding carries once enriched (package
 //     enrich, off the event path) and the pod terms its line starts with.
 //   - evidence.go: evidence items and event summaries; calls.go: what an
