@@ -240,4 +240,3 @@ type LeakRef struct {
 	Time    time.Time `json:"time"`
 	Summary string    `json:"summary"`
 }
-
