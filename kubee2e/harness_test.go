@@ -174,18 +174,42 @@ func (m *mntleak) findings(t *testing.T) []logged {
 	return out
 }
 
-// about keeps the findings that concern the node's pods (other packages'
-// tests run meanwhile and the daemon sees the whole machine): a path under
-// the kubelet root, a pod named, or one of pids as the holder.
-func about(fs []logged, pids ...int) []logged {
+// Waits for what the daemon does after the kernel's events: a finding
+// is enriched off the event path (each runtime question under 2 s), and an
+// Event goes out through client-go's broadcaster.
+const (
+	enrichWait = 10 * time.Second
+	eventWait  = 30 * time.Second
+)
+
+// isAbout reports whether a finding concerns a test's pods (other
+// packages' tests run meanwhile, and the daemon sees the whole machine):
+// it names one of their UIDs (a volume's path, a process's cgroup), or one
+// of pids as the holder.
+func isAbout(f logged, uids []string, pids ...int) bool {
+	for _, u := range uids {
+		if strings.Contains(f.raw, u) {
+			return true
+		}
+	}
+	return f.HolderPID != 0 && slices.Contains(pids, f.HolderPID)
+}
+
+// about keeps the findings that concern a test's pods (isAbout).
+func about(fs []logged, uids []string, pids ...int) []logged {
 	var out []logged
 	for _, f := range fs {
-		if strings.Contains(f.raw, k8slab.KubeletRoot+"/") || f.StuckPodUID != "" || f.HolderPod != "" ||
-			(f.HolderPID != 0 && slices.Contains(pids, f.HolderPID)) {
+		if isAbout(f, uids, pids...) {
 			out = append(out, f)
 		}
 	}
 	return out
+}
+
+// containerRootfs is where containerd mounts a container's root on the
+// node (runc binds the hostPath volumes under it).
+func containerRootfs(id string) string {
+	return filepath.Join(filepath.Dir(k8slab.ContainerdSocket), "io.containerd.runtime.v2.task", "k8s.io", id, "rootfs")
 }
 
 // waitFindings waits up to d for the daemon to have logged want findings
@@ -205,9 +229,9 @@ func (m *mntleak) waitFindings(t *testing.T, d time.Duration, want int, match fu
 	return got
 }
 
-// mntleakEvents lists the Events mntleak posted in ns (read back from the
-// API server with client-go).
-func (l *lab) mntleakEvents(t *testing.T, ns string) []eventsv1.Event {
+// allEvents lists the Events in ns (read back from the API server with
+// client-go).
+func (l *lab) allEvents(t *testing.T, ns string) []eventsv1.Event {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -215,8 +239,14 @@ func (l *lab) mntleakEvents(t *testing.T, ns string) []eventsv1.Event {
 	if err != nil {
 		t.Fatalf("list events in %s: %v", ns, err)
 	}
+	return list.Items
+}
+
+// mntleakEvents lists the Events mntleak posted in ns.
+func (l *lab) mntleakEvents(t *testing.T, ns string) []eventsv1.Event {
+	t.Helper()
 	var out []eventsv1.Event
-	for _, e := range list.Items {
+	for _, e := range l.allEvents(t, ns) {
 		if e.ReportingController == kubeevents.Controller {
 			out = append(out, e)
 		}

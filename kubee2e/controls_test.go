@@ -1,0 +1,124 @@
+package kubee2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/k8slab"
+)
+
+// TestControls (issue 15, scenario 3): pods with Memory emptyDirs created
+// and deleted on the node leave nothing behind, on their own, beside a
+// host process sitting in a private mount namespace with slave propagation
+// (as a PrivateTmp=yes service does), and beside a privileged pod holding
+// hostPath /var/lib/kubelet with mountPropagation None (the kernel
+// detaches its copies): mntleak reports no finding about any of them and
+// posts no Event.
+func TestControls(t *testing.T) {
+	const pods = 5
+	for _, tc := range []struct {
+		name string
+		// beside starts what the churn runs beside, once the workloads run
+		// (a copy is made only of what is mounted then); it returns the
+		// pids and pod UIDs a finding would name, and the pods it applied.
+		beside func(t *testing.T, l *lab) ([]int, []string, []k8slab.Manifest)
+	}{
+		{"churn", func(*testing.T, *lab) ([]int, []string, []k8slab.Manifest) { return nil, nil, nil }},
+		{"private-namespace-process", func(t *testing.T, _ *lab) ([]int, []string, []k8slab.Manifest) {
+			return []int{privtest.StartHolder(t, "slave", "true").PID}, nil, nil
+		}},
+		{"kubelet-hostpath-none", func(t *testing.T, l *lab) ([]int, []string, []k8slab.Manifest) {
+			h := k8slab.KubeletHostPathPod("monitoring", "node-agent")
+			l.n.Apply(t, h.Manifest)
+			p := l.n.WaitPodRunning(t, "monitoring", h.Name)
+			return []int{l.n.ContainerPID(t, "monitoring", h.Name, "main")}, []string{p.UID}, []k8slab.Manifest{h.Manifest}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := setup(t, "shop", "monitoring")
+			n := l.n
+			var works []k8slab.Workload
+			for i := range pods {
+				w := k8slab.MemoryEmptyDirPod("shop", fmt.Sprintf("web-%d", i))
+				n.Apply(t, w.Manifest)
+				works = append(works, w)
+			}
+			var uids []string
+			for _, w := range works {
+				uids = append(uids, n.WaitPodRunning(t, "shop", w.Name).UID)
+			}
+			pids, more, manifests := tc.beside(t, l)
+			uids = append(uids, more...)
+			for _, w := range works {
+				if _, err := n.KubectlErr(nil, "delete", "pod", "-n", "shop", w.Name, "--wait=false"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, w := range works {
+				if n.DeletePod(t, "shop", w.Name, true) {
+					t.Errorf("pod shop/%s stuck after its deletion", w.Name)
+				}
+			}
+			privtest.AfterLeakSettle(t)
+			l.m.waitFindings(t, enrichWait, 1, func(f logged) bool { return isAbout(f, uids, pids...) })
+			r := &run{commands: [][]string{{"get", "events", "-A", "--field-selector", "type=Warning"}}}
+			for _, w := range works {
+				r.manifests = append(r.manifests, w.Manifest)
+			}
+			r.manifests = append(r.manifests, manifests...)
+			for _, f := range about(l.m.findings(t), uids, pids...) {
+				if f.StuckPodUID != "" || f.HolderPod != "" || strings.HasPrefix(f.Path, k8slab.KubeletRoot+"/") {
+					t.Errorf("finding about the pods: %s", f.raw)
+					continue
+				}
+				r.others = append(r.others, f)
+				// Not about the pods' volumes: a copy of the runtime's own
+				// mounts (this machine's / is private, so a namespace made
+				// from the host keeps private copies of them). It must be
+				// true: the copy is still there, or pinned.
+				if err := stillThere(f); err != nil {
+					t.Errorf("false leak (%v): %s", err, f.raw)
+				} else {
+					t.Logf("true leak of the runtime's mount: %s", f.Msg)
+				}
+			}
+			for _, ns := range []string{"shop", "monitoring"} {
+				for _, e := range l.mntleakEvents(t, ns) {
+					t.Errorf("Event of mntleak in %s: %s %s on %s: %s", ns, e.Type, e.Reason, e.Regarding.Name, e.Note)
+				}
+			}
+			r.write(t, l, tc.name)
+			l.m.Stop(t)
+		})
+	}
+}
+
+// stillThere checks a leak finding against the kernel: its holder still
+// has the copy mounted where the finding says, or (detached) its pinning
+// process still has a file, cwd or mapping on the object's device.
+func stillThere(f logged) error {
+	h, a := f.Detail.Actor()
+	if h == nil || a == nil {
+		return fmt.Errorf("no holding process named")
+	}
+	if h.Detached {
+		if a.Role != correlate.RolePinner {
+			return fmt.Errorf("a detached copy that nothing pins")
+		}
+		return nil
+	}
+	ms, err := k8slab.MountsUnder(a.PID, h.Where)
+	if err != nil {
+		return err
+	}
+	for _, m := range ms {
+		if m.Mountpoint == h.Where && event.MakeDev(uint32(m.Major), uint32(m.Minor)) == f.Detail.Object.Dev {
+			return nil
+		}
+	}
+	return fmt.Errorf("pid %d's namespace has no mount of %s at %s", a.PID, f.Detail.Object.Dev, h.Where)
+}
