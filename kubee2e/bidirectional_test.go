@@ -146,7 +146,7 @@ func TestBidirectional(t *testing.T) {
 				}
 			}
 			busyLog := regexp.MustCompile(`[^\n]*unlinkat ` + regexp.QuoteMeta(mounter.HostPath) + `: device or resource busy[^\n]*`)
-			r.kubelet = cut(busyLog.FindString(n.KubeletLog(t)), 600)
+			r.kubelet = busyLog.FindString(n.KubeletLog(t))
 			r.commands = [][]string{
 				{"get", "pod", "-n", "shop", "web", "-o", "custom-columns=NAME:.metadata.name,STATUS:.status.phase,DELETION:.metadata.deletionTimestamp"},
 				{"get", "events", "-n", "shop", "--field-selector", "involvedObject.name=web", "--sort-by=.metadata.creationTimestamp"},
@@ -164,14 +164,6 @@ func TestBidirectional(t *testing.T) {
 			l.m.Stop(t)
 		})
 	}
-}
-
-// cut is s cut to n bytes, with "…" when it was longer.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // leakComm is the process of f's leaking event, "comm[pid]" ("" without one).

@@ -103,7 +103,7 @@ func journalText(e map[string]any) string {
 		case "MESSAGE":
 			v = "(the line above)"
 		case "MNTLEAK_DETAIL":
-			v = fmt.Sprintf("(the finding as JSON, %d bytes)", len(v))
+			v = "(the whole finding as JSON)"
 		}
 		fmt.Fprintf(&b, "    %s=%s\n", k, v)
 	}
@@ -144,6 +144,9 @@ func writeBlock(t *testing.T, name, body string) {
 // TestDocs: docs/incidents.md has every block the scenarios write, each
 // filled by a run (go test -update ./kubee2e rewrites them), in order.
 func TestDocs(t *testing.T) {
+	if *update {
+		t.Skip("the scenarios of this run write the blocks")
+	}
 	b, err := os.ReadFile(docsPath)
 	if err != nil {
 		t.Fatal(err)
