@@ -65,11 +65,14 @@ func TestControls(t *testing.T) {
 			}
 			privtest.AfterLeakSettle(t)
 			l.m.waitFindings(t, enrichWait, 1, func(f logged) bool { return isAbout(f, uids, pids...) })
-			r := &run{commands: [][]string{{"get", "events", "-A", "--field-selector", "type=Warning"}}}
-			for _, w := range works {
-				r.manifests = append(r.manifests, w.Manifest)
+			r := &run{
+				manifests: append([]k8slab.Manifest{works[0].Manifest}, manifests...),
+				also:      fmt.Sprintf("web-1 to web-%d are web-0 but for their names", pods-1),
+				commands: [][]string{
+					{"get", "events", "-n", "shop", "--field-selector", "type=Warning"},
+					{"get", "events", "-n", "monitoring", "--field-selector", "type=Warning"},
+				},
 			}
-			r.manifests = append(r.manifests, manifests...)
 			for _, f := range about(l.m.findings(t), uids, pids...) {
 				if f.StuckPodUID != "" || f.HolderPod != "" || strings.HasPrefix(f.Path, k8slab.KubeletRoot+"/") {
 					t.Errorf("finding about the pods: %s", f.raw)

@@ -32,6 +32,7 @@ var docBlocks = []string{
 // run is what one scenario's run shows, for its block of the document.
 type run struct {
 	manifests []k8slab.Manifest
+	also      string // what the manifests shown leave out
 	findings  []logged // the findings about the scenario's pods
 	journal   map[string]any
 	commands  [][]string // kubectl commands whose output the block shows
@@ -57,7 +58,11 @@ func (r *run) write(t *testing.T, l *lab, name string) {
 		}
 		b.Write(m.YAML())
 	}
-	b.WriteString("```\n\nWhat mntleak logs (level and message):\n\n```\n")
+	b.WriteString("```\n")
+	if r.also != "" {
+		b.WriteString("\n(" + r.also + ".)\n")
+	}
+	b.WriteString("\nWhat mntleak logs (level and message):\n\n```\n")
 	if len(r.findings) == 0 {
 		b.WriteString("(no finding about these pods)\n")
 	}
