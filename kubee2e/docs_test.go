@@ -32,7 +32,7 @@ var docBlocks = []string{
 // run is what one scenario's run shows, for its block of the document.
 type run struct {
 	manifests []k8slab.Manifest
-	also      string // what the manifests shown leave out
+	also      string   // what the manifests shown leave out
 	findings  []logged // the findings about the scenario's pods
 	journal   map[string]any
 	commands  [][]string // kubectl commands whose output the block shows
