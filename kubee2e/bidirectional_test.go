@@ -147,9 +147,15 @@ func TestBidirectional(t *testing.T) {
 			}
 			busyLog := regexp.MustCompile(`[^\n]*unlinkat ` + regexp.QuoteMeta(mounter.HostPath) + `: device or resource busy[^\n]*`)
 			r.kubelet = busyLog.FindString(n.KubeletLog(t))
+			// What the README tells to run: the core view of the Event.
+			sel := []string{"get", "events", "-A", "--field-selector", "reportingComponent=" + kubeevents.Controller}
+			if out := n.Kubectl(t, sel...); !regexp.MustCompile(`(?m)^shop .* Warning +MountBusy +pod/web `).MatchString(out) {
+				t.Errorf("kubectl %s:\n%s\nwant the MountBusy Warning on pod/web", strings.Join(sel, " "), out)
+			}
 			r.commands = [][]string{
 				{"get", "pod", "-n", "shop", "web", "-o", "custom-columns=NAME:.metadata.name,STATUS:.status.phase,DELETION:.metadata.deletionTimestamp"},
 				{"get", "events", "-n", "shop", "--field-selector", "involvedObject.name=web", "--sort-by=.metadata.creationTimestamp"},
+				sel,
 			}
 			r.write(t, l, tc.name)
 
