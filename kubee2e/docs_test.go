@@ -76,7 +76,7 @@ func (r *run) write(t *testing.T, l *lab, name string) {
 		b.WriteString("```\n")
 	}
 	if len(r.others) > 0 {
-		b.WriteString("\nThe other findings of the run, each checked against the kernel (the copy is still mounted in the holder's namespace):\n\n```\n")
+		b.WriteString("\nThe other findings of the run, each checked against what the kernel showed when the holder's namespace was made (it copied the mount, private):\n\n```\n")
 		for _, f := range r.others {
 			b.WriteString(strings.ToUpper(f.Level) + " " + f.Msg + "\n")
 		}
