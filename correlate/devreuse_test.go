@@ -52,9 +52,8 @@ func TestReusedDeviceNumber(t *testing.T) {
 			w.send(umountEv(40, "umount", hostNS, vol, 0))
 			// The kubelet removes the directory: the copy is detached.
 			w.proc.tables[agent] = agentRoot
-			at := vol
 			if tt.newer {
-				at = "/tmp/gone1"
+				const at = "/tmp/gone1"
 				w.send(mountEv(31, "mount", other, "tmpfs", at, "tmpfs", 0, 0))
 				w.proc.tables[other] += "120 110 0:39 / " + at + " rw - tmpfs tmpfs rw\n"
 				w.proc.pins = []procfs.Pin{{Process: proc(30, "sleep", other, ""), Kind: procfs.PinCwd, Dev: event.MakeDev(0, 39), Path: at}}

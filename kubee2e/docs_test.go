@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -20,13 +19,15 @@ import (
 var update = flag.Bool("update", false, "rewrite the Kubernetes section of docs/incidents.md from this run")
 
 // docsPath is the document whose Kubernetes section the tests write.
-var docsPath = filepath.Join("..", "docs", "incidents.md")
+const docsPath = "../docs/incidents.md"
 
 // docBlocks are the generated blocks of docs/incidents.md, one per
 // scenario run, between <!-- kubee2e:NAME --> and <!-- /kubee2e:NAME -->.
-var docBlocks = []string{
-	"bidirectional", "bidirectional-beside-a-peer", "pinned", "not-pinned",
-	"churn", "private-namespace-process", "kubelet-hostpath-none",
+func docBlocks() []string {
+	return []string{
+		"bidirectional", "bidirectional-beside-a-peer", "pinned", "not-pinned",
+		"churn", "private-namespace-process", "kubelet-hostpath-none",
+	}
 }
 
 // run is what one scenario's run shows, for its block of the document.
@@ -158,7 +159,7 @@ func TestDocs(t *testing.T) {
 	}
 	doc := string(b)
 	at := 0
-	for _, name := range docBlocks {
+	for _, name := range docBlocks() {
 		open, end := "<!-- kubee2e:"+name+" -->\n", "<!-- /kubee2e:"+name+" -->"
 		i, j := strings.Index(doc, open), strings.Index(doc, end)
 		switch {
