@@ -60,7 +60,9 @@ func (c *Correlator) failure(ev *event.Event) {
 	before := c.tables()
 	missing := c.refresh(nil)
 	id, obj := c.objectOf(ev)
-	c.settleLeaks(func(leak identity) bool { return sameObject(id, leak) }, false)
+	// A pending leak on this object is confirmed now, unless the device
+	// number is a freed one the kernel reused for a newer filesystem.
+	c.settleLeaks(func(leak identity) bool { return sameObject(id, leak) && !c.reused(id, leak) }, false)
 	a := &analysis{trigger: ev, caller: ev.MntNS, id: id}
 	held := func() []match {
 		matches := c.search(id, ev.MntNS, c.opts.ExitGrace)
