@@ -3,6 +3,7 @@ package correlate_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -108,6 +109,37 @@ func TestNamesWhatRunsNow(t *testing.T) {
 			_, a := f.Actor()
 			if (a == nil && tt.actor != 0) || (a != nil && a.PID != tt.actor) {
 				t.Errorf("actor %+v, want pid %d", a, tt.actor)
+			}
+		})
+	}
+}
+
+// A leak names the process that pins the copy too, not the namespace's
+// oldest member: a leak finding is built once the teardown has settled,
+// with the pins of that moment (before, a leak line said "nothing pins the
+// copy" and named the oldest member while another process had its cwd in
+// it).
+func TestLeakNamesThePinner(t *testing.T) {
+	const other = 80
+	for _, settle := range []time.Duration{-1, 2 * time.Second} {
+		t.Run("settle "+settle.String(), func(t *testing.T) {
+			w := newWorldOpts(t, correlate.Options{LeakSettle: settle}, []procfs.Process{proc(1, "systemd", hostNS, "")}, map[uint32]string{hostNS: hostTable})
+			w.send(unshareEv(20, "keeper", hostNS, other))
+			w.proc.procs = append(w.proc.procs, proc(20, "keeper", other, ""), proc(21, "worker", other, ""))
+			w.proc.tables[other] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"
+			w.send(exitEv(22, "true", other))
+			w.proc.pins = []procfs.Pin{{Process: proc(21, "worker", other, ""), Kind: procfs.PinCwd, Dev: event.MakeDev(7, 0), Path: "/srv/vol/work"}}
+			w.proc.tables[hostNS] = hostWithoutVol
+			w.send(umountEv(40, "umount", hostNS, "/srv/vol", 0))
+			w.now = w.now.Add(3 * time.Second)
+			w.send(exitEv(23, "true", hostNS))
+			f := w.only()
+			h, a := f.Actor()
+			if f.Kind != correlate.KindLeak || a == nil || a.PID != 21 || a.Role != correlate.RolePinner || h.MntNS != other {
+				t.Errorf("want a leak naming worker[21] as pinner in %d; got %s actor %+v:\n%s", other, f.Kind, a, f.Line())
+			}
+			if want := "held by worker[21] cwd /srv/vol/work"; !strings.Contains(f.Line(), want) {
+				t.Errorf("line does not say %q:\n%s", want, f.Line())
 			}
 		})
 	}

@@ -60,7 +60,9 @@ func (c *Correlator) failure(ev *event.Event) {
 	before := c.tables()
 	missing := c.refresh(nil)
 	id, obj := c.objectOf(ev)
-	c.settleLeaks(func(leak identity) bool { return sameObject(id, leak) }, false)
+	// A pending leak on this object is confirmed now, unless the device
+	// number is a freed one the kernel reused for a newer filesystem.
+	c.settleLeaks(func(leak identity) bool { return sameObject(id, leak) && !c.reused(id, leak) }, false)
 	a := &analysis{trigger: ev, caller: ev.MntNS, id: id}
 	held := func() []match {
 		matches := c.search(id, ev.MntNS, c.opts.ExitGrace)
@@ -80,15 +82,26 @@ func (c *Correlator) failure(ev *event.Event) {
 	if c.rescanFor(matches) {
 		matches = held()
 	}
-	if len(otherThan(matches, ev.MntNS)) == 0 {
-		// Namespaces no process runs in hold copies too, kept by a bind
-		// of their nsfs file: read through it.
+	if c.reread(matches) {
+		matches = held()
+	}
+	// Namespaces no process runs in hold copies too, kept by a bind of
+	// their nsfs file (read through it), or by a process holding it open:
+	// searched when no live namespace elsewhere explains the failure. One
+	// whose last process left a moment ago is alive if it is kept so.
+	if len(liveOthers(matches, ev.MntNS)) == 0 {
 		kept, keptMissing := c.keptMatches(id, ev.MntNS)
-		matches = append(matches, kept...)
+		matches = keptInstead(matches, kept)
 		missing = append(missing, keptMissing...)
 	}
 	var pinErr error
 	a.pins, pinErr = c.pinsFor(id, matches, ev.MonoNS)
+	if len(liveOthers(matches, ev.MntNS)) == 0 && len(a.pins) == 0 {
+		if byFD, fdMissing := c.fdMatches(id, ev.MntNS); len(byFD) > 0 {
+			matches = keptInstead(matches, byFD)
+			missing = append(missing, fdMissing...)
+		}
+	}
 	if len(matches) == 0 && len(a.pins) == 0 {
 		return // nothing holds it: not a mount problem (or already released)
 	}
@@ -99,6 +112,26 @@ func (c *Correlator) failure(ev *event.Event) {
 	}
 	f.Leak = c.leakFor(id, matches)
 	c.report(f)
+}
+
+// reread reads again the mount tables of the namespaces a failure is
+// about to cite that were read before this event, and reports whether it
+// read one. A successful rmdir or unlink of a mountpoint detaches its
+// copies in every namespace (6.x kernels) and makes no event, so a table
+// read before it still shows a copy that is gone: a failure must never
+// cite one (nor name its namespace's process as the holder).
+func (c *Correlator) reread(matches []match) bool {
+	read := false
+	for _, m := range matches {
+		if m.self || !m.exited.IsZero() || m.kept != nil || m.detached || m.ns.Dead {
+			continue
+		}
+		if t := c.ledger.Table(m.ns.Ino); t != nil && t.ReadAt.Before(c.now) {
+			_ = c.readTable(m.ns) // unreadable: its processes exited, the next search says so
+			read = true
+		}
+	}
+	return read
 }
 
 // unmountedAlready reports whether the caller's namespace unmounted the
@@ -121,6 +154,26 @@ func (c *Correlator) unmountedAlready(ev *event.Event) bool {
 		}
 	}
 	return false
+}
+
+// liveOthers returns the matches in live namespaces other than ns.
+func liveOthers(ms []match, ns uint32) []match {
+	var out []match
+	for _, m := range otherThan(ms, ns) {
+		if m.exited.IsZero() && !m.ns.Dead {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// keptInstead adds the matches of kept namespaces, in place of the
+// matches that took them for gone (their last process left): they live on.
+func keptInstead(ms, kept []match) []match {
+	out := slices.DeleteFunc(slices.Clone(ms), func(m match) bool {
+		return !m.exited.IsZero() && hasMatchIn(kept, m.ns.Ino)
+	})
+	return append(out, kept...)
 }
 
 func otherThan(ms []match, ns uint32) []match {
@@ -277,17 +330,24 @@ func (c *Correlator) pinsOn(id identity, matches []match, devs []event.Dev) ([]p
 	if !scoped {
 		return c.proc.Pins(devs)
 	}
-	// The known processes of those namespaces: every process the last
-	// process list found there, and those that joined since by an event.
-	// One forked there since the last list is not looked at: its pins would
-	// add detail to a holder the mount table already names.
+	// Every process of those namespaces, told by its namespace link: a
+	// process forked there since the last process list (forks are not
+	// traced) may be the one that pins the copy, and it is the one to name.
+	// Only a process list read at this very event leaves none unknown: then
+	// its members are the candidates.
 	var nss []uint32
-	pids := []int{}
+	var pids []int
+	listed := c.scanned && c.lastScan.Equal(c.now)
+	if listed {
+		pids = []int{}
+	}
 	for _, m := range matches {
 		if !containsNS(nss, m.ns.Ino) {
 			nss = append(nss, m.ns.Ino)
 			for _, mem := range m.ns.Members() {
-				pids = append(pids, mem.PID)
+				if listed {
+					pids = append(pids, mem.PID)
+				}
 			}
 		}
 	}

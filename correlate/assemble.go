@@ -77,10 +77,20 @@ func (c *Correlator) finding(kind FindingKind, ev *event.Event, obj Object, a *a
 	}
 	sort.Slice(pinOnly, func(i, j int) bool { return pinOnly[i] < pinOnly[j] })
 	for _, ns := range pinOnly {
-		f.Holders = append(f.Holders, Holder{MntNS: ns, Self: ns == a.caller, Pins: a.pins[ns]})
+		f.Holders = append(f.Holders, Holder{MntNS: ns, Self: ns == a.caller, Pins: a.pins[ns], Detached: c.hadCopy(ns, a)})
 	}
 	if len(groups) == 0 && len(pinOnly) > 0 {
 		v = c.pinnedOnly(a, a.pins[pinOnly[0]], pinOnly[0])
+	}
+	if v.made != nil {
+		c.leadWithMounter(f, v.made, a)
+	}
+	if len(groups) > 0 && f.Object.Dev == 0 {
+		if m := groups[0][0].m.mount; m != nil && m.FSType == "nsfs" {
+			// Not a mount point here (umount2 EINVAL): the copy says what
+			// it is, a namespace file (net:[4026532290]).
+			f.Object.Dev, f.Object.FSType, f.Object.Root = devOf(m), m.FSType, m.Root
+		}
 	}
 	c.commands(f, asked)
 	f.Cause, f.Summary, f.Fix, f.Inferred, f.Missing = v.cause, v.summary, v.fix, v.inferred, v.missing
@@ -90,6 +100,47 @@ func (c *Correlator) finding(kind FindingKind, ev *event.Event, obj Object, a *a
 	}
 	f.Evidence = append([]Evidence{eventEvidence(ev, "the call: "+eventSummary(ev)+" = "+retText(ev))}, v.evidence...)
 	return f
+}
+
+// leadWithMounter puts first the holder that is the namespace where a
+// mount propagated from (shared-propagation): the caller's own namespace
+// only received it, and the process to act on is in the other one, the one
+// that made the mount while it still runs there, else that namespace's
+// oldest process. When no table showed its copy there, it is added as the
+// namespace that mounted it, where the mount event put it.
+func (c *Correlator) leadWithMounter(f *Finding, made *event.Event, a *analysis) {
+	n := c.lineage.Get(made.MntNS)
+	if n == nil || made.MntNS == a.caller {
+		return // gone: nothing there to name
+	}
+	i := slices.IndexFunc(f.Holders, func(h Holder) bool { return h.MntNS == made.MntNS && !h.Self && h.Exited.IsZero() })
+	if i < 0 {
+		h := Holder{MntNS: n.Ino, Where: made.Target, Created: n.Created}
+		for _, m := range n.Members() {
+			h.Processes = append(h.Processes, m.ref())
+		}
+		f.Holders = append(f.Holders, h)
+		i = len(f.Holders) - 1
+	}
+	h := f.Holders[i]
+	if j := slices.IndexFunc(h.Processes, func(p ProcRef) bool { return p.PID == int(made.PID) }); j >= 0 {
+		h.Processes = append([]ProcRef{h.Processes[j]}, slices.Delete(slices.Clone(h.Processes), j, j+1)...)
+		h.mounter = int(made.PID)
+	}
+	f.Holders = append([]Holder{h}, slices.Delete(f.Holders, i, i+1)...)
+}
+
+// hadCopy reports whether another namespace's table read before its
+// latest one showed the object where the latest shows none: the kernel has
+// detached that copy since (rmdir or unlink of its mountpoint, its
+// namespace's end), and a process pinning it there keeps a detached copy.
+func (c *Correlator) hadCopy(ns uint32, a *analysis) bool {
+	cur, prev := c.ledger.Table(ns), c.ledger.Previous(ns)
+	if ns == a.caller || cur == nil || prev == nil {
+		return false
+	}
+	callerTable := c.ledger.Table(a.caller)
+	return len(findIn(prev, a.id, callerTable)) > 0 && len(findIn(cur, a.id, callerTable)) == 0
 }
 
 func retText(ev *event.Event) string {
@@ -150,9 +201,10 @@ const maxCommands = 8
 // the fix). The answers are kept for commands.
 func (c *Correlator) freshen(matches []match, pins map[uint32][]PinRef) map[int]procfs.Command {
 	asked := map[int]procfs.Command{}
+	gone := map[int]bool{}
 	ask := func(pid int) (procfs.Command, bool) {
 		if cmd, ok := asked[pid]; ok {
-			return cmd, true
+			return cmd, !gone[pid]
 		}
 		if len(asked) >= maxCommands {
 			return procfs.Command{}, false
@@ -160,6 +212,7 @@ func (c *Correlator) freshen(matches []match, pins map[uint32][]PinRef) map[int]
 		cmd, err := c.proc.Command(pid)
 		if err != nil {
 			cmd = procfs.Command{}
+			gone[pid] = procfs.IsGone(err)
 		}
 		asked[pid] = cmd
 		return cmd, err == nil
@@ -173,6 +226,10 @@ func (c *Correlator) freshen(matches []match, pins map[uint32][]PinRef) map[int]
 		for _, mem := range m.ns.Members() {
 			if cmd, ok := ask(mem.PID); ok {
 				c.lineage.Verify(m.ns, mem.PID, cmd.Comm, cmd.StartTime, c.now)
+			} else if gone[mem.PID] {
+				// It exited; its exit event is not handled yet (mntleak's
+				// own short-lived helpers, read while it waited for them).
+				c.lineage.Gone(m.ns, mem.PID, c.now)
 			}
 		}
 	}

@@ -337,22 +337,36 @@ func pinProcs(pins []correlate.PinRef) []correlate.ProcRef {
 // the kernel gave its inode to a new one. The new namespace does not
 // inherit the remembered creator: a finding about it says it is inferred.
 // A namespace the history does know (its creator is still in it) keeps it.
+// With the birth id the kernel gives a namespace (recorded with its creation
+// event), the id decides: a new namespace whose process is older than the
+// history (an old shell that exec'd unshare) is still a new namespace, and
+// one whose processes all turned over is still the same.
 func TestInodeReusedAfterRestart(t *testing.T) {
+	old := procfs.Process{PID: 5, PPID: 1, StartTime: 1, Comm: "oldshell", MntNS: 80}
 	tests := []struct {
-		name    string
-		inside  procfs.Process // the process in mnt:[80] after the restart
-		creator string         // the creator the finding names
+		name     string
+		inside   procfs.Process // the process in mnt:[80] after the restart
+		id, now  uint64         // the birth id recorded, and the one mnt:[80] has now (0: none)
+		creator  string         // the creator the finding names
+		inferred bool
 	}{
-		{"the inode went to a new namespace", procfs.Process{PID: 900, PPID: 1, StartTime: 1 << 62, Comm: "newcomer", MntNS: 80}, "newcomer[900]"},
-		{"the same namespace (control)", proc(20, "keeper", 80, ""), "keeper[20]"},
+		{"the inode went to a new namespace", procfs.Process{PID: 900, PPID: 1, StartTime: 1 << 62, Comm: "newcomer", MntNS: 80}, 0, 0, "newcomer[900]", true},
+		{"the same namespace (control)", proc(20, "keeper", 80, ""), 0, 0, "keeper[20]", false},
+		{"a new namespace, by its id, its process older than the history", old, 4378, 4379, "oldshell[5]", true},
+		{"without ids (kernels before 6.9) the start-time heuristic cannot tell: it keeps the history", old, 0, 0, "keeper[20]", false},
+		{"the same namespace by its id, its processes all new (control)", procfs.Process{PID: 900, PPID: 1, StartTime: 1 << 62, Comm: "newcomer", MntNS: 80}, 4378, 4378, "keeper[20]", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			first := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "")}, map[uint32]string{hostNS: hostTable})
 			created := unshareEv(20, "keeper", hostNS, 80)
+			created.NewMntNSID = tt.id
 			first.send(created)
 			w := &world{t: t, now: first.now.Add(time.Hour), proc: first.proc}
 			w.proc.procs = append(w.proc.procs, tt.inside)
+			if tt.now != 0 {
+				w.proc.nsids = map[uint32]uint64{80: tt.now}
+			}
 			w.proc.tables[80] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"
 			w.c = correlate.New(w.proc, correlate.Options{LeakSettle: -1}, func(f *correlate.Finding) { w.findings = append(w.findings, f) })
 			w.c.Remember(created)
@@ -363,8 +377,7 @@ func TestInodeReusedAfterRestart(t *testing.T) {
 			w.proc.tables[hostNS] = hostWithoutVol
 			w.send(umountEv(1000, "umount", hostNS, "/srv/vol", 0))
 			f := w.only()
-			reused := tt.inside.PID != 20
-			if f.Inferred != reused || !strings.Contains(f.Line(), tt.creator) || (reused && strings.Contains(f.Line(), "keeper")) {
+			if f.Inferred != tt.inferred || !strings.Contains(f.Line(), tt.creator) || (tt.inferred && strings.Contains(f.Line(), "keeper")) {
 				t.Errorf("inferred=%v: %s", f.Inferred, f.Line())
 			}
 		})

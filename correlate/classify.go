@@ -17,6 +17,10 @@ type verdict struct {
 	fix      string
 	inferred bool
 	missing  []string
+	// made is the mount event of a copy made in another namespace (a
+	// shared-propagation verdict): the finding leads with the namespace
+	// that made it, and names the process that made it while it runs there.
+	made *event.Event
 }
 
 // analysis is the context of one finding being built.
@@ -193,22 +197,35 @@ func (c *Correlator) rprivateVerdict(a *analysis, m match, bind *mountinfo.Info,
 	v.evidence = append(v.evidence,
 		factEvidence(mountFact(m.ns.Ino, bind)+": a bind of the host's "+src+" with no propagation"),
 		factEvidence(mountFact(m.ns.Ino, m.mount)))
-	pod, docker := c.madeBy(m)
-	what := "hostPath " + src + " with mountPropagation None"
-	if docker {
+	pod, docker, unit := c.madeBy(m)
+	what := "" // no evidence of the tool that made it
+	switch {
+	case pod != "":
+		what = "hostPath " + src + " with mountPropagation None"
+	case docker:
 		what = "docker -v " + src + " with the default propagation, rprivate"
+	case unit != "":
+		what = "made in the namespace of " + unit
 	}
 	if container != "" {
-		what += ", container " + ShortID(container)
+		what = strings.TrimPrefix(what+", container "+ShortID(container), ", ")
 	}
-	v.summary = how + " (" + what + ")" + c.stayed(a)
+	if what != "" {
+		what = " (" + what + ")"
+	}
+	v.summary = how + what + c.stayed(a)
 	switch {
 	case pod != "":
 		v.fix = "mountPropagation: HostToContainer (rslave) for the hostPath " + src + " volume of pod " + pod
 	case docker:
 		v.fix = "docker run -v " + src + ":" + bind.Mountpoint + ":rslave (the default, rprivate, keeps copies of what is mounted below " + src + ")"
+	case unit != "":
+		v.fix = "bind " + src + " into " + unit + " with BindPaths=" + src + ":" + bind.Mountpoint + " (systemd keeps it a slave) rather than a private bind, " +
+			"or make it a slave there (mount --make-rslave " + bind.Mountpoint + " in its namespace); restart " + unit + " to drop the stale copy"
 	default:
-		v.fix = "mountPropagation: HostToContainer (rslave) for the " + src + " volume (docker: -v " + src + ":" + bind.Mountpoint + ":rslave)"
+		v.fix = "make the bind a slave so unmounts below " + src + " reach it: mount --make-rslave " + bind.Mountpoint + " in " + nsName(m.ns.Ino) +
+			" (for the tool that made it: docker -v " + src + ":" + bind.Mountpoint + ":rslave, Kubernetes mountPropagation: HostToContainer); " +
+			"restart the processes of " + nsName(m.ns.Ino) + " to drop the stale copy"
 	}
 	if container != "" {
 		v.fix += "; restart container " + ShortID(container) + " to drop the stale copy"
@@ -294,8 +311,8 @@ func (c *Correlator) containerOf(m match) string {
 }
 
 // madeBy tells, from the holder's cgroups, which tool made its binds: a
-// Kubernetes pod (its UID), or Docker.
-func (c *Correlator) madeBy(m match) (pod string, docker bool) {
+// Kubernetes pod (its UID), Docker, or a systemd unit (its name).
+func (c *Correlator) madeBy(m match) (pod string, docker bool, unit string) {
 	members := m.ns.Members()
 	if m.ns.Dead {
 		members = m.ns.Past()
@@ -306,11 +323,17 @@ func (c *Correlator) madeBy(m match) (pod string, docker bool) {
 	}
 	for _, cg := range cgroups {
 		if p := PodUID(cg); p != "" {
-			return p, false
+			return p, false, ""
 		}
 		docker = docker || strings.HasPrefix(cg, "/docker/") || strings.Contains(cg, "/docker-")
+		if u := Unit(cg); unit == "" && strings.HasSuffix(u, ".service") {
+			unit = u
+		}
 	}
-	return "", docker
+	if docker {
+		unit = ""
+	}
+	return "", docker, unit
 }
 
 func firstNonEmpty(s ...string) string {

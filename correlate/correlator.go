@@ -105,6 +105,9 @@ type Correlator struct {
 	evicted        uint64               // tables evicted by MaxMounts
 	rules          []rule               // the cause table (rules.go), read-only
 	pending        []*pendingLeak       // leaks waiting for the teardown to settle
+	// entered: namespaces mntleak read through their nsfs file (a short
+	// nsenter), with when: its own helper's setns into them is not a member.
+	entered map[uint32][]time.Time
 }
 
 type leakRecord struct {
@@ -126,6 +129,7 @@ func New(proc procfs.Proc, opts Options, emit func(*Finding)) *Correlator {
 		ledger:    NewLedger(opts.MaxHistory),
 		incidents: map[string]time.Time{},
 		rules:     causeRules(),
+		entered:   map[uint32][]time.Time{},
 	}
 }
 
@@ -134,22 +138,6 @@ func (c *Correlator) Lineage() *Lineage { return c.lineage }
 
 // Ledger exposes the mount ledger (read-only use).
 func (c *Correlator) Ledger() *Ledger { return c.ledger }
-
-// Remember applies an event recorded by an earlier run (the persistent
-// lineage): namespace creations and joins, and mount-family events as
-// evidence. It reads nothing from /proc and reports nothing. Call it for
-// each remembered event, in order, before Start: the snapshot then retires
-// what is gone and keeps the creation history of what is still there.
-func (c *Correlator) Remember(ev *event.Event) {
-	c.remembered = true
-	c.lastRemembered = max(c.lastRemembered, ev.MonoNS)
-	if ev.Time.After(c.now) {
-		c.now = ev.Time
-	}
-	if !c.lineageEvent(ev, false) && mountFamily(ev.Kind) {
-		c.ledger.Record(ev)
-	}
-}
 
 // lineageEvent applies a namespace creation or join and reports whether ev
 // was one. A live creation also reads the parent's mount table (what the
@@ -179,6 +167,9 @@ func (c *Correlator) lineageEvent(ev *event.Event, live bool) bool {
 		}
 		c.ledger.Record(ev)
 	case event.KindSetns:
+		if live && c.ownEntry(ev) {
+			break // mntleak's own helper reading the namespace's table
+		}
 		if ev.Ret == 0 && ev.MntNSAfter != ev.MntNSBefore {
 			c.lineage.Join(ev.MntNSAfter, ev.MntNSBefore, memberOf(ev))
 		}
@@ -221,40 +212,6 @@ func (c *Correlator) Start() error {
 		_ = c.readTable(n) // a namespace whose processes all exited is simply skipped
 	}
 	return nil
-}
-
-// forgetReused drops the remembered history of a namespace whose inode
-// now belongs to another one: none of its processes is one the history
-// knows (its creator, or a process that joined it), and every one of them
-// started after the last remembered event, while mntleak was not running.
-// The kernel reuses a dead namespace's inode; its creator, events and
-// members are not the new one's. (A namespace whose processes all turned
-// over unseen looks the same: it then loses its history, and its verdicts
-// say they are inferred, rather than cite a creator that may not be its.)
-func (c *Correlator) forgetReused(procs []procfs.Process) {
-	here := map[uint32][]procfs.Process{}
-	for _, p := range procs {
-		here[p.MntNS] = append(here[p.MntNS], p)
-	}
-	for _, n := range c.lineage.Live() {
-		ps := here[n.Ino]
-		if n.Event == nil || len(ps) == 0 {
-			continue
-		}
-		reused := true
-		for _, p := range ps {
-			m, member := n.members[p.PID]
-			known := (member && (m.StartTime == 0 || m.StartTime == p.StartTime)) ||
-				(n.Creator.PID == p.PID && (n.Creator.StartTime == 0 || n.Creator.StartTime == p.StartTime))
-			if known || p.StartTime <= c.lastRemembered/uint64(clockTick) {
-				reused = false
-				break
-			}
-		}
-		if reused {
-			c.lineage.retire(n, c.now)
-		}
-	}
 }
 
 // readTable reads a namespace's mount table through one of its processes.

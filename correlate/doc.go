@@ -19,8 +19,11 @@
 // is checked for copies that stayed behind (leak.go).
 //
 // Files:
-//   - correlator.go: Options, New, Start, Handle, Remember; which events
-//     are failures worth explaining.
+//   - correlator.go: Options, New, Start, Handle; which events are
+//     failures worth explaining.
+//   - remember.go: Remember, the persistent lineage of an earlier run; a
+//     namespace whose inode another one has now (its birth id differs)
+//     loses that history at Start.
 //   - lineage.go: Lineage, Namespace, Member: namespaces and their members
 //     over time; gc.go: what is forgotten, and when.
 //   - ledger.go, tableindex.go, peergroups.go: Table and Ledger, the mount
@@ -28,20 +31,27 @@
 //   - analyze.go: a failure, from the event to the holdings and pins.
 //   - holders.go: an object's identity (device, path through bind roots,
 //     overlay, nsfs) and the search for its copies; kept.go: namespaces no
-//     process runs in, kept by a bind of their nsfs file, read through it.
+//     process runs in, kept by a bind of their nsfs file or by a process
+//     holding it open, read through it.
 //   - rules.go: the cause table (cause, evidence it needs, fix), classify
 //     and the causes' rank; docs/causes.md is written from it.
 //   - classify.go: the analysis, the verdict, and the rules for a copy made
 //     by a bind (busy-copy, private-tmp, rprivate-bind).
 //   - namespace_causes.go: the rules for a copy kept by its namespace
-//     (mountflags-restart, private-parent, unshare, unknown,
-//     shared-propagation, in-use with the caller's own cwd).
-//   - assemble.go: holdings grouped into one Finding, the primary verdict.
+//     (mountflags-restart, private-parent, unshare, unknown, in-use with
+//     the caller's own cwd); prevention.go: how to keep such a copy from
+//     staying (which mount stopped the unmount, and where); shared.go:
+//     shared-propagation, and the mount event that made an object.
+//   - assemble.go: holdings grouped into one Finding, the primary verdict;
+//     the processes it names asked what they run now (freshen).
 //   - leak.go: leaks as they form; settle.go: reported once the teardown
-//     has settled, if a copy is still there; stalebind.go: mount ENOENT from a bind
-//     whose source was deleted (the stale-bind rule).
-//   - cause.go: Cause and its slugs; finding.go: Finding and its one-line
-//     form; report.go: the form `mntleak why` prints; workload.go: the
+//     has settled, if a copy is still there, one finding per teardown and
+//     holder, naming the processes that pin the copies then;
+//     stalebind.go: mount ENOENT from a bind whose source was deleted
+//     (the stale-bind rule).
+//   - cause.go: Cause and its slugs; finding.go: Finding, its parts and
+//     its id; line.go: its one-line form, the only place a finding is
+//     rendered as a line; report.go: the form `mntleak why` prints; workload.go: the
 //     pod and container names a finding carries once enriched (package
 //     enrich, off the event path) and the pod terms its line starts with.
 //   - evidence.go: evidence items and event summaries; calls.go: what an

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/mntleak/mntleak/event"
@@ -48,6 +47,9 @@ type Finding struct {
 	// Release is the command that detaches the leaked copy now
 	// (mntleak release), when there is one to detach.
 	Release string `json:"release,omitempty"`
+	// Others are the other objects one teardown left in the same holder
+	// namespaces (a leak): one finding per holder and teardown.
+	Others []Object `json:"others,omitempty"`
 	// Stuck is the pod whose directory the object (or its leaked copy)
 	// lies in, Node the node's name, and Enrichment, when not empty, why
 	// the workloads (Workload) are not all named: set off the event path
@@ -129,6 +131,8 @@ type Holder struct {
 	// holder_pid of the log fields, the first process after "held by" in
 	// the line): nil when no live process holds it.
 	Actor *Actor `json:"actor,omitempty"`
+	// mounter is the pid among Processes that made the mount (0: none).
+	mounter int
 }
 
 // Actor roles: how the named process holds the copy.
@@ -138,6 +142,10 @@ const (
 	// RoleMember: nothing pins the copy; the process keeps its namespace,
 	// and with it the copy, alive.
 	RoleMember = "member"
+	// RoleMounter: it made the mount in its namespace, from where it
+	// propagated to the caller's (shared-propagation): it is the one to
+	// unmount it.
+	RoleMounter = "mounter"
 )
 
 // Actor is the process a holder is named by, and how it holds.
@@ -171,6 +179,8 @@ func (h *Holder) actor() *Actor {
 	case len(h.Pins) > 0:
 		p := h.Pins[0]
 		return &Actor{ProcRef: p.ProcRef, Role: RolePinner, Pin: p.Pin, Path: p.Path}
+	case len(h.Processes) > 0 && h.Exited.IsZero() && h.Processes[0].PID == h.mounter:
+		return &Actor{ProcRef: h.Processes[0], Role: RoleMounter}
 	case len(h.Processes) > 0 && h.Exited.IsZero():
 		return &Actor{ProcRef: h.Processes[0], Role: RoleMember}
 	}
@@ -191,8 +201,12 @@ type ProcRef struct {
 	Workload *Workload `json:"workload,omitempty"`
 }
 
+// PinNSFD is the pin of a process that holds open the nsfs file of a
+// namespace no process runs in: it keeps the namespace, and its copy.
+const PinNSFD = "nsfd"
+
 // PinRef is a process keeping the object busy through a cwd, root, fd or
-// mapping.
+// mapping (or, with PinNSFD, a namespace alive).
 type PinRef struct {
 	ProcRef
 	MntNS uint32 `json:"mntns"`
@@ -225,188 +239,4 @@ type EventRef struct {
 type LeakRef struct {
 	Time    time.Time `json:"time"`
 	Summary string    `json:"summary"`
-}
-
-// Line renders the finding as the one human line an on-call engineer reads:
-//
-//	EBUSY openat /dev/loop3 by mkfs.ext4[4121]: still mounted in
-//	mnt:[4026532290] at /host/srv/vol, held by sleep[3990] (container
-//	5f2c…); leaked by ... Fix: ...
-//
-// Line is the finding as one human-readable line (the log message, the
-// journal's MESSAGE, replay's text): untrusted strings in it are escaped
-// (Escape), so it is always exactly one line.
-func (f *Finding) Line() string {
-	var b strings.Builder
-	if p := f.podPrefix(); p != "" {
-		b.WriteString(p + ": ") // pod terms first (workload.go)
-	}
-	if f.Kind == KindHeld {
-		b.WriteString("HELD ")
-		b.WriteString(f.Object.describe())
-	} else if f.Kind == KindLeak {
-		b.WriteString("LEAK ")
-		b.WriteString(f.Object.describe())
-		b.WriteString(" unmounted by ")
-		b.WriteString(procName(f.Call.Comm, int(f.Call.PID)))
-		b.WriteString(" in ")
-		b.WriteString(nsName(f.Call.MntNS))
-	} else {
-		b.WriteString(f.Call.Errno)
-		b.WriteByte(' ')
-		b.WriteString(f.Call.Syscall)
-		b.WriteByte(' ')
-		b.WriteString(f.Object.describe())
-		b.WriteString(" by ")
-		b.WriteString(procName(f.Call.Comm, int(f.Call.PID)))
-		if t := f.Call.Workload.Text(); t != "" {
-			b.WriteString(" (" + t + ")")
-		}
-		if f.Object.Operation != "" {
-			b.WriteString(" (" + f.Object.Operation + " through " + f.Object.Via + ")")
-		}
-	}
-	b.WriteString(": ")
-	b.WriteString(f.holderText())
-	if f.Summary != "" {
-		b.WriteString("; ")
-		b.WriteString(f.Summary)
-	}
-	if f.Leak != nil {
-		b.WriteString("; leak seen at ")
-		b.WriteString(clock(f.Leak.Time))
-	}
-	if f.Inferred {
-		// From /proc alone: no event was seen happen. For why, that is
-		// simply no recorded history, not proof the namespace is older.
-		if f.Kind == KindHeld {
-			b.WriteString(" (inferred: no recorded history)")
-		} else {
-			b.WriteString(" (inferred: predates tracing)")
-		}
-	}
-	if len(f.Missing) > 0 {
-		b.WriteString(" (missing: ")
-		b.WriteString(strings.Join(f.Missing, "; "))
-		b.WriteByte(')')
-	}
-	if f.Incomplete != nil {
-		b.WriteString(" (" + f.Incomplete.text() + ")")
-	}
-	// The cause's slug on every line, so a line can be grepped or
-	// matched to the docs without the JSON.
-	b.WriteString(" [cause: " + f.Cause.String() + "]")
-	b.WriteString(". Fix: ")
-	b.WriteString(f.Fix)
-	return Escape(b.String())
-}
-
-func (o *Object) describe() string {
-	switch {
-	case o.Path != "" && o.Dev != 0:
-		return o.Path + " (" + o.Dev.String() + ")"
-	case o.Path != "":
-		return o.Path
-	case o.Dev != 0:
-		return "device " + o.Dev.String()
-	}
-	return "(unknown object)"
-}
-
-func (f *Finding) holderText() string {
-	if len(f.Holders) == 0 {
-		return "no holder found"
-	}
-	parts := make([]string, 0, len(f.Holders))
-	for i := range f.Holders {
-		parts = append(parts, f.Holders[i].text())
-	}
-	return strings.Join(parts, "; ")
-}
-
-// place says how a holder has the object: "kept busy in mnt:[N]" (pins
-// only), "mounted in the caller's own namespace mnt:[N]", or, elsewhere,
-// mounted (after "still " in a finding line).
-func (h *Holder) place(elsewhere string) string {
-	switch {
-	case h.Where == "" && len(h.Pins) > 0:
-		return "kept busy in " + nsName(h.MntNS)
-	case h.Self:
-		return "mounted in the caller's own namespace " + nsName(h.MntNS)
-	}
-	return elsewhere + nsName(h.MntNS)
-}
-
-func (h *Holder) text() string {
-	var b strings.Builder
-	b.WriteString(h.place("still mounted in "))
-	if h.Where != "" {
-		b.WriteString(" at " + h.Where)
-		for _, w := range h.Also {
-			b.WriteString(" and " + w)
-		}
-	}
-	if h.Propagation != "" {
-		b.WriteString(" (" + h.Propagation + ")")
-	}
-	if h.Detached {
-		b.WriteString(", detached by the kernel since")
-	}
-	if h.KeptBy != "" {
-		b.WriteString(", kept by " + h.KeptBy)
-	}
-	switch {
-	case !h.Exited.IsZero():
-		// Gone: its pids may be other programs' now, never an actor.
-		b.WriteString(", whose last process left at " + clock(h.Exited))
-		if len(h.Processes) > 0 {
-			b.WriteString(" (it ran " + procList(h.Processes, 3) + ")")
-		}
-	case len(h.Pins) > 0:
-		// The pinner first: the process that keeps the copy busy.
-		pins := make([]string, 0, len(h.Pins))
-		for i, p := range h.Pins {
-			if i == 3 {
-				pins = append(pins, "+"+strconv.Itoa(len(h.Pins)-3)+" more")
-				break
-			}
-			pins = append(pins, procName(p.Comm, p.PID)+workloadTag(p.ProcRef)+" "+p.Pin+" "+p.Path)
-		}
-		b.WriteString(", held by " + strings.Join(pins, ", "))
-		if len(h.Processes) > 0 {
-			b.WriteString(" in a namespace kept by " + procList(h.Processes, 3))
-		}
-	case len(h.Processes) > 0:
-		b.WriteString(", held by ")
-		b.WriteString(procList(h.Processes, 3))
-		b.WriteString(" (namespace members; nothing pins the copy)")
-	}
-	return b.String()
-}
-
-func procList(procs []ProcRef, max int) string {
-	parts := make([]string, 0, len(procs))
-	for i, p := range procs {
-		if i == max {
-			parts = append(parts, "+"+strconv.Itoa(len(procs)-max)+" more")
-			break
-		}
-		parts = append(parts, procName(p.Comm, p.PID)+procTag(p))
-	}
-	return strings.Join(parts, ", ")
-}
-
-func procName(comm string, pid int) string {
-	return comm + "[" + strconv.Itoa(pid) + "]"
-}
-
-func nsName(ino uint32) string {
-	return "mnt:[" + strconv.FormatUint(uint64(ino), 10) + "]"
-}
-
-func clock(t time.Time) string {
-	if t.IsZero() {
-		return "?"
-	}
-	return t.UTC().Format("15:04:05.000")
 }

@@ -1,6 +1,9 @@
 package correlate
 
-import "sort"
+import (
+	"sort"
+	"time"
+)
 
 // The correlator's memory is bounded: dead namespaces, their last tables,
 // mount tables, failure keys and leak records are all collected or capped.
@@ -37,6 +40,11 @@ func (c *Correlator) collect() {
 	for k, t := range c.incidents {
 		if c.now.Sub(t) > c.opts.RetryWindow {
 			delete(c.incidents, k)
+		}
+	}
+	for ns, times := range c.entered {
+		if c.now.Sub(times[len(times)-1]) > 5*time.Second {
+			delete(c.entered, ns) // the helper's events never came
 		}
 	}
 }

@@ -70,8 +70,18 @@ var scenarios = map[string][]expectation{
 		{kind: correlate.KindFailure, cause: correlate.CauseUnshare, syscall: "openat", errno: "EBUSY", holderComm: "keeper", linked: true},
 	},
 	"holder-exited": {
-		{kind: correlate.KindLeak, cause: correlate.CauseUnshare, syscall: "umount2", holderComm: "holder"},
+		// The leak is confirmed by the failure, when its holder has exited:
+		// the copy stayed, and the reader reached the device through it.
+		{kind: correlate.KindLeak, cause: correlate.CauseUnshare, syscall: "umount2", holderComm: "holder", exited: true},
 		{kind: correlate.KindFailure, cause: correlate.CauseUnshare, syscall: "openat", errno: "EBUSY", holderComm: "reader", exited: true, linked: true},
+	},
+	// No process in the namespace: a process holds it open by an fd.
+	"nsfd-kept": {
+		{kind: correlate.KindFailure, cause: correlate.CauseUnshare, syscall: "openat", errno: "EBUSY", holderComm: "pinner"},
+	},
+	// The leak names the worker forked into the copy, whose cwd pins it.
+	"forked-pinner": {
+		{kind: correlate.KindLeak, cause: correlate.CauseUnshare, syscall: "umount2", holderComm: "worker"},
 	},
 	// Negatives: twenty containers started and removed, no finding at all.
 	"day-in-the-life": nil,

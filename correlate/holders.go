@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/procfs"
@@ -269,9 +270,14 @@ func (c *Correlator) holderOf(m match, pins map[uint32][]PinRef) Holder {
 		return h // the caller's namespace may be the host's: its pins say who matters
 	}
 	if m.kept != nil {
-		h.KeptBy = "the bind of its nsfs file at " + m.kept.where + " in " + c.label(m.kept.ns)
+		h.KeptBy = m.kept.by(c)
 		h.Enter = m.kept.files[0]
-		return h // no process runs in it: none is named
+		if f := m.kept.fd; f != nil {
+			// The process holding it open is the one to act on.
+			h.Pins = []PinRef{{ProcRef: ProcRef{PID: f.PID, StartTime: f.StartTime, Comm: f.Comm, Container: ContainerID(f.Cgroup),
+				Unit: Unit(f.Cgroup), Pod: PodUID(f.Cgroup)}, MntNS: f.MntNS, Pin: PinNSFD, Path: "/proc/" + itoa(f.PID) + "/fd/" + itoa(f.FD)}}
+		}
+		return h // no process runs in it: none is named as a member
 	}
 	members := m.ns.Members()
 	if m.ns.Dead {
@@ -281,4 +287,29 @@ func (c *Correlator) holderOf(m match, pins map[uint32][]PinRef) Holder {
 		h.Processes = append(h.Processes, members[i].ref())
 	}
 	return h
+}
+
+// reused reports whether the filesystem a failure is about (id) is another
+// than the one an earlier unmount left copies of (leak), though both show
+// the same device number: id's was mounted at its path after leak's was
+// unmounted, and the kernel had given the freed anonymous device number
+// (tmpfs, overlay: major 0) to the new one. Without both events in the
+// history they are taken for the same.
+func (c *Correlator) reused(id, leak identity) bool {
+	if id.block || id.dev.Major() != 0 || id.path == "" || leak.path == "" {
+		return false
+	}
+	const notNew = unix.MS_BIND | unix.MS_MOVE | unix.MS_REMOUNT | unix.MS_SHARED | unix.MS_PRIVATE | unix.MS_SLAVE | unix.MS_UNBINDABLE
+	var made, gone time.Time
+	hist := c.ledger.History()
+	for i := len(hist) - 1; i >= 0 && (made.IsZero() || gone.IsZero()); i-- {
+		switch ev := hist[i]; {
+		case ev.Ret != 0:
+		case made.IsZero() && ev.Kind == event.KindMount && ev.Target == id.path && ev.Flags&notNew == 0:
+			made = ev.Time
+		case gone.IsZero() && ev.Kind == event.KindUmount && ev.Target == leak.path:
+			gone = ev.Time
+		}
+	}
+	return !made.IsZero() && !gone.IsZero() && made.After(gone)
 }

@@ -1,12 +1,15 @@
 package correlate
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/moby/sys/mountinfo"
 
+	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/procfs"
 )
 
@@ -16,6 +19,17 @@ type keeper struct {
 	files []string // the bind's path as mntleak may open it, tried in order
 	where string   // its mount point in ns
 	ns    uint32   // the namespace whose table shows the bind
+	// fd: no bind, a process holds the nsfs file open (an open
+	// /proc/PID/ns/mnt, a runtime's pinned namespace); ns is its namespace.
+	fd *procfs.NSFD
+}
+
+// by says what keeps the namespace, for the holder line.
+func (k *keeper) by(c *Correlator) string {
+	if k.fd != nil {
+		return "fd " + itoa(k.fd.FD) + " of " + procName(k.fd.Comm, k.fd.PID) + " in " + c.label(k.ns) + ", an open file of its nsfs file"
+	}
+	return "the bind of its nsfs file at " + k.where + " in " + c.label(k.ns)
 }
 
 // keptNamespaces finds, in the tables the ledger has, the binds of mount
@@ -65,6 +79,37 @@ func (c *Correlator) pathsFromHere(ns uint32, p string) []string {
 	return out
 }
 
+// nsMountinfo reads the table of a namespace no process runs in through
+// file, and expects the setns of the helper that reads it: it is not a
+// process of that namespace (ownEntry).
+func (c *Correlator) nsMountinfo(file string, ino uint32) (uint32, []*mountinfo.Info, error) {
+	c.entered[ino] = append(c.entered[ino], c.now)
+	return c.proc.NSMountinfo(file)
+}
+
+// ownEntry reports whether a setns is mntleak's own helper entering a
+// namespace to read its table (nsMountinfo): its event comes after the
+// event being handled when it ran, within a few seconds.
+func (c *Correlator) ownEntry(ev *event.Event) bool {
+	if ev.Comm != "nsenter" {
+		return false
+	}
+	times := c.entered[ev.MntNSAfter]
+	for len(times) > 0 && ev.Time.Sub(times[0]) > 5*time.Second {
+		times = times[1:] // its event never came (lost, or read without a tracer)
+	}
+	if len(times) == 0 {
+		delete(c.entered, ev.MntNSAfter)
+		return false
+	}
+	if times = times[1:]; len(times) == 0 {
+		delete(c.entered, ev.MntNSAfter)
+	} else {
+		c.entered[ev.MntNSAfter] = times
+	}
+	return true
+}
+
 // keptMatches searches the namespaces no process runs in, kept by a bind
 // of their nsfs file, reading each one's table through the bind.
 func (c *Correlator) keptMatches(id identity, caller uint32) ([]match, []string) {
@@ -83,7 +128,7 @@ func (c *Correlator) keptMatches(id identity, caller uint32) ([]match, []string)
 		var mounts []*mountinfo.Info
 		var err error
 		for _, file := range k.files {
-			ns, mounts, err = c.proc.NSMountinfo(file)
+			ns, mounts, err = c.nsMountinfo(file, ino)
 			if err == nil && ns != ino {
 				err = fmt.Errorf("%s now names %s", file, nsName(ns))
 			}
@@ -118,4 +163,74 @@ func (c *Correlator) keptNamespace(ino uint32) *Namespace {
 		}
 	}
 	return &Namespace{Ino: ino, Origin: OriginPredates, Inferred: true, members: map[int]*Member{}}
+}
+
+// fdMatches searches the namespaces no process runs in that a process
+// keeps by holding their nsfs file open (no bind of it anywhere), reading
+// each one's table through /proc/PID/fd/N. It reads every process's open
+// files: it runs only when nothing else explains a failure.
+func (c *Correlator) fdMatches(id identity, caller uint32) ([]match, []string) {
+	fds, err := c.proc.NSFDs()
+	var missing []string
+	var unreadable *procfs.UnreadableError
+	if err != nil {
+		if !errors.As(err, &unreadable) {
+			return nil, []string{"the processes holding a namespace open: " + err.Error()}
+		}
+		missing = append(missing, "the processes holding a namespace open: "+err.Error())
+	}
+	bound := c.keptNamespaces()
+	by := map[uint32][]procfs.NSFD{}
+	for _, f := range fds {
+		if n := c.lineage.Get(f.NS); (n != nil && len(n.members) > 0) || f.NS == caller {
+			continue // it has processes: searched as any other
+		}
+		if _, ok := bound[f.NS]; ok {
+			continue // kept by a bind too: searched through it
+		}
+		by[f.NS] = append(by[f.NS], f)
+	}
+	inos := make([]uint32, 0, len(by))
+	for ino := range by {
+		inos = append(inos, ino)
+	}
+	slices.Sort(inos)
+	callerTable := c.ledger.Table(caller)
+	var out []match
+	for _, ino := range inos {
+		holders := by[ino]
+		slices.SortFunc(holders, func(a, b procfs.NSFD) int {
+			if a.PID != b.PID {
+				return a.PID - b.PID
+			}
+			return a.FD - b.FD
+		})
+		var k *keeper
+		var mounts []*mountinfo.Info
+		var last error
+		for _, f := range holders {
+			file := "/proc/" + itoa(f.PID) + "/fd/" + itoa(f.FD)
+			ns, ms, err := c.nsMountinfo(file, ino)
+			if err == nil && ns != ino {
+				err = fmt.Errorf("%s now names %s", file, nsName(ns))
+			}
+			if err != nil {
+				last = err
+				continue
+			}
+			f := f
+			k, mounts = &keeper{files: []string{file}, ns: f.MntNS, fd: &f}, ms
+			break
+		}
+		if k == nil {
+			missing = append(missing, "mount table of "+nsName(ino)+" (held open by "+procName(holders[0].Comm, holders[0].PID)+"): "+last.Error())
+			continue
+		}
+		t := NewTable(ino, mounts, c.now, c.ledger.Seq())
+		n := c.keptNamespace(ino)
+		for _, m := range outermost(t, findIn(t, id, callerTable)) {
+			out = append(out, match{ns: n, table: t, mount: m, where: m.Mountpoint, kept: k})
+		}
+	}
+	return out, missing
 }

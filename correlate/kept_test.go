@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/procfs"
 )
 
@@ -51,6 +52,42 @@ func TestNamespaceKeptByABind(t *testing.T) {
 			}
 			if f.Holders[0].KeptBy == "" {
 				t.Errorf("holder without kept_by: %+v", f.Holders[0])
+			}
+		})
+	}
+}
+
+// A mount namespace no process runs in, kept alive only by a process that
+// holds its nsfs file open (exec 3</proc/PID/ns/mnt; a runtime's pinned
+// namespace fd), is reported with that pin: the process and its fd are
+// what to act on (holder_pid), never silence.
+func TestNamespaceKeptByAnOpenFile(t *testing.T) {
+	const kept = 95
+	for _, seen := range []bool{false, true} {
+		t.Run(map[bool]string{false: "made before tracing", true: "made while traced; its creator exited"}[seen], func(t *testing.T) {
+			w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, ""), proc(60, "pinner", hostNS, "")}, map[uint32]string{hostNS: hostTable})
+			w.proc.tables[kept] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"
+			w.proc.nsfiles = map[string]uint32{"/proc/60/fd/3": kept}
+			w.proc.nsfds = []procfs.NSFD{{Process: proc(60, "pinner", hostNS, ""), FD: 3, NS: kept}}
+			if seen {
+				w.send(unshareEv(20, "unshare", hostNS, kept))
+				w.send(exitEv(20, "unshare", kept))
+			}
+			w.proc.tables[hostNS] = hostWithoutVol
+			w.send(umountEv(40, "umount", hostNS, "/srv/vol", 0))
+			w.findings = nil
+			w.send(failEv(50, "mkfs.ext4", hostNS, 257, "/dev/loop0", int64(unix.EBUSY)))
+			f := w.only()
+			line := f.Line()
+			for _, want := range []string{"still mounted in mnt:[95] at /srv/vol", "kept by fd 3 of pinner[60] in the host",
+				"Fix: have pinner[60] close fd 3"} {
+				if !strings.Contains(line, want) {
+					t.Errorf("line lacks %q:\n%s", want, line)
+				}
+			}
+			h, a := f.Actor()
+			if a == nil || a.PID != 60 || a.Role != correlate.RolePinner || a.Pin != correlate.PinNSFD || h.MntNS != kept {
+				t.Errorf("actor %+v of %+v, want pinner[60] (nsfd) of mnt:[95]:\n%s", a, h, line)
 			}
 		})
 	}

@@ -44,10 +44,11 @@ func (c *Correlator) checkLeak(ev *event.Event) {
 		case active[n.Ino]:
 			return true
 		case n.Created.IsZero():
-			// Predates tracing, so made before any mount tracing saw;
-			// without the exclusion every unmount of a mount storm would
-			// re-read every such table.
-			return false
+			// Predates this run, so made before any mount this run saw
+			// (without the exclusion every unmount of a mount storm would
+			// re-read every such table); a mount remembered from an earlier
+			// run may be older than it: it was made while mntleak was down.
+			return c.remembered && mounted.MonoNS <= c.lastRemembered
 		}
 		// A namespace made before the mount can only hold it through
 		// propagation, which also carries the unmount.
@@ -78,22 +79,17 @@ func (c *Correlator) checkLeak(ev *event.Event) {
 	if len(matches) == 0 {
 		return
 	}
-	a := &analysis{trigger: ev, leak: true, caller: ev.MntNS, id: id}
-	f := c.finding(KindLeak, ev, obj, a, matches)
-	f.Missing = append(f.Missing, missing...)
-	rec := &leakRecord{id: id, holders: map[uint32]bool{}, finding: f}
-	for _, mt := range matches {
-		rec.holders[mt.ns.Ino] = true
-		rec.namespaces = append(rec.namespaces, mt.ns)
-	}
+	p := &pendingLeak{ev: ev, obj: obj, id: id, matches: matches, missing: missing, deadline: ev.Time.Add(c.opts.LeakSettle)}
 	if c.opts.LeakSettle > 0 {
 		// Reported once the teardown has settled, if the copy is still
 		// there (settle.go): the kernel detaches most copies a moment
 		// later, when the runtime removes the directory.
-		c.pending = append(c.pending, &pendingLeak{rec: rec, caller: ev.MntNS, deadline: ev.Time.Add(c.opts.LeakSettle)})
+		c.pending = append(c.pending, p)
 		return
 	}
-	c.keepLeak(rec)
+	if rec := c.confirmLeak(p, false, false); rec != nil {
+		c.keepLeak(rec)
+	}
 }
 
 // keepLeak reports a leak and remembers it, for the failures it explains.

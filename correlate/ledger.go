@@ -2,6 +2,7 @@ package correlate
 
 import (
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -236,6 +237,11 @@ func (l *Ledger) Settled(now time.Time, delay time.Duration) []uint32 {
 		delete(l.dirty, ns)
 	}
 	return out
+}
+
+// DropHistory removes the recorded events drop selects.
+func (l *Ledger) DropHistory(drop func(*event.Event) bool) {
+	l.history = slices.DeleteFunc(l.history, drop)
 }
 
 // History returns the recorded events, oldest first.

@@ -44,6 +44,9 @@ type Namespace struct {
 	Creator  Member       // who created it; when inferred, its oldest member
 	Event    *event.Event // the unshare or clone event, when seen
 	Inferred bool         // creation reconstructed from /proc
+	// ID is the id the kernel gave it at birth (NS_GET_MNTNS_ID, from its
+	// creation event; 0: unknown): the inode is reused, the id is not.
+	ID uint64
 
 	members     map[int]*Member
 	past        []Member
@@ -139,6 +142,9 @@ func (l *Lineage) Created(ino, parent uint32, origin Origin, creator Member, ev 
 		l.retire(old, at)
 	}
 	n := &Namespace{Ino: ino, Origin: origin, Created: at, Parent: parent, Event: ev, members: map[int]*Member{}}
+	if ev != nil {
+		n.ID = ev.NewMntNSID
+	}
 	l.live[ino] = n
 	l.setCreator(n, creator)
 	return n
@@ -226,6 +232,14 @@ func (l *Lineage) Verify(n *Namespace, pid int, comm string, start uint64, at ti
 	}
 }
 
+// Gone removes a member /proc says is gone (its exit event still to come).
+func (l *Lineage) Gone(n *Namespace, pid int, at time.Time) {
+	if m := n.members[pid]; m != nil {
+		l.renameCreator(pid, m.StartTime, m.Comm, "", true)
+		n.leave(pid, at)
+	}
+}
+
 // renameCreator updates the creator's name in the namespaces it created,
 // until it exits (after that its pid may belong to someone else).
 func (l *Lineage) renameCreator(pid int, start uint64, comm, cgroup string, exited bool) {
@@ -294,8 +308,11 @@ func (l *Lineage) Reconcile(procs []procfs.Process, now time.Time) {
 				n.members[pid] = &Member{PID: pid, StartTime: p.StartTime, Comm: p.Comm, Cgroup: p.Cgroup}
 			}
 		}
-		if n.Origin == OriginPredates && n.Creator.PID == 0 {
+		// A namespace whose creation was not seen is named by its oldest
+		// process: the one a remembered join named may be gone since.
+		if n.Origin == OriginPredates && (n.Creator.PID == 0 || n.members[n.Creator.PID] == nil) {
 			if oldest := n.Members(); len(oldest) > 0 {
+				l.untrack(n)
 				l.setCreator(n, oldest[0])
 			}
 		}

@@ -51,6 +51,10 @@ func TestEINVALNeedsAMountpoint(t *testing.T) {
 				}
 				t.Fatalf("%d findings, want %d", len(w.findings), tt.want)
 			}
+			// A network namespace file is named as what it is.
+			if strings.Contains(tt.otherTable, "nsfs") && !strings.Contains(w.findings[0].Line(), tt.path+" (net:[4026532400]) by umount[30]") {
+				t.Errorf("the netns is not named net:[4026532400]: %s", w.findings[0].Line())
+			}
 		})
 	}
 }

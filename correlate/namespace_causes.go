@@ -163,60 +163,66 @@ func (c *Correlator) unshareRule(a *analysis, m match) (verdict, bool) {
 		}
 		creator := procName(n.Creator.Comm, n.Creator.PID)
 		who := "stop or restart " + creator + " and the processes in " + nsName(n.Ino)
-		if n.creatorGone {
-			// Its pid may belong to another program now: name what keeps
-			// the namespace instead.
-			how += "; it has exited since"
+		_, inside := n.members[n.Creator.PID]
+		if n.creatorGone || !inside {
+			// Its pid may belong to another program now, or it runs
+			// elsewhere (the parent of a CLONE_NEWNS child): name what
+			// keeps the namespace instead.
+			if n.creatorGone {
+				how += "; it has exited since"
+			}
 			who = "stop or restart the processes in " + nsName(n.Ino)
-			if pinners, count := pinnersOf(a); len(n.Members()) == 0 && count > 0 {
+			pinners, count := pinnersOf(a)
+			if len(n.Members()) == 0 && count > 0 {
 				who = "nothing runs in " + nsName(n.Ino) + " any more; " + pinners + " keep the copy busy: stop them or have them close it"
 				if count == 1 {
 					who = "nothing runs in " + nsName(n.Ino) + " any more; " + pinners + " keeps the copy busy: stop it or have it close it"
 				}
+			}
+			if n.Dead && count == 0 {
+				who = "nothing runs in " + nsName(n.Ino) + " any more: its copy was detached with it and goes once nothing uses it"
 			}
 			if ms := n.Members(); len(ms) > 0 {
 				refs := make([]ProcRef, 0, len(ms))
 				for _, mm := range ms {
 					refs = append(refs, mm.ref())
 				}
-				who = "stop or restart " + procList(refs, 3) + ", which keep " + nsName(n.Ino) + " now"
+				verb := ", which keep "
+				if len(refs) == 1 {
+					verb = ", which keeps "
+				}
+				who = "stop or restart " + procList(refs, 3) + verb + nsName(n.Ino) + " now"
 			}
 		}
-		return verdict{
+		v := verdict{
 			cause: CauseUnshare,
 			summary: nsName(n.Ino) + " was created by " + creator + " (" + how + ") at " + clock(n.Created) +
 				" from " + c.label(n.Parent) + " and keeps its own copy (" + prop + " root)" + c.stayed(a),
 			evidence: []Evidence{creationEvidence(n, "namespace created: "), factEvidence(mountFact(n.Ino, m.mount))},
-			fix:      who + "; " + c.prevention(a, m),
-		}, true
+		}
+		prevent, cut := c.prevention(a, m)
+		if cut != nil {
+			v.summary += "; " + procName(cut.Comm, int(cut.PID)) + " made " + firstNonEmpty(cut.Target, cut.Path) + " private in it at " + clock(cut.Time)
+			v.evidence = append(v.evidence, eventEvidence(cut, "made private there: "+eventSummary(cut)))
+		}
+		v.fix = who + "; " + prevent
+		return v, true
 	}
+	// Its creation was not seen: it is named by its oldest live process
+	// (the one it was first seen with may have exited, its pid another's).
+	ms := n.Members()
+	if len(ms) == 0 {
+		return verdict{}, false
+	}
+	oldest := ms[0].ref()
 	return verdict{
 		cause:    CauseUnshare,
 		inferred: true,
-		summary: nsName(n.Ino) + " predates tracing; its oldest process is " + procList([]ProcRef{n.Creator.ref()}, 1) +
+		summary: nsName(n.Ino) + " predates tracing; its oldest process is " + procList([]ProcRef{oldest}, 1) +
 			" and it keeps its own copy (" + prop + " root)" + c.stayed(a),
 		evidence: []Evidence{factEvidence(mountFact(n.Ino, m.mount))},
-		fix:      "restart " + procName(n.Creator.Comm, n.Creator.PID) + " and the other processes in " + nsName(n.Ino) + " to release the copy",
+		fix:      "restart " + procName(oldest.Comm, oldest.PID) + " and the other processes in " + nsName(n.Ino) + " to release the copy",
 	}, true
-}
-
-// prevention is how to keep such a copy from staying: a namespace that is
-// private should be made slave; one that is already slave missed the
-// unmount because the mount above the object was private where it was
-// unmounted, so that mount is what to change.
-func (c *Correlator) prevention(a *analysis, m match) string {
-	slave := RootPropagation(m.table) == "slave" || (m.mount != nil && IsSlave(m.mount))
-	if !slave {
-		return "create such namespaces with slave propagation (unshare --propagation slave) so unmounts reach them"
-	}
-	where := "the mount above " + m.where
-	if t := c.ledger.Table(a.caller); t != nil && a.id.path != "" {
-		if pm := t.Containing(parentDir(a.id.path)); pm != nil {
-			where = pm.Mountpoint
-		}
-	}
-	return nsName(m.ns.Ino) + " is already a slave: the unmount did not reach it because " + where + " is private in " +
-		c.label(a.caller) + "; make it shared there (mount --make-rshared " + where + ") before such namespaces are created"
 }
 
 // unknownRule: a namespace holds a copy and nothing more is known; the
@@ -248,10 +254,23 @@ func (c *Correlator) keptVerdict(a *analysis, m match) verdict {
 		made = "; it was created by " + procName(n.Creator.Comm, n.Creator.PID) + " at " + clock(n.Created) + ", which has exited since"
 		ev = append(ev, creationEvidence(n, "namespace created: "))
 	}
+	if f := k.fd; f != nil {
+		who := procName(f.Comm, f.PID)
+		ev = append(ev, factEvidence(who+" in "+nsName(k.ns)+" has fd "+itoa(f.FD)+" open on "+nsName(n.Ino)+"'s nsfs file"),
+			factEvidence(mountFact(n.Ino, m.mount)))
+		return verdict{
+			cause: CauseUnshare, inferred: n.Event == nil,
+			summary: "no process runs in " + nsName(n.Ino) + "; " + who + " holds it open (fd " + itoa(f.FD) + ") and keeps it, with its own copy (" +
+				RootPropagation(m.table) + " root)" + made + c.stayed(a),
+			evidence: ev,
+			fix: "have " + who + " close fd " + itoa(f.FD) + ", or stop it (the namespace and its copy go with the last reference); or nsenter --mount=/proc/" +
+				itoa(f.PID) + "/fd/" + itoa(f.FD) + " umount " + m.where,
+		}
+	}
 	ev = append(ev, factEvidence(nsName(k.ns)+": "+k.where+" is a bind of "+nsName(n.Ino)+"'s nsfs file"),
 		factEvidence(mountFact(n.Ino, m.mount)))
 	return verdict{
-		cause: CauseUnshare,
+		cause: CauseUnshare, inferred: n.Event == nil,
 		summary: "no process runs in " + nsName(n.Ino) + "; the bind of its nsfs file at " + k.where + " in " + c.label(k.ns) +
 			" keeps it, with its own copy (" + RootPropagation(m.table) + " root)" + made + c.stayed(a),
 		evidence: ev,
@@ -293,56 +312,6 @@ func (c *Correlator) inUseRule(a *analysis, m match) (verdict, bool) {
 	v.summary = "not a leak: in use in the caller's own namespace by " + strings.Join(who, ", ")
 	v.fix = "stop those processes or move them off " + m.where + ", then retry"
 	return v, true
-}
-
-// sharedPropagationRule: the blocking mount was made in another namespace and
-// reached this one through a shared peer group.
-func (c *Correlator) sharedPropagationRule(a *analysis, m match) (verdict, bool) {
-	if !m.self || m.mount == nil || (!IsShared(m.mount) && !IsSlave(m.mount)) {
-		return verdict{}, false
-	}
-	callerTable := c.ledger.Table(a.caller)
-	hist := c.ledger.History()
-	for i := len(hist) - 1; i >= 0; i-- {
-		ev := hist[i]
-		if ev.Kind != event.KindMount || ev.Ret != 0 || ev.MntNS == a.caller || hasFlags(ev, unix.MS_REMOUNT) ||
-			ev.Flags&(unix.MS_PRIVATE|unix.MS_SLAVE|unix.MS_SHARED) != 0 {
-			continue
-		}
-		from := c.ledger.Table(ev.MntNS)
-		found := false
-		for _, p := range translate(ev.Target, from, callerTable) {
-			found = found || p == m.where
-		}
-		if !found {
-			continue
-		}
-		v := verdict{cause: CauseSharedPropagation}
-		v.evidence = append(v.evidence, eventEvidence(ev, "mounted elsewhere: "+eventSummary(ev)),
-			factEvidence(mountFact(a.caller, m.mount)+": in a shared peer group with "+nsName(ev.MntNS)))
-		v.summary = procName(ev.Comm, int(ev.PID)) + " in " + nsName(ev.MntNS) + " mounted " + ev.Target + " at " + clock(ev.Time) +
-			"; it propagated to " + m.where + " here through the shared peer group (" + Propagation(m.mount) + ": Bidirectional / rshared)"
-		v.fix = "unmount it in " + nsName(ev.MntNS) + " where it was mounted (the container must clean up its Bidirectional mounts), " +
-			"or use mountPropagation HostToContainer if the container need not publish mounts"
-		return v, true
-	}
-	return verdict{}, false
-}
-
-// mountEventFor returns the last successful mount that made the object,
-// before t when t is set.
-func (c *Correlator) mountEventFor(id identity, before time.Time) *event.Event {
-	hist := c.ledger.History()
-	for i := len(hist) - 1; i >= 0; i-- {
-		ev := hist[i]
-		if ev.Kind != event.KindMount || ev.Ret != 0 || (!before.IsZero() && !ev.Time.Before(before)) {
-			continue
-		}
-		if ev.Target == id.path && id.path != "" {
-			return ev
-		}
-	}
-	return nil
 }
 
 // callerInside reports whether a busy umount2's caller had its cwd (or

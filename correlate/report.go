@@ -32,7 +32,7 @@ func (f *Finding) Report() string {
 		if h.Propagation != "" {
 			b.WriteString(" (" + h.Propagation + ")")
 		}
-		if h.Detached {
+		if h.Detached && h.Where != "" {
 			b.WriteString(", detached by the kernel")
 		}
 		b.endLine()

@@ -134,7 +134,7 @@ func TestCauseRules(t *testing.T) {
 		{CauseRprivateBind,
 			ruleWorld{where: "/host/srv/vol", holder: "1 0 254:0 / / rw - ext4 /dev/vda rw\n2 1 254:0 / /host rw - ext4 /dev/vda rw\n3 2 7:0 / /host/srv/vol rw - ext4 /dev/loop0 rw\n"},
 			ruleWorld{where: "/host/srv/vol", holder: "1 0 254:0 / / rw - ext4 /dev/vda rw\n2 1 254:0 / /host rw master:1 - ext4 /dev/vda rw\n3 2 7:0 / /host/srv/vol rw master:5 - ext4 /dev/loop0 rw\n"}, // rslave
-			"with mountPropagation None"},
+			"leaked by a private recursive bind of / at /host"},
 		{CauseMountflagsRestart,
 			ruleWorld{holder: privateHolder, setup: restarted, trigger: &event.Event{Kind: event.KindUmount, PID: 91, Comm: "dockerd", MntNS: 12, Ret: -int64(unix.EINVAL), Time: t0.Add(time.Minute), Target: "/srv/vol"}},
 			ruleWorld{holder: privateHolder, setup: unshared}, // the caller is the host
@@ -246,17 +246,19 @@ func TestMadeBy(t *testing.T) {
 		cgroup string
 		pod    string
 		docker bool
+		unit   string
 	}{
-		{"/kubepods/burstable/pod0c2f3a1e-7d4b-4c3e-9a1f-2b3c4d5e6f70/" + id, "0c2f3a1e-7d4b-4c3e-9a1f-2b3c4d5e6f70", false},
-		{"/docker/" + id, "", true},
-		{"/system.slice/docker-" + id + ".scope", "", true},
-		{"/system.slice/ntpd.service", "", false},
+		{"/kubepods/burstable/pod0c2f3a1e-7d4b-4c3e-9a1f-2b3c4d5e6f70/" + id, "0c2f3a1e-7d4b-4c3e-9a1f-2b3c4d5e6f70", false, ""},
+		{"/docker/" + id, "", true, ""},
+		{"/system.slice/docker-" + id + ".scope", "", true, ""},
+		{"/system.slice/ntpd.service", "", false, "ntpd.service"},
+		{"/", "", false, ""},
 	}
 	c := New(nil, Options{}, func(*Finding) {})
 	for _, tt := range tests {
 		n := &Namespace{Ino: 9, Creator: Member{PID: 1, Cgroup: tt.cgroup}, members: map[int]*Member{}}
-		if pod, docker := c.madeBy(match{ns: n}); pod != tt.pod || docker != tt.docker {
-			t.Errorf("%s: pod %q docker %v, want %q %v", tt.cgroup, pod, docker, tt.pod, tt.docker)
+		if pod, docker, unit := c.madeBy(match{ns: n}); pod != tt.pod || docker != tt.docker || unit != tt.unit {
+			t.Errorf("%s: pod %q docker %v unit %q, want %q %v %q", tt.cgroup, pod, docker, unit, tt.pod, tt.docker, tt.unit)
 		}
 	}
 }

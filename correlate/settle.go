@@ -1,37 +1,83 @@
 package correlate
 
-import "time"
+import (
+	"time"
+
+	"github.com/mntleak/mntleak/event"
+)
 
 // pendingLeak is a leak found at an unmount, reported once the teardown
 // has settled if a copy is still there.
 type pendingLeak struct {
-	rec      *leakRecord
-	caller   uint32
+	ev       *event.Event // the unmount
+	obj      Object
+	id       identity
+	matches  []match  // the copies found right after the unmount
+	missing  []string // what could not be read then
 	deadline time.Time
 }
 
 // settleLeaks confirms the pending leaks whose teardown has settled (their
 // deadline passed, in event time), or all of them (Flush, at the end). A
-// failure on the object of a pending leak reports it at once (failed): the
-// failure shows the object is held, and the leak is what explains it.
+// failure on the object of a pending leak confirms it at once (failed):
+// the failure shows the object is held, and the leak is what explains it.
 func (c *Correlator) settleLeaks(failed func(identity) bool, all bool) {
 	if len(c.pending) == 0 {
 		return
 	}
 	var keep []*pendingLeak
+	var confirmed []*leakRecord
 	for _, p := range c.pending {
-		switch {
-		case failed != nil && failed(p.rec.id):
-			c.keepLeak(p.rec)
-		case all || !c.now.Before(p.deadline):
-			if c.stillHeld(p) {
-				c.keepLeak(p.rec)
+		switch hit := failed != nil && failed(p.id); {
+		case hit || all || !c.now.Before(p.deadline):
+			if rec := c.confirmLeak(p, true, hit); rec != nil {
+				confirmed = append(confirmed, rec)
 			}
 		default:
 			keep = append(keep, p)
 		}
 	}
 	c.pending = keep
+	c.keepLeaks(confirmed)
+}
+
+// keepLeaks reports the leaks confirmed together, one finding per
+// teardown and holder: the leaks one namespace's unmounts left in the same
+// holder namespaces (a pod's rootfs, shm, netns, volumes) are one finding
+// that names every object it keeps (Finding.Others). Each object still
+// has its record, so a failure on any of them links to that finding.
+func (c *Correlator) keepLeaks(recs []*leakRecord) {
+	done := make([]bool, len(recs))
+	for i, rec := range recs {
+		if done[i] {
+			continue
+		}
+		f := rec.finding
+		for j := i + 1; j < len(recs); j++ {
+			if other := recs[j]; !done[j] && sameTeardown(rec, other) {
+				done[j] = true
+				f.Others = append(f.Others, other.finding.Object)
+				other.finding = f
+				c.leaks = append(c.leaks, other)
+			}
+		}
+		c.keepLeak(rec)
+	}
+}
+
+// sameTeardown reports whether two confirmed leaks come from one teardown:
+// unmounts in the same namespace whose copies stayed in the same holder
+// namespaces.
+func sameTeardown(a, b *leakRecord) bool {
+	if a.finding.Call.MntNS != b.finding.Call.MntNS || len(a.holders) != len(b.holders) {
+		return false
+	}
+	for ns := range a.holders {
+		if !b.holders[ns] {
+			return false
+		}
+	}
+	return true
 }
 
 // Flush reports the leaks still waiting for their teardown to settle, as
@@ -45,41 +91,85 @@ func sameObject(a, b identity) bool {
 	return (a.known() && b.dev == a.dev && (a.block || b.root == a.root)) || (a.path != "" && b.path == a.path)
 }
 
-// stillHeld re-reads the holder namespaces and reports whether any of them
-// still has a copy of the object, or keeps a detached one busy; the
-// finding's holders are narrowed to those.
-func (c *Correlator) stillHeld(p *pendingLeak) bool {
-	rec := p.rec
-	holder := func(n *Namespace) bool { return rec.holders[n.Ino] }
-	c.refreshTables(holder, true)
-	still := map[uint32]bool{}
-	for _, m := range c.search(rec.id, p.caller, 0) {
-		if !m.self && rec.holders[m.ns.Ino] {
-			still[m.ns.Ino] = true
+// confirmLeak builds the finding of a pending leak as it stands now, if it
+// still holds (nil if not):
+// the holder namespaces' tables are read again (reread; a leak reported at
+// once has just read them), and a copy counts when it is still mounted, or
+// when the kernel detached it and a process still keeps it busy. The
+// finding is built then, with the processes that pin each copy, so the
+// process it names (holder_pid) is the one whose cwd, root, file or mapping
+// lies in the copy, and a namespace member only when nothing pins it.
+// With failed (a failure hit the object), a leak whose holders are all gone
+// by now is reported as it was found: the copy stayed, and it is what the
+// failure's processes reached the object through.
+func (c *Correlator) confirmLeak(p *pendingLeak, reread, failed bool) *leakRecord {
+	holders := map[uint32]bool{}
+	for _, m := range p.matches {
+		holders[m.ns.Ino] = true
+	}
+	missing := append([]string(nil), p.missing...)
+	if reread {
+		missing = append(missing, c.refreshTables(func(n *Namespace) bool { return holders[n.Ino] }, true)...)
+	}
+	var still []match
+	for _, m := range c.search(p.id, p.ev.MntNS, 0) {
+		if !m.self && m.exited.IsZero() && holders[m.ns.Ino] {
+			still = append(still, m)
 		}
 	}
-	if len(still) < len(rec.holders) {
-		// A copy the kernel detached is still a leak while a process
-		// keeps it busy. The pins found count even when some processes
-		// could not be read (the error then says how many): there is
-		// always one here, even for root.
-		pins, _ := c.pinsFor(rec.id, nil, 0)
-		for ns := range pins {
-			if rec.holders[ns] {
-				still[ns] = true
+	if !reread {
+		still = append(still, detachedOnly(p.matches)...)
+	}
+	found, pinErr := c.pinsFor(p.id, still, 0)
+	pins := map[uint32][]PinRef{}
+	for ns, refs := range found {
+		if holders[ns] {
+			pins[ns] = refs
+		}
+	}
+	// A copy the kernel detached is still a leak while a process keeps it
+	// busy: it is named as detached, with that process.
+	for _, m := range p.matches {
+		if !hasMatchIn(still, m.ns.Ino) && len(pins[m.ns.Ino]) > 0 {
+			m.detached = true
+			still = append(still, m)
+		}
+	}
+	if len(still) == 0 && failed {
+		for _, m := range p.matches {
+			if m.ns.Dead {
+				m.exited = m.ns.Died // its pids may be other programs' now
 			}
+			still = append(still, m)
 		}
 	}
 	if len(still) == 0 {
-		return false
+		return nil
 	}
-	f := rec.finding
-	kept := f.Holders[:0]
-	for _, h := range f.Holders {
-		if still[h.MntNS] {
-			kept = append(kept, h)
+	a := &analysis{trigger: p.ev, leak: true, caller: p.ev.MntNS, id: p.id, pins: pins}
+	f := c.finding(KindLeak, p.ev, p.obj, a, still)
+	f.Missing = append(f.Missing, missing...)
+	if pinErr != nil {
+		f.Missing = append(f.Missing, "the processes that pin it: "+pinErr.Error())
+	}
+	rec := &leakRecord{id: p.id, holders: map[uint32]bool{}, finding: f}
+	for _, m := range still {
+		if !rec.holders[m.ns.Ino] {
+			rec.holders[m.ns.Ino] = true
+			rec.namespaces = append(rec.namespaces, m.ns)
 		}
 	}
-	f.Holders = kept
-	return true
+	return rec
+}
+
+// detachedOnly returns the matches that are copies the kernel detached
+// (seen in the tables read before the unmount, gone from those after).
+func detachedOnly(ms []match) []match {
+	var out []match
+	for _, m := range ms {
+		if m.detached {
+			out = append(out, m)
+		}
+	}
+	return out
 }

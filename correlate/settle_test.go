@@ -1,6 +1,7 @@
 package correlate_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -76,6 +77,37 @@ func TestLeakSettles(t *testing.T) {
 				t.Errorf("the failure does not link to the leak: %s", w.findings[1].Line())
 			}
 		})
+	}
+}
+
+// A teardown that leaves several copies in one holder namespace (a pod's
+// rootfs, its volumes) is one leak finding naming every object it keeps,
+// not one per unmount; a failure on any of them links to it.
+func TestOneLeakPerTeardown(t *testing.T) {
+	const other = 80
+	w := newWorldOpts(t, correlate.Options{LeakSettle: 2 * time.Second}, []procfs.Process{proc(1, "systemd", hostNS, "")},
+		map[uint32]string{hostNS: hostTable + "5 1 0:50 / /srv/rootfs rw shared:5 - tmpfs overlay rw\n"})
+	w.send(unshareEv(20, "agent", hostNS, other))
+	w.proc.procs = append(w.proc.procs, proc(20, "agent", other, ""))
+	w.proc.tables[other] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n112 110 0:50 / /srv/rootfs rw - tmpfs overlay rw\n"
+	w.send(exitEv(21, "true", other))
+	w.proc.tables[hostNS] = hostWithoutVol
+	w.send(umountEv(40, "containerd", hostNS, "/srv/vol", 0), umountEv(40, "containerd", hostNS, "/srv/rootfs", 0))
+	w.now = w.now.Add(3 * time.Second)
+	w.send(failEv(50, "mkfs.ext4", hostNS, 257, "/dev/loop0", int64(unix.EBUSY)))
+	if len(w.findings) != 2 {
+		for _, f := range w.findings {
+			t.Log(f.Line())
+		}
+		t.Fatalf("%d findings, want one leak and the failure", len(w.findings))
+	}
+	leak, fail := w.findings[0], w.findings[1]
+	if leak.Kind != correlate.KindLeak || len(leak.Others) != 1 || leak.Others[0].Path != "/srv/rootfs" ||
+		!strings.Contains(leak.Line(), "LEAK /srv/vol (7:0) and 1 more of the same teardown (/srv/rootfs (0:50)) unmounted by containerd[40]") {
+		t.Errorf("want one leak naming /srv/vol and /srv/rootfs: %s", leak.Line())
+	}
+	if fail.Kind != correlate.KindFailure || fail.Leak == nil {
+		t.Errorf("the failure does not link to the leak: %s", fail.Line())
 	}
 }
 

@@ -17,6 +17,10 @@ const KindHeld FindingKind = "held"
 type Target struct {
 	Path string
 	Dev  event.Dev // a block device, or any device number (major:minor)
+	// Root narrows Dev to the mounts of one root within it, for a device
+	// unrelated objects share: nsfs (every namespace file is 0:4) is
+	// named by its root, "net:[4026532569]".
+	Root string
 	// Asker is the pid of the process that asks (mntleak why itself): its
 	// cwd, root, binary and threads are never named as holders.
 	Asker int
@@ -43,6 +47,8 @@ func (c *Correlator) Why(t Target, now time.Time) *Finding {
 	var id identity
 	obj := Object{Path: t.Path, Dev: t.Dev}
 	switch {
+	case t.Dev != 0 && t.Root != "":
+		id = identity{dev: t.Dev, root: t.Root, path: t.Path}
 	case t.Dev != 0:
 		id = identity{dev: t.Dev, block: true, path: t.Path}
 	default:
@@ -65,6 +71,11 @@ func (c *Correlator) Why(t Target, now time.Time) *Finding {
 	}
 	pins, pinErr := c.pinsFor(id, matches, 0)
 	a.pins = withoutPID(pins, t.Asker)
+	if len(matches) == 0 && len(a.pins) == 0 {
+		var fdMissing []string
+		matches, fdMissing = c.fdMatches(id, host)
+		keptMissing = append(keptMissing, fdMissing...)
+	}
 	if len(matches) == 0 && len(a.pins) == 0 && pinErr == nil {
 		return nil
 	}

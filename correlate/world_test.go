@@ -25,8 +25,26 @@ type fakeProc struct {
 	links    map[string]string      // symbolic links: path -> target (absolute)
 	nsfiles  map[string]uint32      // binds of mount namespaces' nsfs files
 	commands map[int]procfs.Command // what Command answers for a pid, when set
+	nsids    map[uint32]uint64      // what MntNSID answers for a namespace's processes
+	nsfds    []procfs.NSFD          // open files of mount namespaces
 	host     uint32
 }
+
+// MntNSID answers the id nsids gives pid's namespace (none: an error, as
+// from a kernel without NS_GET_MNTNS_ID).
+func (f *fakeProc) MntNSID(pid int) (uint32, uint64, error) {
+	for _, p := range f.procs {
+		if p.PID == pid {
+			if id, ok := f.nsids[p.MntNS]; ok {
+				return p.MntNS, id, nil
+			}
+			return p.MntNS, 0, errors.New("NS_GET_MNTNS_ID: inappropriate ioctl for device")
+		}
+	}
+	return 0, 0, fmt.Errorf("no process %d", pid)
+}
+
+func (f *fakeProc) NSFDs() ([]procfs.NSFD, error) { return append([]procfs.NSFD(nil), f.nsfds...), nil }
 
 func (f *fakeProc) Processes() ([]procfs.Process, error) {
 	return append([]procfs.Process(nil), f.procs...), nil

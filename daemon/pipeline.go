@@ -43,6 +43,15 @@ func (p *pipeline) handle(ev *event.Event) {
 			}
 		}
 	}
+	//    and the birth id of a namespace just created (its inode is
+	//    reused once it is gone; the persistent lineage keys it by both).
+	if correlating {
+		if pid, ino := correlate.NewNamespace(ev); ino != 0 {
+			if got, id, err := p.host.MntNSID(pid); err == nil && got == ino {
+				ev.NewMntNSID = id
+			}
+		}
+	}
 	//    and the device a teardown call named (rbd unmap, zram, dmsetup),
 	//    read from sysfs now: by a replay the device may be gone.
 	if correlating && p.devices != nil {

@@ -167,6 +167,11 @@ type Event struct {
 	ChildTID    uint32 `json:"child_tid,omitempty"`    // newns_fork
 	ParentMntNS uint32 `json:"parent_mntns,omitempty"` // newns_fork
 	ChildMntNS  uint32 `json:"child_mntns,omitempty"`  // newns_fork
+	// NewMntNSID is the id the kernel gave the namespace an unshare
+	// created or a CLONE_NEWNS child was born in (NS_GET_MNTNS_ID, Linux
+	// 6.9+), filled in userspace when the event arrives (0: not read): its
+	// inode is reused once it is gone, the id never is.
+	NewMntNSID uint64 `json:"new_mntns_id,omitempty"`
 
 	ExitCode int32 `json:"exit_code,omitempty"` // exit: raw wait status
 

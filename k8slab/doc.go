@@ -21,8 +21,8 @@
 // MNTLEAK_REQUIRE_BPF=1) and returns the Node to drive with Kubectl, Apply,
 // WaitPodRunning, DeletePod (whether .metadata.deletionTimestamp stays),
 // ContainerPID, ImportImage, KubeletLog and Events. The scenario builders
-// (MemoryEmptyDirPod, EmptyDirPod, BidirectionalMounter, Pinner,
-// KubeletHostPathPod, DaemonSet) return the manifest and the node paths that
+// (MemoryEmptyDirPod, EmptyDirPod, BidirectionalMounter, BidirectionalPod,
+// Pinner, KubeletHostPathPod, DaemonSet) return the manifest and the node paths that
 // matter; MountsUnder, MountsNaming and FDMountID read what the kernel shows.
 //
 // Settings this machine needs (each cost a failed start in the reference

@@ -32,6 +32,7 @@ func TestManifests(t *testing.T) {
 		{"pinner", pinner.Manifest, map[string]string{
 			pinner.PinDir:  "/var/lib/kubelet/pods/" + uid + "/volumes/kubernetes.io~empty-dir/data",
 			pinner.PinFile: "/var/lib/kubelet/pods/" + uid + "/volumes/kubernetes.io~empty-dir/data/secret"}},
+		{"bidirectional-pod", k8slab.BidirectionalPod("default", "plugin"), nil},
 		{"kubelet-hostpath-pod", k8slab.KubeletHostPathPod("default", "hostpath").Manifest, nil},
 		{"daemonset", k8slab.DaemonSet("default", "ds"), nil},
 	} {

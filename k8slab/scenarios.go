@@ -80,6 +80,16 @@ func BidirectionalMounter(ns, name string, victim Workload, victimUID string) Mo
 	return m
 }
 
+// BidirectionalPod is a privileged pod with the Bidirectional hostPath of
+// the kubelet root a Mounter has, that mounts nothing itself (another CSI
+// node plugin on the node): its namespace is a peer of the kubelet root's,
+// so a mount made there by a Mounter propagates into it too.
+func BidirectionalPod(ns, name string) Manifest {
+	return pod(ns, name, sleepForever, true,
+		[]volumeMount{{Name: "kubelet", MountPath: "/kubelet", MountPropagation: "Bidirectional"}},
+		[]volume{{Name: "kubelet", HostPath: &hostPath{Path: KubeletRoot, Type: "Directory"}}})
+}
+
 // HostPathPod is a privileged pod with a hostPath of the kubelet root at
 // /host/kubelet, mountPropagation None: its mount namespace gets a private
 // copy of every mount under the kubelet root that exists when it starts.

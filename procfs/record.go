@@ -22,6 +22,8 @@ const (
 	OpCommand     = "command"
 	OpRealPath    = "realpath"
 	OpNSMountinfo = "nsmountinfo"
+	OpMntNSID     = "mntnsid"
+	OpNSFDs       = "nsfds"
 )
 
 // Record is one Proc answer as it is written into a recorded stream (the
@@ -38,6 +40,8 @@ type Record struct {
 	MntNS     uint32            `json:"mntns,omitempty"`
 	Command   *Command          `json:"command,omitempty"`
 	RealPath  string            `json:"realpath,omitempty"`
+	NSID      uint64            `json:"nsid,omitempty"`
+	NSFDs     []NSFD            `json:"nsfds,omitempty"`
 	// Unreadable is how many processes a pin search could not read
 	// (UnreadableError): the pins are the others'.
 	Unreadable int    `json:"unreadable,omitempty"`
@@ -46,7 +50,7 @@ type Record struct {
 
 func (r *Record) key() string {
 	switch r.Op {
-	case OpMountinfo, OpCommand:
+	case OpMountinfo, OpCommand, OpMntNSID:
 		return r.Op + " " + strconv.Itoa(r.PID)
 	case OpBlockDevice, OpNSMountinfo:
 		return r.Op + " " + r.Path
@@ -144,6 +148,27 @@ func (r Recorder) NSMountinfo(file string) (uint32, []*mountinfo.Info, error) {
 	ns, mounts, err := r.Proc.NSMountinfo(file)
 	r.Write(&Record{Op: OpNSMountinfo, Path: file, MntNS: ns, Mounts: mounts, Err: errString(err)})
 	return ns, mounts, err
+}
+
+// MntNSID implements Proc.
+func (r Recorder) MntNSID(pid int) (uint32, uint64, error) {
+	ns, id, err := r.Proc.MntNSID(pid)
+	r.Write(&Record{Op: OpMntNSID, PID: pid, MntNS: ns, NSID: id, Err: errString(err)})
+	return ns, id, err
+}
+
+// NSFDs implements Proc.
+func (r Recorder) NSFDs() ([]NSFD, error) {
+	fds, err := r.Proc.NSFDs()
+	rec := &Record{Op: OpNSFDs, NSFDs: fds}
+	var unreadable *UnreadableError
+	if errors.As(err, &unreadable) {
+		rec.Unreadable = unreadable.Processes
+	} else {
+		rec.Err = errString(err)
+	}
+	r.Write(rec)
+	return fds, err
 }
 
 // Replay answers from recorded Records: each call takes the next unused
@@ -278,4 +303,25 @@ func (r *Replay) NSMountinfo(file string) (uint32, []*mountinfo.Info, error) {
 		return 0, nil, err
 	}
 	return rec.MntNS, rec.Mounts, rec.err()
+}
+
+// MntNSID implements Proc.
+func (r *Replay) MntNSID(pid int) (uint32, uint64, error) {
+	rec, err := r.next((&Record{Op: OpMntNSID, PID: pid}).key())
+	if err != nil {
+		return 0, 0, err
+	}
+	return rec.MntNS, rec.NSID, rec.err()
+}
+
+// NSFDs implements Proc.
+func (r *Replay) NSFDs() ([]NSFD, error) {
+	rec, err := r.next(OpNSFDs)
+	if err != nil {
+		return nil, err
+	}
+	if rec.Unreadable > 0 {
+		return rec.NSFDs, &UnreadableError{Processes: rec.Unreadable}
+	}
+	return rec.NSFDs, rec.err()
 }

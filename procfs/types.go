@@ -1,7 +1,12 @@
 package procfs
 
 import (
+	"errors"
+	"io/fs"
+	"strings"
+
 	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/event"
 )
@@ -36,6 +41,23 @@ type Proc interface {
 	// file names (a bind of it, or /proc/PID/fd/N of an open one): a
 	// namespace no process runs in has no /proc/PID/mountinfo to read.
 	NSMountinfo(file string) (uint32, []*mountinfo.Info, error)
+	// MntNSID returns pid's mount namespace and the id the kernel gave it
+	// at its birth (NS_GET_MNTNS_ID; never reused while the machine runs,
+	// unlike the inode): a namespace remembered by inode is the same one
+	// only if the id is the same.
+	MntNSID(pid int) (uint32, uint64, error)
+	// NSFDs lists the processes holding a mount namespace other than their
+	// own open (an nsfs file: an open /proc/PID/ns/mnt, a runtime's pinned
+	// namespace fd), which keeps that namespace, and its mounts, alive
+	// when no process runs in it.
+	NSFDs() ([]NSFD, error)
+}
+
+// NSFD is one open file of a mount namespace held by a process.
+type NSFD struct {
+	Process
+	FD int    `json:"fd"`
+	NS uint32 `json:"ns"` // the namespace it is
 }
 
 // Command is what a process runs, and who it is now: its comm (an exec
@@ -89,4 +111,18 @@ type Pin struct {
 // answers and a replay asks what the recording answered.
 type NamespacePinner interface {
 	PinsIn(devs []event.Dev, mntns []uint32, candidates []int) ([]Pin, error)
+}
+
+// IsGone reports whether an answer's error says the process is gone (its
+// /proc directory no longer exists). A recorded answer keeps only the
+// error's text, so the text is what a replay tells it by.
+func IsGone(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) {
+		return true
+	}
+	msg := err.Error()
+	return strings.HasSuffix(msg, fs.ErrNotExist.Error()) || strings.HasSuffix(msg, unix.ENOENT.Error()) || strings.HasSuffix(msg, unix.ESRCH.Error())
 }

@@ -1,6 +1,7 @@
 package variants
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"syscall"
@@ -14,7 +15,20 @@ import (
 // so the namespace comes from clone, not unshare.
 const cloneEnv = "MNTLEAK_VARIANT_CLONE"
 
+// mountEnv names the directory the test binary mounts a tmpfs on when
+// started as the mounter helper: a process that makes a mount itself and
+// stays (a CSI node plugin), so the mount event's pid is a live process.
+const mountEnv = "MNTLEAK_VARIANT_MOUNT"
+
 func TestMain(m *testing.M) {
+	if target := os.Getenv(mountEnv); target != "" {
+		if err := syscall.Mount("csi-vol", target, "tmpfs", 0, ""); err != nil {
+			fmt.Fprintln(os.Stderr, "mount", target+":", err)
+			os.Exit(1)
+		}
+		fmt.Println("ready")
+		select {} // until killed
+	}
 	if script := os.Getenv(cloneEnv); script != "" {
 		cmd := exec.Command("sh", "-c", script)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr

@@ -51,7 +51,11 @@ func copyTarget(ns uint32, id int) (correlate.Target, error) {
 	}
 	for _, m := range mounts {
 		if m.ID == id {
-			return correlate.Target{Dev: event.MakeDev(uint32(m.Major), uint32(m.Minor))}, nil
+			t := correlate.Target{Dev: event.MakeDev(uint32(m.Major), uint32(m.Minor))}
+			if m.FSType == "nsfs" {
+				t.Root = m.Root // every namespace file is on one device
+			}
+			return t, nil
 		}
 	}
 	return correlate.Target{}, fmt.Errorf("mnt:[%d] has no mount %d", ns, id)

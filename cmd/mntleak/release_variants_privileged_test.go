@@ -84,6 +84,36 @@ func TestBusyAndKeptCopiesReleased(t *testing.T) {
 		}
 		d.Stop(t)
 	})
+	// Every namespace file is on one device (nsfs, 0:4): the copy named by
+	// --mntns/--mount-id is one namespace's file, not any nsfs mount (the
+	// caller's own bind of another network namespace made release refuse
+	// it as in use).
+	t.Run("a namespace file among others", func(t *testing.T) {
+		dir := t.TempDir()
+		node := privtest.StartNode(t)
+		own := filepath.Join(dir, "own")
+		leaked := filepath.Join(dir, "leaked")
+		node.Run(t, "touch", own, leaked)
+		// Two network namespaces, bound as ip netns does: one stays bound
+		// in the node, the other is copied into a private namespace and
+		// unbound in the node.
+		for _, f := range []string{own, leaked} {
+			node.Run(t, "unshare", "--net="+f, "true")
+		}
+		t.Cleanup(func() { _ = exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "umount", own).Run() })
+		h := node.StartHolder(t, "private", "true")
+		node.Run(t, "umount", leaked)
+		id := strconv.Itoa(copyID(t, h.PID, leaked))
+		in := []string{"-t", strconv.Itoa(node.PID), "-m", "--", bin, "release", "--state-dir", "", "--journald-socket", "",
+			"--mntns", strconv.FormatUint(uint64(h.MntNS), 10), "--mount-id", id}
+		out, code := runIn(t, "", append(in, "--apply")...)
+		if code != exitOK || !strings.Contains(out, "released: mount "+id+" at "+leaked) {
+			t.Fatalf("--apply: exit %d, want the copy of %s released:\n%s", code, leaked, out)
+		}
+		if node.Run(t, "findmnt", "-n", "-o", "TARGET", own) == "" {
+			t.Error("the node's own namespace file was touched")
+		}
+	})
 	t.Run("a namespace no process runs in", func(t *testing.T) {
 		dir := t.TempDir()
 		dev := privtest.LoopDevice(t, 16)

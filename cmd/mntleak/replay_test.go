@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -124,8 +125,13 @@ func TestReplayTruncatedAndStdin(t *testing.T) {
 	if code != exitOK || !strings.Contains(stderr.String(), want) || strings.Count(stderr.String(), "\n") != 1 {
 		t.Errorf("exit %d, stderr %q: want 0 and one warning line with %q", code, stderr.String(), want)
 	}
-	if got, first := stdout.String(), strings.SplitAfter(full.String(), "\n")[0]; got != first {
-		t.Errorf("findings of the cut recording:\n%s\nwant the one before the cut:\n%s", got, first)
+	// The leak is confirmed when the events end, not by the failure: the
+	// pin search it then makes was not recorded before the cut, and the
+	// finding says so (what the pins were is not known).
+	missing := regexp.MustCompile(` \(missing: [^)]*\)`)
+	got, first := stdout.String(), strings.SplitAfter(full.String(), "\n")[0]
+	if missing.ReplaceAllString(got, "") != missing.ReplaceAllString(first, "") || !strings.Contains(got, "no recorded answer for pins") {
+		t.Errorf("findings of the cut recording:\n%s\nwant the one before the cut, without its pins:\n%s", got, first)
 	}
 
 	stderr.Reset()

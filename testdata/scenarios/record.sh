@@ -3,6 +3,7 @@
 # the scenario's run.sh makes the incident happen, and the stream (events
 # plus the /proc snapshots the correlator read) is kept as stream.jsonl.
 # Then `go test ./correlate -run TestGolden -update` rewrites the goldens.
+# No persistent lineage (--state-dir ""): a replay remembers nothing either.
 #   usage: testdata/scenarios/record.sh [NAME...]   (root)
 set -euo pipefail
 here=$(dirname "$(readlink -f "$0")")
@@ -16,7 +17,7 @@ fi
 for name in "${names[@]}"; do
 	dir=$here/$name
 	log=$(mktemp)
-	./bin/mntleak trace --record "$dir/stream.jsonl" --format json --log-format json >/dev/null 2>"$log" &
+	./bin/mntleak trace --record "$dir/stream.jsonl" --state-dir "" --format json --log-format json >/dev/null 2>"$log" &
 	daemon=$!
 	for _ in $(seq 100); do grep -q '"msg":"tracing"' "$log" && break; sleep 0.05; done
 	status=0

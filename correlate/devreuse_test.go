@@ -1,0 +1,83 @@
+package correlate_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/procfs"
+)
+
+// TestReusedDeviceNumber: a tmpfs (a pod's Memory emptyDir) is unmounted
+// while another namespace has a copy, which the kernel detaches a moment
+// later; before the teardown settles, a failure hits a newer tmpfs that
+// got the freed device number (measured on the k8slab node: another
+// program's tmpfs took 0:39 within 200 ms and failed with EBUSY). That
+// failure is not on the leaked filesystem: the leak is not confirmed by
+// it, and once settled with nothing left, never reported. The same
+// failure on the leaked tmpfs itself still confirms the leak at once.
+func TestReusedDeviceNumber(t *testing.T) {
+	const (
+		agent = 80 // a pod with a private copy of the kubelet root
+		other = 90 // another program's namespace
+	)
+	vol := "/var/lib/kubelet/pods/u1/volumes/kubernetes.io~empty-dir/data"
+	host := hostTable + "40 1 0:39 / " + vol + " rw shared:40 - tmpfs tmpfs rw\n"
+	agentRoot := "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 254:0 /var/lib/kubelet /host/kubelet rw - ext4 /dev/vda rw\n"
+	agentTable := agentRoot + "112 111 0:39 / /host/kubelet/pods/u1/volumes/kubernetes.io~empty-dir/data rw - tmpfs tmpfs rw\n"
+	tests := []struct {
+		name     string
+		newer    bool // the failing tmpfs was mounted after the unmount
+		wantLeak bool
+	}{
+		{"a newer tmpfs with the freed number fails", true, false},
+		{"the leaked tmpfs fails", false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorldOpts(t, correlate.Options{LeakSettle: 2 * time.Second}, []procfs.Process{proc(1, "systemd", hostNS, "")},
+				map[uint32]string{hostNS: host})
+			w.send(unshareEv(20, "runc:[2:INIT]", hostNS, agent))
+			w.proc.procs = append(w.proc.procs, proc(20, "sleep", agent, ""))
+			w.proc.tables[agent] = agentTable
+			w.send(unshareEv(30, "unshare", hostNS, other))
+			w.proc.procs = append(w.proc.procs, proc(30, "sleep", other, ""))
+			w.proc.tables[other] = strings.Split(hostTable, "\n")[0] + "\n"
+			w.send(exitEv(21, "true", agent))
+			w.proc.tables[hostNS] = hostTable
+			w.send(umountEv(40, "umount", hostNS, vol, 0))
+			// The kubelet removes the directory: the copy is detached.
+			w.proc.tables[agent] = agentRoot
+			if tt.newer {
+				const at = "/tmp/gone1"
+				w.send(mountEv(31, "mount", other, "tmpfs", at, "tmpfs", 0, 0))
+				w.proc.tables[other] += "120 110 0:39 / " + at + " rw - tmpfs tmpfs rw\n"
+				w.proc.pins = []procfs.Pin{{Process: proc(30, "sleep", other, ""), Kind: procfs.PinCwd, Dev: event.MakeDev(0, 39), Path: at}}
+				w.send(failEv(32, "umount", other, 166, at, int64(unix.EBUSY)))
+			} else {
+				// The copy is still there, and something fails on it.
+				w.proc.tables[agent] = agentTable
+				w.send(failEv(41, "rmdir", hostNS, 84, vol, int64(unix.EBUSY)))
+				w.proc.tables[agent] = agentRoot
+			}
+			w.now = w.now.Add(3 * time.Second)
+			w.send(exitEv(33, "true", hostNS))
+			var leaks []*correlate.Finding
+			for _, f := range w.findings {
+				if f.Kind == correlate.KindLeak {
+					leaks = append(leaks, f)
+				}
+			}
+			if got := len(leaks) == 1 && leaks[0].Object.Path == vol; got != tt.wantLeak || len(leaks) > 1 {
+				for _, f := range w.findings {
+					t.Log(f.Line())
+				}
+				t.Fatalf("%d leak findings, want the leak of %s: %v", len(leaks), vol, tt.wantLeak)
+			}
+		})
+	}
+}

@@ -1,0 +1,110 @@
+package correlate
+
+import (
+	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/procfs"
+)
+
+// A daemon restarted with --state-dir applies what an earlier run saw
+// (Remember), then takes its startup snapshot (Start), which keeps only the
+// history of the namespaces that are still the same ones.
+
+// Remember applies an event recorded by an earlier run (the persistent
+// lineage): namespace creations and joins, and mount-family events as
+// evidence. It reads nothing from /proc and reports nothing. Call it for
+// each remembered event, in order, before Start: the snapshot then retires
+// what is gone and keeps the creation history of what is still there.
+func (c *Correlator) Remember(ev *event.Event) {
+	c.remembered = true
+	c.lastRemembered = max(c.lastRemembered, ev.MonoNS)
+	if ev.Time.After(c.now) {
+		c.now = ev.Time
+	}
+	if !c.lineageEvent(ev, false) && mountFamily(ev.Kind) {
+		c.ledger.Record(ev)
+	}
+}
+
+// forgetReused drops the remembered history of a namespace whose inode
+// now belongs to another one. The kernel reuses a dead namespace's inode at
+// once; its creator, events and members are not the new one's. The
+// namespace is keyed by its inode and its birth: the id the kernel gave it
+// (NS_GET_MNTNS_ID, recorded with its creation event) must be the one the
+// namespace under that inode has now. Without an id (an older kernel, a
+// creator gone before it was read), the history is dropped when none of
+// the namespace's processes is one the history knows (its creator, or a
+// process that joined it) and every one of them started after the last
+// remembered event, while mntleak was not running. (A namespace whose
+// processes all turned over unseen looks the same: it then loses its
+// history, and its verdicts say they are inferred, rather than cite a
+// creator that may not be its.)
+func (c *Correlator) forgetReused(procs []procfs.Process) {
+	here := map[uint32][]procfs.Process{}
+	for _, p := range procs {
+		here[p.MntNS] = append(here[p.MntNS], p)
+	}
+	for _, n := range c.lineage.Live() {
+		ps := here[n.Ino]
+		if n.Event == nil || len(ps) == 0 {
+			continue
+		}
+		if same, known := c.sameBirth(n, ps); known {
+			if !same {
+				c.forgetGeneration(n)
+			}
+			continue
+		}
+		reused := true
+		for _, p := range ps {
+			m, member := n.members[p.PID]
+			known := (member && (m.StartTime == 0 || m.StartTime == p.StartTime)) ||
+				(n.Creator.PID == p.PID && (n.Creator.StartTime == 0 || n.Creator.StartTime == p.StartTime))
+			if known || p.StartTime <= c.lastRemembered/uint64(clockTick) {
+				reused = false
+				break
+			}
+		}
+		if reused {
+			c.forgetGeneration(n)
+		}
+	}
+}
+
+// sameBirth reports whether the namespace under n's inode now is the one
+// n remembers, by the birth id read through one of its processes, and
+// whether that could be told at all.
+func (c *Correlator) sameBirth(n *Namespace, ps []procfs.Process) (same, known bool) {
+	if n.ID == 0 {
+		return false, false
+	}
+	for i, p := range ps {
+		if i == 3 {
+			break
+		}
+		if ino, id, err := c.proc.MntNSID(p.PID); err == nil && ino == n.Ino && id != 0 {
+			return id == n.ID, true
+		}
+	}
+	return false, false
+}
+
+// forgetGeneration retires a remembered namespace whose inode another one
+// has now, and drops the remembered events made in it: none of them is
+// the new namespace's.
+func (c *Correlator) forgetGeneration(n *Namespace) {
+	c.lineage.retire(n, c.now)
+	c.ledger.DropHistory(func(ev *event.Event) bool { return ev.MntNS == n.Ino && ev.MonoNS <= c.lastRemembered })
+}
+
+// NewNamespace returns, for an event that created a mount namespace (an
+// unshare, a CLONE_NEWNS child), a process in it and its inode: the
+// namespace's birth id is read through that process when the event arrives.
+func NewNamespace(ev *event.Event) (pid int, ino uint32) {
+	switch {
+	case ev.Kind == event.KindUnshare && ev.Ret == 0 && ev.MntNSAfter != ev.MntNSBefore:
+		return int(ev.PID), ev.MntNSAfter
+	case ev.Kind == event.KindNewNSFork:
+		return int(ev.ChildPID), ev.ChildMntNS
+	}
+	return 0, 0
+}

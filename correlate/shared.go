@@ -1,0 +1,96 @@
+package correlate
+
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mntleak/mntleak/event"
+)
+
+// sharedPropagationRule: the blocking mount was made in another namespace and
+// reached this one through a shared peer group.
+func (c *Correlator) sharedPropagationRule(a *analysis, m match) (verdict, bool) {
+	if !m.self || m.mount == nil || (!IsShared(m.mount) && !IsSlave(m.mount)) {
+		return verdict{}, false
+	}
+	callerTable := c.ledger.Table(a.caller)
+	hist := c.ledger.History()
+	for i := len(hist) - 1; i >= 0; i-- {
+		ev := hist[i]
+		if ev.Kind != event.KindMount || ev.Ret != 0 || ev.MntNS == a.caller || hasFlags(ev, unix.MS_REMOUNT) ||
+			ev.Flags&(unix.MS_PRIVATE|unix.MS_SLAVE|unix.MS_SHARED) != 0 {
+			continue
+		}
+		from := c.ledger.Table(ev.MntNS)
+		if from == nil {
+			from = c.lastTableOf(ev.MntNS) // gone since: where it mounted is in its last table
+		}
+		found := false
+		for _, p := range translate(ev.Target, from, callerTable) {
+			found = found || p == m.where
+		}
+		if !found {
+			continue
+		}
+		v := verdict{cause: CauseSharedPropagation, made: ev}
+		v.evidence = append(v.evidence, eventEvidence(ev, "mounted elsewhere: "+eventSummary(ev)),
+			factEvidence(mountFact(a.caller, m.mount)+": in a shared peer group with "+nsName(ev.MntNS)))
+		v.summary = procName(ev.Comm, int(ev.PID)) + " in " + nsName(ev.MntNS) + " mounted " + ev.Target + " at " + clock(ev.Time) +
+			"; it propagated to " + m.where + " here through the shared peer group (" + Propagation(m.mount) + ": Bidirectional / rshared)"
+		n := c.lineage.Get(ev.MntNS)
+		if n == nil {
+			// Nothing runs there any more: the copy here is all that is left.
+			v.summary += "; " + nsName(ev.MntNS) + " is gone since"
+			where := m.where
+			if callerTable != nil && callerTable.At(a.id.path) != nil {
+				where = a.id.path // the path that failed, where it shows here too
+			}
+			v.fix = "umount " + where + " here: " + nsName(ev.MntNS) + ", which mounted it, is gone and cannot clean it up; " +
+				"the container that publishes mounts (mountPropagation Bidirectional) must unmount them before it exits"
+			return v, true
+		}
+		// Entered through the process that made it, while it runs there,
+		// else the namespace's oldest.
+		pid := "PID"
+		for i, mem := range n.Members() {
+			if i == 0 || mem.PID == int(ev.PID) {
+				pid = itoa(mem.PID)
+			}
+		}
+		v.fix = "unmount it in " + nsName(ev.MntNS) + " where it was mounted (nsenter -t " + pid + " -m umount " + ev.Target +
+			"; the container must clean up its Bidirectional mounts), or use mountPropagation HostToContainer if the container need not publish mounts"
+		return v, true
+	}
+	return verdict{}, false
+}
+
+// lastTableOf returns the last mount table read of a namespace that is
+// gone, its latest generation's, or nil.
+func (c *Correlator) lastTableOf(ns uint32) *Table {
+	dead := c.lineage.DiedSince(c.now.Add(-c.opts.Retention))
+	for i := len(dead) - 1; i >= 0; i-- {
+		if dead[i].Ino == ns {
+			return dead[i].LastTable
+		}
+	}
+	return nil
+}
+
+// mountEventFor returns the last successful mount that made the object,
+// before t when t is set. A propagation change (mount --make-shared) or a
+// remount of the path made nothing: it is not that mount.
+func (c *Correlator) mountEventFor(id identity, before time.Time) *event.Event {
+	hist := c.ledger.History()
+	for i := len(hist) - 1; i >= 0; i-- {
+		ev := hist[i]
+		if ev.Kind != event.KindMount || ev.Ret != 0 || (!before.IsZero() && !ev.Time.Before(before)) ||
+			ev.Flags&(unix.MS_REMOUNT|unix.MS_SHARED|unix.MS_PRIVATE|unix.MS_SLAVE|unix.MS_UNBINDABLE) != 0 {
+			continue
+		}
+		if ev.Target == id.path && id.path != "" {
+			return ev
+		}
+	}
+	return nil
+}

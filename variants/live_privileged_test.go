@@ -1,0 +1,155 @@
+package variants
+
+import (
+	"context"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/procfs"
+	"github.com/mntleak/mntleak/tracer"
+)
+
+// live is a tracer and a correlator running for one cell.
+type live struct {
+	mu       sync.Mutex
+	findings []*correlate.Finding
+	stop     func()
+}
+
+func startTracing(t *testing.T) *live {
+	t.Helper()
+	l := &live{}
+	corr := correlate.New(procfs.Host{}, correlate.Options{}, func(f *correlate.Finding) {
+		l.mu.Lock()
+		l.findings = append(l.findings, f)
+		l.mu.Unlock()
+	})
+	tr, err := tracer.New(tracer.Config{Sink: func(ev *event.Event) { corr.Handle(ev) }}, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := corr.Start(); err != nil {
+		tr.Close()
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- tr.Run(ctx) }()
+	l.stop = func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		corr.Flush()
+		tr.Close()
+	}
+	t.Cleanup(func() {
+		if l.stop != nil {
+			l.stop()
+		}
+	})
+	return l
+}
+
+// about returns the findings on the cell's device or mount point.
+func (l *live) about(dev, vol string) []*correlate.Finding {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []*correlate.Finding
+	for _, f := range l.findings {
+		if f.Object.Path == dev || f.Object.Path == vol {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// wait returns the first finding about the cell that match accepts.
+func (l *live) wait(dev, vol string, d time.Duration, match func(*correlate.Finding) bool) *correlate.Finding {
+	var found *correlate.Finding
+	privtest.Poll(d, func() bool {
+		for _, f := range l.about(dev, vol) {
+			if match(f) {
+				found = f
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+// holder is the process a cell's verdict must name, and its namespace.
+type holder struct {
+	pid int
+	ns  uint32
+}
+
+// check asserts the verdict: cause, the process named (pid, role), its
+// namespace, and a fix that names only live processes the finding holds.
+func check(t *testing.T, f *correlate.Finding, cause correlate.Cause, h holder, role string) {
+	t.Helper()
+	if f == nil {
+		t.Fatalf("no finding; want %s naming pid %d in mnt:[%d]", cause, h.pid, h.ns)
+	}
+	hd, a := f.Actor()
+	if f.Cause != cause || a == nil || a.PID != h.pid || a.Role != role || hd.MntNS != h.ns || f.Fix == "" {
+		t.Errorf("want %s naming pid %d (%s) in mnt:[%d]; got %s, actor %+v:\n%s", cause, h.pid, role, h.ns, f.Cause, a, f.Line())
+	}
+	checkFixPIDs(t, f)
+}
+
+// procInFix is a process named in a fix: "name[pid]" (not "mnt:[inode]"),
+// "nsenter -t PID", "/proc/PID/".
+var procInFix = regexp.MustCompile(`([^:\s])\[(\d+)\]|-t (\d+)|/proc/(\d+)/`)
+
+// checkFixPIDs: every pid a fix names is a live process the finding names
+// as holding the object (never one that exited or another program that
+// has its pid now).
+func checkFixPIDs(t *testing.T, f *correlate.Finding) {
+	t.Helper()
+	named := map[int]bool{}
+	for _, h := range f.Holders {
+		if !h.Exited.IsZero() {
+			continue
+		}
+		for _, p := range h.Processes {
+			named[p.PID] = true
+		}
+		for _, p := range h.Pins {
+			named[p.PID] = true
+		}
+	}
+	for _, m := range procInFix.FindAllStringSubmatch(f.Fix, -1) {
+		pid, _ := strconv.Atoi(m[2] + m[3] + m[4])
+		if !named[pid] {
+			t.Errorf("the fix names pid %d, which holds nothing here: %s", pid, f.Fix)
+			continue
+		}
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err != nil {
+			t.Errorf("the fix names pid %d, which has exited: %s", pid, f.Fix)
+		}
+	}
+}
+
+// createdBy reports whether the finding cites the event that made
+// namespace ns (its unshare, or its CLONE_NEWNS child).
+func createdBy(f *correlate.Finding, ns uint32) bool {
+	for _, e := range f.Evidence {
+		if e.Event != nil && (e.Event.Kind == "unshare" || e.Event.Kind == "newns_fork") &&
+			(e.Event.MntNS == ns || strings.Contains(e.Event.Summary, "mnt:["+strconv.Itoa(int(ns))+"]")) {
+			return true
+		}
+	}
+	return false
+}
