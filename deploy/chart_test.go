@@ -162,7 +162,7 @@ func TestChartValues(t *testing.T) {
 				t.Errorf("image %s %s, want mntleak:%s IfNotPresent (what make image builds)", c.Image, c.ImagePullPolicy, v)
 			}
 			wantArgs(t, c, "--journald=on", "--state-dir=/var/lib/mntleak", "--metrics-addr=$(POD_IP):9464", "--node-name=$(NODE_NAME)",
-				"--kubelet-root=/var/lib/kubelet", "--cri-socket=/run/containerd/containerd.sock", "--docker-socket=")
+				"--kubelet-root=/var/lib/kubelet", "--cri-socket=/run/containerd/containerd.sock", "--docker-socket=", "--output=/dev/null")
 			noArgs(t, c, "--pprof-addr", "--k8s-events", "--kubeconfig")
 			if env := c.env("NODE_NAME"); env != "spec.nodeName" {
 				t.Errorf("NODE_NAME from %q, want spec.nodeName", env)
@@ -187,6 +187,9 @@ func TestChartValues(t *testing.T) {
 			if ds.Template.Spec.PriorityClassName != "system-node-critical" || len(ds.Template.Spec.Tolerations) != 1 {
 				t.Errorf("priorityClassName %q tolerations %v", ds.Template.Spec.PriorityClassName, ds.Template.Spec.Tolerations)
 			}
+		}},
+		{"event stream", []string{"eventStream=true"}, []string{"DaemonSet", "Service", "ServiceAccount"}, func(t *testing.T, objs []object, ds *dsSpec, c *container) {
+			noArgs(t, c, "--output")
 		}},
 		{"events", []string{"events.enabled=true"}, []string{"ClusterRole", "ClusterRoleBinding", "DaemonSet", "Service", "ServiceAccount"}, func(t *testing.T, objs []object, ds *dsSpec, c *container) {
 			wantArgs(t, c, "--k8s-events", "--node-name=$(NODE_NAME)")
