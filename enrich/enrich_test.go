@@ -336,3 +336,21 @@ func (s *flaky) Container(ctx context.Context, id string) (attribution.Container
 func (s *flaky) Pod(ctx context.Context, uid string) (attribution.Pod, error) {
 	return table{}.Pod(ctx, uid)
 }
+
+// TestPodsNamedInTheFix: what the correlator said of a pod by its UID (a
+// cgroup path is all it has) reads as NAMESPACE/NAME once the runtime named
+// the pod; a pod nobody named keeps its UID.
+func TestPodsNamedInTheFix(t *testing.T) {
+	const exporterUID, otherUID = "7d2c9a1e-3b4f-4c5d-8e6f-0a1b2c3d4e5f", "11111111-2222-3333-4444-555555555555"
+	f := finding("/srv/x", "/srv/x", exporterID, "")
+	f.Summary = "held by the hostPath of pod " + exporterUID + " and pod " + otherUID
+	f.Fix = "mountPropagation: HostToContainer for the volume of pod " + exporterUID + "; restart it"
+	r := attribution.NewResolver(attribution.Options{Timeout: 50 * time.Millisecond}, table{})
+	Fill(context.Background(), f, Config{Node: "node-1", Timeout: time.Second}, r)
+	if want := "held by the hostPath of pod monitoring/node-exporter-x2x and pod " + otherUID; f.Summary != want {
+		t.Errorf("summary %q, want %q", f.Summary, want)
+	}
+	if want := "mountPropagation: HostToContainer for the volume of pod monitoring/node-exporter-x2x; restart it"; f.Fix != want {
+		t.Errorf("fix %q, want %q", f.Fix, want)
+	}
+}
