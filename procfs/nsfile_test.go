@@ -84,13 +84,13 @@ func ids(mounts []*mountinfo.Info) []int {
 	return out
 }
 
-// TestNSMountinfo reads mount tables through namespace files, in-process:
+// TestNSMountinfoInProcess reads mount tables through namespace files, in-process:
 // a namespace no process runs in (kept by a bind of its file) gives its
 // own table (its tmpfs, which the caller's namespace lacks); a live
 // process's /proc/PID/ns/mnt gives the same mounts as its mountinfo; a file
 // that is no mount namespace's is one error naming it. Afterwards no thread
 // of the test is left in another namespace.
-func TestNSMountinfo(t *testing.T) {
+func TestNSMountinfoInProcess(t *testing.T) {
 	privtest.Require(t)
 	privtest.RequireCommands(t, "unshare", "mount")
 	dir := t.TempDir()
