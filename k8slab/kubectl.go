@@ -250,3 +250,20 @@ func (n *Node) KubeletLog(t testing.TB) string {
 	}
 	return string(b)
 }
+
+// CreateNamespace creates ns and waits for its default ServiceAccount (the
+// controllers make it; pods are refused before it); at cleanup ns is
+// deleted and waited for, so that the next test can create it again.
+func (n *Node) CreateNamespace(t testing.TB, ns string) {
+	t.Helper()
+	n.Kubectl(t, "create", "namespace", ns)
+	t.Cleanup(func() {
+		if _, err := n.KubectlErr(nil, "delete", "namespace", ns, "--wait=true", "--timeout=90s"); err != nil {
+			t.Errorf("delete namespace %s: %v", ns, err)
+		}
+	})
+	privtest.WaitFor(t, 30*time.Second, "ServiceAccount "+ns+"/default", func() bool {
+		out, err := n.KubectlErr(nil, "get", "serviceaccount", "-n", ns, "default", "-o", "name", "--ignore-not-found")
+		return err == nil && strings.TrimSpace(out) != ""
+	})
+}

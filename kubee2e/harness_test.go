@@ -84,7 +84,7 @@ func setup(t *testing.T, namespaces ...string) *lab {
 		t.Fatal(err)
 	}
 	for _, ns := range namespaces {
-		createNamespace(t, n, ns)
+		n.CreateNamespace(t, ns)
 	}
 	kubeconfig := daemonKubeconfig(t, n)
 	j := journaldtest.Start(t)
@@ -104,23 +104,6 @@ func setup(t *testing.T, namespaces ...string) *lab {
 		}
 	})
 	return &lab{n: n, m: m, client: client}
-}
-
-// createNamespace creates ns and waits for its default ServiceAccount
-// (pods are refused before it); at cleanup ns is deleted and waited for,
-// so that the next test can create it again.
-func createNamespace(t *testing.T, n *k8slab.Node, ns string) {
-	t.Helper()
-	n.Kubectl(t, "create", "namespace", ns)
-	t.Cleanup(func() {
-		if _, err := n.KubectlErr(nil, "delete", "namespace", ns, "--wait=true", "--timeout=60s"); err != nil {
-			t.Errorf("delete namespace %s: %v", ns, err)
-		}
-	})
-	privtest.WaitFor(t, 30*time.Second, "ServiceAccount "+ns+"/default", func() bool {
-		out, err := n.KubectlErr(nil, "get", "serviceaccount", "-n", ns, "default", "-o", "name", "--ignore-not-found")
-		return err == nil && strings.TrimSpace(out) != ""
-	})
 }
 
 // daemonKubeconfig applies testdata/rbac.yaml (removed at cleanup) and

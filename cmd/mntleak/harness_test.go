@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/internal/privtest"
 )
 
@@ -142,4 +144,23 @@ func rssBytes(t *testing.T, pid int) int64 {
 		}
 	}
 	return 0
+}
+
+// findingOn waits for the daemon's first finding whose object is path and
+// returns it.
+func findingOn(t *testing.T, d *privtest.Daemon, path string) *correlate.Finding {
+	t.Helper()
+	var f *correlate.Finding
+	d.Logs.Wait(t, "finding on "+path, func(s string) bool {
+		var l struct {
+			Logger string             `json:"logger"`
+			Detail *correlate.Finding `json:"detail"`
+		}
+		if json.Unmarshal([]byte(s), &l) == nil && l.Logger == "correlate" && l.Detail != nil && l.Detail.Object.Path == path {
+			f = l.Detail
+			return true
+		}
+		return false
+	})
+	return f
 }

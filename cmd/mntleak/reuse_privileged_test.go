@@ -73,18 +73,7 @@ func TestInodeReuseAcrossRestart(t *testing.T) {
 	second := privtest.StartDaemon(t, nil, "--state-dir", stateDir)
 	node.Run(t, "umount", vol)
 	privtest.AfterLeakSettle(t)
-	var leak *correlate.Finding
-	second.Logs.Wait(t, "leak finding", func(s string) bool {
-		var l struct {
-			Logger string             `json:"logger"`
-			Detail *correlate.Finding `json:"detail"`
-		}
-		if json.Unmarshal([]byte(s), &l) == nil && l.Logger == "correlate" && l.Detail != nil && l.Detail.Object.Path == vol {
-			leak = l.Detail
-			return true
-		}
-		return false
-	})
+	leak := findingOn(t, second, vol)
 	second.Stop(t)
 	checkNotInherited(t, "trace", leak, old.MntNS, reused.pid, creator)
 }

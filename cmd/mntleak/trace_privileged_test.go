@@ -216,18 +216,7 @@ func TestRestartKeepsLineage(t *testing.T) {
 	})
 	node.Run(t, "umount", vol)
 	privtest.AfterLeakSettle(t)
-	var leak *correlate.Finding
-	second.Logs.Wait(t, "leak finding", func(s string) bool {
-		var l struct {
-			Logger string             `json:"logger"`
-			Detail *correlate.Finding `json:"detail"`
-		}
-		if json.Unmarshal([]byte(s), &l) == nil && l.Logger == "correlate" && l.Detail != nil && l.Detail.Object.Path == vol {
-			leak = l.Detail
-			return true
-		}
-		return false
-	})
+	leak := findingOn(t, second, vol)
 	second.Stop(t)
 	if leak.Cause != correlate.CauseRprivateBind || leak.Inferred {
 		t.Fatalf("cause %s inferred=%v: %s", leak.Cause, leak.Inferred, leak.Line())

@@ -141,8 +141,8 @@ func TestChartInstalledOnTheNode(t *testing.T) {
 	// node-agent's namespace (hostPath of the kubelet root, propagation
 	// None) and pinned there by its process's cwd and open file; cache is
 	// deleted and goes, the copy stays.
-	createNamespace(t, n, shop)
-	createNamespace(t, n, agents)
+	n.CreateNamespace(t, shop)
+	n.CreateNamespace(t, agents)
 	work := k8slab.MemoryEmptyDirPod(shop, "cache")
 	n.Apply(t, work.Manifest)
 	cache := n.WaitPodRunning(t, shop, work.Name)

@@ -20,7 +20,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/internal/privtest"
 	"github.com/mntleak/mntleak/k8slab"
 )
 
@@ -258,22 +257,6 @@ func mntleakEvents(t *testing.T, n *k8slab.Node, ns string) []event {
 		}
 	}
 	return out
-}
-
-// createNamespace creates ns and waits for its default ServiceAccount;
-// at cleanup ns is deleted and waited for.
-func createNamespace(t *testing.T, n *k8slab.Node, ns string) {
-	t.Helper()
-	n.Kubectl(t, "create", "namespace", ns)
-	t.Cleanup(func() {
-		if _, err := n.KubectlErr(nil, "delete", "namespace", ns, "--wait=true", "--timeout=90s"); err != nil {
-			t.Errorf("delete namespace %s: %v", ns, err)
-		}
-	})
-	privtest.WaitFor(t, 30*time.Second, "ServiceAccount "+ns+"/default", func() bool {
-		out, err := n.KubectlErr(nil, "get", "serviceaccount", "-n", ns, "default", "-o", "name", "--ignore-not-found")
-		return err == nil && strings.TrimSpace(out) != ""
-	})
 }
 
 // scrape is the value of the metric's sample whose labels contain
