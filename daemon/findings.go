@@ -27,6 +27,11 @@ import (
 // is known.
 const enrichCloseBudget = 500 * time.Millisecond
 
+// eventsCloseBudget is how long the Kubernetes Events posted before exit
+// (the findings enrichment logged last among them) may take to reach the
+// API server; then they are counted as not sent and said in one line.
+const eventsCloseBudget = time.Second
+
 // findings is the path of a finding after the correlator, off the event
 // path: enriched (the runtimes, the kubelet's paths, the API server), then
 // logged, counted and posted as Kubernetes Events.
@@ -72,10 +77,18 @@ func openFindings(ctx context.Context, cfg Config, p *pipeline, log *zap.Logger)
 			count = p.mets.K8sEvent
 		}
 		var err error
-		poster, err = kubeevents.New(ctx, client, kubeevents.Options{Node: cfg.NodeName, Count: count}, log.Named("events"))
+		elog := log.Named("events")
+		poster, err = kubeevents.New(ctx, client, kubeevents.Options{Node: cfg.NodeName, Count: count}, elog)
 		if err != nil {
 			return nil, err
 		}
+		// After the enricher's close (close runs the closers then): the
+		// findings it logs at exit are posted too.
+		fs.closers = append(fs.closers, func() {
+			if n := poster.Close(eventsCloseBudget); n > 0 {
+				elog.Warn("Kubernetes Events not sent before exit", zap.Int(logkey.Unsent, n), zap.Duration(logkey.Waited, eventsCloseBudget))
+			}
+		})
 	}
 	log.Named("attribution").Info("naming containers and pods", zap.String(logkey.CRISocket, strings.Join(cfg.CRISockets, ",")),
 		zap.String(logkey.Socket, cfg.DockerSocket), zap.Bool(logkey.Kubeconfig, cfg.Kube), zap.String(logkey.Node, cfg.NodeName),

@@ -13,12 +13,15 @@
 // Events are deduplicated per (pod, holder, cause, reason) within a window
 // and rate-limited (a token bucket); Post never waits (the broadcaster
 // queues and sends on its own goroutines). The API server's failures are
-// counted and logged once per outage, never fatal; the broadcaster is shut
-// down when the context ends.
+// counted and logged once per outage, never fatal. Poster.Close, at exit,
+// sends what was posted (waiting for the API calls still running, within
+// a budget) before it shuts the broadcaster down, and says how many Events
+// were not sent.
 //
 // Files:
 //   - client.go: NewClient, from a kubeconfig or the in-cluster config.
 //   - poster.go: Poster, what a finding posts, dedup and rate limit.
 //   - sink.go: the sink between the broadcaster and the API: the node as
-//     reportingInstance, failures counted and logged.
+//     reportingInstance, failures counted and logged, the calls still
+//     running or to be retried (for Close).
 package kubeevents

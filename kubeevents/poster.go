@@ -86,19 +86,33 @@ type Poster struct {
 	seen   map[dedupKey]time.Time
 	tokens float64
 	filled time.Time // when tokens was last topped up
+
+	calls     *calls             // the sink's calls, for Close
+	stop      context.CancelFunc // ends the broadcaster's sends and retries
+	closeOnce sync.Once
+	unsent    int
 }
+
+// closeQuiet is how long Close sees no post and no API call before it
+// takes what was posted as handed to the API (the broadcaster passes an
+// Event on through goroutines of its own, the first of which nothing can
+// wait for: it takes microseconds).
+const closeQuiet = 100 * time.Millisecond
 
 type dedupKey struct {
 	regarding, related, cause, reason string
 }
 
 // New starts a broadcaster that sends to client's events.k8s.io/v1 API
-// until ctx ends (then it is shut down).
+// until Close. ctx gives the values its requests carry; its end does not
+// stop them (Close does), so that what a stopping daemon still posts is
+// sent.
 func New(ctx context.Context, client kubernetes.Interface, opts Options, log *zap.Logger) (*Poster, error) {
 	opts.defaults()
-	p := &Poster{opts: opts, log: log, seen: map[dedupKey]time.Time{}, tokens: float64(opts.Burst), filled: opts.Now()}
+	p := &Poster{opts: opts, log: log, seen: map[dedupKey]time.Time{}, tokens: float64(opts.Burst), filled: opts.Now(),
+		calls: newCalls()}
 	var down outage
-	s := &sink{inner: &events.EventSinkImpl{Interface: client.EventsV1()}, node: opts.Node, result: func(err error) {
+	s := &sink{inner: &events.EventSinkImpl{Interface: client.EventsV1()}, node: opts.Node, calls: p.calls, result: func(err error) {
 		if err != nil {
 			opts.Count(ResultFailed)
 		}
@@ -111,18 +125,36 @@ func New(ctx context.Context, client kubernetes.Interface, opts Options, log *za
 		}
 	}}
 	p.broadcaster = events.NewBroadcaster(s)
+	run, stop := context.WithCancel(context.WithoutCancel(ctx))
+	p.stop = stop
 	// The broadcaster logs each failed try through klog: the sink says it
 	// once instead.
-	quiet := klog.NewContext(ctx, logr.Discard())
+	quiet := klog.NewContext(run, logr.Discard())
 	if err := p.broadcaster.StartRecordingToSinkWithContext(quiet); err != nil {
+		stop()
 		return nil, err
 	}
 	p.recorder = p.broadcaster.NewRecorder(scheme.Scheme, Controller).WithLogger(logr.Discard())
-	go func() {
-		<-ctx.Done()
-		p.broadcaster.Shutdown()
-	}()
 	return p, nil
+}
+
+// Close sends what was posted: it waits, at most budget, until no API
+// call runs and nothing was posted or called for closeQuiet, then shuts
+// the broadcaster down, stops its retries and returns how many Events
+// were not sent (a call still running at the deadline, or one that failed
+// and waited to be retried). Safe to call twice; Post after Close sends
+// nothing.
+func (p *Poster) Close(budget time.Duration) int {
+	p.closeOnce.Do(func() {
+		deadline := time.Now().Add(budget)
+		for !p.calls.settled(time.Now(), closeQuiet) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		p.stop()
+		p.broadcaster.Shutdown()
+		p.unsent = p.calls.unsent()
+	})
+	return p.unsent
 }
 
 // post is one Event to post for a finding.
@@ -144,6 +176,7 @@ func (p *Poster) Post(f *correlate.Finding) {
 			continue
 		}
 		p.opts.Count(ResultPosted)
+		p.calls.touch()
 		// The note as an argument: a finding's "%" is not a verb.
 		p.recorder.Eventf(e.regarding, e.related, corev1.EventTypeWarning, e.reason, e.action, "%s", note)
 		p.log.Debug("event posted", zap.String(logkey.Reason, e.reason),

@@ -12,8 +12,10 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -113,6 +115,7 @@ func TestPost(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			defer p.Close(0)
 			p.Post(tt.f)
 			if len(tt.want) == 0 {
 				time.Sleep(100 * time.Millisecond)
@@ -175,6 +178,7 @@ func TestDedupAndRate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer p.Close(0)
 	busy := finding(correlate.KindFailure, true, exporter, correlate.CauseRprivateBind)
 	for range 5 {
 		p.Post(busy) // kubelet retries the teardown: one Event
@@ -249,10 +253,9 @@ func TestAPIFailure(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	ctx, cancel := context.WithCancel(context.Background())
 	core, logs := observer.New(zap.InfoLevel)
 	var c counts
-	p, err := New(ctx, client, Options{Node: "n", Count: c.count}, zap.New(core))
+	p, err := New(context.Background(), client, Options{Node: "n", Count: c.count}, zap.New(core))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,8 +282,75 @@ func TestAPIFailure(t *testing.T) {
 	mu.Lock()
 	fail = false
 	mu.Unlock()
-	cancel() // shuts the broadcaster down: its retries stop
-	time.Sleep(50 * time.Millisecond)
+	if n := p.Close(0); n != 3 {
+		t.Errorf("Close: %d Events not sent, want the 3 waiting for a retry", n)
+	}
+}
+
+// TestClose: what was posted before Close is sent, however late in the
+// broadcaster it still is; Close waits no longer than its budget, nor for
+// a retry that the API server's outage would need.
+func TestClose(t *testing.T) {
+	refused := errors.New("dial tcp 10.96.0.1:443: connect: connection refused")
+	tests := []struct {
+		name     string
+		delay    time.Duration // each create takes this long
+		err      error         // and then fails with this
+		budget   time.Duration
+		unsent   int
+		inAPI    int
+		tookLess time.Duration
+		tookMore time.Duration
+	}{
+		{name: "posted just before Close", budget: 5 * time.Second, inAPI: 1, tookLess: time.Second},
+		{name: "a slow API server: Close waits for the call", delay: 300 * time.Millisecond, budget: 5 * time.Second, inAPI: 1,
+			tookLess: 2 * time.Second, tookMore: 250 * time.Millisecond},
+		// inAPI -1: not read (the fake client runs one call at a time: a
+		// List would wait for the running create).
+		{name: "a call still running at the deadline", delay: 2 * time.Second, budget: 200 * time.Millisecond, unsent: 1, inAPI: -1,
+			tookLess: time.Second, tookMore: 150 * time.Millisecond},
+		{name: "unreachable: not waited for its retry", err: refused, budget: 5 * time.Second, unsent: 1, tookLess: time.Second},
+		{name: "rejected: the broadcaster gives it up", err: apierrors.NewForbidden(schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, "x", errors.New("no")),
+			budget: 5 * time.Second, tookLess: time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := fake.NewClientset()
+			client.PrependReactor("create", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
+				time.Sleep(tt.delay)
+				return tt.err != nil, nil, tt.err
+			})
+			p, err := New(context.Background(), client, Options{Node: "n"}, zap.NewNop())
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Post(finding(correlate.KindFailure, true, exporter, correlate.CauseRprivateBind))
+			start := time.Now()
+			unsent := p.Close(tt.budget)
+			took := time.Since(start)
+			if unsent != tt.unsent {
+				t.Errorf("Close: %d not sent, want %d", unsent, tt.unsent)
+			}
+			if took >= tt.tookLess || took < tt.tookMore {
+				t.Errorf("Close took %v, want %v to %v", took, tt.tookMore, tt.tookLess)
+			}
+			if tt.inAPI < 0 {
+				return
+			}
+			// Right after Close: no waiting here.
+			list, err := client.EventsV1().Events("").List(context.Background(), metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(list.Items) != tt.inAPI {
+				t.Errorf("%d Events in the API right after Close, want %d", len(list.Items), tt.inAPI)
+			}
+			if again := p.Close(tt.budget); again != unsent {
+				t.Errorf("Close again: %d, want %d", again, unsent)
+			}
+			p.Post(finding(correlate.KindLeak, true, exporter, correlate.CauseUnshare)) // after Close: nothing sent, no panic
+		})
+	}
 }
 
 func TestNote(t *testing.T) {

@@ -27,6 +27,8 @@ const (
 	Filter         = "filter"
 	Attached       = "attached"
 	Elapsed        = "elapsed"
+	Unsent         = "unsent" // Kubernetes Events not sent before exit
+	Waited         = "waited"
 	Signal         = "signal"
 	Replay         = "replay"
 	PID            = "pid"
