@@ -46,12 +46,10 @@ func (h Host) NSFDs() ([]NSFD, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", h.root(), err)
 	}
-	per := make([][]NSFD, len(pids))
-	denied := make([]bool, len(pids))
-	scan(len(pids), func(i int, s *scratch) {
+	return collect(len(pids), func(i int, s *scratch) ([]NSFD, bool) {
 		dir := h.root() + "/" + strconv.Itoa(pids[i])
 		fds, err := readDirNames(dir + "/fd")
-		denied[i] = isDenied(err)
+		denied := isDenied(err)
 		var found []NSFD
 		for _, name := range fds {
 			link, err := s.readlink(dir + "/fd/" + name)
@@ -65,31 +63,19 @@ func (h Host) NSFDs() ([]NSFD, error) {
 			}
 		}
 		if len(found) == 0 {
-			return
+			return nil, denied
 		}
 		p, err := h.process(pids[i], s)
 		if err != nil {
-			return // gone meanwhile
+			return nil, denied // gone meanwhile
 		}
+		var out []NSFD
 		for _, f := range found {
 			if f.NS != p.MntNS {
 				f.Process = p
-				per[i] = append(per[i], f)
+				out = append(out, f)
 			}
 		}
+		return out, denied
 	})
-	var out []NSFD
-	for _, fs := range per {
-		out = append(out, fs...)
-	}
-	n := 0
-	for _, d := range denied {
-		if d {
-			n++
-		}
-	}
-	if n > 0 {
-		return out, &UnreadableError{Processes: n}
-	}
-	return out, nil
 }

@@ -54,47 +54,29 @@ func (h Host) pinsAmong(pids []int, devs []event.Dev, in map[uint32]bool) ([]Pin
 	for _, d := range devs {
 		want[d] = true
 	}
-	per := make([][]Pin, len(pids))
-	denied := make([]bool, len(pids))
-	scan(len(pids), func(i int, s *scratch) {
+	return collect(len(pids), func(i int, s *scratch) ([]Pin, bool) {
 		if in != nil {
 			link, err := s.readlink(h.root() + "/" + strconv.Itoa(pids[i]) + "/ns/mnt")
 			if err != nil {
-				denied[i] = isDenied(err)
-				return
+				return nil, isDenied(err)
 			}
 			if ns, err := ParseNSLink(link); err != nil || !in[ns] {
-				return
+				return nil, false
 			}
 		}
 		pins, unreadable := h.pinsOf(pids[i], want, s)
-		denied[i] = unreadable
 		if len(pins) == 0 {
-			return
+			return nil, unreadable
 		}
 		p, err := h.process(pids[i], s)
 		if err != nil || (in != nil && !in[p.MntNS]) { // gone, a kernel thread, or moved (setns) meanwhile
-			return
+			return nil, unreadable
 		}
 		for j := range pins {
 			pins[j].Process = p
 		}
-		per[i] = pins
+		return pins, unreadable
 	})
-	var pins []Pin
-	for _, ps := range per {
-		pins = append(pins, ps...)
-	}
-	n := 0
-	for _, d := range denied {
-		if d {
-			n++
-		}
-	}
-	if n > 0 {
-		return pins, &UnreadableError{Processes: n}
-	}
-	return pins, nil
 }
 
 // UnreadableError says how many processes' files a pin search could not

@@ -104,15 +104,29 @@ func (r Recorder) Mountinfo(pid int) (uint32, []*mountinfo.Info, error) {
 // Pins implements Proc.
 func (r Recorder) Pins(devs []event.Dev) ([]Pin, error) {
 	pins, err := r.Proc.Pins(devs)
-	rec := &Record{Op: OpPins, Devs: devs, Pins: pins}
+	r.Write(withSearchErr(&Record{Op: OpPins, Devs: devs, Pins: pins}, err))
+	return pins, err
+}
+
+// withSearchErr records a search's error in rec: the count of processes
+// it could not read (an *UnreadableError, which comes with answers), or
+// the error that stopped it.
+func withSearchErr(rec *Record, err error) *Record {
 	var unreadable *UnreadableError
 	if errors.As(err, &unreadable) {
 		rec.Unreadable = unreadable.Processes
 	} else {
 		rec.Err = errString(err)
 	}
-	r.Write(rec)
-	return pins, err
+	return rec
+}
+
+// searchErr is the error withSearchErr recorded.
+func (rec *Record) searchErr() error {
+	if rec.Unreadable > 0 {
+		return &UnreadableError{Processes: rec.Unreadable}
+	}
+	return rec.err()
 }
 
 // BlockDevice implements Proc.
@@ -160,14 +174,7 @@ func (r Recorder) MntNSID(pid int) (uint32, uint64, error) {
 // NSFDs implements Proc.
 func (r Recorder) NSFDs() ([]NSFD, error) {
 	fds, err := r.Proc.NSFDs()
-	rec := &Record{Op: OpNSFDs, NSFDs: fds}
-	var unreadable *UnreadableError
-	if errors.As(err, &unreadable) {
-		rec.Unreadable = unreadable.Processes
-	} else {
-		rec.Err = errString(err)
-	}
-	r.Write(rec)
+	r.Write(withSearchErr(&Record{Op: OpNSFDs, NSFDs: fds}, err))
 	return fds, err
 }
 
@@ -254,10 +261,7 @@ func (r *Replay) Pins(devs []event.Dev) ([]Pin, error) {
 	if err != nil {
 		return nil, err
 	}
-	if rec.Unreadable > 0 {
-		return rec.Pins, &UnreadableError{Processes: rec.Unreadable}
-	}
-	return rec.Pins, rec.err()
+	return rec.Pins, rec.searchErr()
 }
 
 // BlockDevice implements Proc.
@@ -320,8 +324,5 @@ func (r *Replay) NSFDs() ([]NSFD, error) {
 	if err != nil {
 		return nil, err
 	}
-	if rec.Unreadable > 0 {
-		return rec.NSFDs, &UnreadableError{Processes: rec.Unreadable}
-	}
-	return rec.NSFDs, rec.err()
+	return rec.NSFDs, rec.searchErr()
 }

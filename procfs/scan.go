@@ -67,6 +67,28 @@ func scan(n int, fn func(i int, s *scratch)) {
 	wg.Wait()
 }
 
+// collect is scan for searches that find things in each process: fn
+// returns what it found in process i and whether that process's files
+// could not be read. The finds come in the order of i; the unreadable
+// processes are counted in an *UnreadableError that comes with them.
+func collect[T any](n int, fn func(i int, s *scratch) (found []T, denied bool)) ([]T, error) {
+	per := make([][]T, n)
+	denied := make([]bool, n)
+	scan(n, func(i int, s *scratch) { per[i], denied[i] = fn(i, s) })
+	var out []T
+	unreadable := 0
+	for i := range n {
+		out = append(out, per[i]...)
+		if denied[i] {
+			unreadable++
+		}
+	}
+	if unreadable > 0 {
+		return out, &UnreadableError{Processes: unreadable}
+	}
+	return out, nil
+}
+
 // read reads a whole (small, /proc) file into s.buf, growing it as
 // needed, and returns the bytes read; they are valid until the next read.
 func (s *scratch) read(path string) ([]byte, error) {
