@@ -105,9 +105,6 @@ type Correlator struct {
 	evicted        uint64               // tables evicted by MaxMounts
 	rules          []rule               // the cause table (rules.go), read-only
 	pending        []*pendingLeak       // leaks waiting for the teardown to settle
-	// entered: namespaces mntleak read through their nsfs file (a short
-	// nsenter), with when: its own helper's setns into them is not a member.
-	entered map[uint32][]time.Time
 }
 
 type leakRecord struct {
@@ -129,7 +126,6 @@ func New(proc procfs.Proc, opts Options, emit func(*Finding)) *Correlator {
 		ledger:    NewLedger(opts.MaxHistory),
 		incidents: map[string]time.Time{},
 		rules:     causeRules(),
-		entered:   map[uint32][]time.Time{},
 	}
 }
 
@@ -167,9 +163,6 @@ func (c *Correlator) lineageEvent(ev *event.Event, live bool) bool {
 		}
 		c.ledger.Record(ev)
 	case event.KindSetns:
-		if live && c.ownEntry(ev) {
-			break // mntleak's own helper reading the namespace's table
-		}
 		if ev.Ret == 0 && ev.MntNSAfter != ev.MntNSBefore {
 			c.lineage.Join(ev.MntNSAfter, ev.MntNSBefore, memberOf(ev))
 		}

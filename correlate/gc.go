@@ -2,7 +2,6 @@ package correlate
 
 import (
 	"sort"
-	"time"
 )
 
 // The correlator's memory is bounded: dead namespaces, their last tables,
@@ -40,11 +39,6 @@ func (c *Correlator) collect() {
 	for k, t := range c.incidents {
 		if c.now.Sub(t) > c.opts.RetryWindow {
 			delete(c.incidents, k)
-		}
-	}
-	for ns, times := range c.entered {
-		if c.now.Sub(times[len(times)-1]) > 5*time.Second {
-			delete(c.entered, ns) // the helper's events never came
 		}
 	}
 }

@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/moby/sys/mountinfo"
 
-	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/procfs"
 )
 
@@ -79,37 +77,6 @@ func (c *Correlator) pathsFromHere(ns uint32, p string) []string {
 	return out
 }
 
-// nsMountinfo reads the table of a namespace no process runs in through
-// file, and expects the setns of the helper that reads it: it is not a
-// process of that namespace (ownEntry).
-func (c *Correlator) nsMountinfo(file string, ino uint32) (uint32, []*mountinfo.Info, error) {
-	c.entered[ino] = append(c.entered[ino], c.now)
-	return c.proc.NSMountinfo(file)
-}
-
-// ownEntry reports whether a setns is mntleak's own helper entering a
-// namespace to read its table (nsMountinfo): its event comes after the
-// event being handled when it ran, within a few seconds.
-func (c *Correlator) ownEntry(ev *event.Event) bool {
-	if ev.Comm != "nsenter" {
-		return false
-	}
-	times := c.entered[ev.MntNSAfter]
-	for len(times) > 0 && ev.Time.Sub(times[0]) > 5*time.Second {
-		times = times[1:] // its event never came (lost, or read without a tracer)
-	}
-	if len(times) == 0 {
-		delete(c.entered, ev.MntNSAfter)
-		return false
-	}
-	if times = times[1:]; len(times) == 0 {
-		delete(c.entered, ev.MntNSAfter)
-	} else {
-		c.entered[ev.MntNSAfter] = times
-	}
-	return true
-}
-
 // keptMatches searches the namespaces no process runs in, kept by a bind
 // of their nsfs file, reading each one's table through the bind.
 func (c *Correlator) keptMatches(id identity, caller uint32) ([]match, []string) {
@@ -128,7 +95,7 @@ func (c *Correlator) keptMatches(id identity, caller uint32) ([]match, []string)
 		var mounts []*mountinfo.Info
 		var err error
 		for _, file := range k.files {
-			ns, mounts, err = c.nsMountinfo(file, ino)
+			ns, mounts, err = c.proc.NSMountinfo(file)
 			if err == nil && ns != ino {
 				err = fmt.Errorf("%s now names %s", file, nsName(ns))
 			}
@@ -210,7 +177,7 @@ func (c *Correlator) fdMatches(id identity, caller uint32) ([]match, []string) {
 		var last error
 		for _, f := range holders {
 			file := "/proc/" + itoa(f.PID) + "/fd/" + itoa(f.FD)
-			ns, ms, err := c.nsMountinfo(file, ino)
+			ns, ms, err := c.proc.NSMountinfo(file)
 			if err == nil && ns != ino {
 				err = fmt.Errorf("%s now names %s", file, nsName(ns))
 			}

@@ -58,7 +58,7 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer, log *Log, reopen <-c
 	go sk.warnDrops(ctx, log.Logger, DropWarnInterval)
 	go sk.reopenOn(ctx, reopen, log.Logger)
 
-	p := &pipeline{cfg: cfg, sinks: sk, fail: func(err error) {
+	p := &pipeline{cfg: cfg, sinks: sk, self: uint32(os.Getpid()), fail: func(err error) {
 		if err != nil {
 			cancel(fmt.Errorf("write events: %w", err))
 		}

@@ -27,12 +27,19 @@ type pipeline struct {
 	devices  *teardown.Resolver // names a teardown call's device; nil without --correlate
 	log      *zap.Logger        // nil without --correlate
 	gaugesAt int64              // event time (unix ns) the gauges were last set
+	// self is the daemon's pid: its own events (a thread of it enters a
+	// namespace no process runs in to read its table) are not the node's,
+	// and would make it a process of that namespace. 0 in tests.
+	self uint32
 }
 
 // handle takes one event through every stage, top to bottom. The record
 // holds every event the correlator consumes, so a replay reaches the same
 // findings; the filter only selects what is printed.
 func (p *pipeline) handle(ev *event.Event) {
+	if p.self != 0 && ev.PID == p.self {
+		return
+	}
 	correlating := p.corr != nil && !p.sinks.drainOnly()
 	// 1. Enrich: a failure's executable (its command line came from the kernel).
 	if correlating && correlate.WantsCommand(ev) {

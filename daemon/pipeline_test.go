@@ -159,3 +159,39 @@ func TestPipelineOnRecording(t *testing.T) {
 		})
 	}
 }
+
+// TestOwnEventsDropped: the daemon's own events (its thread entering a
+// namespace no process runs in, to read the table) are neither printed nor
+// recorded nor correlated: they are not the node's, and the correlator
+// would make the daemon a process of that namespace.
+func TestOwnEventsDropped(t *testing.T) {
+	var streamBuf, recordBuf bytes.Buffer
+	p := &pipeline{
+		cfg: Config{Format: output.JSON},
+		sinks: &sinks{outName: "stdout",
+			out: output.NewWriter(&streamBuf, output.JSON, nil),
+			rec: output.NewWriter(&recordBuf, output.JSON, nil)},
+		self: 4242,
+		fail: func(err error) {
+			if err != nil {
+				t.Error(err)
+			}
+		},
+	}
+	for _, pid := range []uint32{4242, 4243} {
+		p.handle(&event.Event{Kind: event.KindSetns, PID: pid, TID: pid, Comm: "mntleak", Syscall: "setns",
+			MntNSBefore: 1, MntNSAfter: 2})
+	}
+	if err := p.sinks.out.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.sinks.rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for name, buf := range map[string]*bytes.Buffer{"stream": &streamBuf, "record": &recordBuf} {
+		lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+		if len(lines) != 1 || !strings.Contains(lines[0], `"pid":4243,`) {
+			t.Errorf("%s: %q, want only the event of pid 4243", name, lines)
+		}
+	}
+}

@@ -16,17 +16,23 @@ import (
 // namespace no process runs in, kept by the bind of its nsfs file. It
 // copied a loop device's mount; the device stays busy after the node
 // unmounts it. The finding names that namespace, the bind that keeps it and
-// the fix (unmount the bind), and no process as its holder.
+// the fix (unmount the bind), and no process as its holder. A second
+// device the namespace keeps is explained the same way afterwards: the
+// daemon reading the namespace's table (a thread of its own enters it) does
+// not make the daemon a process of that namespace.
 func TestNamespaceKeptByABindLive(t *testing.T) {
 	privtest.Require(t)
 	privtest.RequireCommands(t, "unshare", "nsenter", "mount", "umount", "mkfs.ext4")
 	dir := t.TempDir()
 	dev := privtest.LoopDevice(t, 16)
+	dev2 := privtest.LoopDevice(t, 16)
 	vol := privtest.Mkdir(t, filepath.Join(dir, "vol"))
+	vol2 := privtest.Mkdir(t, filepath.Join(dir, "vol2"))
 	pins := privtest.Mkdir(t, filepath.Join(dir, "pins"))
 	d := privtest.StartDaemon(t, nil, "--journald", "off", "--state-dir", "")
 	node := privtest.StartNode(t)
 	node.Run(t, "mount", dev, vol)
+	node.Run(t, "mount", dev2, vol2)
 	// An nsfs bind must not sit on a shared mount: a private one for it.
 	node.Run(t, "mount", "--bind", pins, pins)
 	node.Run(t, "mount", "--make-private", pins)
@@ -34,6 +40,17 @@ func TestNamespaceKeptByABindLive(t *testing.T) {
 	node.Run(t, "touch", file)
 	keepNamespace(t, node, file)
 	node.Run(t, "umount", vol)
+	node.Run(t, "umount", vol2)
+	for _, dev := range []string{dev, dev2} {
+		checkKeptFinding(t, d, node, dev, file)
+	}
+	d.Stop(t)
+}
+
+// checkKeptFinding fails mkfs on dev and checks the finding names the
+// namespace kept by the bind at file.
+func checkKeptFinding(t *testing.T, d *privtest.Daemon, node privtest.Node, dev, file string) {
+	t.Helper()
 	mkfs := exec.Command("nsenter", "-t", fmt.Sprint(node.PID), "-m", "--", "mkfs.ext4", "-q", "-F", dev)
 	if out, err := mkfs.CombinedOutput(); err == nil {
 		t.Fatalf("mkfs.ext4 on a device a kept namespace still has mounted succeeded: %s", out)
@@ -51,6 +68,7 @@ func TestNamespaceKeptByABindLive(t *testing.T) {
 	line, _ := d.Logs.Find(isFinding)
 	var f struct {
 		Msg       string
+		Cause     string
 		HolderPID int `json:"holder_pid"`
 		Detail    struct {
 			Holders []struct {
@@ -66,10 +84,11 @@ func TestNamespaceKeptByABindLive(t *testing.T) {
 	switch {
 	case len(f.Detail.Holders) == 0 || !strings.Contains(f.Detail.Holders[0].KeptBy, "nsfs file at "+file):
 		t.Errorf("holders %+v: want one kept by the bind at %s", f.Detail.Holders, file)
+	case f.Cause != "unshare" || strings.Contains(f.Msg, "predates tracing"):
+		t.Errorf("cause %s: want unshare, the namespace's recorded creation", f.Cause)
 	case f.HolderPID != 0:
 		t.Errorf("holder_pid %d named for a namespace no process runs in", f.HolderPID)
 	case !strings.HasPrefix(f.Detail.Fix, "umount "+file):
 		t.Errorf("fix %q, want umount %s first", f.Detail.Fix, file)
 	}
-	d.Stop(t)
 }
