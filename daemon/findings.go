@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -94,23 +95,31 @@ func openFindings(ctx context.Context, cfg Config, p *pipeline, log *zap.Logger)
 		zap.String(logkey.Socket, cfg.DockerSocket), zap.Bool(logkey.Kubeconfig, cfg.Kube), zap.String(logkey.Node, cfg.NodeName),
 		zap.Bool(logkey.K8sEvents, cfg.K8sEvents))
 	flog := log.Named("correlate")
-	keepWarned := false
+	// out runs on the enricher's goroutine, and on the event path for a
+	// finding skipped because the queue is full: the findings file is
+	// written under a lock.
+	var keep struct {
+		sync.Mutex
+		warned bool
+	}
 	out := func(f *correlate.Finding) {
 		flog.Log(output.FindingLevel(f), f.Line(), output.FindingFields(f)...)
 		// Kept for mntleak release --finding ID.
 		if dir := cfg.StateDir; dir != "" {
 			b, err := json.Marshal(f)
+			keep.Lock()
 			if err == nil {
 				err = state.AppendFinding(dir, f.ID(), b)
 			}
-			if err != nil && !keepWarned {
-				keepWarned = true
+			if err != nil && !keep.warned {
+				keep.warned = true
 				flog.Warn("keep findings in the state dir", zap.Error(err))
 			}
+			keep.Unlock()
 		}
 		if p.mets != nil {
 			p.mets.Finding(string(f.Kind), f.Cause.String(), f.Call.Time)
-			p.mets.Enrichment(enrichResult(f.Enrichment))
+			p.mets.Enrichment(enrich.Result(f))
 		}
 		if poster != nil {
 			poster.Post(f)
@@ -135,17 +144,4 @@ func (fs *findings) close() {
 		c()
 	}
 	fs.closers = nil
-}
-
-// enrichResult is the metric's label for an enrichment field.
-func enrichResult(s string) string {
-	switch {
-	case s == "":
-		return "ok"
-	case strings.HasPrefix(s, "timed out"):
-		return "timed_out"
-	case strings.HasPrefix(s, "skipped"):
-		return "skipped"
-	}
-	return "failed"
 }

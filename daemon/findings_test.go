@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/internal/logkey"
 )
 
 // apiServer is an API server that knows one pod on node-1 and takes
@@ -129,5 +130,53 @@ current-context: c
 	}
 	if n := logs.FilterMessageSnippet("not sent before exit").Len(); n != 0 {
 		t.Errorf("%d lines say Events were not sent", n)
+	}
+}
+
+// TestFindingsFromTwoGoroutines: with the enrichment queue overflowing,
+// findings are handed on from the event path and from the enricher at
+// once: every one is logged, and a state dir that cannot keep them is
+// warned about once. (The Go memory model orders a buffered channel's
+// sends after earlier receives, so -race did not see the unlocked flag
+// here; the lock is for the findings file's rotation, stat then rename.)
+func TestFindingsFromTwoGoroutines(t *testing.T) {
+	notADir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notADir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, stateDir string
+		warnings       int
+	}{
+		{"kept", t.TempDir(), 0},
+		{"cannot keep", notADir, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{StateDir: tc.stateDir, NodeName: "node-1", KubeletRoot: "/var/lib/kubelet"}
+			p := &pipeline{cfg: cfg, sinks: &sinks{}}
+			core, logs := observer.New(zap.InfoLevel)
+			fs, err := openFindings(context.Background(), cfg, p, zap.New(core))
+			if err != nil {
+				t.Fatal(err)
+			}
+			const n = 3000
+			for i := range n {
+				fs.submit(&correlate.Finding{Kind: correlate.KindFailure, Cause: correlate.CauseInUse,
+					Call:   correlate.Call{PID: uint32(1000 + i), Comm: "umount", Syscall: "umount2", Errno: "EBUSY", MntNS: 1},
+					Object: correlate.Object{Path: fmt.Sprintf("/mnt/%d", i)}})
+			}
+			fs.close()
+			if got := logs.FilterMessageSnippet("umount2").Len(); got != n {
+				t.Errorf("%d findings logged, want %d", got, n)
+			}
+			if got := logs.FilterMessageSnippet("keep findings in the state dir").Len(); got != tc.warnings {
+				t.Errorf("%d warnings about the state dir, want %d", got, tc.warnings)
+			}
+			skipped := logs.FilterField(zap.String(logkey.Enrichment, "skipped: queue full")).Len()
+			if skipped == 0 {
+				t.Errorf("the queue never overflowed: nothing came from the event path")
+			}
+			t.Logf("%d of %d findings handed on from the event path", skipped, n)
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -352,5 +353,28 @@ func TestPodsNamedInTheFix(t *testing.T) {
 	}
 	if want := "mountPropagation: HostToContainer for the volume of pod monitoring/node-exporter-x2x; restart it"; f.Fix != want {
 		t.Errorf("fix %q, want %q", f.Fix, want)
+	}
+}
+
+// TestResult: the metric's label for each enrichment field this package
+// writes.
+func TestResult(t *testing.T) {
+	skipped := &correlate.Finding{}
+	skip(skipped, Config{}, "queue full")
+	for _, tt := range []struct {
+		name       string
+		enrichment string
+		want       string
+	}{
+		{"enriched", "", "ok"},
+		{"timed out", problem([]error{fmt.Errorf("ask containerd: %w", context.DeadlineExceeded)}), "timed_out"},
+		{"failed", problem([]error{errors.New("connection refused"), errors.New("x")}), "failed"},
+		{"skipped", skipped.Enrichment, "skipped"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Result(&correlate.Finding{Enrichment: tt.enrichment}); got != tt.want {
+				t.Errorf("Result(%q) = %s, want %s", tt.enrichment, got, tt.want)
+			}
+		})
 	}
 }

@@ -83,7 +83,7 @@ func (e *Enricher) Submit(f *correlate.Finding) {
 // skip fills what needs no lookup and says why the rest was not asked.
 func skip(f *correlate.Finding, cfg Config, why string) {
 	FillPaths(f, cfg)
-	f.Enrichment = "skipped: " + why
+	f.Enrichment = prefixSkipped + why
 }
 
 // Close stops taking findings and waits for the queued ones to be

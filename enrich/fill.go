@@ -209,12 +209,33 @@ func (q *questions) pod(ctx context.Context, uid string) *attribution.Pod {
 	return out
 }
 
+// The enrichment field's prefixes (Result tells them apart).
+const (
+	prefixFailed   = "failed: "
+	prefixTimedOut = "timed out: "
+	prefixSkipped  = "skipped: "
+)
+
+// Result is how f's enrichment went, as a metric's label: ok, timed_out,
+// skipped or failed.
+func Result(f *correlate.Finding) string {
+	switch s := f.Enrichment; {
+	case s == "":
+		return "ok"
+	case strings.HasPrefix(s, prefixTimedOut):
+		return "timed_out"
+	case strings.HasPrefix(s, prefixSkipped):
+		return "skipped"
+	}
+	return "failed"
+}
+
 // problem is the enrichment field for the errors met: "timed out: ..." or
 // "failed: ...", the first error and how many more.
 func problem(errs []error) string {
-	s := "failed: "
+	s := prefixFailed
 	if attribution.IsTimeout(errs[0]) {
-		s = "timed out: "
+		s = prefixTimedOut
 	}
 	s += errs[0].Error()
 	if len(errs) > 1 {
