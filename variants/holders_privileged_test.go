@@ -1,7 +1,6 @@
 package variants
 
 import (
-	"bufio"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -225,22 +224,7 @@ func recycle(t *testing.T, pid int) {
 // run starts cmd, waits for its "ready" line, and kills it at cleanup.
 func run(t *testing.T, cmd *exec.Cmd) *exec.Cmd {
 	t.Helper()
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || strings.TrimSpace(line) != "ready" {
-		t.Fatalf("holder %v: %q %v", cmd.Args, line, err)
-	}
+	privtest.StartReady(t, cmd, 10*time.Second)
 	return cmd
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/mntleak/mntleak/correlate"
@@ -201,19 +202,22 @@ func TestNamedDockerContainer(t *testing.T) {
 	}
 	scriptDone := make(chan error, 1)
 	go func() { scriptDone <- cmd.Wait() }()
+	var finishOnce sync.Once
 	finish := func() {
-		_ = os.WriteFile(w+"/done", nil, 0o600) // the script tears everything down
-		if err := <-scriptDone; err != nil {
-			b, _ := os.ReadFile(filepath.Join(dir, "output"))
-			t.Errorf("named-container.sh: %v\n%s", err, b)
-		}
+		finishOnce.Do(func() {
+			_ = os.WriteFile(w+"/done", nil, 0o600) // the script tears everything down
+			if err := <-scriptDone; err != nil {
+				b, _ := os.ReadFile(filepath.Join(dir, "output"))
+				t.Errorf("named-container.sh: %v\n%s", err, b)
+			}
+		})
 	}
+	t.Cleanup(finish) // also when a check below fails the test
 	exp := map[string]string{}
 	if !privtest.Poll(120e9, func() bool {
 		exp = expectations(expPath)
 		return exp["ready"] == "1"
 	}) {
-		finish()
 		t.Fatalf("the script did not get ready")
 	}
 

@@ -2,7 +2,8 @@
 // `leftovers save FILE` before the run keeps what is there already, and
 // `leftovers check FILE` after it lists, and exits 1 on, anything new
 // (mounts naming mntleak, loop devices of test images, /tmp/mntleak-*,
-// /var/lib/mntleak-*). make test runs both around go test.
+// /var/lib/mntleak-*, Go tests' /tmp/Test*). What is there before the run
+// is listed by save, not failed on. make test runs both around go test.
 package main
 
 import (
@@ -21,6 +22,12 @@ func main() {
 	file := os.Args[2]
 	now := privtest.Leftovers()
 	if os.Args[1] == "save" {
+		if len(now) > 0 {
+			// Not this run's doing, so not a failure; but an interrupted
+			// run's, to be removed by hand.
+			fmt.Fprintf(os.Stderr, "leftovers: already on the machine before the run (an interrupted run's?):\n  %s\n",
+				strings.Join(now, "\n  "))
+		}
 		if err := os.WriteFile(file, []byte(strings.Join(now, "\n")), 0o600); err != nil {
 			fmt.Fprintf(os.Stderr, "leftovers: %v\n", err)
 			os.Exit(2)

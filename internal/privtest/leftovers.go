@@ -11,7 +11,8 @@ import (
 
 // Leftovers lists what a test run may leave behind on the machine: mounts
 // whose mount point names mntleak, loop devices backed by a test's image,
-// the test binaries' and scenarios' directories. make test compares it
+// the test binaries' and scenarios' directories, Go tests' temporary
+// directories (a run killed mid-test leaves them). make test compares it
 // before and after the whole run (internal/leftovers).
 func Leftovers() []string {
 	var out []string
@@ -31,7 +32,7 @@ func Leftovers() []string {
 			}
 		}
 	}
-	for _, pattern := range []string{"/tmp/mntleak-*", "/var/lib/mntleak-*"} {
+	for _, pattern := range []string{"/tmp/mntleak-*", "/var/lib/mntleak-*", "/tmp/Test*"} {
 		matches, _ := filepath.Glob(pattern)
 		for _, m := range matches {
 			out = append(out, "path "+m)

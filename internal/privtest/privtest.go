@@ -142,15 +142,24 @@ func startHolder(t testing.TB, prefix []string, propagation, script, program str
 	argv := append(append([]string(nil), prefix...), "unshare", "-m", "--propagation", propagation, "sh", "-c",
 		script+" && echo ready && exec "+program+" 600")
 	cmd := exec.Command(argv[0], argv[1:]...)
+	StartReady(t, cmd, 10*time.Second)
+	h := &Holder{Cmd: cmd, PID: cmd.Process.Pid}
+	h.MntNS = MountNS(t, strconv.Itoa(h.PID))
+	return h
+}
+
+// StartReady starts cmd, kills it at cleanup, and waits at most timeout
+// for its first line of output to be "ready". Its stderr is the test's.
+func StartReady(t testing.TB, cmd *exec.Cmd, timeout time.Duration) {
+	t.Helper()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start namespace holder: %v", err)
+		t.Fatalf("start %v: %v", cmd.Args, err)
 	}
-	h := &Holder{Cmd: cmd, PID: cmd.Process.Pid}
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
@@ -166,13 +175,11 @@ func startHolder(t testing.TB, prefix []string, propagation, script, program str
 	select {
 	case err := <-ready:
 		if err != nil {
-			t.Fatalf("namespace holder %q: %v", script, err)
+			t.Fatalf("%v: %v", cmd.Args, err)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("namespace holder %q not ready after 10s", script)
+	case <-time.After(timeout):
+		t.Fatalf("%v not ready after %v", cmd.Args, timeout)
 	}
-	h.MntNS = MountNS(t, strconv.Itoa(h.PID))
-	return h
 }
 
 // LoopDevice attaches a fresh ext4 image of sizeMiB and returns the device
