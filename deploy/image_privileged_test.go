@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/internal/privtest"
 )
@@ -351,25 +349,7 @@ func keptDevice(t *testing.T, node privtest.Node, dir string) kept {
 	node.Run(t, "mount", "--make-private", pins)
 	k.file = filepath.Join(pins, "mnt")
 	node.Run(t, "touch", k.file)
-	// unshare(1)'s bind of the namespace's file fails with EINVAL now and
-	// then (cmd/mntleak's keepNamespace): tried up to 8 times.
-	nodePID := strconv.Itoa(node.PID)
-	for i := 0; ; i++ {
-		out, err := exec.Command("nsenter", "-t", nodePID, "-m", "--", "unshare", "--mount="+k.file, "--propagation", "private", "true").CombinedOutput()
-		if err == nil {
-			break
-		}
-		if i == 7 {
-			t.Fatalf("unshare --mount=%s: %v: %s", k.file, err, out)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Cleanup(func() { _ = exec.Command("nsenter", "-t", nodePID, "-m", "--", "umount", k.file).Run() })
-	var st unix.Stat_t
-	if err := unix.Stat("/proc/"+nodePID+"/root"+k.file, &st); err != nil {
-		t.Fatal(err)
-	}
-	k.mntns = uint32(st.Ino)
+	k.mntns = node.KeepNamespace(t, k.file)
 	node.Run(t, "umount", vol)
 	if out, err := exec.Command("mkfs.ext4", "-q", "-F", k.dev).CombinedOutput(); err == nil {
 		t.Fatalf("mkfs.ext4 %s succeeded on a device a kept namespace still mounts: %s", k.dev, out)

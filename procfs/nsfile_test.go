@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
@@ -49,29 +48,8 @@ func keptNamespace(t *testing.T, dir, tag string) (string, uint32, string) {
 		t.Fatal(err)
 	}
 	vol := privtest.Mkdir(t, filepath.Join(dir, "vol"))
-	// unshare(1)'s bind of the new namespace's file fails with EINVAL now
-	// and then (cmd/mntleak's keepNamespace): tried up to 8 times.
-	for i := 0; ; i++ {
-		out, err := exec.Command("unshare", "--mount="+file, "--propagation", "private",
-			"mount", "-t", "tmpfs", "-o", "size=1m", tag, vol).CombinedOutput()
-		if err == nil {
-			break
-		}
-		if i == 7 {
-			t.Fatalf("unshare --mount=%s: %v: %s", file, err, out)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(file, 0); err != nil {
-			t.Errorf("umount %s: %v", file, err)
-		}
-	})
-	var st unix.Stat_t
-	if err := unix.Stat(file, &st); err != nil {
-		t.Fatal(err)
-	}
-	return file, uint32(st.Ino), vol
+	ns := privtest.KeepNamespace(t, file, "mount", "-t", "tmpfs", "-o", "size=1m", tag, vol)
+	return file, ns, vol
 }
 
 // ids is the sorted mount ids of a table.

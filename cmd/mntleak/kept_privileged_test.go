@@ -38,7 +38,7 @@ func TestNamespaceKeptByABindLive(t *testing.T) {
 	node.Run(t, "mount", "--make-private", pins)
 	file := filepath.Join(pins, "mnt")
 	node.Run(t, "touch", file)
-	keepNamespace(t, node, file)
+	node.KeepNamespace(t, file)
 	node.Run(t, "umount", vol)
 	node.Run(t, "umount", vol2)
 	for _, dev := range []string{dev, dev2} {

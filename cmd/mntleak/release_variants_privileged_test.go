@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -126,7 +125,7 @@ func TestBusyAndKeptCopiesReleased(t *testing.T) {
 		node.Run(t, "mount", "--make-private", pins)
 		file := filepath.Join(pins, "mnt")
 		node.Run(t, "touch", file)
-		keepNamespace(t, node, file)
+		node.KeepNamespace(t, file)
 		node.Run(t, "umount", vol)
 		mkfs := func() error {
 			return exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", "mkfs.ext4", "-q", "-F", dev).Run()
@@ -159,25 +158,6 @@ func TestBusyAndKeptCopiesReleased(t *testing.T) {
 		node.Run(t, "nsenter", "--mount="+file, "true")
 		d.Stop(t)
 	})
-}
-
-// keepNamespace makes, from the node, a mount namespace no process runs
-// in, kept by a bind of its nsfs file at file; the bind goes at cleanup.
-func keepNamespace(t *testing.T, node privtest.Node, file string) {
-	t.Helper()
-	// unshare(1)'s bind of the new namespace's file fails with EINVAL now
-	// and then (about 1 in 6 here, outside mntleak): tried up to 8 times.
-	for i := 0; ; i++ {
-		err := exec.Command("nsenter", "-t", fmt.Sprint(node.PID), "-m", "--", "unshare", "--mount="+file, "--propagation", "private", "true").Run()
-		if err == nil {
-			break
-		}
-		if i == 7 {
-			t.Fatalf("unshare --mount=%s: %v", file, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Cleanup(func() { _ = exec.Command("nsenter", "-t", fmt.Sprint(node.PID), "-m", "umount", file).Run() })
 }
 
 // findingLine is the daemon's first finding line with both strings.
