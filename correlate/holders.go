@@ -251,7 +251,7 @@ func pinRefs(pins []procfs.Pin) map[uint32][]PinRef {
 	out := map[uint32][]PinRef{}
 	for _, p := range pins {
 		ref := PinRef{
-			ProcRef: ProcRef{PID: p.PID, Comm: p.Comm, Container: ContainerID(p.Cgroup), Unit: Unit(p.Cgroup), Pod: PodUID(p.Cgroup)},
+			ProcRef: procRef(p.PID, 0, p.Comm, p.Cgroup),
 			MntNS:   p.MntNS, Pin: string(p.Kind), Path: p.Path,
 		}
 		out[p.MntNS] = append(out[p.MntNS], ref)
@@ -274,8 +274,8 @@ func (c *Correlator) holderOf(m match, pins map[uint32][]PinRef) Holder {
 		h.Enter = m.kept.files[0]
 		if f := m.kept.fd; f != nil {
 			// The process holding it open is the one to act on.
-			h.Pins = []PinRef{{ProcRef: ProcRef{PID: f.PID, StartTime: f.StartTime, Comm: f.Comm, Container: ContainerID(f.Cgroup),
-				Unit: Unit(f.Cgroup), Pod: PodUID(f.Cgroup)}, MntNS: f.MntNS, Pin: PinNSFD, Path: "/proc/" + itoa(f.PID) + "/fd/" + itoa(f.FD)}}
+			h.Pins = []PinRef{{ProcRef: procRef(f.PID, f.StartTime, f.Comm, f.Cgroup), MntNS: f.MntNS, Pin: PinNSFD,
+				Path: "/proc/" + itoa(f.PID) + "/fd/" + itoa(f.FD)}}
 		}
 		return h // no process runs in it: none is named as a member
 	}
@@ -299,7 +299,7 @@ func (c *Correlator) reused(id, leak identity) bool {
 	if id.block || id.dev.Major() != 0 || id.path == "" || leak.path == "" {
 		return false
 	}
-	const notNew = unix.MS_BIND | unix.MS_MOVE | unix.MS_REMOUNT | unix.MS_SHARED | unix.MS_PRIVATE | unix.MS_SLAVE | unix.MS_UNBINDABLE
+	const notNew = unix.MS_BIND | unix.MS_MOVE | madeNothing // no new superblock either
 	var made, gone time.Time
 	hist := c.ledger.History()
 	for i := len(hist) - 1; i >= 0 && (made.IsZero() || gone.IsZero()); i-- {

@@ -91,30 +91,44 @@ func (c *Correlator) keptMatches(id identity, caller uint32) ([]match, []string)
 	slices.Sort(inos)
 	for _, ino := range inos {
 		k := kept[ino]
-		var ns uint32
-		var mounts []*mountinfo.Info
-		var err error
-		for _, file := range k.files {
-			ns, mounts, err = c.proc.NSMountinfo(file)
-			if err == nil && ns != ino {
-				err = fmt.Errorf("%s now names %s", file, nsName(ns))
-			}
-			if err == nil {
-				break
-			}
-		}
+		_, t, err := c.readKept(ino, k.files)
 		if err != nil {
 			missing = append(missing, "mount table of "+nsName(ino)+" (kept by "+k.where+"): "+err.Error())
 			continue
 		}
-		t := NewTable(ino, mounts, c.now, c.ledger.Seq())
 		c.ledger.Store(t)
-		n := c.keptNamespace(ino)
-		for _, m := range outermost(t, findIn(t, id, callerTable)) {
-			out = append(out, match{ns: n, table: t, mount: m, where: m.Mountpoint, kept: &k})
-		}
+		out = append(out, c.keptIn(t, id, callerTable, &k)...)
 	}
 	return out, missing
+}
+
+// readKept reads the table of namespace ino, which no process runs in,
+// through the first of files that still names it: which one, or the last
+// error.
+func (c *Correlator) readKept(ino uint32, files []string) (int, *Table, error) {
+	var err error
+	for i, file := range files {
+		var ns uint32
+		var mounts []*mountinfo.Info
+		ns, mounts, err = c.proc.NSMountinfo(file)
+		if err == nil && ns != ino {
+			err = fmt.Errorf("%s now names %s", file, nsName(ns))
+		}
+		if err == nil {
+			return i, NewTable(ino, mounts, c.now, c.ledger.Seq()), nil
+		}
+	}
+	return -1, nil, err
+}
+
+// keptIn is where id lies in t, the table of a namespace k keeps.
+func (c *Correlator) keptIn(t *Table, id identity, callerTable *Table, k *keeper) []match {
+	n := c.keptNamespace(t.NS)
+	var out []match
+	for _, m := range outermost(t, findIn(t, id, callerTable)) {
+		out = append(out, match{ns: n, table: t, mount: m, where: m.Mountpoint, kept: k})
+	}
+	return out
 }
 
 // keptNamespace is the lineage's record of a namespace no process runs in
@@ -123,11 +137,8 @@ func (c *Correlator) keptNamespace(ino uint32) *Namespace {
 	if n := c.lineage.Get(ino); n != nil {
 		return n
 	}
-	dead := c.lineage.DiedSince(c.now.Add(-c.opts.Retention))
-	for i := len(dead) - 1; i >= 0; i-- {
-		if dead[i].Ino == ino {
-			return dead[i]
-		}
+	if n := c.lineage.LastDead(ino, c.now.Add(-c.opts.Retention)); n != nil {
+		return n
 	}
 	return &Namespace{Ino: ino, Origin: OriginPredates, Inferred: true, members: map[int]*Member{}}
 }
@@ -172,32 +183,17 @@ func (c *Correlator) fdMatches(id identity, caller uint32) ([]match, []string) {
 			}
 			return a.FD - b.FD
 		})
-		var k *keeper
-		var mounts []*mountinfo.Info
-		var last error
-		for _, f := range holders {
-			file := "/proc/" + itoa(f.PID) + "/fd/" + itoa(f.FD)
-			ns, ms, err := c.proc.NSMountinfo(file)
-			if err == nil && ns != ino {
-				err = fmt.Errorf("%s now names %s", file, nsName(ns))
-			}
-			if err != nil {
-				last = err
-				continue
-			}
-			f := f
-			k, mounts = &keeper{files: []string{file}, ns: f.MntNS, fd: &f}, ms
-			break
+		files := make([]string, len(holders))
+		for i, f := range holders {
+			files[i] = "/proc/" + itoa(f.PID) + "/fd/" + itoa(f.FD)
 		}
-		if k == nil {
-			missing = append(missing, "mount table of "+nsName(ino)+" (held open by "+procName(holders[0].Comm, holders[0].PID)+"): "+last.Error())
+		i, t, err := c.readKept(ino, files)
+		if err != nil {
+			missing = append(missing, "mount table of "+nsName(ino)+" (held open by "+procName(holders[0].Comm, holders[0].PID)+"): "+err.Error())
 			continue
 		}
-		t := NewTable(ino, mounts, c.now, c.ledger.Seq())
-		n := c.keptNamespace(ino)
-		for _, m := range outermost(t, findIn(t, id, callerTable)) {
-			out = append(out, match{ns: n, table: t, mount: m, where: m.Mountpoint, kept: k})
-		}
+		f := holders[i]
+		out = append(out, c.keptIn(t, id, callerTable, &keeper{files: files[i : i+1], ns: f.MntNS, fd: &f})...)
 	}
 	return out, missing
 }

@@ -61,7 +61,7 @@ func (c *Correlator) checkLeak(ev *event.Event) {
 	if !any {
 		return
 	}
-	before, earlier := c.tables(), c.previousTables()
+	before, earlier := c.tableSnapshot(true)
 	missing := c.refresh(candidate)
 	held := func() []match {
 		var matches []match
@@ -159,27 +159,31 @@ func (c *Correlator) detachedCopies(id identity, ev *event.Event, before, earlie
 	return out
 }
 
-// previousTables returns the table read before the current one, of every
-// live namespace that has one.
-func (c *Correlator) previousTables() map[uint32]*Table {
-	out := map[uint32]*Table{}
-	for _, n := range c.lineage.Live() {
-		if t := c.ledger.Previous(n.Ino); t != nil {
-			out[n.Ino] = t
-		}
-	}
-	return out
-}
-
 // tables returns the current table of every live namespace.
 func (c *Correlator) tables() map[uint32]*Table {
-	out := map[uint32]*Table{}
+	current, _ := c.tableSnapshot(false)
+	return current
+}
+
+// tableSnapshot returns the current table of every live namespace and,
+// with previous, the one read before it where there is one.
+func (c *Correlator) tableSnapshot(previous bool) (current, earlier map[uint32]*Table) {
+	current = map[uint32]*Table{}
+	if previous {
+		earlier = map[uint32]*Table{}
+	}
 	for _, n := range c.lineage.Live() {
 		if t := c.ledger.Table(n.Ino); t != nil {
-			out[n.Ino] = t
+			current[n.Ino] = t
+		}
+		if !previous {
+			continue
+		}
+		if t := c.ledger.Previous(n.Ino); t != nil {
+			earlier[n.Ino] = t
 		}
 	}
-	return out
+	return current, earlier
 }
 
 // unmountedIn reports whether ns itself unmounted path after t.

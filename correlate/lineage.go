@@ -29,8 +29,12 @@ type Member struct {
 	Left      time.Time `json:"left,omitzero"`
 }
 
-func (m *Member) ref() ProcRef {
-	return ProcRef{PID: m.PID, StartTime: m.StartTime, Comm: m.Comm, Container: ContainerID(m.Cgroup), Unit: Unit(m.Cgroup), Pod: PodUID(m.Cgroup)}
+func (m *Member) ref() ProcRef { return procRef(m.PID, m.StartTime, m.Comm, m.Cgroup) }
+
+// procRef is a process as findings name it: the container, unit and pod
+// come from its cgroup.
+func procRef(pid int, start uint64, comm, cgroup string) ProcRef {
+	return ProcRef{PID: pid, StartTime: start, Comm: comm, Container: ContainerID(cgroup), Unit: Unit(cgroup), Pod: PodUID(cgroup)}
 }
 
 // Namespace is one generation of a mount namespace inode. The kernel reuses
@@ -127,6 +131,17 @@ func (l *Lineage) DiedSince(t time.Time) []*Namespace {
 		}
 	}
 	return out
+}
+
+// LastDead returns the latest dead generation of namespace ino whose last
+// member left at or after t, or nil.
+func (l *Lineage) LastDead(ino uint32, t time.Time) *Namespace {
+	for i := len(l.dead) - 1; i >= 0; i-- {
+		if n := l.dead[i]; n.Ino == ino && !n.Died.Before(t) {
+			return n
+		}
+	}
+	return nil
 }
 
 // Seed records the namespaces and processes of a startup snapshot.

@@ -68,11 +68,8 @@ func (c *Correlator) sharedPropagationRule(a *analysis, m match) (verdict, bool)
 // lastTableOf returns the last mount table read of a namespace that is
 // gone, its latest generation's, or nil.
 func (c *Correlator) lastTableOf(ns uint32) *Table {
-	dead := c.lineage.DiedSince(c.now.Add(-c.opts.Retention))
-	for i := len(dead) - 1; i >= 0; i-- {
-		if dead[i].Ino == ns {
-			return dead[i].LastTable
-		}
+	if n := c.lineage.LastDead(ns, c.now.Add(-c.opts.Retention)); n != nil {
+		return n.LastTable
 	}
 	return nil
 }
@@ -85,7 +82,7 @@ func (c *Correlator) mountEventFor(id identity, before time.Time) *event.Event {
 	for i := len(hist) - 1; i >= 0; i-- {
 		ev := hist[i]
 		if ev.Kind != event.KindMount || ev.Ret != 0 || (!before.IsZero() && !ev.Time.Before(before)) ||
-			ev.Flags&(unix.MS_REMOUNT|unix.MS_SHARED|unix.MS_PRIVATE|unix.MS_SLAVE|unix.MS_UNBINDABLE) != 0 {
+			ev.Flags&madeNothing != 0 {
 			continue
 		}
 		if ev.Target == id.path && id.path != "" {
