@@ -3,9 +3,10 @@ package attribution
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"sync"
+
+	"github.com/mntleak/mntleak/internal/replayq"
 )
 
 // Ops of a Record.
@@ -131,15 +132,14 @@ func (r Recorder) Pod(ctx context.Context, uid string) (Pod, error) {
 // answer recorded for it, and once those are used up the last one again.
 type Replay struct {
 	mu       sync.Mutex
-	queues   map[string][]*Record
-	last     map[string]*Record
+	answers  *replayq.Queue[*Record]
 	settings *Record
 	skips    map[int]string
 }
 
 // NewReplay returns an empty Replay.
 func NewReplay() *Replay {
-	return &Replay{queues: map[string][]*Record{}, last: map[string]*Record{}, skips: map[int]string{}}
+	return &Replay{answers: replayq.New[*Record](), skips: map[int]string{}}
 }
 
 // Add takes one recorded line.
@@ -154,8 +154,7 @@ func (r *Replay) Add(rec *Record) {
 			r.skips[n] = rec.Err
 		}
 	default:
-		k := rec.Op + " " + rec.Key
-		r.queues[k] = append(r.queues[k], rec)
+		r.answers.Add(rec.Op+" "+rec.Key, rec)
 	}
 }
 
@@ -182,17 +181,7 @@ func (r *Replay) Skipped(n int) (string, bool) {
 func (r *Replay) next(op, key string) (*Record, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	k := op + " " + key
-	q := r.queues[k]
-	if len(q) == 0 {
-		if last := r.last[k]; last != nil {
-			return last, nil
-		}
-		return nil, fmt.Errorf("replay: no recorded answer for %s", k)
-	}
-	r.queues[k] = q[1:]
-	r.last[k] = q[0]
-	return q[0], nil
+	return r.answers.Next(op + " " + key)
 }
 
 // Container implements Lookup.

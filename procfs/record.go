@@ -2,7 +2,6 @@ package procfs
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -10,6 +9,7 @@ import (
 	"github.com/moby/sys/mountinfo"
 
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/internal/replayq"
 )
 
 // Ops of a Record.
@@ -182,22 +182,20 @@ func (r Recorder) NSFDs() ([]NSFD, error) {
 // answer to the same question. A question that was never recorded gets an
 // error, which the correlator reports as missing evidence.
 type Replay struct {
-	mu     sync.Mutex
-	queues map[string][]*Record
-	last   map[string]*Record // the last answer given, per question
+	mu      sync.Mutex
+	answers *replayq.Queue[*Record]
 }
 
 // NewReplay returns an empty Replay.
 func NewReplay() *Replay {
-	return &Replay{queues: map[string][]*Record{}, last: map[string]*Record{}}
+	return &Replay{answers: replayq.New[*Record]()}
 }
 
 // Add queues a recorded answer.
 func (r *Replay) Add(rec *Record) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	k := rec.key()
-	r.queues[k] = append(r.queues[k], rec)
+	r.answers.Add(rec.key(), rec)
 }
 
 // AddStep queues the answers recorded while one event was handled. An
@@ -213,9 +211,9 @@ func (r *Replay) AddStep(recs []*Record) {
 		k := rec.key()
 		if !fresh[k] {
 			fresh[k] = true
-			r.queues[k] = nil
+			r.answers.Drop(k)
 		}
-		r.queues[k] = append(r.queues[k], rec)
+		r.answers.Add(k, rec)
 	}
 }
 
@@ -225,16 +223,7 @@ func (r *Replay) AddStep(recs []*Record) {
 func (r *Replay) next(k string) (*Record, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	q := r.queues[k]
-	if len(q) == 0 {
-		if last := r.last[k]; last != nil {
-			return last, nil
-		}
-		return nil, fmt.Errorf("replay: no recorded answer for %s", k)
-	}
-	r.queues[k] = q[1:]
-	r.last[k] = q[0]
-	return q[0], nil
+	return r.answers.Next(k)
 }
 
 // Processes implements Proc.
