@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"go.uber.org/zap"
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -82,10 +83,9 @@ type Poster struct {
 	recorder    events.EventRecorderLogger
 	log         *zap.Logger
 
-	mu     sync.Mutex
-	seen   map[dedupKey]time.Time
-	tokens float64
-	filled time.Time // when tokens was last topped up
+	mu    sync.Mutex
+	seen  map[dedupKey]time.Time
+	limit *rate.Limiter // Burst at once, then one per Interval
 
 	calls     *calls             // the sink's calls, for Close
 	stop      context.CancelFunc // ends the broadcaster's sends and retries
@@ -109,7 +109,8 @@ type dedupKey struct {
 // sent.
 func New(ctx context.Context, client kubernetes.Interface, opts Options, log *zap.Logger) (*Poster, error) {
 	opts.defaults()
-	p := &Poster{opts: opts, log: log, seen: map[dedupKey]time.Time{}, tokens: float64(opts.Burst), filled: opts.Now(),
+	p := &Poster{opts: opts, log: log, seen: map[dedupKey]time.Time{},
+		limit: rate.NewLimiter(rate.Every(opts.Interval), opts.Burst),
 		calls: newCalls()}
 	var down outage
 	s := &sink{inner: &events.EventSinkImpl{Interface: client.EventsV1()}, node: opts.Node, calls: p.calls, result: func(err error) {
@@ -238,12 +239,9 @@ func (p *Poster) admit(e post, cause string) string {
 	if t, ok := p.seen[k]; ok && now.Sub(t) < p.opts.DedupWindow {
 		return ResultDeduplicated
 	}
-	p.tokens = min(float64(p.opts.Burst), p.tokens+now.Sub(p.filled).Seconds()/p.opts.Interval.Seconds())
-	p.filled = now
-	if p.tokens < 1 {
+	if !p.limit.AllowN(now, 1) {
 		return ResultRateLimited
 	}
-	p.tokens--
 	p.seen[k] = now
 	for key, t := range p.seen { // bounded: entries older than the window go
 		if now.Sub(t) >= p.opts.DedupWindow {
