@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -204,22 +205,44 @@ func ctr(args ...string) (string, error) {
 
 // ImportImage imports an image archive (docker save / OCI layout tar) into
 // the node's containerd, where pods with imagePullPolicy Never find it, and
-// checks that ref is there.
+// checks that ref is there. At cleanup (after the pods the test applied
+// since are gone) every reference it added goes, those the CRI adds to it
+// (sha256:ID) too: the node's containerd has what it had.
 func (n *Node) ImportImage(t testing.TB, tarPath, ref string) {
 	t.Helper()
+	before := images(t)
+	t.Cleanup(func() {
+		for _, r := range images(t) {
+			if slices.Contains(before, r) {
+				continue
+			}
+			// Removing a name may take its sha256:ID along: not found is no error.
+			if out, err := ctr("images", "rm", r); err != nil && !strings.Contains(out, "not found") {
+				t.Errorf("remove image %s: %v", r, err)
+			}
+		}
+		if after := images(t); !slices.Equal(after, before) {
+			t.Errorf("the node's images: %q, want %q as before the test", after, before)
+		}
+	})
 	if _, err := ctr("images", "import", tarPath); err != nil {
 		t.Fatalf("import %s: %v", tarPath, err)
 	}
+	if got := images(t); !slices.Contains(got, ref) {
+		t.Fatalf("import %s: no image %s in the node's containerd after it (has: %s)", tarPath, ref, strings.Join(got, " "))
+	}
+}
+
+// images lists the image references in the node's containerd, sorted.
+func images(t testing.TB) []string {
+	t.Helper()
 	out, err := ctr("images", "ls", "-q")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, l := range strings.Fields(out) {
-		if l == ref {
-			return
-		}
-	}
-	t.Fatalf("import %s: no image %s in the node's containerd after it (has: %s)", tarPath, ref, strings.Join(strings.Fields(out), " "))
+	refs := strings.Fields(out)
+	slices.Sort(refs)
+	return refs
 }
 
 // Events returns `kubectl get events -A` (oldest first) and the pods, for

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -61,9 +60,6 @@ func TestImportImage(t *testing.T) {
 	tarPath := filepath.Join(t.TempDir(), "image.tar")
 	writeImage(t, tarPath, ref, "/bin/busybox")
 	n.ImportImage(t, tarPath, ref)
-	t.Cleanup(func() {
-		_ = exec.Command("ctr", "--address", k8slab.ContainerdSocket, "-n", "k8s.io", "images", "rm", ref).Run()
-	})
 	m := k8slab.MemoryEmptyDirPod(ns, "imported").WithImage(ref)
 	n.Apply(t, m)
 	p := n.WaitPodRunning(t, ns, m.Name)

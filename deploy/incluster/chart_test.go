@@ -41,21 +41,6 @@ func TestChartInstalledOnTheNode(t *testing.T) {
 	v := version(t)
 	ref := "docker.io/library/mntleak:" + v
 	archive := buildArchive(t, privtest.Mkdir(t, filepath.Join(dir, "build")))
-	// The image goes at the end, with the references the CRI adds to it
-	// (sha256:ID): the node's containerd has what it had.
-	before := nodeImages(t)
-	t.Cleanup(func() {
-		for _, r := range nodeImages(t) {
-			if !slices.Contains(before, r) {
-				if err := removeImage(r); err != nil {
-					t.Error(err)
-				}
-			}
-		}
-		if after := nodeImages(t); !slices.Equal(after, before) {
-			t.Errorf("the node's images: %q, want %q as before the test", after, before)
-		}
-	})
 	start := time.Now()
 	n.ImportImage(t, archive, ref)
 	t.Logf("ctr images import: %v", time.Since(start).Round(100*time.Millisecond))

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -76,29 +75,6 @@ func processesNaming(s string) []int {
 		}
 	}
 	return out
-}
-
-// removeImage removes ref from the node's containerd; a ref that is not
-// there (any more: removing a name may take its sha256:ID along) is no
-// error.
-func removeImage(ref string) error {
-	out, err := exec.Command("ctr", "--address", k8slab.ContainerdSocket, "-n", "k8s.io", "images", "rm", ref).CombinedOutput()
-	if err != nil && !strings.Contains(string(out), "not found") {
-		return fmt.Errorf("ctr images rm %s: %w: %s", ref, err, bytes.TrimSpace(out))
-	}
-	return nil
-}
-
-// nodeImages lists the image refs in the node's containerd.
-func nodeImages(t *testing.T) []string {
-	t.Helper()
-	out, err := exec.Command("ctr", "--address", k8slab.ContainerdSocket, "-n", "k8s.io", "images", "ls", "-q").CombinedOutput()
-	if err != nil {
-		t.Fatalf("ctr images ls: %v: %s", err, out)
-	}
-	refs := strings.Fields(string(out))
-	slices.Sort(refs)
-	return refs
 }
 
 // helm is the real helm CLI (deploy/helm/helm.sh builds it once into its
