@@ -53,7 +53,8 @@
 //     its id; line.go: its one-line form, the only place a finding is
 //     rendered as a line; report.go: the form `mntleak why` prints; workload.go: the
 //     pod and container names a finding carries once enriched (package
-//     enrich, off the event path) and the pod terms its line starts with.
+//     enrich, off the event path), the pod terms its line starts with, and
+//     NamePods (a pod the correlator named by UID, by its name).
 //   - evidence.go: evidence items and event summaries; calls.go: what an
 //     event's call did (flag bits, errno); attribution.go: container,
 //     systemd unit and pod from cgroup paths.

@@ -1,6 +1,9 @@
 package correlate
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Workload is who a process is in its container runtime's and
 // Kubernetes' terms: set off the event path (package enrich) from the
@@ -157,4 +160,43 @@ func workloadTag(p ProcRef) string {
 		return " (" + t + ")"
 	}
 	return ""
+}
+
+// NamePods rewrites "pod UID" in the finding's summary and fix (what the
+// correlator could say from a cgroup path) as "pod NAMESPACE/NAME" for the
+// pods its workloads and stuck pod name (enrich fills them), in UID order
+// so replays agree.
+func (f *Finding) NamePods() {
+	names := map[string]string{}
+	add := func(uid, ns, name string) {
+		if uid != "" && name != "" && ns != "" {
+			names[uid] = ns + "/" + name
+		}
+	}
+	addWorkload := func(w *Workload) {
+		if w != nil {
+			add(w.PodUID, w.Namespace, w.Pod)
+		}
+	}
+	if s := f.Stuck; s != nil {
+		add(s.UID, s.Namespace, s.Name)
+	}
+	addWorkload(f.Call.Workload)
+	for _, h := range f.Holders {
+		for _, p := range h.Processes {
+			addWorkload(p.Workload)
+		}
+		for _, p := range h.Pins {
+			addWorkload(p.Workload)
+		}
+	}
+	uids := make([]string, 0, len(names))
+	for uid := range names {
+		uids = append(uids, uid)
+	}
+	slices.Sort(uids)
+	for _, uid := range uids {
+		f.Summary = strings.ReplaceAll(f.Summary, "pod "+uid, "pod "+names[uid])
+		f.Fix = strings.ReplaceAll(f.Fix, "pod "+uid, "pod "+names[uid])
+	}
 }

@@ -3,7 +3,6 @@ package enrich
 import (
 	"context"
 	"errors"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -67,47 +66,9 @@ func Fill(ctx context.Context, f *correlate.Finding, cfg Config, lookup attribut
 			q.name(ctx, &a.Workload, a.Container, a.Pod)
 		}
 	}
-	namePods(f)
+	f.NamePods()
 	if len(q.errs) > 0 {
 		f.Enrichment = problem(q.errs)
-	}
-}
-
-// namePods rewrites "pod UID" in the finding's summary and fix (what the
-// correlator could say from a cgroup path) as "pod NAMESPACE/NAME" for the
-// pods the answers named, in UID order so replays agree.
-func namePods(f *correlate.Finding) {
-	names := map[string]string{}
-	add := func(uid, ns, name string) {
-		if uid != "" && name != "" && ns != "" {
-			names[uid] = ns + "/" + name
-		}
-	}
-	addWorkload := func(w *correlate.Workload) {
-		if w != nil {
-			add(w.PodUID, w.Namespace, w.Pod)
-		}
-	}
-	if s := f.Stuck; s != nil {
-		add(s.UID, s.Namespace, s.Name)
-	}
-	addWorkload(f.Call.Workload)
-	for _, h := range f.Holders {
-		for _, p := range h.Processes {
-			addWorkload(p.Workload)
-		}
-		for _, p := range h.Pins {
-			addWorkload(p.Workload)
-		}
-	}
-	uids := make([]string, 0, len(names))
-	for uid := range names {
-		uids = append(uids, uid)
-	}
-	slices.Sort(uids)
-	for _, uid := range uids {
-		f.Summary = strings.ReplaceAll(f.Summary, "pod "+uid, "pod "+names[uid])
-		f.Fix = strings.ReplaceAll(f.Fix, "pod "+uid, "pod "+names[uid])
 	}
 }
 
