@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/internal/findinglog"
 	"github.com/mntleak/mntleak/internal/privtest"
 )
 
@@ -68,14 +69,7 @@ func runFlags(t *testing.T, set ...string) (flags, args []string) {
 }
 
 // logLine is one line of the daemon's JSON log.
-type logLine struct {
-	Logger    string             `json:"logger"`
-	Msg       string             `json:"msg"`
-	Cause     string             `json:"cause"`
-	HolderPID int                `json:"holder_pid"`
-	Path      string             `json:"path"`
-	Detail    *correlate.Finding `json:"detail"`
-}
+type logLine = findinglog.Line
 
 // answer is what must be the same in why's finding from the node and
 // from the pod: the object, the cause, every holding and its actor.
@@ -159,14 +153,7 @@ func TestImage(t *testing.T) {
 	logs := func() []logLine {
 		// The daemon logs to stderr: docker logs gives it on its own.
 		out, _ := exec.Command("docker", "-H", e.host, "logs", "mntleak-e2e").CombinedOutput()
-		var lines []logLine
-		for _, s := range strings.Split(string(out), "\n") {
-			var l logLine
-			if json.Unmarshal([]byte(s), &l) == nil && l.Msg != "" {
-				lines = append(lines, l)
-			}
-		}
-		return lines
+		return findinglog.AllOf(string(out))
 	}
 	has := func(match func(logLine) bool) bool { return slices.ContainsFunc(logs(), match) }
 	if !privtest.Poll(30*time.Second, func() bool { return has(func(l logLine) bool { return l.Msg == "tracing" }) }) {

@@ -1,7 +1,6 @@
 package incidents
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,23 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/internal/findinglog"
 	"github.com/mntleak/mntleak/internal/privtest"
 )
 
 // logged is one finding line of the daemon's JSON log.
-type logged struct {
-	Level       string             `json:"level"`
-	Logger      string             `json:"logger"`
-	Msg         string             `json:"msg"`
-	Cause       string             `json:"cause"`
-	HolderPID   int                `json:"holder_pid"`
-	HolderMntNS uint32             `json:"holder_mntns"`
-	Container   string             `json:"container"`
-	LeakEvent   string             `json:"leak_event"`
-	Detail      *correlate.Finding `json:"detail"`
-	raw         string             // the log line
-}
+type logged = findinglog.Line
 
 func TestMain(m *testing.M) { os.Exit(privtest.Main(m)) }
 
@@ -116,14 +104,12 @@ func run(t *testing.T, script string, release atRelease) ([]logged, map[string]s
 func findingsIn(t *testing.T, lines []string) []logged {
 	t.Helper()
 	var out []logged
-	for _, line := range lines {
-		var l logged
-		if json.Unmarshal([]byte(line), &l) != nil || l.Logger != "correlate" {
+	for _, l := range findinglog.All(lines) {
+		if l.Logger != "correlate" {
 			continue
 		}
-		l.raw = line
 		if l.Detail == nil {
-			t.Errorf("finding without detail: %s", line)
+			t.Errorf("finding without detail: %s", l.Raw)
 			continue
 		}
 		out = append(out, l)

@@ -37,7 +37,7 @@ func releaseAt(incident string, w releaseWant) atRelease {
 		f := got[w.from].Detail
 		// The command the finding carries; with none, the finding itself
 		// (as the daemon logged it) on stdin.
-		args, stdin := []string{"--finding", "-"}, got[w.from].raw
+		args, stdin := []string{"--finding", "-"}, got[w.from].Raw
 		if f.Release != "" {
 			args, stdin = strings.Fields(strings.TrimPrefix(f.Release, "mntleak release ")), ""
 		}

@@ -86,7 +86,7 @@ func TestControls(t *testing.T) {
 			}
 			for _, f := range about(l.m.findings(t), uids, pids...) {
 				if f.StuckPodUID != "" || f.HolderPod != "" || strings.HasPrefix(f.Path, k8slab.KubeletRoot+"/") {
-					t.Errorf("finding about the pods: %s", f.raw)
+					t.Errorf("finding about the pods: %s", f.Raw)
 					continue
 				}
 				r.others = append(r.others, f)
@@ -96,7 +96,7 @@ func TestControls(t *testing.T) {
 				// unmount reaches). It must be true: the namespace copied
 				// the mount, privately, when it was made.
 				if err := privateCopy(f, copied); err != nil {
-					t.Errorf("false leak (%v): %s", err, f.raw)
+					t.Errorf("false leak (%v): %s", err, f.Raw)
 				} else {
 					t.Logf("a private copy of the runtime's mount: %s", f.Msg)
 				}

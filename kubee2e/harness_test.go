@@ -2,7 +2,6 @@ package kubee2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,7 +18,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/internal/findinglog"
 	"github.com/mntleak/mntleak/internal/journald/journaldtest"
 	"github.com/mntleak/mntleak/internal/privtest"
 	"github.com/mntleak/mntleak/k8slab"
@@ -27,35 +26,7 @@ import (
 )
 
 // logged is one finding line of the daemon's JSON log, with its fields.
-type logged struct {
-	Level           string             `json:"level"`
-	Logger          string             `json:"logger"`
-	Msg             string             `json:"msg"`
-	Finding         string             `json:"finding"`
-	FindingID       string             `json:"finding_id"`
-	Cause           string             `json:"cause"`
-	Syscall         string             `json:"syscall"`
-	Errno           string             `json:"errno"`
-	Path            string             `json:"path"`
-	HolderPID       int                `json:"holder_pid"`
-	HolderComm      string             `json:"holder_comm"`
-	HolderRole      string             `json:"holder_role"`
-	HolderMntNS     uint32             `json:"holder_mntns"`
-	LeakEvent       string             `json:"leak_event"`
-	StuckPod        string             `json:"stuck_pod"`
-	StuckNamespace  string             `json:"stuck_namespace"`
-	StuckPodUID     string             `json:"stuck_pod_uid"`
-	StuckVolume     string             `json:"stuck_volume"`
-	StuckVolumeType string             `json:"stuck_volume_type"`
-	HolderPod       string             `json:"holder_pod"`
-	HolderNamespace string             `json:"holder_namespace"`
-	HolderContainer string             `json:"holder_container"`
-	HolderImage     string             `json:"holder_image"`
-	Node            string             `json:"node"`
-	Enrichment      string             `json:"enrichment"`
-	Detail          *correlate.Finding `json:"detail"`
-	raw             string
-}
+type logged = findinglog.Line
 
 // lab is one test's node, its namespaces, the daemon under test and an
 // admin client to read back what the daemon posted.
@@ -99,7 +70,7 @@ func setup(t *testing.T, namespaces ...string) *lab {
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, f := range m.findings(t) {
-				t.Logf("the daemon logged: %s", f.raw)
+				t.Logf("the daemon logged: %s", f.Raw)
 			}
 		}
 	})
@@ -142,16 +113,14 @@ func daemonKubeconfig(t *testing.T, n *k8slab.Node) string {
 func (m *mntleak) findings(t *testing.T) []logged {
 	t.Helper()
 	var out []logged
-	for _, line := range m.Logs.All() {
-		var l logged
-		if json.Unmarshal([]byte(line), &l) != nil || l.Logger != "correlate" || l.Finding == "" {
+	for _, l := range findinglog.All(m.Logs.All()) {
+		if l.Logger != "correlate" || l.Finding == "" {
 			continue
 		}
 		if l.Detail == nil {
-			t.Errorf("finding without detail: %s", line)
+			t.Errorf("finding without detail: %s", l.Raw)
 			continue
 		}
-		l.raw = line
 		out = append(out, l)
 	}
 	return out
@@ -171,7 +140,7 @@ const (
 // of pids as the holder.
 func isAbout(f logged, uids []string, pids ...int) bool {
 	for _, u := range uids {
-		if strings.Contains(f.raw, u) {
+		if strings.Contains(f.Raw, u) {
 			return true
 		}
 	}

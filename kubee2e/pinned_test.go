@@ -70,7 +70,7 @@ func TestPinnedMemoryEmptyDir(t *testing.T) {
 				l.m.waitFindings(t, enrichWait, 1, func(f logged) bool { return isAbout(f, uids, pid) })
 				if got := about(l.m.findings(t), uids, pid); len(got) != 0 {
 					for _, f := range got {
-						t.Log(f.raw)
+						t.Log(f.Raw)
 					}
 					t.Errorf("%d findings about the pods, want none: the kernel detached the copy and nothing pins it", len(got))
 				}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,39 +10,22 @@ import (
 	"testing"
 
 	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/internal/findinglog"
 	"github.com/mntleak/mntleak/internal/privtest"
 )
 
 // podFinding is a finding line of the daemon's JSON log, with its pod
 // fields.
-type podFinding struct {
-	Logger          string             `json:"logger"`
-	Level           string             `json:"level"`
-	Msg             string             `json:"msg"`
-	StuckPod        string             `json:"stuck_pod"`
-	StuckNamespace  string             `json:"stuck_namespace"`
-	StuckPodUID     string             `json:"stuck_pod_uid"`
-	StuckVolume     string             `json:"stuck_volume"`
-	StuckVolumeType string             `json:"stuck_volume_type"`
-	HolderPod       string             `json:"holder_pod"`
-	HolderContainer string             `json:"holder_container"`
-	HolderImage     string             `json:"holder_image"`
-	HolderPID       int                `json:"holder_pid"`
-	Node            string             `json:"node"`
-	Enrichment      string             `json:"enrichment"`
-	Detail          *correlate.Finding `json:"detail"`
-}
+type podFinding = findinglog.Line
 
 // podFindings returns the daemon's findings whose object or holders'
 // copies lie under dir, in the order logged.
 func podFindings(d *privtest.Daemon, dir string) []podFinding {
 	var out []podFinding
-	for _, line := range d.Logs.All() {
-		var f podFinding
-		if json.Unmarshal([]byte(line), &f) != nil || f.Logger != "correlate" || f.Detail == nil || !strings.Contains(f.Msg, dir) {
-			continue
+	for _, f := range findinglog.Findings(d.Logs.All()) {
+		if strings.Contains(f.Msg, dir) {
+			out = append(out, f)
 		}
-		out = append(out, f)
 	}
 	return out
 }

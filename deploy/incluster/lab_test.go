@@ -1,7 +1,6 @@
 package incluster
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -18,7 +17,7 @@ import (
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
-	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/internal/findinglog"
 	"github.com/mntleak/mntleak/k8slab"
 )
 
@@ -152,25 +151,7 @@ func pods(t *testing.T, n *k8slab.Node, ns, selector string) []pod {
 
 // logged is one line of the daemon's JSON log (stderr; kubectl logs
 // interleaves the events it streams on stdout, which have no msg).
-type logged struct {
-	Level           string             `json:"level"`
-	Logger          string             `json:"logger"`
-	Msg             string             `json:"msg"`
-	Finding         string             `json:"finding"`
-	FindingID       string             `json:"finding_id"`
-	Cause           string             `json:"cause"`
-	Path            string             `json:"path"`
-	HolderPID       int                `json:"holder_pid"`
-	StuckPod        string             `json:"stuck_pod"`
-	StuckNamespace  string             `json:"stuck_namespace"`
-	StuckPodUID     string             `json:"stuck_pod_uid"`
-	HolderPod       string             `json:"holder_pod"`
-	HolderNamespace string             `json:"holder_namespace"`
-	HolderContainer string             `json:"holder_container"`
-	Node            string             `json:"node"`
-	Enrichment      string             `json:"enrichment"`
-	Detail          *correlate.Finding `json:"detail"`
-}
+type logged = findinglog.Line
 
 // podLog is the daemon's log lines in the pod's log so far.
 func podLog(t *testing.T, n *k8slab.Node, ns, name string) []logged {
@@ -179,16 +160,7 @@ func podLog(t *testing.T, n *k8slab.Node, ns, name string) []logged {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lines []logged
-	sc := bufio.NewScanner(strings.NewReader(out))
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var l logged
-		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg != "" {
-			lines = append(lines, l)
-		}
-	}
-	return lines
+	return findinglog.AllOf(out)
 }
 
 // objectRef is an Event's regarding or related.
