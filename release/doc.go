@@ -21,4 +21,6 @@
 // Files:
 //   - plan.go: Step, Refusal, Plan.
 //   - apply.go: Apply, on a locked thread.
+//   - target.go: CopyTarget, the object of a copy named by namespace and
+//     mount id.
 package release

@@ -13,8 +13,8 @@
 //
 // Files: main.go (commands, exit codes), trace.go, replay.go, why.go,
 // audit.go, version.go, release.go (each command's flags and wiring),
-// release_target.go (what release acts on: a copy by namespace and mount
-// id, a finding by id or as logged), release_log.go (where each release
+// release_target.go (what release acts on: a finding by id or as logged;
+// a copy by namespace and mount id is release.CopyTarget), release_log.go (where each release
 // action is recorded: stderr, the journal, the state dir), flags.go (list
 // flags), sight.go (what why and audit can see of the node: processes, and
 // the view their paths are looked up in, said on one line).

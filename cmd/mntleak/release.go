@@ -82,7 +82,7 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 	var target correlate.Target
 	var err error
 	if explicit {
-		if target, err = copyTarget(uint32(*mntns), *mountID); err != nil {
+		if target, err = release.CopyTarget(uint32(*mntns), *mountID); err != nil {
 			// Gone or changed since it was planned: nothing is done.
 			fmt.Fprintf(stdout, "refused: %v\n", err)
 			return exitError

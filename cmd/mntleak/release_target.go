@@ -9,84 +9,11 @@ import (
 	"io/fs"
 	"os"
 	"regexp"
-	"strconv"
-
-	"github.com/moby/sys/mountinfo"
 
 	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/event"
-	"github.com/mntleak/mntleak/procfs"
 	"github.com/mntleak/mntleak/release"
 	"github.com/mntleak/mntleak/state"
 )
-
-// copyTarget is the object of an explicit copy: the device of mount id in
-// namespace ns, read through one of its processes or, when none runs in
-// it, through a bind of its nsfs file.
-func copyTarget(ns uint32, id int) (correlate.Target, error) {
-	h := procfs.Host{}
-	procs, err := h.Processes()
-	if err != nil {
-		return correlate.Target{}, err
-	}
-	var mounts []*mountinfo.Info
-	found := false
-	for _, p := range procs {
-		if p.MntNS != ns {
-			continue
-		}
-		if got, m, err := h.Mountinfo(p.PID); err == nil && got == ns {
-			mounts, found = m, true
-			break
-		}
-	}
-	if !found {
-		file := nsBind(h, procs, ns)
-		if file == "" {
-			return correlate.Target{}, fmt.Errorf("no process runs in mnt:[%d] and no bind of its nsfs file was found", ns)
-		}
-		if _, mounts, err = h.NSMountinfo(file); err != nil {
-			return correlate.Target{}, err
-		}
-	}
-	for _, m := range mounts {
-		if m.ID == id {
-			t := correlate.Target{Dev: event.MakeDev(uint32(m.Major), uint32(m.Minor))}
-			if m.FSType == "nsfs" {
-				t.Root = m.Root // every namespace file is on one device
-			}
-			return t, nil
-		}
-	}
-	return correlate.Target{}, fmt.Errorf("mnt:[%d] has no mount %d", ns, id)
-}
-
-// nsBind is a path through which the bind of namespace ns's nsfs file can
-// be opened from here, or "": the bind's mount point seen through the root
-// of a process of the namespace whose table shows it.
-func nsBind(h procfs.Host, procs []procfs.Process, ns uint32) string {
-	want := "mnt:[" + strconv.FormatUint(uint64(ns), 10) + "]"
-	seen := map[uint32]bool{}
-	for _, p := range procs {
-		if seen[p.MntNS] {
-			continue
-		}
-		seen[p.MntNS] = true
-		_, mounts, err := h.Mountinfo(p.PID)
-		if err != nil {
-			continue
-		}
-		for _, m := range mounts {
-			if m.FSType == "nsfs" && m.Root == want {
-				file := "/proc/" + strconv.Itoa(p.PID) + "/root" + m.Mountpoint
-				if _, err := os.Stat(file); err == nil {
-					return file
-				}
-			}
-		}
-	}
-	return ""
-}
 
 // readFinding reads the one finding r holds, in any of the forms mntleak
 // writes one: the finding itself (why --json, the "detail" of a log line),
