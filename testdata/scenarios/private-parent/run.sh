@@ -21,6 +21,9 @@ expect holder_ns "$(nsof "${PIDS[-1]}")"
 settle
 umount "$merged"
 settle
-# mntleak reports a leak once the teardown has settled (2 s): the holder
-# outlives that.
+# mntleak reports a leak once the teardown has settled (2 s), on the next
+# event after that (this sleep's exit): the holder outlives that by a
+# second, so that its /proc is read before the cleanup kills it (else the
+# leak is reported without its holder, which had exited).
 settle 2.5
+settle 1

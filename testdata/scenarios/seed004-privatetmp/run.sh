@@ -35,6 +35,9 @@ umount "$W/docker/volumes/v1/_data"
 settle
 if mkfs.ext4 -q -F "$dev" 2>/dev/null; then echo "mkfs unexpectedly succeeded" >&2; exit 1; fi
 settle
-# mntleak reports a leak once the teardown has settled (2 s): the holder
-# outlives that.
+# mntleak reports a leak once the teardown has settled (2 s), on the next
+# event after that (this sleep's exit): the holder outlives that by a
+# second, so that its /proc is read before the cleanup kills it (else the
+# leak is reported without its holder, which had exited).
 settle 2.5
+settle 1
