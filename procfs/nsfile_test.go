@@ -1,6 +1,8 @@
 package procfs
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
@@ -129,17 +132,39 @@ func TestNSMountinfoInProcess(t *testing.T) {
 	if ms, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(vol)); err != nil || len(ms) != 0 {
 		t.Errorf("the test's namespace has %d mounts at %s (%v), want none", len(ms), vol, err)
 	}
-	// The entering threads ended with their goroutines: every thread left
-	// is in the test's namespace.
+	// The entering threads end with their goroutines: the runtime ends such
+	// a thread after Run has its answer, so the test waits (up to 5 s, the
+	// machine may be loaded) until every thread left is in its namespace.
+	var strays []string
+	if !privtest.Poll(5*time.Second, func() bool {
+		strays = threadsOutside(t, own)
+		return len(strays) == 0
+	}) {
+		t.Errorf("threads %v are not in the test's mnt:[%d] 5 s after the reads", strays, own)
+	}
+}
+
+// threadsOutside lists the process's threads (tid:namespace) whose mount
+// namespace is not ns; a thread that ends while it is read is left out.
+func threadsOutside(t *testing.T, ns uint32) []string {
+	t.Helper()
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		t.Fatal(err)
 	}
+	var out []string
 	for _, task := range tasks {
-		if ns := privtest.MountNS(t, "self/task/"+task.Name()); ns != own {
-			t.Errorf("thread %s is in mnt:[%d], not the test's mnt:[%d]", task.Name(), ns, own)
+		var st unix.Stat_t
+		err := unix.Stat("/proc/self/task/"+task.Name()+"/ns/mnt", &st)
+		switch {
+		case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH):
+		case err != nil:
+			t.Fatalf("stat the mount namespace of thread %s: %v", task.Name(), err)
+		case uint32(st.Ino) != ns:
+			out = append(out, fmt.Sprintf("%s:mnt:[%d]", task.Name(), st.Ino))
 		}
 	}
+	return out
 }
 
 // TestNSMountinfoWithoutChroot: without CAP_SYS_CHROOT (root otherwise)
