@@ -25,7 +25,10 @@
 //     namespace whose inode another one has now (its birth id differs)
 //     loses that history at Start.
 //   - lineage.go: Lineage, Namespace, Member: namespaces and their members
-//     over time; gc.go: what is forgotten, and when.
+//     over time; lineage_pinned.go: a retired namespace that is still
+//     alive (entered again, kept by a bind of its nsfs file) is the same
+//     generation, revived with its creation; gc.go: what is forgotten, and
+//     when.
 //   - ledger.go, tableindex.go, peergroups.go: Table and Ledger, the mount
 //     tables read from /proc, indexed by mount and by peer group.
 //   - analyze.go: a failure, from the event to the holdings and pins.

@@ -3,10 +3,12 @@ package correlate_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/procfs"
 )
 
@@ -88,6 +90,49 @@ func TestNamespaceKeptByAnOpenFile(t *testing.T) {
 			h, a := f.Actor()
 			if a == nil || a.PID != 60 || a.Role != correlate.RolePinner || a.Pin != correlate.PinNSFD || h.MntNS != kept {
 				t.Errorf("actor %+v of %+v, want pinner[60] (nsfd) of mnt:[95]:\n%s", a, h, line)
+			}
+		})
+	}
+}
+
+// A namespace kept by a bind, whose creation was traced, is entered later
+// by another process through the bind (nsenter --mount=FILE, ip netns
+// exec, a second mntleak reading it) that then leaves: it is the same
+// namespace, so the next failure still names its recorded creation, not
+// "predates tracing".
+func TestKeptNamespaceEnteredLater(t *testing.T) {
+	const kept = 95
+	for _, tc := range []struct {
+		name  string
+		scans bool // the lineage retired it (no process in it) before the entry
+	}{
+		{"entered before the lineage retired it", false},
+		{"entered after the lineage retired it", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			host := hostTable + "9 1 0:4 mnt:[95] /run/mntns/keep rw - nsfs nsfs rw\n"
+			w := newWorldOpts(t, correlate.Options{ScanInterval: time.Millisecond},
+				[]procfs.Process{proc(1, "systemd", hostNS, "")}, map[uint32]string{hostNS: host})
+			w.proc.blocks["/dev/loop1"] = event.MakeDev(7, 1)
+			w.proc.tables[kept] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n" +
+				"112 110 7:1 / /srv/vol2 rw - ext4 /dev/loop1 rw\n"
+			w.proc.nsfiles = map[string]uint32{"/run/mntns/keep": kept}
+			w.send(unshareEv(20, "unshare", hostNS, kept))
+			w.send(exitEv(20, "unshare", kept))
+			w.proc.tables[hostNS] = hostTable + "9 1 0:4 mnt:[95] /run/mntns/keep rw - nsfs nsfs rw\n"
+			if tc.scans {
+				w.send(failEv(30, "mkfs.ext4", hostNS, 257, "/dev/loop0", int64(unix.EBUSY)))
+			}
+			setns := base(event.KindSetns, 40, "nsenter", kept, 308, 0)
+			setns.MntNSBefore, setns.MntNSAfter = hostNS, kept
+			w.send(setns, exitEv(40, "nsenter", kept))
+			w.findings = nil
+			w.send(failEv(50, "mkfs.ext4", hostNS, 257, "/dev/loop1", int64(unix.EBUSY)))
+			f := w.only()
+			line := f.Line()
+			t.Log(line)
+			if f.Cause != correlate.CauseUnshare || strings.Contains(line, "predates tracing") || !strings.Contains(line, "unshare[20]") {
+				t.Errorf("cause %q: want the recorded unshare by unshare[20]:\n%s", f.Cause, line)
 			}
 		})
 	}

@@ -56,8 +56,14 @@ type Namespace struct {
 	past        []Member
 	lastExit    time.Time // last exit event seen from inside
 	creatorGone bool      // the creator exited: its pid means nothing now
-	Dead        bool
-	Died        time.Time // when its last member was seen leaving
+	// pinned: a bind of its nsfs file keeps it alive (seen at the last
+	// collection), so it stays live with no process in it.
+	pinned bool
+	// replaced: retired because a namespace created later has its inode;
+	// this generation is gone for good (never revived).
+	replaced bool
+	Dead     bool
+	Died     time.Time // when its last member was seen leaving
 	// LastTable is the mount table last read before it died, kept so a
 	// holder that exited a moment before a failure can still be named.
 	LastTable *Table
@@ -102,6 +108,7 @@ type Lineage struct {
 	byCreator map[int][]*Namespace // live namespaces by their creator's pid
 	dead      []*Namespace         // retired generations, oldest first
 	retention time.Duration
+	lostAt    time.Time // the end of the last interval of lost events
 }
 
 // NewLineage returns an empty lineage keeping dead namespaces for retention.
@@ -154,6 +161,7 @@ func (l *Lineage) Seed(procs []procfs.Process) {
 func (l *Lineage) Created(ino, parent uint32, origin Origin, creator Member, ev *event.Event) *Namespace {
 	at := creator.Joined
 	if old := l.live[ino]; old != nil {
+		old.replaced = true
 		l.retire(old, at)
 	}
 	n := &Namespace{Ino: ino, Origin: origin, Created: at, Parent: parent, Event: ev, members: map[int]*Member{}}
@@ -197,6 +205,9 @@ func (l *Lineage) Join(ino, from uint32, m Member) {
 		prev.leave(m.PID, m.Joined)
 	}
 	n := l.live[ino]
+	if n == nil {
+		n = l.revive(ino)
+	}
 	if n == nil {
 		// Joined a namespace whose creation was never seen.
 		n = &Namespace{Ino: ino, Origin: OriginPredates, Inferred: true, members: map[int]*Member{}}
@@ -286,8 +297,11 @@ func (l *Lineage) Reconcile(procs []procfs.Process, now time.Time) {
 		}
 		present[p.MntNS][p.PID] = p
 	}
-	for ino, n := range l.live {
-		procsHere := present[ino]
+	for _, n := range l.Live() { // in inode order: retiring appends to dead
+		procsHere := present[n.Ino]
+		if len(procsHere) == 0 && n.pinned {
+			continue // alive with no process: a bind of its nsfs file keeps it
+		}
 		if len(procsHere) == 0 {
 			died := n.lastExit
 			if died.IsZero() {
@@ -296,7 +310,8 @@ func (l *Lineage) Reconcile(procs []procfs.Process, now time.Time) {
 			l.retire(n, died)
 			continue
 		}
-		for pid, m := range n.members {
+		for _, member := range n.Members() { // in order: leaving appends to past
+			pid, m := member.PID, n.members[member.PID]
 			p, ok := procsHere[pid]
 			if !ok || (m.StartTime != 0 && p.StartTime != m.StartTime) {
 				n.leave(pid, now) // gone, or its pid now belongs to another process
@@ -314,6 +329,9 @@ func (l *Lineage) Reconcile(procs []procfs.Process, now time.Time) {
 	}
 	for ino, procsHere := range present {
 		n := l.live[ino]
+		if n == nil {
+			n = l.revive(ino)
+		}
 		if n == nil {
 			n = &Namespace{Ino: ino, Origin: OriginPredates, Inferred: true, members: map[int]*Member{}}
 			l.live[ino] = n
@@ -365,7 +383,7 @@ func (l *Lineage) expire(now time.Time) {
 // hasEmpty reports whether a live namespace has no known member left.
 func (l *Lineage) hasEmpty() bool {
 	for _, n := range l.live {
-		if len(n.members) == 0 {
+		if len(n.members) == 0 && !n.pinned {
 			return true
 		}
 	}

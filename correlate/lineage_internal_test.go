@@ -65,3 +65,107 @@ func TestRetireOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestReconcileLeaveOrder: members a /proc snapshot no longer shows leave
+// in start-time, pid order, not the map's, and namespaces without a
+// process retire in inode order.
+func TestReconcileLeaveOrder(t *testing.T) {
+	at := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	var wantPast []int
+	var wantDead []uint32
+	for try := 0; try < 20; try++ {
+		l := NewLineage(time.Minute)
+		for ino := uint32(10); ino < 18; ino++ {
+			l.Created(ino, 1, OriginUnshare, Member{PID: int(ino), Comm: "runc", Joined: at}, nil)
+		}
+		for pid := 100; pid < 116; pid++ {
+			l.Join(10, 1, Member{PID: pid, Comm: "w", StartTime: uint64(1000 - pid%4), Joined: at})
+		}
+		// Only pid 10 stays, in namespace 10: the others left it, and
+		// namespaces 11..17 have no process.
+		l.Reconcile([]procfs.Process{{PID: 10, StartTime: 1, Comm: "runc", MntNS: 10}}, at.Add(time.Second))
+		var past []int
+		for _, m := range l.Get(10).Past() {
+			past = append(past, m.PID)
+		}
+		var dead []uint32
+		for _, n := range l.dead {
+			dead = append(dead, n.Ino)
+		}
+		if try == 0 {
+			wantPast, wantDead = past, dead
+			if !reflect.DeepEqual(dead, []uint32{11, 12, 13, 14, 15, 16, 17}) {
+				t.Fatalf("retired %v, want 11..17 in inode order", dead)
+			}
+			continue
+		}
+		if !reflect.DeepEqual(past, wantPast) || !reflect.DeepEqual(dead, wantDead) {
+			t.Fatalf("reconcile %d: past %v, dead %v; first time %v, %v", try, past, dead, wantPast, wantDead)
+		}
+	}
+}
+
+// TestRevive: a namespace retired for want of a process is the same
+// generation when a process enters it later or a bind is seen keeping it
+// (with its recorded creation); a pinned one outlives the retention and
+// reconciliations; none is revived across lost events, and a later
+// generation of the inode is the one revived.
+func TestRevive(t *testing.T) {
+	at := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	creator := Member{PID: 20, Comm: "unshare", Joined: at}
+	tests := []struct {
+		name        string
+		then        func(l *Lineage) // after the creation, exit and retirement
+		wantCreator int              // pid of the creator of live namespace 95; 0: inferred
+		wantDead    int
+	}{
+		{"entered by nsenter", func(l *Lineage) {
+			l.Join(95, 1, Member{PID: 40, Comm: "nsenter", Joined: at.Add(3 * time.Second)})
+		}, 20, 0},
+		{"a bind is seen keeping it", func(l *Lineage) { l.Pin([]uint32{95}) }, 20, 0},
+		{"pinned, then retention and reconciliations pass", func(l *Lineage) {
+			l.Pin([]uint32{95})
+			l.Reconcile(nil, at.Add(time.Hour))
+			l.expire(at.Add(time.Hour))
+		}, 20, 0},
+		{"the bind is gone", func(l *Lineage) {
+			l.Pin([]uint32{95})
+			l.Pin(nil)
+			l.Reconcile(nil, at.Add(30*time.Second))
+		}, -1, 1},
+		{"events were lost after it died", func(l *Lineage) {
+			l.Lost(at.Add(2 * time.Second))
+			l.Join(95, 1, Member{PID: 40, Comm: "nsenter", Joined: at.Add(3 * time.Second)})
+		}, 40, 1},
+		{"a later generation of the inode", func(l *Lineage) {
+			l.Created(95, 1, OriginUnshare, Member{PID: 60, Comm: "unshare", Joined: at.Add(3 * time.Second)}, nil)
+			l.Reconcile(nil, at.Add(4*time.Second))
+			l.Join(95, 1, Member{PID: 40, Comm: "nsenter", Joined: at.Add(5 * time.Second)})
+		}, 60, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := NewLineage(time.Minute)
+			l.Created(95, 1, OriginUnshare, creator, nil)
+			l.Join(95, 1, creator)
+			l.Exit(95, 20, "unshare", at.Add(time.Second))
+			l.Reconcile(nil, at.Add(2*time.Second))
+			if l.Get(95) != nil || len(l.dead) != 1 {
+				t.Fatalf("not retired: live %v, %d dead", l.Get(95), len(l.dead))
+			}
+			tt.then(l)
+			n := l.Get(95)
+			switch {
+			case tt.wantCreator < 0 && n != nil:
+				t.Errorf("mnt:[95] live (creator %+v), want retired", n.Creator)
+			case tt.wantCreator == 0 && (n == nil || !n.Inferred):
+				t.Errorf("mnt:[95] %+v, want an inferred generation", n)
+			case tt.wantCreator > 0 && (n == nil || n.Creator.PID != tt.wantCreator || n.Dead):
+				t.Errorf("mnt:[95] %+v, want the live generation created by pid %d", n, tt.wantCreator)
+			}
+			if len(l.dead) != tt.wantDead {
+				t.Errorf("%d dead generations, want %d", len(l.dead), tt.wantDead)
+			}
+		})
+	}
+}

@@ -45,6 +45,7 @@ func (c *Correlator) lost(ev *event.Event) {
 		c.losses = c.losses[1:]
 	}
 	c.ledger.Invalidate()
+	c.lineage.Lost(l.to)
 }
 
 // report marks a finding whose evidence window overlaps a loss and hands

@@ -92,6 +92,7 @@ func (c *Correlator) sameBirth(n *Namespace, ps []procfs.Process) (same, known b
 // has now, and drops the remembered events made in it: none of them is
 // the new namespace's.
 func (c *Correlator) forgetGeneration(n *Namespace) {
+	n.replaced = true
 	c.lineage.retire(n, c.now)
 	c.ledger.DropHistory(func(ev *event.Event) bool { return ev.MntNS == n.Ino && ev.MonoNS <= c.lastRemembered })
 }

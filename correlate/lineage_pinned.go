@@ -1,0 +1,64 @@
+package correlate
+
+import (
+	"slices"
+	"time"
+)
+
+// A mount namespace lives as long as something holds it: a process in it,
+// a bind of its nsfs file, an open fd of that file. The lineage sees only
+// processes, so it retires a namespace whose last process left; one that
+// a bind or an fd keeps is still the same namespace, and whoever enters it
+// later (nsenter --mount=FILE, ip netns exec, another mntleak reading it)
+// enters that generation, with its recorded creation, not a new one whose
+// creation "predates tracing".
+
+// revive brings back the latest dead generation of namespace ino when the
+// namespace is seen alive again (a process entered it, a bind of its nsfs
+// file keeps it) and returns it, or nil: none is remembered, the latest
+// was replaced by a newer namespace with the inode, or events were lost
+// after it died (its inode may have been freed and reused unseen).
+func (l *Lineage) revive(ino uint32) *Namespace {
+	for i := len(l.dead) - 1; i >= 0; i-- {
+		n := l.dead[i]
+		if n.Ino != ino {
+			continue
+		}
+		if n.replaced || !l.lostAt.Before(n.Died) {
+			return nil
+		}
+		l.dead = slices.Delete(slices.Clone(l.dead), i, i+1)
+		n.Dead, n.Died = false, time.Time{}
+		l.live[ino] = n
+		return n
+	}
+	return nil
+}
+
+// Pin marks the namespaces kept alive by a bind of their nsfs file (kept,
+// as the mount tables show now) and only those: they stay live with no
+// process in them, a retired one is revived, and one no longer kept is
+// retired at the next reconciliation that finds no process in it.
+func (l *Lineage) Pin(kept []uint32) {
+	for _, n := range l.live {
+		n.pinned = false
+	}
+	for _, ino := range slices.Sorted(slices.Values(kept)) {
+		n := l.live[ino]
+		if n == nil {
+			n = l.revive(ino)
+		}
+		if n != nil {
+			n.pinned = true
+		}
+	}
+}
+
+// Lost records that events were lost up to at: a namespace that died
+// before then may have been freed, and its inode given to one whose
+// creation was among the lost events.
+func (l *Lineage) Lost(at time.Time) {
+	if at.After(l.lostAt) {
+		l.lostAt = at
+	}
+}
