@@ -245,6 +245,9 @@ func (c *Correlator) refreshTables(only func(*Namespace) bool, force bool) []str
 		if (c.ledger.Fresh(n.Ino) && !force) || (only != nil && !only(n)) {
 			continue
 		}
+		if n.keptOnly() {
+			continue // no process to read it through: the search reads it through its bind
+		}
 		if err := c.readTable(n); err != nil {
 			if scanned {
 				missing = append(missing, n)

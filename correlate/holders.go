@@ -216,7 +216,7 @@ func (c *Correlator) search(id identity, caller uint32, grace time.Duration) []m
 	var out []match
 	for _, n := range c.lineage.Live() {
 		t := c.ledger.Table(n.Ino)
-		if t == nil {
+		if t == nil || n.keptOnly() { // read through its bind, fresh: keptMatches
 			continue
 		}
 		for _, m := range outermost(t, findIn(t, id, callerTable)) {

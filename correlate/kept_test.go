@@ -137,3 +137,46 @@ func TestKeptNamespaceEnteredLater(t *testing.T) {
 		})
 	}
 }
+
+// A namespace kept by a bind for longer than the lineage keeps dead ones
+// (collections pass meanwhile) still names its recorded creation; it is
+// read through the bind, fresh, never reported as a table that could not
+// be read nor explained by a table read earlier (its copy of the first
+// device went away since).
+func TestKeptNamespaceOutlivesRetention(t *testing.T) {
+	host := hostTable + "9 1 0:4 mnt:[95] /run/mntns/keep rw - nsfs nsfs rw\n"
+	w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "")}, map[uint32]string{hostNS: host})
+	w.proc.blocks["/dev/loop1"] = event.MakeDev(7, 1)
+	w.proc.tables[95] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n" +
+		"112 110 7:1 / /srv/vol2 rw - ext4 /dev/loop1 rw\n"
+	w.proc.nsfiles = map[string]uint32{"/run/mntns/keep": 95}
+	w.send(unshareEv(20, "unshare", hostNS, 95))
+	w.send(exitEv(20, "unshare", 95))
+	w.proc.tables[hostNS] = strings.Replace(host, "3 1 7:0 / /srv/vol rw shared:3 - ext4 /dev/loop0 rw\n", "", 1)
+	w.send(umountEv(25, "umount", hostNS, "/srv/vol", 0))
+	w.send(failEv(30, "mkfs.ext4", hostNS, 257, "/dev/loop0", int64(unix.EBUSY)))
+	// The kept namespace's copy of loop0 goes; an hour of other events
+	// passes, a collection every 30 s.
+	w.proc.tables[95] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n112 110 7:1 / /srv/vol2 rw - ext4 /dev/loop1 rw\n"
+	for i := 0; i < 120; i++ {
+		w.now = w.now.Add(30 * time.Second)
+		w.send(exitEv(1000+i, "true", hostNS))
+	}
+	for _, dev := range []string{"/dev/loop0", "/dev/loop1"} {
+		w.findings = nil
+		w.send(failEv(50, "mkfs.ext4", hostNS, 257, dev, int64(unix.EBUSY)))
+		if dev == "/dev/loop0" {
+			if len(w.findings) != 0 {
+				t.Errorf("a failure on %s explained by a copy that is gone:\n%s", dev, w.findings[0].Line())
+			}
+			continue
+		}
+		f := w.only()
+		line := f.Line()
+		t.Log(line)
+		if f.Cause != correlate.CauseUnshare || !strings.Contains(line, "created by unshare[20]") || len(f.Missing) != 0 ||
+			!strings.Contains(line, "kept by the bind of its nsfs file at /run/mntns/keep") {
+			t.Errorf("cause %q, missing %q: want the bind, the recorded unshare by unshare[20], nothing missing:\n%s", f.Cause, f.Missing, line)
+		}
+	}
+}

@@ -54,6 +54,10 @@ func (l *Lineage) Pin(kept []uint32) {
 	}
 }
 
+// keptOnly reports whether only a bind of its nsfs file keeps n: no known
+// process is in it to read its table through.
+func (n *Namespace) keptOnly() bool { return n.pinned && len(n.members) == 0 }
+
 // Lost records that events were lost up to at: a namespace that died
 // before then may have been freed, and its inode given to one whose
 // creation was among the lost events.
