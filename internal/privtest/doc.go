@@ -13,7 +13,8 @@
 // test on a race report; Poll and WaitFor are the one way to wait.
 //
 // Files: privtest.go (Require, mounts, namespace holders, loop devices),
-// daemon.go (Binary, Main, Daemon, Lines, Poll, WaitFor, ExitLimit),
+// keep.go (KeepNamespace: a namespace no process runs in, kept by a bind
+// of its nsfs file, made on each CPU in turn), daemon.go (Binary, Main, Daemon, Lines, Poll, WaitFor, ExitLimit),
 // leftovers.go (what a run may leave behind), syncbuffer.go, race_on.go and
 // race_off.go (whether the race detector is on).
 package privtest
