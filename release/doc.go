@@ -6,7 +6,9 @@
 // Plan turns a finding into steps (one per copy to detach) and refusals
 // (a copy that is not a leak, is the namespace's root, is pinned by a
 // process's cwd, root, open file or mapping — unless forced —, or lives in
-// the host's or the caller's own namespace). Apply carries one step out
+// the host's or the caller's own namespace). A process holding the
+// namespace's nsfs file open pins the namespace, not the copy: the plan
+// enters through its fd and it keeps running. Apply carries one step out
 // without moving the calling process: a locked OS thread unshares its
 // filesystem context, enters the namespace, re-reads its mount table and
 // checks that the planned mount (by id, mount point and device) is still
@@ -22,5 +24,6 @@
 //   - plan.go: Step, Refusal, Plan.
 //   - apply.go: Apply, on a locked thread.
 //   - target.go: CopyTarget, the object of a copy named by namespace and
-//     mount id.
+//     mount id, read through a process of it, a bind of its nsfs file or a
+//     process holding that file open.
 package release

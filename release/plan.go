@@ -1,6 +1,7 @@
 package release
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -70,9 +71,19 @@ func Make(f *correlate.Finding, host, self uint32, force bool) Plan {
 			refuse("no process of the namespace is known", "mntleak why "+f.Object.Path+" to look again")
 			continue
 		}
-		if len(h.Pins) > 0 && !force {
+		// A process holding the namespace's nsfs file open keeps the
+		// namespace, not the copy: it keeps running, untouched.
+		inCopy, stays := []correlate.PinRef(nil), h.Processes
+		for _, pin := range h.Pins {
+			if pin.Pin == correlate.PinNSFD {
+				stays = append(slices.Clone(stays), pin.ProcRef)
+			} else {
+				inCopy = append(inCopy, pin)
+			}
+		}
+		if len(inCopy) > 0 && !force {
 			var who []string
-			for _, pin := range h.Pins {
+			for _, pin := range inCopy {
 				who = append(who, pin.Comm+"["+strconv.Itoa(pin.PID)+"] ("+pin.Pin+" "+pin.Path+")")
 			}
 			refuse("processes work in the copy: "+strings.Join(who, ", "),
@@ -84,7 +95,7 @@ func Make(f *correlate.Finding, host, self uint32, force bool) Plan {
 			enter = "/proc/" + strconv.Itoa(h.Processes[0].PID) + "/ns/mnt"
 		}
 		p.Steps = append(p.Steps, Step{MntNS: h.MntNS, MountID: h.MountID, Where: h.Where, Dev: f.Object.Dev,
-			Enter: enter, Pins: h.Pins, Stays: h.Processes})
+			Enter: enter, Pins: inCopy, Stays: stays})
 	}
 	return p
 }

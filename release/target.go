@@ -15,7 +15,7 @@ import (
 // CopyTarget is the object of an explicit copy (release --mntns N
 // --mount-id ID): the device of mount id in namespace ns, read through one
 // of its processes or, when none runs in it, through a bind of its nsfs
-// file.
+// file or the open fd of a process holding that file.
 func CopyTarget(ns uint32, id int) (correlate.Target, error) {
 	h := procfs.Host{}
 	procs, err := h.Processes()
@@ -36,7 +36,10 @@ func CopyTarget(ns uint32, id int) (correlate.Target, error) {
 	if !found {
 		file := nsBind(h, procs, ns)
 		if file == "" {
-			return correlate.Target{}, fmt.Errorf("no process runs in mnt:[%d] and no bind of its nsfs file was found", ns)
+			file = nsFD(h, ns)
+		}
+		if file == "" {
+			return correlate.Target{}, fmt.Errorf("no process runs in mnt:[%d], and no bind of its nsfs file nor a process holding it open was found", ns)
 		}
 		if _, mounts, err = h.NSMountinfo(file); err != nil {
 			return correlate.Target{}, err
@@ -79,4 +82,20 @@ func nsBind(h procfs.Host, procs []procfs.Process, ns uint32) string {
 		}
 	}
 	return ""
+}
+
+// nsFD is /proc/PID/fd/N of a process holding namespace ns's nsfs file
+// open (the lowest pid and fd: the same every time), or "".
+func nsFD(h procfs.Host, ns uint32) string {
+	fds, _ := h.NSFDs() // some processes unreadable: those read are enough
+	best := -1
+	for i, f := range fds {
+		if f.NS == ns && (best < 0 || f.PID < fds[best].PID || (f.PID == fds[best].PID && f.FD < fds[best].FD)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return ""
+	}
+	return "/proc/" + strconv.Itoa(fds[best].PID) + "/fd/" + strconv.Itoa(fds[best].FD)
 }

@@ -158,6 +158,48 @@ func TestBusyAndKeptCopiesReleased(t *testing.T) {
 		node.Run(t, "nsenter", "--mount="+file, "true")
 		d.Stop(t)
 	})
+	// No bind either: a process elsewhere holds the namespace's nsfs file
+	// open (exec 7</proc/PID/ns/mnt, a runtime's pinned namespace). The
+	// finding's release command enters it through that fd.
+	t.Run("a namespace an open fd keeps", func(t *testing.T) {
+		dir := t.TempDir()
+		dev := privtest.LoopDevice(t, 16)
+		vol := privtest.Mkdir(t, filepath.Join(dir, "vol"))
+		d := privtest.StartDaemon(t, nil, "--journald", "off", "--state-dir", "")
+		node := privtest.StartNode(t)
+		node.Run(t, "mount", dev, vol)
+		h := node.StartHolder(t, "private", "true")
+		pinner := exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", "sh", "-c",
+			"exec 7</proc/"+strconv.Itoa(h.PID)+"/ns/mnt && echo ready && exec sleep 600")
+		privtest.StartReady(t, pinner, 10*time.Second)
+		_ = h.Cmd.Process.Kill()
+		_ = h.Cmd.Wait()
+		node.Run(t, "umount", vol)
+		mkfs := func() error {
+			return exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", "mkfs.ext4", "-q", "-F", dev).Run()
+		}
+		if mkfs() == nil {
+			t.Fatal("mkfs.ext4 on a device a namespace held open has mounted succeeded")
+		}
+		line := findingLine(t, d, `"finding":"failure"`, dev)
+		var f struct{ Detail struct{ Release string } }
+		if err := json.Unmarshal([]byte(line), &f); err != nil || !strings.HasPrefix(f.Detail.Release, "mntleak release --mntns "+strconv.FormatUint(uint64(h.MntNS), 10)+" ") {
+			t.Fatalf("the finding carries release %q (%v), want one for mnt:[%d]:\n%s", f.Detail.Release, err, h.MntNS, line)
+		}
+		in := append([]string{"-t", strconv.Itoa(node.PID), "-m", "--", bin}, strings.Fields(f.Detail.Release)[1:]...)
+		in = append(in, "--state-dir", "", "--apply")
+		out, code := runIn(t, "", in...)
+		if code != exitOK || !strings.Contains(out, "released: mount") || !strings.Contains(out, "/fd/7") {
+			t.Fatalf("--apply: exit %d, want released through the pinner's fd 7:\n%s", code, out)
+		}
+		if err := mkfs(); err != nil {
+			t.Errorf("mkfs.ext4 after the release: %v", err)
+		}
+		if syscall.Kill(pinner.Process.Pid, 0) != nil {
+			t.Error("the process holding the namespace open did not keep running")
+		}
+		d.Stop(t)
+	})
 }
 
 // findingLine is the daemon's first finding line with both strings.
