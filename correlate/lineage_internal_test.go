@@ -169,3 +169,29 @@ func TestRevive(t *testing.T) {
 		})
 	}
 }
+
+// TestReviveTracksALiveCreator: a creator that left its namespace (setns
+// elsewhere) and comes back after the lineage retired it is indexed again:
+// its exec renames the creator, and its exit marks it gone.
+func TestReviveTracksALiveCreator(t *testing.T) {
+	at := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	l := NewLineage(time.Minute)
+	creator := Member{PID: 20, StartTime: 7, Comm: "unshare", Joined: at}
+	l.Created(95, 1, OriginUnshare, creator, nil)
+	l.Join(95, 1, creator)
+	l.Join(1, 95, Member{PID: 20, StartTime: 7, Comm: "unshare", Joined: at.Add(time.Second)})
+	l.Reconcile([]procfs.Process{{PID: 20, StartTime: 7, Comm: "unshare", MntNS: 1}}, at.Add(2*time.Second))
+	if l.Get(95) != nil {
+		t.Fatal("mnt:[95] not retired")
+	}
+	l.Join(95, 1, Member{PID: 20, StartTime: 7, Comm: "unshare", Joined: at.Add(3 * time.Second)})
+	l.Reconcile([]procfs.Process{{PID: 20, StartTime: 7, Comm: "agent", MntNS: 95}}, at.Add(4*time.Second))
+	n := l.Get(95)
+	if n == nil || n.Creator.Comm != "agent" {
+		t.Fatalf("mnt:[95] %+v: want revived, its creator renamed agent by its exec", n)
+	}
+	l.Exit(95, 20, "agent", at.Add(5*time.Second))
+	if !n.creatorGone {
+		t.Error("the creator's exit did not reach the revived namespace")
+	}
+}

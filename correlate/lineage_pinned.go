@@ -30,6 +30,9 @@ func (l *Lineage) revive(ino uint32) *Namespace {
 		l.dead = slices.Delete(slices.Clone(l.dead), i, i+1)
 		n.Dead, n.Died = false, time.Time{}
 		l.live[ino] = n
+		if !n.creatorGone && n.Creator.PID != 0 {
+			l.byCreator[n.Creator.PID] = append(l.byCreator[n.Creator.PID], n) // retiring untracked it
+		}
 		return n
 	}
 	return nil
