@@ -170,10 +170,10 @@ func TestRevive(t *testing.T) {
 	}
 }
 
-// TestReviveTracksALiveCreator: a creator that left its namespace (setns
+// TestCreatorTrackedAfterRevival: a creator that left its namespace (setns
 // elsewhere) and comes back after the lineage retired it is indexed again:
 // its exec renames the creator, and its exit marks it gone.
-func TestReviveTracksALiveCreator(t *testing.T) {
+func TestCreatorTrackedAfterRevival(t *testing.T) {
 	at := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	l := NewLineage(time.Minute)
 	creator := Member{PID: 20, StartTime: 7, Comm: "unshare", Joined: at}
