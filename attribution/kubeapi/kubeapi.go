@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,21 +16,49 @@ import (
 	"github.com/mntleak/mntleak/attribution"
 )
 
+// listTTL is how long one list of the node's pods answers lookups: a
+// finding names up to three processes (caller, holder, leaker), each of
+// which may miss the runtime's cache, and one list serves them all
+// instead of three requests to the API server. A pod too new for it is
+// a miss, which the resolver remembers longer anyway (its negative TTL).
+const listTTL = 2 * time.Second
+
 // Source asks the API server about the pods bound to one node.
 type Source struct {
 	client kubernetes.Interface
 	node   string
+	now    func() time.Time
+
+	mu     sync.Mutex
+	listed time.Time // when last was listed; zero: never
+	last   []corev1.Pod
 }
 
 // New returns a Source for the pods on node.
 func New(client kubernetes.Interface, node string) *Source {
-	return &Source{client: client, node: node}
+	return &Source{client: client, node: node, now: time.Now}
 }
 
 // Name implements attribution.Source.
 func (s *Source) Name() string { return "api" }
 
+// pods lists the node's pods, or returns the list made within listTTL.
+// Callers only read it.
 func (s *Source) pods(ctx context.Context) ([]corev1.Pod, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if now := s.now(); !s.listed.IsZero() && now.Sub(s.listed) < listTTL && !now.Before(s.listed) {
+		return s.last, nil
+	}
+	pods, err := s.list(ctx)
+	if err != nil {
+		return nil, err // not kept: the next lookup asks again
+	}
+	s.listed, s.last = s.now(), pods
+	return pods, nil
+}
+
+func (s *Source) list(ctx context.Context) ([]corev1.Pod, error) {
 	list, err := s.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{
 		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", s.node).String()})
 	if err != nil {

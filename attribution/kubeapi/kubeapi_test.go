@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/mntleak/mntleak/attribution"
 )
@@ -44,5 +47,63 @@ func TestSource(t *testing.T) {
 	}
 	if _, err := s.Container(ctx, "c9"); !errors.Is(err, attribution.ErrNotFound) {
 		t.Errorf("unknown container: %v", err)
+	}
+}
+
+// TestOneListServesAFinding: lookups within listTTL of a list use it (a
+// finding's caller, holder and leaker make one request); after it, or
+// after a failed list, the server is asked again.
+func TestOneListServesAFinding(t *testing.T) {
+	client := fake.NewClientset(pod("web-7f9c", "default", "u1", "node-1", "c1"), pod("agent", "kube-system", "u3", "node-1", "c3"))
+	s := New(client, "node-1")
+	now := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
+	s.now = func() time.Time { return now }
+	lists := func() int {
+		n := 0
+		for _, a := range client.Actions() {
+			if a.GetVerb() == "list" {
+				n++
+			}
+		}
+		return n
+	}
+	ctx := context.Background()
+	for _, step := range []struct {
+		name    string
+		advance time.Duration
+		lookup  func() error
+		lists   int
+	}{
+		{"the caller's container", 0, func() error { _, err := s.Container(ctx, "c1"); return err }, 1},
+		{"the holder's pod, a moment later", 500 * time.Millisecond, func() error { _, err := s.Pod(ctx, "u3"); return err }, 1},
+		{"an unknown container, same list", 500 * time.Millisecond, func() error {
+			if _, err := s.Container(ctx, "c9"); !errors.Is(err, attribution.ErrNotFound) {
+				return err
+			}
+			return nil
+		}, 1},
+		{"after the TTL", listTTL, func() error { _, err := s.Pod(ctx, "u1"); return err }, 2},
+		{"the clock went back", -time.Minute, func() error { _, err := s.Pod(ctx, "u1"); return err }, 3},
+	} {
+		now = now.Add(step.advance)
+		if err := step.lookup(); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		if got := lists(); got != step.lists {
+			t.Errorf("%s: %d lists so far, want %d", step.name, got, step.lists)
+		}
+	}
+	// A failed list is not kept.
+	now = now.Add(time.Hour)
+	client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("etcd unavailable")
+	})
+	for i := 0; i < 2; i++ {
+		if _, err := s.Pod(ctx, "u1"); err == nil {
+			t.Fatal("a failed list answered")
+		}
+	}
+	if got := lists(); got != 5 {
+		t.Errorf("%d lists after two failed lookups, want 5 (each asks)", got)
 	}
 }
