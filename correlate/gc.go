@@ -19,13 +19,13 @@ func (c *Correlator) collect() {
 		return
 	}
 	c.lastGC = c.now
-	// A namespace a bind of its nsfs file keeps is alive with no process.
-	kept := c.keptNamespaces()
-	inos := make([]uint32, 0, len(kept))
-	for ino := range kept {
-		inos = append(inos, ino)
+	// A namespace a bind of its nsfs file keeps is alive with no process
+	// (pinned also while processes are in it: it outlives them).
+	var kept []uint32
+	for _, b := range c.nsfsBinds() {
+		kept = append(kept, b.kept)
 	}
-	c.lineage.Pin(inos)
+	c.lineage.Pin(kept, c.now)
 	// Members are known from events and snapshots only; a namespace whose
 	// known members all exited may be empty (its mounts gone with it) or
 	// still hold children mntleak never saw fork. /proc tells.

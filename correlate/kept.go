@@ -30,29 +30,43 @@ func (k *keeper) by(c *Correlator) string {
 	return "the bind of its nsfs file at " + k.where + " in " + c.label(k.ns)
 }
 
+// nsfsBind is a bind of another mount namespace's nsfs file, as a table
+// shows it: it keeps that namespace alive.
+type nsfsBind struct {
+	ns, kept uint32 // the table's namespace; the namespace kept
+	where    string // the bind's mount point in ns
+}
+
+// nsfsBinds lists the binds of mount namespaces' nsfs files in the
+// tables the ledger has, in the tables' order.
+func (c *Correlator) nsfsBinds() []nsfsBind {
+	var out []nsfsBind
+	for _, ino := range c.ledger.namespaces() {
+		for _, m := range c.ledger.Table(ino).Mounts {
+			if m.FSType != "nsfs" || !strings.HasPrefix(m.Root, "mnt:[") {
+				continue
+			}
+			if kept, err := procfs.ParseNSLink(m.Root); err == nil && kept != ino {
+				out = append(out, nsfsBind{ns: ino, kept: kept, where: m.Mountpoint})
+			}
+		}
+	}
+	return out
+}
+
 // keptNamespaces finds, in the tables the ledger has, the binds of mount
 // namespaces' nsfs files whose namespace has no known process.
 func (c *Correlator) keptNamespaces() map[uint32]keeper {
 	out := map[uint32]keeper{}
-	for _, ino := range c.ledger.namespaces() {
-		t := c.ledger.Table(ino)
-		for _, m := range t.Mounts {
-			if m.FSType != "nsfs" || !strings.HasPrefix(m.Root, "mnt:[") {
-				continue
-			}
-			kept, err := procfs.ParseNSLink(m.Root)
-			if err != nil || kept == ino {
-				continue
-			}
-			if n := c.lineage.Get(kept); n != nil && len(n.members) > 0 {
-				continue // it has processes: searched as any other
-			}
-			if _, ok := out[kept]; ok {
-				continue
-			}
-			if files := c.pathsFromHere(ino, m.Mountpoint); len(files) > 0 {
-				out[kept] = keeper{files: files, where: m.Mountpoint, ns: ino}
-			}
+	for _, b := range c.nsfsBinds() {
+		if n := c.lineage.Get(b.kept); n != nil && len(n.members) > 0 {
+			continue // it has processes: searched as any other
+		}
+		if _, ok := out[b.kept]; ok {
+			continue
+		}
+		if files := c.pathsFromHere(b.ns, b.where); len(files) > 0 {
+			out[b.kept] = keeper{files: files, where: b.where, ns: b.ns}
 		}
 	}
 	return out

@@ -62,8 +62,12 @@ type Namespace struct {
 	// replaced: retired because a namespace created later has its inode;
 	// this generation is gone for good (never revived).
 	replaced bool
-	Dead     bool
-	Died     time.Time // when its last member was seen leaving
+	// aliveAt is the last time it was known alive (made, entered, a
+	// member's exit, a process list showing one, a bind keeping it):
+	// events lost after it may hide its end and its inode's reuse.
+	aliveAt time.Time
+	Dead    bool
+	Died    time.Time // when its last member was seen leaving
 	// LastTable is the mount table last read before it died, kept so a
 	// holder that exited a moment before a failure can still be named.
 	LastTable *Table
@@ -168,6 +172,7 @@ func (l *Lineage) Created(ino, parent uint32, origin Origin, creator Member, ev 
 	if ev != nil {
 		n.ID = ev.NewMntNSID
 	}
+	n.seenAlive(at)
 	l.live[ino] = n
 	l.setCreator(n, creator)
 	return n
@@ -216,6 +221,7 @@ func (l *Lineage) Join(ino, from uint32, m Member) {
 	}
 	mm := m
 	n.members[m.PID] = &mm
+	n.seenAlive(m.Joined)
 }
 
 // Exit records the exit of a thread-group leader in namespace ino. Its
@@ -228,6 +234,7 @@ func (l *Lineage) Exit(ino uint32, pid int, comm string, at time.Time) {
 		return
 	}
 	n.lastExit = at
+	n.seenAlive(at)
 	var start uint64
 	if m := n.members[pid]; m != nil {
 		m.Comm, start = comm, m.StartTime
@@ -299,6 +306,9 @@ func (l *Lineage) Reconcile(procs []procfs.Process, now time.Time) {
 	}
 	for _, n := range l.Live() { // in inode order: retiring appends to dead
 		procsHere := present[n.Ino]
+		if len(procsHere) > 0 {
+			n.seenAlive(now)
+		}
 		if len(procsHere) == 0 && n.pinned {
 			continue // alive with no process: a bind of its nsfs file keeps it
 		}

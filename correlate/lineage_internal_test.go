@@ -122,15 +122,15 @@ func TestRevive(t *testing.T) {
 		{"entered by nsenter", func(l *Lineage) {
 			l.Join(95, 1, Member{PID: 40, Comm: "nsenter", Joined: at.Add(3 * time.Second)})
 		}, 20, 0},
-		{"a bind is seen keeping it", func(l *Lineage) { l.Pin([]uint32{95}) }, 20, 0},
+		{"a bind is seen keeping it", func(l *Lineage) { l.Pin([]uint32{95}, at.Add(3*time.Second)) }, 20, 0},
 		{"pinned, then retention and reconciliations pass", func(l *Lineage) {
-			l.Pin([]uint32{95})
+			l.Pin([]uint32{95}, at.Add(3*time.Second))
 			l.Reconcile(nil, at.Add(time.Hour))
 			l.expire(at.Add(time.Hour))
 		}, 20, 0},
 		{"the bind is gone", func(l *Lineage) {
-			l.Pin([]uint32{95})
-			l.Pin(nil)
+			l.Pin([]uint32{95}, at.Add(3*time.Second))
+			l.Pin(nil, at.Add(4*time.Second))
 			l.Reconcile(nil, at.Add(30*time.Second))
 		}, -1, 1},
 		{"events were lost after it died", func(l *Lineage) {
@@ -194,4 +194,66 @@ func TestCreatorTrackedAfterRevival(t *testing.T) {
 	if !n.creatorGone {
 		t.Error("the creator's exit did not reach the revived namespace")
 	}
+}
+
+// TestGenerationStateAfterRevival: what a revived generation carries and what it does
+// not (found in review): a creator whose start time is unknown is not
+// indexed again (a pid reused meanwhile would rename it); the table and
+// exit time its first death left go, so a second death is dated by its
+// own; events lost after the last sign of life (not after the death was
+// noticed) forbid the revival.
+func TestGenerationStateAfterRevival(t *testing.T) {
+	at := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	sec := func(n int) time.Time { return at.Add(time.Duration(n) * time.Second) }
+	made := func() *Lineage {
+		l := NewLineage(time.Hour)
+		creator := Member{PID: 20, Comm: "unshare", Joined: at} // from the event: no start time
+		l.Created(95, 1, OriginUnshare, creator, nil)
+		l.Join(95, 1, creator)
+		return l
+	}
+	t.Run("a reused pid does not rename the creator", func(t *testing.T) {
+		const host = 4000 // after 95: Reconcile retires 95 before it reads the host's members
+		l := NewLineage(time.Hour)
+		l.Join(host, 0, Member{PID: 1, StartTime: 1, Comm: "systemd", Joined: at})
+		creator := Member{PID: 20, Comm: "unshare", Joined: at}
+		l.Created(95, host, OriginUnshare, creator, nil)
+		l.Join(95, host, creator)
+		l.Join(host, 95, Member{PID: 20, Comm: "unshare", Joined: sec(1)}) // it leaves by setns
+		l.Reconcile([]procfs.Process{{PID: 1, StartTime: 1, Comm: "systemd", MntNS: host}, {PID: 20, StartTime: 7, Comm: "unshare", MntNS: host}}, sec(2))
+		l.Exit(host, 20, "unshare", sec(3))
+		l.Join(95, host, Member{PID: 40, Comm: "nsenter", Joined: sec(4)}) // revives 95
+		// pid 20 is another program's now, seen first by an event.
+		l.Join(host, 0, Member{PID: 20, Comm: "sshd", Joined: sec(5)})
+		l.Reconcile([]procfs.Process{{PID: 1, StartTime: 1, Comm: "systemd", MntNS: host}, {PID: 20, StartTime: 99, Comm: "sshd", MntNS: host},
+			{PID: 40, StartTime: 50, Comm: "nsenter", MntNS: 95}}, sec(6))
+		if n := l.Get(95); n == nil || n.Creator.Comm != "unshare" {
+			t.Errorf("mnt:[95] %+v: want revived, its creator still unshare", n)
+		}
+	})
+	t.Run("the first death's table and exit go", func(t *testing.T) {
+		l := made()
+		l.Exit(95, 20, "unshare", sec(1))
+		l.Reconcile(nil, sec(2))
+		l.dead[0].LastTable = &Table{NS: 95}
+		l.Join(95, 1, Member{PID: 40, Comm: "nsenter", Joined: sec(3)})
+		n := l.Get(95)
+		if n == nil || n.LastTable != nil {
+			t.Fatalf("mnt:[95] %+v: want revived without the table its death left", n)
+		}
+		l.Join(1, 95, Member{PID: 40, Comm: "nsenter", Joined: sec(60)}) // leaves by setns: no exit inside
+		l.Reconcile([]procfs.Process{{PID: 40, StartTime: 50, Comm: "nsenter", MntNS: 1}}, sec(61))
+		if !n.Dead || !n.Died.Equal(sec(61)) {
+			t.Errorf("second death dead=%v at %v, want at %v (not the first death's exit)", n.Dead, n.Died, sec(61))
+		}
+	})
+	t.Run("events lost after its last sign of life", func(t *testing.T) {
+		l := made()
+		l.Lost(sec(2))           // its creator's exit, and a new namespace with its inode, among them
+		l.Reconcile(nil, sec(3)) // retired now: Died is when it was noticed
+		l.Pin([]uint32{95}, sec(4))
+		if n := l.Get(95); n != nil {
+			t.Errorf("mnt:[95] revived across lost events: %+v", n)
+		}
+	})
 }
