@@ -41,8 +41,12 @@ func CopyTarget(ns uint32, id int) (correlate.Target, error) {
 		if file == "" {
 			return correlate.Target{}, fmt.Errorf("no process runs in mnt:[%d], and no bind of its nsfs file nor a process holding it open was found", ns)
 		}
-		if _, mounts, err = h.NSMountinfo(file); err != nil {
+		var got uint32
+		if got, mounts, err = h.NSMountinfo(file); err != nil {
 			return correlate.Target{}, err
+		}
+		if got != ns {
+			return correlate.Target{}, fmt.Errorf("%s names mnt:[%d] now, not mnt:[%d]", file, got, ns)
 		}
 	}
 	for _, m := range mounts {
