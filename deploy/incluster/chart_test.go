@@ -116,8 +116,11 @@ func TestChartInstalledOnTheNode(t *testing.T) {
 			}
 		}
 	})
+	// Nothing wrong with the daemon itself. Findings are logged at error
+	// too, and the pod traces the whole machine: other tests' real leaks,
+	// made while this one runs, are findings (one failed this check once).
 	for _, l := range podLog(t, n, ns, p.Metadata.Name) {
-		if l.Level == "warn" || l.Level == "error" {
+		if (l.Level == "warn" || l.Level == "error") && l.Finding == "" {
 			t.Errorf("the pod logged at %s: %s", l.Level, l.Msg)
 		}
 	}
