@@ -1,6 +1,8 @@
 package correlate
 
 import (
+	"cmp"
+	"slices"
 	"sort"
 	"time"
 
@@ -79,13 +81,15 @@ func (n *Namespace) Members() []Member {
 	for _, m := range n.members {
 		out = append(out, *m)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].StartTime != out[j].StartTime {
-			return out[i].StartTime < out[j].StartTime
-		}
-		return out[i].PID < out[j].PID
-	})
+	sortMembers(out)
 	return out
+}
+
+// sortMembers orders members oldest first: start time, then pid.
+func sortMembers(ms []Member) {
+	slices.SortFunc(ms, func(a, b Member) int {
+		return cmp.Or(cmp.Compare(a.StartTime, b.StartTime), cmp.Compare(a.PID, b.PID))
+	})
 }
 
 // Past returns members that left, in leaving order.
@@ -304,7 +308,11 @@ func (l *Lineage) Reconcile(procs []procfs.Process, now time.Time) {
 		}
 		present[p.MntNS][p.PID] = p
 	}
-	for _, n := range l.Live() { // in inode order: retiring appends to dead
+	// Retirements and departures are applied in order (inode; start time,
+	// pid): they append to the dead list and to past members, which reach
+	// findings. Only those are sorted, not every namespace and member.
+	var retired []*Namespace
+	for _, n := range l.live {
 		procsHere := present[n.Ino]
 		if len(procsHere) > 0 {
 			n.seenAlive(now)
@@ -313,18 +321,14 @@ func (l *Lineage) Reconcile(procs []procfs.Process, now time.Time) {
 			continue // alive with no process: a bind of its nsfs file keeps it
 		}
 		if len(procsHere) == 0 {
-			died := n.lastExit
-			if died.IsZero() {
-				died = now
-			}
-			l.retire(n, died)
+			retired = append(retired, n)
 			continue
 		}
-		for _, member := range n.Members() { // in order: leaving appends to past
-			pid, m := member.PID, n.members[member.PID]
+		var gone []Member
+		for pid, m := range n.members {
 			p, ok := procsHere[pid]
 			if !ok || (m.StartTime != 0 && p.StartTime != m.StartTime) {
-				n.leave(pid, now) // gone, or its pid now belongs to another process
+				gone = append(gone, *m) // gone, or its pid now belongs to another process
 				continue
 			}
 			if m.StartTime == 0 {
@@ -336,6 +340,18 @@ func (l *Lineage) Reconcile(procs []procfs.Process, now time.Time) {
 				m.Cgroup = p.Cgroup
 			}
 		}
+		sortMembers(gone)
+		for _, m := range gone {
+			n.leave(m.PID, now)
+		}
+	}
+	slices.SortFunc(retired, func(a, b *Namespace) int { return cmp.Compare(a.Ino, b.Ino) })
+	for _, n := range retired {
+		died := n.lastExit
+		if died.IsZero() {
+			died = now
+		}
+		l.retire(n, died)
 	}
 	for ino, procsHere := range present {
 		n := l.live[ino]
