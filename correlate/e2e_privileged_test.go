@@ -173,15 +173,16 @@ func sameVerdicts(got []*correlate.Finding, want []expectation) bool {
 
 // ofScenario drops findings about anything else happening on the machine
 // (other tests run concurrently): a scenario's objects are under its
-// directory or on its loop device.
+// directory or on its loop devices (device, device2).
 func ofScenario(fs []*correlate.Finding, name string, exp map[string]string) []*correlate.Finding {
 	dir := "/var/lib/mntleak-scenarios/" + name
 	var out []*correlate.Finding
 	for _, f := range fs {
 		// Loop device numbers are reused by tests running meanwhile: a
 		// finding on the device must also name the scenario's directory.
+		device := f.Object.Path != "" && (f.Object.Path == exp["device"] || f.Object.Path == exp["device2"])
 		if strings.HasPrefix(f.Object.Path, dir) || strings.HasPrefix(f.Object.Source, dir) ||
-			(exp["device"] != "" && f.Object.Path == exp["device"] && strings.Contains(f.Line(), dir)) {
+			(device && strings.Contains(f.Line(), dir)) {
 			out = append(out, f)
 		}
 	}

@@ -79,6 +79,12 @@ var scenarios = map[string][]expectation{
 	"nsfd-kept": {
 		{kind: correlate.KindFailure, cause: correlate.CauseUnshare, syscall: "openat", errno: "EBUSY", holderComm: "pinner"},
 	},
+	// No process in the namespace: a bind of its nsfs file keeps it, and
+	// a look inside between the two failures changes neither verdict.
+	"bind-kept-entered": {
+		{kind: correlate.KindFailure, cause: correlate.CauseUnshare, syscall: "openat", errno: "EBUSY", actor: "true"}, // unshare --mount=FILE true: named as it exited
+		{kind: correlate.KindFailure, cause: correlate.CauseUnshare, syscall: "openat", errno: "EBUSY", actor: "true"}, // unshare --mount=FILE true: named as it exited
+	},
 	// The leak names the worker forked into the copy, whose cwd pins it.
 	"forked-pinner": {
 		{kind: correlate.KindLeak, cause: correlate.CauseUnshare, syscall: "umount2", holderComm: "worker"},
