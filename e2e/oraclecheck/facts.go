@@ -1,0 +1,48 @@
+package oraclecheck
+
+import (
+	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/e2e/oracle"
+	"github.com/mntleak/mntleak/internal/findinglog"
+)
+
+// Facts is what finding f claims, in the oracle's terms; ok is false for
+// a finding about no device (nothing the oracle can look up).
+func Facts(f *correlate.Finding) (oracle.FindingFacts, bool) {
+	if f.Object.Dev == 0 {
+		return oracle.FindingFacts{}, false
+	}
+	ff := oracle.FindingFacts{
+		Line:     f.Line(),
+		Kind:     string(f.Kind),
+		Target:   oracle.Target{Major: f.Object.Dev.Major(), Minor: f.Object.Dev.Minor()},
+		CallerNS: uint64(f.Call.MntNS),
+	}
+	if f.Object.FSType == "nsfs" {
+		ff.Target.Root = f.Object.Root
+	}
+	for _, h := range f.Holders {
+		hf := oracle.HolderFacts{NS: uint64(h.MntNS), Self: h.Self, Exited: !h.Exited.IsZero(), Detached: h.Detached}
+		for _, p := range h.Processes {
+			hf.Members = append(hf.Members, p.PID)
+		}
+		for _, p := range h.Pins {
+			hf.Pins = append(hf.Pins, oracle.PinFacts{PID: p.PID, Pin: p.Pin})
+		}
+		if a := h.Actor; a != nil {
+			hf.Actor = &oracle.ActorFacts{PID: a.PID, Role: a.Role, Pin: a.Pin}
+		}
+		ff.Holders = append(ff.Holders, hf)
+	}
+	return ff, true
+}
+
+// LineFacts is Facts of a finding read back from the daemon's log.
+func LineFacts(l findinglog.Line) (oracle.FindingFacts, bool) {
+	if l.Detail == nil {
+		return oracle.FindingFacts{}, false
+	}
+	ff, ok := Facts(l.Detail)
+	ff.Line = l.Msg
+	return ff, ok
+}
