@@ -13,6 +13,8 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/e2e/oracle"
+	"github.com/mntleak/mntleak/e2e/oraclecheck"
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/internal/privtest"
 	"github.com/mntleak/mntleak/procfs"
@@ -24,12 +26,15 @@ type live struct {
 	mu       sync.Mutex
 	findings []*correlate.Finding
 	stop     func()
+	t        *testing.T
+	oracle   *oraclecheck.Checker // every finding of the cell is checked against the kernel's state
 }
 
 func startTracing(t *testing.T) *live {
 	t.Helper()
-	l := &live{}
+	l := &live{t: t, oracle: oraclecheck.New(t)}
 	corr := correlate.New(procfs.Host{}, correlate.Options{}, func(f *correlate.Finding) {
+		l.oracle.Witness(f)
 		l.mu.Lock()
 		l.findings = append(l.findings, f)
 		l.mu.Unlock()
@@ -61,17 +66,37 @@ func startTracing(t *testing.T) *live {
 	return l
 }
 
-// about returns the findings on the cell's device or mount point.
+// about returns the findings on the cell's device or mount point, each
+// checked against the oracle's answer taken when it arrived.
 func (l *live) about(dev, vol string) []*correlate.Finding {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	var out []*correlate.Finding
 	for _, f := range l.findings {
 		if f.Object.Path == dev || f.Object.Path == vol {
 			out = append(out, f)
 		}
 	}
+	l.mu.Unlock()
+	for _, f := range out {
+		l.oracle.Check(l.t, f)
+	}
 	return out
+}
+
+// volumeTarget is what the oracle looks up for a cell's volume: the loop
+// device, or a tmpfs's superblock seen through the node's root (read while
+// it is mounted).
+func volumeTarget(t *testing.T, node privtest.Node, dev, vol string) oracle.Target {
+	t.Helper()
+	path := dev
+	if dev == vol {
+		path = "/proc/" + strconv.Itoa(node.PID) + "/root" + vol
+	}
+	target, err := oracle.PathTarget(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return target
 }
 
 // wait returns the first finding about the cell that match accepts.

@@ -211,6 +211,7 @@ func runCell(t *testing.T, c cell) {
 	dir := scratch(t, c)
 	node := privtest.StartNode(t)
 	dev, vol := mountVolume(t, node, c, dir)
+	target := volumeTarget(t, node, dev, vol)
 	var l *live
 	var m made
 	if c.maker == byPredates {
@@ -265,6 +266,7 @@ func runCell(t *testing.T, c cell) {
 				t.Errorf("finding in a control: %s", f.Line())
 			}
 		}
+		l.oracle.Control(t, target)
 	default:
 		if umountErr != nil {
 			t.Fatalf("umount of %s: %v", vol, umountErr)
