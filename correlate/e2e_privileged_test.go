@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/e2e/oraclecheck"
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/internal/privtest"
 	"github.com/mntleak/mntleak/procfs"
@@ -96,7 +97,9 @@ func runScenario(t *testing.T, name string) ([]*correlate.Finding, map[string]st
 	var mu sync.Mutex
 	var findings []*correlate.Finding
 	var lost uint64
+	oracle := oraclecheck.New(t) // each finding checked against the kernel's state as it arrives
 	corr := correlate.New(procfs.Host{}, correlate.Options{}, func(f *correlate.Finding) {
+		oracle.Witness(f)
 		mu.Lock()
 		findings = append(findings, f)
 		mu.Unlock()
@@ -154,6 +157,9 @@ func runScenario(t *testing.T, name string) ([]*correlate.Finding, map[string]st
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	for _, f := range ofScenario(findings, name, exp) {
+		oracle.Check(t, f)
+	}
 	return findings, exp, lost
 }
 

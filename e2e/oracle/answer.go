@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -184,20 +185,14 @@ func (s *Snapshot) Holders(t Target) Answer {
 			a.Namespaces[i].Members = append(a.Namespaces[i].Members, ref)
 		}
 		for _, f := range p.Files {
-			if !s.pins(t, f) {
+			if f.Dev != t.dev() {
 				continue
 			}
-			f = resolve(f)
-			pin := Pin{ProcRef: ref, MntNS: p.MntNS, How: f.How, Path: linkText(f.ref)}
 			loc, known := mountNS[mountKey{f.MntID, f.Unique}]
-			switch {
-			case !known:
-				pin.Detached = true
-			case t.Root != "" && loc.root != t.Root:
-				continue // another subtree of the same filesystem
-			default:
-				pin.InNS = loc.ns
+			if !s.pins(t, f, loc, known) {
+				continue
 			}
+			pin := Pin{ProcRef: ref, MntNS: p.MntNS, How: f.How, Path: linkText(f.ref), InNS: loc.ns, Detached: !known}
 			a.Pins = append(a.Pins, pin)
 		}
 	}
@@ -209,17 +204,19 @@ func (s *Snapshot) matches(t Target, m Mount) bool {
 	return m.Major == t.Major && m.Minor == t.Minor && (t.Root == "" || m.Root == t.Root)
 }
 
-// pins tells a file on the target; for an nsfs target ("net:[N]"), the
-// namespace's own file.
-func (s *Snapshot) pins(t Target, f File) bool {
-	if f.Dev != t.dev() {
-		return false
-	}
-	if f.Dev == s.NSFSDev && t.Root != "" {
+// pins tells a file on the target (its device matches): with a root, for
+// nsfs ("net:[N]") the namespace's own file, else a file reached through
+// a mount of that root (one in no table cannot tell its root: not a pin).
+func (s *Snapshot) pins(t Target, f File, loc mountLoc, known bool) bool {
+	switch {
+	case t.Root == "":
+		return true
+	case f.Dev == s.NSFSDev:
 		_, n, ok := strings.Cut(strings.TrimSuffix(t.Root, "]"), ":[")
-		return ok && n == fmt.Sprint(f.Ino)
+		return ok && n == strconv.FormatUint(f.Ino, 10)
+	default:
+		return known && loc.root == t.Root
 	}
-	return true
 }
 
 type mountKey struct {
@@ -273,17 +270,6 @@ func (s *Snapshot) addKeepers(a *Answer, nsByIno map[uint64]int) {
 	for i := range a.Namespaces {
 		sort.Strings(a.Namespaces[i].KeptBy)
 	}
-}
-
-// resolve finds the mount of a mapping through map_files.
-func resolve(f File) File {
-	if f.MntID != 0 {
-		return f
-	}
-	if _, _, mnt, uniq, err := statxMount(f.ref); err == nil {
-		f.MntID, f.Unique = mnt, uniq
-	}
-	return f
 }
 
 // linkText is where a /proc link points ("" once gone).

@@ -16,6 +16,10 @@ type FindingFacts struct {
 	Holders  []HolderFacts
 	// Unnamed counts holder namespaces the finding only counts ("and N more").
 	Unnamed int
+	// Paths are where the finding says the object is (its path, the
+	// holders' mount points): an anonymous device number (a tmpfs's 0:N)
+	// the kernel gave to another filesystem since shows at none of them.
+	Paths []string
 }
 
 // HolderFacts is one holder a finding names.
@@ -58,11 +62,38 @@ func Check(f FindingFacts, a Answer) (disagree, moved []string) {
 	if a.Target != f.Target {
 		c.disagree("the oracle was asked about %s, the finding is about %s", a.Target, f.Target)
 	}
+	if reused(f, a) {
+		return nil, []string{fmt.Sprintf("the anonymous device %s is another filesystem's at the snapshot (mounted at none of the finding's paths, in none of its namespaces)", a.Target)}
+	}
 	for _, h := range f.Holders {
 		c.holder(h)
 	}
 	c.coverage(f)
 	return c.out, c.moved
+}
+
+// reused tells an anonymous device number (major 0) given to another
+// filesystem since the finding: the oracle's mounts of it are at none of
+// the finding's paths and in none of its holder namespaces.
+func reused(f FindingFacts, a Answer) bool {
+	if f.Target.Major != 0 || len(a.Namespaces) == 0 || len(f.Paths) == 0 {
+		return false
+	}
+	for _, h := range a.Namespaces {
+		for _, fh := range f.Holders {
+			if fh.NS == h.Inode {
+				return false
+			}
+		}
+		for _, p := range h.Points {
+			for _, fp := range f.Paths {
+				if p == fp {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 // Unheld lists what holds the target outside the allowed namespaces: for

@@ -43,9 +43,9 @@ type File struct {
 	How    string // "cwd", "root", "fd 3", "map"
 	Dev    uint64 // the superblock's device (st_dev)
 	Ino    uint64
-	MntID  uint64 // the mount it was reached through; 0 until resolved (map)
+	MntID  uint64 // the mount it was reached through
 	Unique bool   // MntID is the unique id (else the old one)
-	ref    string // the /proc link to resolve it again (map_files, fd)
+	ref    string // its /proc link (to print where it points)
 }
 
 // Proc is one process and what it holds.
@@ -197,7 +197,7 @@ func readProc(pid int) (Proc, error) {
 }
 
 // readMaps lists the distinct files a process maps (device and inode from
-// /proc/PID/maps; the mount is resolved through map_files when it matters).
+// /proc/PID/maps; the mount through map_files).
 func readMaps(dir string) ([]File, error) {
 	b, err := os.ReadFile(dir + "/maps")
 	if err != nil {
@@ -232,7 +232,12 @@ func readMaps(dir string) ([]File, error) {
 			continue
 		}
 		seen[k] = true
-		out = append(out, File{How: "map", Dev: k.dev, Ino: ino, ref: dir + "/map_files/" + f[0]})
+		ref := dir + "/map_files/" + f[0]
+		_, _, mnt, uniq, err := statxMount(ref)
+		if err != nil {
+			continue // unmapped meanwhile, or the process exited
+		}
+		out = append(out, File{How: "map", Dev: k.dev, Ino: ino, MntID: mnt, Unique: uniq, ref: ref})
 	}
 	return out, nil
 }

@@ -18,10 +18,19 @@ func Facts(f *correlate.Finding) (oracle.FindingFacts, bool) {
 		Target:   oracle.Target{Major: f.Object.Dev.Major(), Minor: f.Object.Dev.Minor()},
 		CallerNS: uint64(f.Call.MntNS),
 	}
-	if f.Object.FSType == "nsfs" {
+	// An nsfs object is one namespace's file; a stale bind is the bind of
+	// one deleted file: both are the mounts of that root, not the device.
+	if f.Object.FSType == "nsfs" || f.Cause == correlate.CauseStaleBind {
 		ff.Target.Root = f.Object.Root
 	}
+	if f.Object.Path != "" {
+		ff.Paths = append(ff.Paths, f.Object.Path)
+	}
 	for _, h := range f.Holders {
+		if h.Where != "" {
+			ff.Paths = append(ff.Paths, h.Where)
+		}
+		ff.Paths = append(ff.Paths, h.Also...)
 		hf := oracle.HolderFacts{NS: uint64(h.MntNS), Self: h.Self, Exited: !h.Exited.IsZero(), Detached: h.Detached}
 		for _, p := range h.Processes {
 			hf.Members = append(hf.Members, p.PID)
