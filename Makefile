@@ -18,7 +18,7 @@ APT_PKGS := clang llvm libbpf-dev bpftool util-linux mount e2fsprogs coreutils d
 APT_CMDS := clang llvm-strip bpftool losetup unshare nsenter pivot_root mkfs.ext4 blockdev dockerd docker containerd runc busybox ip ruby qemu-system-x86_64 qemu-img mmdebstrap debugfs \
 	etcd ctr iptables conntrack socat openssl curl gcc /usr/lib/cni/bridge
 
-.PHONY: all build run test deps lint arm64 vet fmt-check staticcheck generate check-generated unit clean lab lab-vagrant fuzz bench bench-quick bench-bin soak k8s-node k8s-node-down k8s-events image image-tar chart manifest helm
+.PHONY: all build run test oracle-total deps lint arm64 vet fmt-check staticcheck generate check-generated unit clean lab lab-vagrant fuzz bench bench-quick bench-bin soak k8s-node k8s-node-down k8s-events image image-tar chart manifest helm
 
 all: build
 
@@ -33,11 +33,20 @@ run: build
 ## privileged tests start is built with it too). Privileged tests skip
 ## without root/BPF unless MNTLEAK_REQUIRE_BPF=1, where they fail instead.
 ## The run fails if it leaves a mount, loop device or temp dir behind.
+## Every finding of a privileged test is compared with the oracle
+## (e2e/oracle); each test appends its count to ORACLE_LOG, totalled after.
 LEFTOVERS := bin/.leftovers-before
+ORACLE_LOG := $(CURDIR)/bin/oracle.log
 test: deps lint check-generated
-	@mkdir -p bin && $(GO) run ./internal/leftovers save $(LEFTOVERS)
-	@rc=0; $(GO) test -race -count=1 -timeout 30m $(PKGS) || rc=$$?; \
+	@mkdir -p bin && $(GO) run ./internal/leftovers save $(LEFTOVERS) && : > $(ORACLE_LOG)
+	@rc=0; MNTLEAK_ORACLE_LOG=$(ORACLE_LOG) $(GO) test -race -count=1 -timeout 30m $(PKGS) || rc=$$?; \
+	$(MAKE) -s oracle-total; \
 	$(GO) run ./internal/leftovers check $(LEFTOVERS) || rc=1; exit $$rc
+
+## oracle-total: the oracle's comparisons of the last make test, in one line.
+oracle-total:
+	@awk '{ n += $$(NF-5); m += $$(NF-3); k += $$(NF-1); pkg[$$2] = 1 } \
+	END { printf "oracle: %d comparisons in %d packages, %d disagreements (%d not checkable: the state had moved)\n", n, length(pkg), m, k }' $(ORACLE_LOG)
 
 ## unit: the tests that need neither root nor BPF (privileged ones skip).
 unit:
