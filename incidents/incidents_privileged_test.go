@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/e2e/oraclecheck"
 )
 
 // want is what one finding logged by the daemon must say.
@@ -63,6 +64,7 @@ func TestIncidents(t *testing.T) {
 			}
 			all, exp := run(t, tt.script, hook)
 			got := about(all, name, exp, tt.extra...)
+			oraclecheck.CheckLogged(t, got...)
 			if len(got) != len(tt.want) {
 				for _, f := range all {
 					t.Log(f.Msg)
@@ -149,6 +151,7 @@ func check(t *testing.T, i int, l logged, w want, exp map[string]string) {
 // no leak is reported.
 func TestControlChurn(t *testing.T) {
 	all, exp := run(t, "control-churn.sh", nil)
+	oraclecheck.CheckLogged(t, about(all, "control-churn", exp)...)
 	for _, f := range about(all, "control-churn", exp) {
 		if f.Detail.Kind == correlate.KindLeak || f.Detail.Cause.IsLeak() {
 			t.Errorf("leak reported during plain churn: %s", f.Msg)

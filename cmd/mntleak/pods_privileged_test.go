@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/e2e/oraclecheck"
 	"github.com/mntleak/mntleak/internal/findinglog"
 	"github.com/mntleak/mntleak/internal/privtest"
 )
@@ -46,6 +47,7 @@ func waitPodFinding(t *testing.T, d *privtest.Daemon, dir string, kind correlate
 	if !ok {
 		t.Fatalf("no %s finding about %s:\n%s", kind, dir, strings.Join(d.Logs.All(), "\n"))
 	}
+	oraclecheck.CheckLogged(t, found)
 	return found
 }
 

@@ -119,7 +119,7 @@ func (c *Checker) Check(t testing.TB, f *correlate.Finding) {
 }
 
 // CheckLine checks a finding read from the daemon's log: the snapshot is
-// taken now (the log was read after the fact), once per finding line.
+// taken now (the log was read after the fact: Late), once per finding line.
 func (c *Checker) CheckLine(t testing.TB, l findinglog.Line) {
 	t.Helper()
 	c.mu.Lock()
@@ -130,12 +130,29 @@ func (c *Checker) CheckLine(t testing.TB, l findinglog.Line) {
 	if seen || !ok {
 		return
 	}
+	ff.Late = true
 	a, err := oracle.Holders(ff.Target)
 	if err != nil {
 		t.Errorf("oracle: %v", err)
 		return
 	}
 	c.report(t, ff, a)
+}
+
+// CheckLogged checks the findings a test read from a daemon's log (the
+// test's own: about its objects) with a checker of their own: for the
+// log readers, which keep no state between their reads.
+func CheckLogged(t testing.TB, lines ...findinglog.Line) {
+	t.Helper()
+	if len(lines) == 0 {
+		return
+	}
+	c := New(t)
+	for _, l := range lines {
+		if l.IsFinding() {
+			c.CheckLine(t, l)
+		}
+	}
 }
 
 func (c *Checker) report(t testing.TB, ff oracle.FindingFacts, a oracle.Answer) {
