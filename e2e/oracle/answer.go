@@ -162,6 +162,10 @@ func (s *Snapshot) Holders(t Target) Answer {
 	}
 	for _, ns := range s.Namespaces {
 		a.Exists[ns.Inode] = true
+		if ns.Unread != "" {
+			a.Skipped = append(a.Skipped, fmt.Sprintf("mnt:[%d] (may hold it): %s", ns.Inode, ns.Unread))
+			continue
+		}
 		var points []string
 		for _, m := range ns.Mounts {
 			if s.matches(t, m) {
@@ -173,9 +177,6 @@ func (s *Snapshot) Holders(t Target) Answer {
 		}
 		nsByIno[ns.Inode] = len(a.Namespaces)
 		a.Namespaces = append(a.Namespaces, Holding{Inode: ns.Inode, ID: ns.ID, Points: points})
-		if ns.Unread != "" {
-			a.Skipped = append(a.Skipped, fmt.Sprintf("mnt:[%d]: %s", ns.Inode, ns.Unread))
-		}
 	}
 	s.addKeepers(&a, nsByIno)
 	mountNS := s.mountIndex()

@@ -37,4 +37,11 @@
 //     Snapshot.Holders.
 //   - compare.go: FindingFacts (what a finding claims, built by the
 //     caller), Compare/Check against an answer, Unheld for a control.
+//
+// Tests: oracle_test.go (the import rule, decoding), compare_test.go (the
+// comparison rules on made-up answers), oracle_privileged_test.go (real
+// kernel state: a loop device in a node, a private copy, a cwd pin, an fd
+// in a detached copy, namespaces kept by an nsfs bind and an open nsfs
+// fd, a tmpfs), fallback_privileged_test.go (the fallback agrees with the
+// walk).
 package oracle

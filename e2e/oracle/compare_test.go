@@ -1,0 +1,99 @@
+package oracle
+
+import (
+	"strings"
+	"testing"
+)
+
+// answerWith is an answer in which namespace 2 (members 20, 21) has the
+// target mounted at /vol, pid 30 pins it by its cwd in namespace 2 and pid
+// 40 holds namespace 2's file open; namespaces 1, 2, 3 exist.
+func answerWith() Answer {
+	return Answer{
+		Target: Target{Major: 7, Minor: 3},
+		Namespaces: []Holding{{Inode: 2, Points: []string{"/vol"}, Members: []ProcRef{{20, "a"}, {21, "b"}},
+			HeldOpenBy: []Pin{{ProcRef: ProcRef{40, "k"}, How: "fd 5"}}}},
+		Pins:   []Pin{{ProcRef: ProcRef{30, "p"}, How: "cwd", InNS: 2}},
+		Live:   map[int]bool{1: true, 20: true, 21: true, 30: true, 40: true, 50: true},
+		Exists: map[uint64]bool{1: true, 2: true, 3: true},
+	}
+}
+
+func TestCheck(t *testing.T) {
+	target := Target{Major: 7, Minor: 3}
+	leak := func(hs ...HolderFacts) FindingFacts {
+		return FindingFacts{Kind: "leak", Target: target, CallerNS: 1, Holders: hs, Paths: []string{"/vol"}}
+	}
+	for _, tc := range []struct {
+		name     string
+		f        FindingFacts
+		a        func(*Answer)
+		disagree []string // substrings, one per disagreement, in order
+		moved    int
+	}{
+		{name: "member named", f: leak(HolderFacts{NS: 2, Members: []int{20, 21}, Actor: &ActorFacts{PID: 20, Role: "member"}})},
+		{name: "pinner named", f: leak(HolderFacts{NS: 2, Pins: []PinFacts{{30, "cwd"}}, Actor: &ActorFacts{PID: 30, Role: "pinner", Pin: "cwd"}})},
+		{name: "nsfd keeper named", f: leak(HolderFacts{NS: 2, Pins: []PinFacts{{40, "nsfd"}}})},
+		{name: "wrong pin kind", f: leak(HolderFacts{NS: 2, Actor: &ActorFacts{PID: 30, Role: "pinner", Pin: "fd"}}),
+			disagree: []string{"pid 30 pins 7:3 by its fd"}},
+		{name: "a bystander named", f: leak(HolderFacts{NS: 2, Actor: &ActorFacts{PID: 50, Role: "member"}}),
+			disagree: []string{"names pid 50"}},
+		{name: "the wrong namespace", f: leak(HolderFacts{NS: 3}),
+			disagree: []string{"mnt:[3] holds 7:3", "the oracle finds mnt:[2]"}},
+		{name: "holder counted, not named", f: FindingFacts{Kind: "leak", Target: target, Unnamed: 1}},
+		{name: "holder neither named nor counted", f: leak(), disagree: []string{"the oracle finds mnt:[2]"}},
+		{name: "the caller's namespace is not a leak's holder", f: leak(HolderFacts{NS: 2}),
+			a: func(a *Answer) {
+				a.Namespaces = append(a.Namespaces, Holding{Inode: 1, Points: []string{"/elsewhere"}})
+			}},
+		{name: "the caller's namespace is a failure's", f: FindingFacts{Kind: "failure", Target: target, CallerNS: 1, Holders: []HolderFacts{{NS: 2}}},
+			a: func(a *Answer) {
+				a.Namespaces = append(a.Namespaces, Holding{Inode: 1, Points: []string{"/elsewhere"}})
+			},
+			disagree: []string{"the oracle finds mnt:[1]"}},
+		{name: "exited holder", f: leak(HolderFacts{NS: 2, Exited: true, Members: []int{99}}), moved: 1},
+		{name: "pid gone", f: leak(HolderFacts{NS: 2, Actor: &ActorFacts{PID: 99, Role: "member"}}), moved: 1},
+		{name: "namespace gone", f: FindingFacts{Kind: "leak", Target: target, Holders: []HolderFacts{{NS: 9}}}, a: func(a *Answer) { a.Namespaces = nil; a.Pins = nil }, moved: 1},
+		{name: "released before the snapshot", f: leak(HolderFacts{NS: 3, Actor: &ActorFacts{PID: 50, Role: "member"}}),
+			a: func(a *Answer) { a.Namespaces = nil; a.Pins = nil }, moved: 2},
+		{name: "detached pin unnamed", f: leak(HolderFacts{NS: 2}),
+			a:        func(a *Answer) { a.Pins = append(a.Pins, Pin{ProcRef: ProcRef{50, "x"}, How: "fd 3", Detached: true}) },
+			disagree: []string{"detached copy of 7:3 pinned by x[50]"}},
+		{name: "detached claimed, in a table", f: leak(HolderFacts{NS: 2, Detached: true, Pins: []PinFacts{{30, "cwd"}}}),
+			disagree: []string{"pins a detached copy"}},
+		{name: "an anonymous device number reused", f: FindingFacts{Kind: "leak", Target: Target{Major: 0, Minor: 38}, Holders: []HolderFacts{{NS: 3}}, Paths: []string{"/other"}},
+			a: func(a *Answer) { a.Target = Target{Major: 0, Minor: 38} }, moved: 1},
+		{name: "a block device is not judged reused when checked at once", f: FindingFacts{Kind: "leak", Target: target, Holders: []HolderFacts{{NS: 3}}, Paths: []string{"/other"}},
+			disagree: []string{"mnt:[3] holds", "the oracle finds mnt:[2]"}},
+		{name: "but is, when checked late", f: FindingFacts{Kind: "leak", Target: target, Holders: []HolderFacts{{NS: 3}}, Paths: []string{"/other"}, Late: true}, moved: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := answerWith()
+			if tc.a != nil {
+				tc.a(&a)
+			}
+			d, moved := Check(tc.f, a)
+			if len(d) != len(tc.disagree) || len(moved) != tc.moved {
+				t.Fatalf("disagreements %q, moved %q; want %d and %d", d, moved, len(tc.disagree), tc.moved)
+			}
+			for i, want := range tc.disagree {
+				if !strings.Contains(d[i], want) {
+					t.Errorf("disagreement %d: %q, want it to say %q", i, d[i], want)
+				}
+			}
+		})
+	}
+}
+
+func TestUnheld(t *testing.T) {
+	a := answerWith()
+	if d := Unheld(a, 2); len(d) != 0 {
+		t.Errorf("allowing mnt:[2]: %q", d)
+	}
+	if d := Unheld(a); len(d) != 2 {
+		t.Errorf("allowing nothing: %q, want the mount and the pin", d)
+	}
+	if d := Unheld(Answer{}); len(d) != 0 {
+		t.Errorf("nothing held: %q", d)
+	}
+}
