@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/e2e/oraclecheck"
 	"github.com/mntleak/mntleak/internal/findinglog"
 	"github.com/mntleak/mntleak/internal/privtest"
 )
@@ -194,6 +195,13 @@ func TestImage(t *testing.T) {
 		}
 		t.Errorf("no failure finding for mkfs.ext4's EBUSY on %s in the container's log; findings:\n%s", dev, strings.Join(found, "\n"))
 	}
+	var seed []logLine
+	for _, l := range logs() {
+		if leaked(l) || busy(l) {
+			seed = append(seed, l)
+		}
+	}
+	oraclecheck.CheckLogged(t, seed...)
 
 	// A second device, held only by a mount namespace no process runs in,
 	// kept by a bind of its nsfs file: the daemon in the image reads that

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/mntleak/mntleak/e2e/oraclecheck"
 	"github.com/mntleak/mntleak/internal/findinglog"
 	"github.com/mntleak/mntleak/internal/journald/journaldtest"
 	"github.com/mntleak/mntleak/internal/privtest"
@@ -178,6 +179,7 @@ func (m *mntleak) waitFindings(t *testing.T, d time.Duration, want int, match fu
 		}
 		return len(got) >= want
 	})
+	oraclecheck.CheckLogged(t, got...)
 	return got
 }
 
