@@ -3,13 +3,15 @@ package oracle
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // FindingFacts is what a finding claims, built by the caller from the
 // finding (this package never reads the engine's types).
 type FindingFacts struct {
-	Line   string // the finding as logged: printed with a disagreement
-	Kind   string // "failure" or "leak"
+	Line   string    // the finding as logged: printed with a disagreement
+	At     time.Time // when the call was made (zero: not known)
+	Kind   string    // "failure" or "leak"
 	Target Target
 	// CallerNS is the namespace of the call (for a leak, the unmount's).
 	CallerNS uint64

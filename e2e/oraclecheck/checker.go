@@ -167,10 +167,14 @@ func (c *Checker) report(t testing.TB, ff oracle.FindingFacts, a oracle.Answer) 
 		c.moved++
 	}
 	c.mu.Unlock()
+	lag := "call time unknown"
+	if !ff.At.IsZero() {
+		lag = "snapshot " + a.Taken.Sub(ff.At).Round(time.Millisecond).String() + " after the call"
+	}
 	if len(d) > 0 {
-		t.Errorf("the oracle disagrees with the finding:\n  %s\n%s\n%s", ff.Line, bullets(append(d, moved...)), a)
+		t.Errorf("the oracle disagrees with the finding (%s):\n  %s\n%s\n%s", lag, ff.Line, bullets(append(d, moved...)), a)
 	} else if len(moved) > 0 {
-		t.Logf("oracle: the state moved before the check (%s): %s", strings.Join(moved, "; "), ff.Line)
+		t.Logf("oracle: the state moved before the check (%s; %s): %s", lag, strings.Join(moved, "; "), ff.Line)
 	}
 }
 

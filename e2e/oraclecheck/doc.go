@@ -15,5 +15,7 @@
 //
 // Files:
 //   - facts.go: Facts, LineFacts (a finding's claims in the oracle's terms).
-//   - checker.go: Checker (Witness, Check, CheckLine, Control, the counts).
+//   - checker.go: Checker (Witness, Check, CheckLine, CheckLogged, Control,
+//     the counts).
+//   - facts_test.go: the adapter, field by field.
 package oraclecheck

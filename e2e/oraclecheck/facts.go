@@ -14,6 +14,7 @@ func Facts(f *correlate.Finding) (oracle.FindingFacts, bool) {
 	}
 	ff := oracle.FindingFacts{
 		Line:     f.Line(),
+		At:       f.Call.Time,
 		Kind:     string(f.Kind),
 		Target:   oracle.Target{Major: f.Object.Dev.Major(), Minor: f.Object.Dev.Minor()},
 		CallerNS: uint64(f.Call.MntNS),
