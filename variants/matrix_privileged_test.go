@@ -266,7 +266,7 @@ func runCell(t *testing.T, c cell) {
 				t.Errorf("finding in a control: %s", f.Line())
 			}
 		}
-		l.oracle.Control(t, target)
+		l.oracle.Control(t, target, []string{vol})
 	default:
 		if umountErr != nil {
 			t.Fatalf("umount of %s: %v", vol, umountErr)

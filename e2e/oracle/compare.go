@@ -103,20 +103,40 @@ func reused(f FindingFacts, a Answer) bool {
 }
 
 // Unheld lists what holds the target outside the allowed namespaces: for
-// a control, where nothing may hold it after the teardown.
-func Unheld(a Answer, allowed ...uint64) []string {
+// a control, where nothing may hold it after the teardown. For an
+// anonymous device (a tmpfs's 0:N, which the kernel gives to the next
+// filesystem once this one is gone) only mounts at paths (where the
+// control had it) and pins in them count: another filesystem has the
+// number elsewhere.
+func Unheld(a Answer, paths []string, allowed ...uint64) []string {
 	var out []string
+	mine := map[uint64]bool{}
 	for _, h := range a.Namespaces {
+		if a.Target.Major == 0 && len(paths) > 0 && !anyIn(h.Points, paths) {
+			continue
+		}
+		mine[h.Inode] = true
 		if !contains(allowed, h.Inode) {
 			out = append(out, fmt.Sprintf("mnt:[%d] has it mounted at %s (members %s)", h.Inode, strings.Join(h.Points, ", "), refs(h.Members)))
 		}
 	}
 	for _, p := range a.Pins {
-		if p.Detached || !contains(allowed, p.InNS) {
+		if p.Detached || (mine[p.InNS] && !contains(allowed, p.InNS)) {
 			out = append(out, "pinned: "+p.String())
 		}
 	}
 	return out
+}
+
+func anyIn(ss, set []string) bool {
+	for _, s := range ss {
+		for _, x := range set {
+			if s == x {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 type checker struct {

@@ -87,13 +87,20 @@ func TestCheck(t *testing.T) {
 
 func TestUnheld(t *testing.T) {
 	a := answerWith()
-	if d := Unheld(a, 2); len(d) != 0 {
+	if d := Unheld(a, nil, 2); len(d) != 0 {
 		t.Errorf("allowing mnt:[2]: %q", d)
 	}
-	if d := Unheld(a); len(d) != 2 {
+	if d := Unheld(a, nil); len(d) != 2 {
 		t.Errorf("allowing nothing: %q, want the mount and the pin", d)
 	}
-	if d := Unheld(Answer{}); len(d) != 0 {
+	if d := Unheld(Answer{}, nil); len(d) != 0 {
 		t.Errorf("nothing held: %q", d)
+	}
+	a.Target = Target{Major: 0, Minor: 38}
+	if d := Unheld(a, []string{"/elsewhere"}); len(d) != 0 {
+		t.Errorf("an anonymous device another filesystem has at /vol, the control's at /elsewhere: %q", d)
+	}
+	if d := Unheld(a, []string{"/vol"}); len(d) != 2 {
+		t.Errorf("an anonymous device at the control's /vol: %q, want the mount and the pin", d)
 	}
 }

@@ -118,10 +118,10 @@ func TestOracleCopyInAPrivateNamespace(t *testing.T) {
 	if d := oracle.Compare(wrong, a); len(d) != 3 {
 		t.Errorf("a leak naming the node: %d disagreements, want 3 (node not holding, pid not a holder, holder unnamed): %q", len(d), d)
 	}
-	if d := oracle.Unheld(a); len(d) != 1 {
+	if d := oracle.Unheld(a, nil); len(d) != 1 {
 		t.Errorf("as a control: %q, want the holder's copy", d)
 	}
-	if d := oracle.Unheld(a, uint64(holder.MntNS)); len(d) != 0 {
+	if d := oracle.Unheld(a, nil, uint64(holder.MntNS)); len(d) != 0 {
 		t.Errorf("as a control allowing the holder: %q", d)
 	}
 	// Killed, the holder's namespace goes and with it the copy.
@@ -157,7 +157,7 @@ func TestOracleDetachedCopyKeptByAnOpenFile(t *testing.T) {
 	if len(a.Pins) != 1 || a.Pins[0].PID != holder.PID || a.Pins[0].How != "fd 3" || !a.Pins[0].Detached {
 		t.Fatalf("pins %v, want pid %d's fd 3 in a detached copy", a.Pins, holder.PID)
 	}
-	if d := oracle.Unheld(a, uint64(holder.MntNS)); len(d) != 1 {
+	if d := oracle.Unheld(a, nil, uint64(holder.MntNS)); len(d) != 1 {
 		t.Errorf("a detached pin is a holder in a control, whatever namespace is allowed: %q", d)
 	}
 	right := oracle.FindingFacts{Kind: "leak", Target: a.Target, Holders: []oracle.HolderFacts{{NS: uint64(holder.MntNS), Detached: true,

@@ -178,10 +178,10 @@ func (c *Checker) report(t testing.TB, ff oracle.FindingFacts, a oracle.Answer) 
 	}
 }
 
-// Control asserts that nothing holds the object at path (a device, or a
-// mount point's filesystem given as target) outside the allowed namespaces:
-// a control after its teardown.
-func (c *Checker) Control(t testing.TB, target oracle.Target, allowed ...uint32) {
+// Control asserts that nothing holds target outside the allowed
+// namespaces: a control after its teardown. paths are where the control
+// had it mounted (what tells a tmpfs's reused device number apart).
+func (c *Checker) Control(t testing.TB, target oracle.Target, paths []string, allowed ...uint32) {
 	t.Helper()
 	a, err := oracle.Holders(target)
 	if err != nil {
@@ -192,7 +192,7 @@ func (c *Checker) Control(t testing.TB, target oracle.Target, allowed ...uint32)
 	for _, ns := range allowed {
 		ok = append(ok, uint64(ns))
 	}
-	d := oracle.Unheld(a, ok...)
+	d := oracle.Unheld(a, paths, ok...)
 	c.mu.Lock()
 	c.compared++
 	if len(d) > 0 {
