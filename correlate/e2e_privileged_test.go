@@ -132,7 +132,9 @@ func runScenario(t *testing.T, name string) ([]*correlate.Finding, map[string]st
 		t.Fatal(err)
 	}
 	cmd := exec.Command(filepath.Join("..", "testdata", "scenarios", name, "run.sh"))
-	cmd.Env = append(os.Environ(), "MNTLEAK_EXPECT="+expFile)
+	// MNTLEAK_HOLD: the scenario's state stays 2.5 s before its cleanup,
+	// for the oracle to check the last findings (a leak's settles 2 s).
+	cmd.Env = append(os.Environ(), "MNTLEAK_EXPECT="+expFile, "MNTLEAK_HOLD=2.5")
 	// A file, not a pipe: a process the scenario failed to clean up
 	// must not hang the test by holding the pipe open.
 	cmd.Stdout, cmd.Stderr = outF, outF

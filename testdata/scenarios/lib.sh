@@ -28,6 +28,9 @@ LOOPS=()
 ZRAMS=()
 cleanup() {
 	set +e
+	# Under the end-to-end test, the state is kept a moment for the oracle
+	# to check the last findings against it (MNTLEAK_HOLD seconds).
+	sleep "${MNTLEAK_HOLD:-0}"
 	for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do kill -9 "${PIDS[i]}" 2>/dev/null; done
 	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
 	# Namespaces die with their processes; give the kernel a moment to
