@@ -27,7 +27,9 @@
 //     next to a private service, namespace churn, double unmounts, an
 //     unmount and rmdir at once).
 //   - live_privileged_test.go: the tracer and correlator of a cell, and
-//     the checks of a verdict (the pids a fix names are live holders).
+//     the checks of a verdict (the pids a fix names are live holders;
+//     every finding of the cell agrees with the oracle, e2e/oracle, read
+//     as it arrived; a control's volume is held by nothing after it).
 //   - detach_privileged_test.go: copies the kernel detaches on rmdir of
 //     their mountpoint (no event says so): a later failure never cites one,
 //     and a detached copy still pinned is named as such, with its pinner.
