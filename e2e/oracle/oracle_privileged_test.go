@@ -234,3 +234,21 @@ func TestOracleTmpfs(t *testing.T) {
 		t.Errorf("the node's tmpfs is visible here")
 	}
 }
+
+// TestOracleMappingPin: a process running a static program from the copy
+// (mapped at a low address: maps pads it with zeros, map_files does not).
+func TestOracleMappingPin(t *testing.T) {
+	node, dev, vol := nodeWithDevice(t)
+	privtest.RequireCommands(t, "busybox")
+	node.Run(t, "cp", "/usr/bin/busybox", vol+"/busybox")
+	mapper := exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", "unshare", "-m", "--propagation", "private",
+		"sh", "-c", "echo ready && exec "+vol+"/busybox sleep 600")
+	privtest.StartReady(t, mapper, 10*time.Second)
+	ns := privtest.MountNS(t, strconv.Itoa(mapper.Process.Pid))
+	node.Run(t, "umount", vol)
+	a := ask(t, deviceTarget(t, dev))
+	wantNamespaces(t, a, map[uint32]string{ns: vol})
+	if len(a.Pins) != 1 || a.Pins[0].PID != mapper.Process.Pid || a.Pins[0].How != "map" || a.Pins[0].InNS != uint64(ns) {
+		t.Errorf("pins %v, want pid %d's mapping in mnt:[%d]", a.Pins, mapper.Process.Pid, ns)
+	}
+}

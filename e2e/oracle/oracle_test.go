@@ -55,3 +55,12 @@ func TestDecodeStatmountChecksLengths(t *testing.T) {
 		t.Error("a string beyond the size decoded")
 	}
 }
+
+func TestMapFilesRef(t *testing.T) {
+	if got, err := mapFilesRef("/proc/7", "00400000-00401000"); err != nil || got != "/proc/7/map_files/400000-401000" {
+		t.Errorf("%q %v", got, err)
+	}
+	if _, err := mapFilesRef("/proc/7", "x-1"); err == nil {
+		t.Error("a bad range made a link")
+	}
+}

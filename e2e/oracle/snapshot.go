@@ -232,7 +232,10 @@ func readMaps(dir string) ([]File, error) {
 			continue
 		}
 		seen[k] = true
-		ref := dir + "/map_files/" + f[0]
+		ref, err := mapFilesRef(dir, f[0])
+		if err != nil {
+			return nil, err
+		}
 		_, _, mnt, uniq, err := statxMount(ref)
 		if err != nil {
 			continue // unmapped meanwhile, or the process exited
@@ -240,6 +243,18 @@ func readMaps(dir string) ([]File, error) {
 		out = append(out, File{How: "map", Dev: k.dev, Ino: ino, MntID: mnt, Unique: uniq, ref: ref})
 	}
 	return out, nil
+}
+
+// mapFilesRef is the map_files link of a maps range: its addresses
+// without maps' zero padding ("00400000-00401000" is "400000-401000").
+func mapFilesRef(dir, span string) (string, error) {
+	lo, hi, ok := strings.Cut(span, "-")
+	a, err1 := strconv.ParseUint(lo, 16, 64)
+	b, err2 := strconv.ParseUint(hi, 16, 64)
+	if !ok || err1 != nil || err2 != nil {
+		return "", fmt.Errorf("%s/maps: bad range %q", dir, span)
+	}
+	return dir + "/map_files/" + strconv.FormatUint(a, 16) + "-" + strconv.FormatUint(b, 16), nil
 }
 
 // readNamespacesFromProcs is the fallback without the namespace walk: the
