@@ -45,6 +45,7 @@ func runChurn(t *testing.T, name string) {
 				t.Errorf("finding in a control: %s", f.Line())
 			}
 		}
+		l.controlDevices(t, objects)
 		return
 	}
 	t.Fatalf("no churn control %q", name)

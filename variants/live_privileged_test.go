@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.uber.org/zap/zaptest"
+	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/e2e/oracle"
@@ -81,6 +82,25 @@ func (l *live) about(dev, vol string) []*correlate.Finding {
 		l.oracle.Check(l.t, f)
 	}
 	return out
+}
+
+// controlDevices asserts, for each (device, mount point) pair of a churn
+// control whose device is still a block device, that the oracle finds it
+// held nowhere (a tmpfs has no name left to look it up by after its
+// teardown).
+func (l *live) controlDevices(t *testing.T, objects []string) {
+	t.Helper()
+	for i := 0; i+1 < len(objects); i += 2 {
+		var st unix.Stat_t
+		if unix.Stat(objects[i], &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFBLK {
+			continue
+		}
+		target, err := oracle.PathTarget(objects[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.oracle.Control(t, target, []string{objects[i+1]})
+	}
 }
 
 // volumeTarget is what the oracle looks up for a cell's volume: the loop

@@ -42,7 +42,6 @@
 // comparison rules on made-up answers), oracle_privileged_test.go (real
 // kernel state: a loop device in a node, a private copy, a cwd pin, an fd
 // in a detached copy, a static program mapped from a copy, namespaces
-// kept by an nsfs bind and an open nsfs
-// fd, a tmpfs), fallback_privileged_test.go (the fallback agrees with the
-// walk).
+// kept by an nsfs bind and an open nsfs fd, a tmpfs),
+// fallback_privileged_test.go (the fallback agrees with the walk).
 package oracle
