@@ -189,6 +189,14 @@ func (s *Snapshot) Holders(t Target) Answer {
 			if f.Dev != t.dev() {
 				continue
 			}
+			if f.How == "map" {
+				// Read now, for the device asked about: a mapping
+				// gone since (unmapped, the process exited) holds nothing.
+				var err error
+				if _, _, f.MntID, f.Unique, err = statxMount(f.ref); err != nil {
+					continue
+				}
+			}
 			loc, known := mountNS[mountKey{f.MntID, f.Unique}]
 			if !s.pins(t, f, loc, known) {
 				continue

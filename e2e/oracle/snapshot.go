@@ -43,7 +43,7 @@ type File struct {
 	How    string // "cwd", "root", "fd 3", "map"
 	Dev    uint64 // the superblock's device (st_dev)
 	Ino    uint64
-	MntID  uint64 // the mount it was reached through
+	MntID  uint64 // the mount it was reached through (a map: 0 until resolved)
 	Unique bool   // MntID is the unique id (else the old one)
 	ref    string // its /proc link (to print where it points)
 }
@@ -197,7 +197,8 @@ func readProc(pid int) (Proc, error) {
 }
 
 // readMaps lists the distinct files a process maps (device and inode from
-// /proc/PID/maps; the mount through map_files).
+// /proc/PID/maps; the mount is read through map_files only for a mapping
+// on the device asked about: Snapshot.Holders).
 func readMaps(dir string) ([]File, error) {
 	b, err := os.ReadFile(dir + "/maps")
 	if err != nil {
@@ -236,11 +237,7 @@ func readMaps(dir string) ([]File, error) {
 		if err != nil {
 			return nil, err
 		}
-		_, _, mnt, uniq, err := statxMount(ref)
-		if err != nil {
-			continue // unmapped meanwhile, or the process exited
-		}
-		out = append(out, File{How: "map", Dev: k.dev, Ino: ino, MntID: mnt, Unique: uniq, ref: ref})
+		out = append(out, File{How: "map", Dev: k.dev, Ino: ino, ref: ref})
 	}
 	return out, nil
 }
