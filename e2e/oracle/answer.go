@@ -159,6 +159,9 @@ func (s *Snapshot) Holders(t Target) Answer {
 	for _, p := range s.Procs {
 		a.Live[p.PID] = true
 		a.Exists[p.MntNS] = true
+		for _, ns := range p.ThreadNS {
+			a.Exists[ns] = true
+		}
 	}
 	for _, ns := range s.Namespaces {
 		a.Exists[ns.Inode] = true
@@ -182,8 +185,10 @@ func (s *Snapshot) Holders(t Target) Answer {
 	mountNS := s.mountIndex()
 	for _, p := range s.Procs {
 		ref := ProcRef{PID: p.PID, Comm: p.Comm}
-		if i, ok := nsByIno[p.MntNS]; ok {
-			a.Namespaces[i].Members = append(a.Namespaces[i].Members, ref)
+		for _, ns := range append([]uint64{p.MntNS}, p.ThreadNS...) {
+			if i, ok := nsByIno[ns]; ok {
+				a.Namespaces[i].Members = append(a.Namespaces[i].Members, ref)
+			}
 		}
 		for _, f := range p.Files {
 			if f.Dev != t.dev() {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -250,5 +251,43 @@ func TestOracleMappingPin(t *testing.T) {
 	wantNamespaces(t, a, map[uint32]string{ns: vol})
 	if len(a.Pins) != 1 || a.Pins[0].PID != mapper.Process.Pid || a.Pins[0].How != "map" || a.Pins[0].InNS != uint64(ns) {
 		t.Errorf("pins %v, want pid %d's mapping in mnt:[%d]", a.Pins, mapper.Process.Pid, ns)
+	}
+}
+
+// TestOracleThreadInANamespace: a thread that entered a namespace (setns)
+// keeps it while it is there: its process is a member; once the thread
+// has ended, it is not.
+func TestOracleThreadInANamespace(t *testing.T) {
+	node, dev, vol := nodeWithDevice(t)
+	holder := node.StartHolder(t, "private", "true")
+	node.Run(t, "umount", vol)
+	target := deviceTarget(t, dev)
+	entered, leave := make(chan error), make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		fd, err := unix.Open("/proc/"+strconv.Itoa(holder.PID)+"/ns/mnt", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err == nil {
+			defer unix.Close(fd)
+			if err = unix.Unshare(unix.CLONE_FS); err == nil {
+				err = unix.Setns(fd, unix.CLONE_NEWNS)
+			}
+		}
+		entered <- err
+		<-leave
+	}()
+	if err := <-entered; err != nil {
+		t.Fatalf("enter mnt:[%d]: %v", holder.MntNS, err)
+	}
+	h, _ := ask(t, target).Holding(uint64(holder.MntNS))
+	close(leave)
+	if !hasMember(h, os.Getpid()) {
+		t.Errorf("mnt:[%d] members %v, want this process (a thread of it is there)", holder.MntNS, h.Members)
+	}
+	if !privtest.Poll(5*time.Second, func() bool {
+		a, err := oracle.Holders(target)
+		h, _ := a.Holding(uint64(holder.MntNS))
+		return err == nil && !hasMember(h, os.Getpid())
+	}) {
+		t.Errorf("still a member of mnt:[%d] after its thread ended", holder.MntNS)
 	}
 }

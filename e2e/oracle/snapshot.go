@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -52,8 +53,11 @@ type File struct {
 type Proc struct {
 	PID   int
 	Comm  string
-	MntNS uint64 // inode of its mount namespace
-	Files []File
+	MntNS uint64 // inode of its mount namespace (its main thread's)
+	// ThreadNS are the other mount namespaces its threads are in (a thread
+	// that entered one with setns keeps it too).
+	ThreadNS []uint64
+	Files    []File
 }
 
 // Snapshot is the kernel's state at one moment: every mount namespace
@@ -169,6 +173,7 @@ func readProc(pid int) (Proc, error) {
 		return p, fmt.Errorf("stat %s/ns/mnt: %w", dir, err)
 	}
 	p.MntNS = st.Ino
+	p.ThreadNS = threadNamespaces(dir, p.MntNS)
 	for _, how := range []string{"cwd", "root"} {
 		dev, ino, mnt, uniq, err := statxMount(dir + "/" + how)
 		if err != nil {
@@ -194,6 +199,26 @@ func readProc(pid int) (Proc, error) {
 	}
 	p.Files = append(p.Files, maps...)
 	return p, nil
+}
+
+// threadNamespaces lists the mount namespaces of a process's threads
+// other than main (its main thread's); a thread gone meanwhile is skipped.
+func threadNamespaces(dir string, main uint64) []uint64 {
+	tasks, err := os.ReadDir(dir + "/task")
+	if err != nil || len(tasks) < 2 {
+		return nil
+	}
+	var out []uint64
+	for _, task := range tasks {
+		var st unix.Stat_t
+		if unix.Stat(dir+"/task/"+task.Name()+"/ns/mnt", &st) != nil || st.Ino == main {
+			continue
+		}
+		if !slices.Contains(out, st.Ino) {
+			out = append(out, st.Ino)
+		}
+	}
+	return out
 }
 
 // readMaps lists the distinct files a process maps (device and inode from
