@@ -145,6 +145,11 @@ func TestDetachedNetnsKeptByAnOpenFile(t *testing.T) {
 	}
 	found := settledFindings(t, d, file)
 	if len(found) != 1 {
+		for _, l := range d.Logs.All() {
+			if strings.Contains(l, name) && !strings.Contains(l, `"logger":"correlate"`) {
+				t.Log(l)
+			}
+		}
 		t.Fatalf("%d findings on %s, want 1 leak:\n%s", len(found), file, lines(found))
 	}
 	l := found[0]
