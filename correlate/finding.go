@@ -258,8 +258,10 @@ type LeakRef struct {
 // Check says what makes a finding unfit to be shown (nil when it is fit):
 // every finding printed or logged names a cause and a fix (a finding
 // with neither, "cause: invalid" and an empty "fix:", once came out of
-// `mntleak why` for a free device). `mntleak why`, the daemon's writer
-// and the tests over every golden and why output refuse one that fails.
+// `mntleak why` for a free device). `mntleak why` refuses to print one
+// that fails; the tests over every golden (TestEveryGoldenFindingIsFit)
+// and over the daemon's findings in cmd/mntleak's verdict tests fail on
+// one.
 func (f *Finding) Check() error {
 	var wrong []string
 	if _, err := f.Cause.MarshalText(); err != nil {

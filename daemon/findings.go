@@ -103,11 +103,6 @@ func openFindings(ctx context.Context, cfg Config, p *pipeline, log *zap.Logger)
 		warned bool
 	}
 	out := func(f *correlate.Finding) {
-		if err := f.Check(); err != nil {
-			// A finding without a cause or a fix is a bug, never a verdict.
-			flog.Error("refusing an unfit finding (a bug in mntleak)", zap.Error(err))
-			return
-		}
 		flog.Log(output.FindingLevel(f), f.Line(), output.FindingFields(f)...)
 		// Kept for mntleak release --finding ID.
 		if dir := cfg.StateDir; dir != "" {

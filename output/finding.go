@@ -1,8 +1,6 @@
 package output
 
 import (
-	"fmt"
-
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -14,9 +12,6 @@ import (
 // is never dropped for want of room: findings are rare and each one is the
 // point of the daemon.
 func (w *Writer) WriteFinding(f *correlate.Finding) error {
-	if err := f.Check(); err != nil {
-		return fmt.Errorf("refusing an unfit finding (a bug in mntleak): %w", err)
-	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.scratch.Reset()
