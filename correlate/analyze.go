@@ -300,7 +300,7 @@ func (c *Correlator) pinsFor(id identity, matches []match, before uint64) (map[u
 	// Only processes that pin the object itself: on a shared filesystem
 	// such as the root fs every process has a cwd on the device.
 	var keep []PinRef
-	for _, refs := range pinRefs(pins) {
+	for _, refs := range pinRefs(nsFilesNamed(pins, id)) {
 		for _, r := range refs {
 			if id.block || r.Pin == "blockdev-fd" || pinInObject(r, matches, id) {
 				keep = append(keep, r)
@@ -363,6 +363,29 @@ func containsNS(nss []uint32, ns uint32) bool {
 	return false
 }
 
+// nsFilesNamed names, for a namespace file (nsfs: one device for every
+// namespace, told by the root "net:[N]"), the open files that are that
+// namespace by their inode as the namespace ("net:[N]"): one opened through
+// a copy the kernel detached since shows as "/" in /proc, and it keeps the
+// copy and the namespace alive all the same. The others are dropped.
+func nsFilesNamed(pins []procfs.Pin, id identity) []procfs.Pin {
+	ino, err := procfs.ParseNSLink(id.root)
+	if id.fs != "nsfs" || err != nil {
+		return pins
+	}
+	out := pins[:0:0]
+	for _, p := range pins {
+		if p.Kind == procfs.PinFD && p.Ino != 0 {
+			if p.Ino != uint64(ino) {
+				continue
+			}
+			p.Path = id.root
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
 // pinInObject reports whether a pin's path lies inside the object as seen
 // in the pinning process's namespace.
 func pinInObject(r PinRef, matches []match, id identity) bool {
@@ -373,7 +396,8 @@ func pinInObject(r PinRef, matches []match, id identity) bool {
 	}
 	// No mountinfo shows the object there (a detached copy): only a
 	// filesystem of its own (not a bind of a shared one) identifies it.
-	return id.root == "/" && !hasMatchIn(matches, r.MntNS)
+	// A namespace file is told by the namespace it is (nsFilesNamed).
+	return (id.root == "/" || (id.fs == "nsfs" && r.Path == id.root)) && !hasMatchIn(matches, r.MntNS)
 }
 
 func hasMatchIn(ms []match, ns uint32) bool {

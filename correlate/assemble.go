@@ -172,7 +172,7 @@ func (c *Correlator) primary(groups [][]judged) int {
 // pinnedOnly explains an object no mount table shows, held by processes.
 func (c *Correlator) pinnedOnly(a *analysis, pins []PinRef, ns uint32) verdict {
 	p := pins[0]
-	who := procName(p.Comm, p.PID) + " (" + p.Pin + " " + p.Path + ")"
+	who := procName(p.Comm, p.PID) + " (" + p.how() + ")"
 	if p.Pin == "blockdev-fd" {
 		v := verdict{cause: CauseInUse, summary: "not a leak: the device is open in " + c.label(ns) + " by " + who}
 		v.fix = "stop " + procName(p.Comm, p.PID) + " or have it close the device, then retry"

@@ -48,8 +48,12 @@
 //   - assemble.go: holdings grouped into one Finding, the primary verdict;
 //     the processes it names asked what they run now (freshen).
 //   - leak.go: leaks as they form; settle.go: reported once the teardown
-//     has settled, if a copy is still there, one finding per teardown and
-//     holder, naming the processes that pin the copies then;
+//     has settled, if a copy is still there (or the filesystem is still
+//     mounted at another path of the holder's namespace, or a process
+//     keeps the detached copy busy), one finding per teardown and holder,
+//     led by the object the user cares about (a pod's volume, a volume,
+//     a rootfs, then the runtime's internals), naming the processes that
+//     pin the copies then;
 //     stalebind.go: mount ENOENT from a bind whose source was deleted
 //     (the stale-bind rule).
 //   - cause.go: Cause and its slugs; finding.go: Finding, its parts and

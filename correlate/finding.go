@@ -3,7 +3,9 @@ package correlate
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mntleak/mntleak/event"
@@ -212,6 +214,18 @@ type PinRef struct {
 	MntNS uint32 `json:"mntns"`
 	Pin   string `json:"pin"`
 	Path  string `json:"path,omitempty"`
+	// FD is the descriptor's number, for an open file (fd, blockdev-fd).
+	FD *int `json:"fd,omitempty"`
+}
+
+// how says how the process pins the object: its kind, the descriptor's
+// number for an open file, and the path ("cwd /srv", "fd 7 net:[4026532290]").
+func (p PinRef) how() string {
+	s := p.Pin
+	if p.FD != nil {
+		s += " " + strconv.Itoa(*p.FD)
+	}
+	return s + " " + p.Path
 }
 
 // Evidence is one fact the verdict used: an event, or a mountinfo fact.
@@ -239,4 +253,25 @@ type EventRef struct {
 type LeakRef struct {
 	Time    time.Time `json:"time"`
 	Summary string    `json:"summary"`
+}
+
+// Check says what makes a finding unfit to be shown (nil when it is fit):
+// every finding printed or logged names a cause and a fix (a finding
+// with neither, "cause: invalid" and an empty "fix:", once came out of
+// `mntleak why` for a free device). `mntleak why` refuses to print one
+// that fails; the tests over every golden (TestEveryGoldenFindingIsFit)
+// and over the daemon's findings in cmd/mntleak's verdict tests fail on
+// one.
+func (f *Finding) Check() error {
+	var wrong []string
+	if _, err := f.Cause.MarshalText(); err != nil {
+		wrong = append(wrong, "no cause")
+	}
+	if strings.TrimSpace(f.Fix) == "" {
+		wrong = append(wrong, "no fix")
+	}
+	if len(wrong) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s finding on %s: %s", f.Kind, f.Object.describe(), strings.Join(wrong, ", "))
 }

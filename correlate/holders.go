@@ -252,7 +252,7 @@ func pinRefs(pins []procfs.Pin) map[uint32][]PinRef {
 	for _, p := range pins {
 		ref := PinRef{
 			ProcRef: procRef(p.PID, 0, p.Comm, p.Cgroup),
-			MntNS:   p.MntNS, Pin: string(p.Kind), Path: p.Path,
+			MntNS:   p.MntNS, Pin: string(p.Kind), Path: p.Path, FD: p.FD,
 		}
 		out[p.MntNS] = append(out[p.MntNS], ref)
 	}

@@ -112,12 +112,49 @@ func (c *Correlator) unmounted(ev *event.Event, latest *Table) (identity, Object
 			return identityOf(m, ev.Target), Object{Path: ev.Target, Dev: devOf(m), FSType: m.FSType, Root: m.Root}, true
 		}
 	}
-	if mnt := c.mountEventFor(identity{path: ev.Target}, ev.Time); mnt != nil && strings.HasPrefix(mnt.Source, "/dev/") {
+	mnt := c.mountEventFor(identity{path: ev.Target}, ev.Time)
+	if mnt == nil {
+		return identity{}, Object{}, false
+	}
+	if strings.HasPrefix(mnt.Source, "/dev/") {
 		if dev, err := c.proc.BlockDevice(mnt.Source); err == nil {
 			return identity{dev: dev, block: true, path: ev.Target, fs: mnt.FSType}, Object{Path: ev.Target, Dev: dev, FSType: mnt.FSType}, true
 		}
 	}
+	return c.unmountedAsCopied(ev, mnt)
+}
+
+// unmountedAsCopied identifies what an unmount removed from a copy of it:
+// a namespace copied from the caller's after the mount and before the
+// unmount has it at the same path, unless it changed its own mounts since
+// (a bind over the file of `ip netns add`, which is not a block device, is
+// known this way when the caller's table was read only before the mount
+// and after the unmount).
+func (c *Correlator) unmountedAsCopied(ev, mnt *event.Event) (identity, Object, bool) {
+	for _, n := range c.lineage.Live() {
+		if n.Parent != ev.MntNS || !n.Created.After(mnt.Time) || !n.Created.Before(ev.Time) {
+			continue
+		}
+		t := c.ledger.Table(n.Ino)
+		if t == nil || !t.ReadAt.After(n.Created) || c.changedOwnMounts(n.Ino, n.Created) {
+			continue
+		}
+		if m := t.At(ev.Target); m != nil && (mnt.FSType == "" || m.FSType == mnt.FSType || mnt.FSType == "none") {
+			return identityOf(m, ev.Target), Object{Path: ev.Target, Dev: devOf(m), FSType: m.FSType, Root: m.Root}, true
+		}
+	}
 	return identity{}, Object{}, false
+}
+
+// changedOwnMounts reports whether namespace ns mounted or unmounted
+// anything itself since t.
+func (c *Correlator) changedOwnMounts(ns uint32, t time.Time) bool {
+	for _, ev := range c.ledger.History() {
+		if ev.MntNS == ns && ev.Ret >= 0 && !ev.Time.Before(t) && (ev.Kind == event.KindMount || ev.Kind == event.KindUmount) {
+			return true
+		}
+	}
+	return false
 }
 
 // detachedCopies finds private copies the tables read before the unmount

@@ -164,7 +164,7 @@ func (h *Holder) text() string {
 				pins = append(pins, "+"+strconv.Itoa(len(h.Pins)-3)+" more")
 				break
 			}
-			pins = append(pins, procName(p.Comm, p.PID)+workloadTag(p.ProcRef)+" "+p.Pin+" "+p.Path)
+			pins = append(pins, procName(p.Comm, p.PID)+workloadTag(p.ProcRef)+" "+p.how())
 		}
 		b.WriteString(", held by " + strings.Join(pins, ", "))
 		if len(h.Processes) > 0 {

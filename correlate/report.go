@@ -99,6 +99,8 @@ func pinSummary(pins []PinRef) string {
 		s := k
 		if len(ps) > 1 {
 			s = strconv.Itoa(len(ps)) + " " + k + "s"
+		} else if ps[0].FD != nil {
+			s += " " + strconv.Itoa(*ps[0].FD)
 		}
 		if ps[0].Path != "" {
 			s += " " + ps[0].Path

@@ -1,7 +1,12 @@
 package correlate
 
 import (
+	"regexp"
+	"sort"
+	"strings"
 	"time"
+
+	"github.com/moby/sys/mountinfo"
 
 	"github.com/mntleak/mntleak/event"
 )
@@ -46,24 +51,64 @@ func (c *Correlator) settleLeaks(failed func(identity) bool, all bool) {
 // holder namespaces (a pod's rootfs, shm, netns, volumes) are one finding
 // that names every object it keeps (Finding.Others). Each object still
 // has its record, so a failure on any of them links to that finding.
+//
+// The finding leads with the object the user cares about (objectRank): a
+// pod's volume, then a container's rootfs, then the runtime's own (the
+// sandbox's shm, a netns file), whatever order the unmounts came in.
 func (c *Correlator) keepLeaks(recs []*leakRecord) {
 	done := make([]bool, len(recs))
 	for i, rec := range recs {
 		if done[i] {
 			continue
 		}
-		f := rec.finding
+		group := []*leakRecord{rec}
 		for j := i + 1; j < len(recs); j++ {
 			if other := recs[j]; !done[j] && sameTeardown(rec, other) {
 				done[j] = true
-				f.Others = append(f.Others, other.finding.Object)
-				other.finding = f
-				c.leaks = append(c.leaks, other)
+				group = append(group, other)
 			}
 		}
-		c.keepLeak(rec)
+		lead := 0
+		for k, r := range group {
+			if objectRank(r.finding.Object.Path) < objectRank(group[lead].finding.Object.Path) {
+				lead = k
+			}
+		}
+		group[0], group[lead] = group[lead], group[0]
+		rest := group[1:]
+		sort.SliceStable(rest, func(a, b int) bool {
+			return objectRank(rest[a].finding.Object.Path) < objectRank(rest[b].finding.Object.Path)
+		})
+		f := group[0].finding
+		for _, other := range rest {
+			f.Others = append(f.Others, other.finding.Object)
+			other.finding = f
+			c.leaks = append(c.leaks, other)
+		}
+		c.keepLeak(group[0])
 	}
 }
+
+// objectRank orders the objects of one teardown as the user cares about
+// them: 0 a pod's volume (<kubelet root>/pods/<uid>/volumes/...), 1 any
+// other volume, 2 a container's root filesystem (.../rootfs, docker's
+// .../merged), 3 the runtime's internals (the sandbox's shm, netns files,
+// the runtimes' state directories).
+func objectRank(path string) int {
+	switch {
+	case podVolumePath.MatchString(path):
+		return 0
+	case strings.HasSuffix(path, "/rootfs") || strings.HasSuffix(path, "/merged"):
+		return 2
+	case strings.HasSuffix(path, "/shm") || strings.Contains(path, "/netns/") ||
+		strings.HasPrefix(path, "/run/containerd/") || strings.HasPrefix(path, "/run/docker/"):
+		return 3
+	}
+	return 1
+}
+
+// podVolumePath is a path in a pod's volume, under any kubelet root.
+var podVolumePath = regexp.MustCompile(`/pods/[0-9a-f-]{36}/volumes/[^/]+/[^/]+`)
 
 // sameTeardown reports whether two confirmed leaks come from one teardown:
 // unmounts in the same namespace whose copies stayed in the same holder
@@ -120,6 +165,7 @@ func (c *Correlator) confirmLeak(p *pendingLeak, reread, failed bool) *leakRecor
 	if !reread {
 		still = append(still, detachedOnly(p.matches)...)
 	}
+	still = append(still, c.mountedElsewhere(p, still)...)
 	found, pinErr := c.pinsFor(p.id, still, 0)
 	pins := map[uint32][]PinRef{}
 	for ns, refs := range found {
@@ -172,4 +218,51 @@ func detachedOnly(ms []match) []match {
 		}
 	}
 	return out
+}
+
+// mountedElsewhere finds the filesystem of a pending leak still mounted at
+// another path of a holder namespace whose copy at the unmounted path is
+// gone (the holder bound the volume to a directory of its own before the
+// teardown; the rmdir after the unmount detached the copy at the original
+// path, not the filesystem). A leak is the filesystem, judged across every
+// mount of it in that namespace: a mount counts when the table the copy
+// was found in had it too, with the same id and device, so it is the same
+// superblock even on an anonymous device (tmpfs) whose number is reused
+// once freed. Only a whole filesystem (root "/") that is not the
+// namespace's root device: a bind of one directory shares the device with
+// every other directory of it.
+func (c *Correlator) mountedElsewhere(p *pendingLeak, still []match) []match {
+	if p.id.dev == 0 || (p.id.root != "/" && !p.id.block) {
+		return nil
+	}
+	var out []match
+	for _, m := range p.matches {
+		fresh := c.ledger.Table(m.ns.Ino)
+		if m.table == nil || fresh == nil || m.ns.Dead || hasMatchIn(still, m.ns.Ino) || hasMatchIn(out, m.ns.Ino) {
+			continue
+		}
+		if root := fresh.At("/"); root != nil && devOf(root) == p.id.dev {
+			continue
+		}
+		var same []*mountinfo.Info
+		for _, x := range fresh.Mounts {
+			if devOf(x) == p.id.dev && x.Mountpoint != "/" && sameMountIn(m.table, x) {
+				same = append(same, x)
+			}
+		}
+		for _, x := range outermost(fresh, same) {
+			out = append(out, match{ns: m.ns, table: fresh, mount: x, where: x.Mountpoint})
+		}
+	}
+	return out
+}
+
+// sameMountIn reports whether t has the mount x (the same id and device).
+func sameMountIn(t *Table, x *mountinfo.Info) bool {
+	for _, m := range t.Mounts {
+		if m.ID == x.ID && devOf(m) == devOf(x) {
+			return true
+		}
+	}
+	return false
 }

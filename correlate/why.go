@@ -76,7 +76,11 @@ func (c *Correlator) Why(t Target, now time.Time) *Finding {
 		matches, fdMissing = c.fdMatches(id, host)
 		keptMissing = append(keptMissing, fdMissing...)
 	}
-	if len(matches) == 0 && len(a.pins) == 0 && pinErr == nil {
+	if len(matches) == 0 && len(a.pins) == 0 {
+		// Nothing holds it. Processes the search could not read (pinErr)
+		// are not a holding: the caller says what it could not see once,
+		// for the whole run (procfs.Visibility); a finding made of them
+		// alone had no holder, no cause and no fix.
 		return nil
 	}
 	f := c.finding(KindHeld, ev, obj, a, matches)

@@ -88,12 +88,17 @@ func FillPaths(f *correlate.Finding, cfg Config) {
 
 // stuckVolume finds the pod directory the object lies in: its path under
 // the kubelet's root, else a holder's copy under it (the same layout in
-// another namespace), else either one seen through a hostPath.
+// another namespace), else another object of the same teardown (a leak
+// that names the sandbox's shm and the pod's volume), else any of them
+// seen through a hostPath.
 func stuckVolume(f *correlate.Finding, root string) (kubelet.Volume, bool) {
 	paths := []string{f.Object.Path}
 	for _, h := range f.Holders {
 		paths = append(paths, h.Where)
 		paths = append(paths, h.Also...)
+	}
+	for _, o := range f.Others {
+		paths = append(paths, o.Path)
 	}
 	for _, find := range []func(string, string) (kubelet.Volume, bool){kubelet.Parse, kubelet.Find} {
 		for _, p := range paths {

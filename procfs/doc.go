@@ -16,10 +16,11 @@
 // daemon saw.
 //
 // Files: types.go (Proc, Process, Pin), host.go (the live reader), scan.go
-// (the parallel /proc scan), pins.go (who pins a filesystem, and who could
-// not be read), nsfile.go (a kept namespace's table, from a thread that
-// enters it), nsid.go (a mount namespace's birth id, and the processes
-// holding a namespace's nsfs file open), realpath.go (symbolic links in a
-// process's root), visibility.go (how much of the node the caller sees),
-// record.go (Recorder, Replay).
+// (the parallel /proc scan), pins.go (who pins a filesystem, with the
+// number and inode of an open file, and who could not be read), nsfile.go
+// (a kept namespace's table, from a thread that enters it), nsid.go (a
+// mount namespace's birth id, and the processes holding a namespace's nsfs
+// file open), realpath.go (symbolic links in a process's root),
+// visibility.go (how much of the node the caller sees, and which
+// processes it could not read), record.go (Recorder, Replay).
 package procfs

@@ -311,11 +311,18 @@ func statDevErr(path string) (dev, rdev event.Dev, err error) {
 	if err := unix.Stat(path, &st); err != nil {
 		return 0, 0, err
 	}
+	dev, rdev = devsOf(&st)
+	return dev, rdev, nil
+}
+
+// devsOf is the device a file is on and, for a block device, the device
+// it is.
+func devsOf(st *unix.Stat_t) (dev, rdev event.Dev) {
 	dev = event.MakeDev(unix.Major(st.Dev), unix.Minor(st.Dev))
 	if st.Mode&unix.S_IFMT == unix.S_IFBLK {
 		rdev = event.MakeDev(unix.Major(st.Rdev), unix.Minor(st.Rdev))
 	}
-	return dev, rdev, nil
+	return dev, rdev
 }
 
 type mapping struct {

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/mntleak/mntleak/event"
 )
 
@@ -125,16 +127,29 @@ func (h Host) pinsOf(pid int, want map[event.Dev]bool, s *scratch) ([]Pin, bool)
 	denied = denied || isDenied(err)
 	for _, fd := range fds {
 		p := dir + "/fd/" + fd
-		dev, rdev, ok := statDev(p)
-		if !ok {
+		var st unix.Stat_t
+		if unix.Stat(p, &st) != nil {
 			continue
 		}
-		if rdev != 0 && want[rdev] {
-			target, _ := os.Readlink(p)
-			add(PinBlockFD, rdev, target)
-		} else if want[dev] {
-			target, _ := os.Readlink(p)
-			add(PinFD, dev, target)
+		dev, rdev := devsOf(&st)
+		switch {
+		case rdev != 0 && want[rdev]:
+			dev = rdev
+		case !want[dev]:
+			continue
+		}
+		target, _ := os.Readlink(p)
+		kind := PinFD
+		if dev == rdev {
+			kind = PinBlockFD
+		}
+		add(kind, dev, target)
+		pin := &pins[len(pins)-1]
+		if n, err := strconv.Atoi(fd); err == nil {
+			pin.FD = &n
+		}
+		if kind == PinFD {
+			pin.Ino = st.Ino // a namespace file is told by its inode: nsfs is one device
 		}
 	}
 	b, err := s.read(dir + "/maps")

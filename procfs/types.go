@@ -99,6 +99,11 @@ type Pin struct {
 	Kind PinKind   `json:"pin"`
 	Dev  event.Dev `json:"dev"`
 	Path string    `json:"path,omitempty"` // as /proc shows it (may say "(deleted)")
+	// FD is the descriptor's number, for an open file (fd, blockdev-fd).
+	FD *int `json:"fd,omitempty"`
+	// Ino is the open file's inode (fd): a namespace file (nsfs, one
+	// device for all) is told by it.
+	Ino uint64 `json:"ino,omitempty"`
 }
 
 // NamespacePinner is implemented by a Proc that can limit the pin search

@@ -17,6 +17,7 @@ const initPIDNS = 0xEFFFFFFC
 type Visibility struct {
 	Processes           int      // processes listed
 	UnreadableProcesses int      // whose mount namespace or mount table could not be read
+	Unreadable          []string // those processes, as comm[pid]
 	Namespaces          int      // mount namespaces seen
 	UnreadableNS        int      // mount namespaces none of whose tables could be read
 	MissingCaps         []string // capabilities /proc of other users' processes needs
@@ -47,19 +48,38 @@ func (v Visibility) Text() string {
 		parts = append(parts, "this process is not in the host's PID namespace (a container without hostPID): node processes and paths cannot be seen")
 	}
 	if v.UnreadableProcesses > 0 {
-		parts = append(parts, strconv.Itoa(v.UnreadableProcesses)+" of "+strconv.Itoa(v.Processes)+" processes could not be read")
+		s := strconv.Itoa(v.UnreadableProcesses) + " of " + strconv.Itoa(v.Processes) + " processes could not be read"
+		if names := v.unreadableNames(); names != "" {
+			s += ": " + names
+			if !v.Blind() {
+				s += ", which the kernel protects even from root"
+			}
+		}
+		parts = append(parts, s)
 	}
 	if v.UnreadableNS > 0 {
 		parts = append(parts, strconv.Itoa(v.UnreadableNS)+" of "+strconv.Itoa(v.Namespaces)+" mount namespaces could not be read")
 	}
 	if !v.Blind() {
-		return "note: " + strings.Join(parts, "; ") + " (protected even from root); everything else was"
+		// Root with every capability it needs: what it could not read,
+		// the kernel refuses everyone; said once, in a whole sentence.
+		return "note: " + strings.Join(parts, "; ") + "; everything else was read"
 	}
 	s := "incomplete view: " + strings.Join(parts, "; ")
 	if len(v.MissingCaps) > 0 {
 		s += " (missing " + strings.Join(v.MissingCaps, ", ") + ": run as root)"
 	}
 	return s
+}
+
+// unreadableNames lists the first three unreadable processes, and how
+// many more there are.
+func (v Visibility) unreadableNames() string {
+	const shown = 3
+	if len(v.Unreadable) <= shown {
+		return strings.Join(v.Unreadable, ", ")
+	}
+	return strings.Join(v.Unreadable[:shown], ", ") + " and " + strconv.Itoa(len(v.Unreadable)-shown) + " more"
 }
 
 // Linux capability numbers /proc reads of other processes need.
@@ -87,6 +107,7 @@ func (h Host) Visibility() (Visibility, error) {
 			if isDenied(err) {
 				v.Processes++
 				v.UnreadableProcesses++
+				v.Unreadable = append(v.Unreadable, h.commOf(pid))
 			}
 			continue // gone, or a kernel thread
 		}
@@ -106,6 +127,7 @@ func (h Host) Visibility() (Visibility, error) {
 			readable[ns] = true
 		} else if isDenied(err) {
 			v.UnreadableProcesses++
+			v.Unreadable = append(v.Unreadable, h.commOf(pid))
 		}
 	}
 	v.Namespaces = len(readable)
@@ -115,6 +137,16 @@ func (h Host) Visibility() (Visibility, error) {
 		}
 	}
 	return v, nil
+}
+
+// commOf names a process as comm[pid] (its comm is readable by anyone),
+// or pid N when even that is refused or it is gone.
+func (h Host) commOf(pid int) string {
+	b, err := os.ReadFile(h.root() + "/" + strconv.Itoa(pid) + "/comm")
+	if err != nil {
+		return "pid " + strconv.Itoa(pid)
+	}
+	return strings.TrimSpace(string(b)) + "[" + strconv.Itoa(pid) + "]"
 }
 
 func (h Host) inInitPIDNS() bool {

@@ -106,6 +106,11 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
+	if err := f.Check(); err != nil {
+		// A finding without a cause or a fix is a bug, never a verdict.
+		fmt.Fprintf(stderr, "mntleak why: refusing an unfit finding (a bug in mntleak): %v\n", err)
+		return exitError
+	}
 	if *asJSON {
 		b, _ := json.Marshal(f)
 		fmt.Fprintln(stdout, string(b))
