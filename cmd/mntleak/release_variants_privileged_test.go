@@ -100,6 +100,7 @@ func TestBusyAndKeptCopiesReleased(t *testing.T) {
 			node.Run(t, "unshare", "--net="+f, "true")
 		}
 		t.Cleanup(func() { _ = exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "umount", own).Run() })
+		laterMount(t, node, dir)
 		h := node.StartHolder(t, "private", "true")
 		node.Run(t, "umount", leaked)
 		id := strconv.Itoa(copyID(t, h.PID, leaked))
@@ -168,6 +169,7 @@ func TestBusyAndKeptCopiesReleased(t *testing.T) {
 		d := privtest.StartDaemon(t, nil, "--journald", "off", "--state-dir", "")
 		node := privtest.StartNode(t)
 		node.Run(t, "mount", dev, vol)
+		laterMount(t, node, dir)
 		h := node.StartHolder(t, "private", "true")
 		pinner := exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", "sh", "-c",
 			"exec 7</proc/"+strconv.Itoa(h.PID)+"/ns/mnt && echo ready && exec sleep 600")

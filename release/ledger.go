@@ -1,0 +1,82 @@
+package release
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/mntleak/mntleak/event"
+)
+
+// Ledger is the daemon's record of this boot (its state dir): the events
+// that made namespaces and mounted and unmounted in them, oldest first.
+type Ledger struct {
+	Events []*event.Event
+}
+
+// creation is the event that made the namespace born with id: an unshare
+// or a CLONE_NEWNS child whose recorded birth id is id (the inode alone
+// names any namespace that reused it), and the namespace it was copied
+// from. -1 when none is recorded.
+func (l Ledger) creation(ino uint32, id uint64) (int, uint32) {
+	if id == 0 {
+		return -1, 0
+	}
+	for i, ev := range l.Events {
+		if ev.NewMntNSID != id || ev.Ret < 0 {
+			continue
+		}
+		switch {
+		case ev.Kind == event.KindUnshare && ev.MntNSAfter == ino:
+			return i, ev.MntNSBefore
+		case ev.Kind == event.KindNewNSFork && ev.ChildMntNS == ino:
+			return i, ev.ParentMntNS
+		}
+	}
+	return -1, 0
+}
+
+// Received is the ledger's account of how the namespace born with id got
+// m: it was made (recorded, with this birth id) from an origin that
+// unmounted m's mount point afterwards, and nothing was mounted there in
+// the namespace itself since it was made. false when the ledger does not
+// show all of it.
+func (l Ledger) Received(ino uint32, id uint64, m Mount) (string, bool) {
+	made, origin := l.creation(ino, id)
+	if made < 0 {
+		return "", false
+	}
+	var unmount *event.Event
+	for _, ev := range l.Events[made+1:] {
+		if ev.Ret < 0 {
+			continue
+		}
+		if ev.MntNS == ino && madeAt(ev, m.Point) {
+			return "", false // the namespace mounted there itself
+		}
+		if unmount == nil && ev.Kind == event.KindUmount && ev.MntNS == origin && ev.Target == m.Point {
+			unmount = ev
+		}
+	}
+	if unmount == nil {
+		return "", false
+	}
+	c := l.Events[made]
+	return fmt.Sprintf("the daemon's ledger: %s made mnt:[%d] (id %d) from mnt:[%d] at %s, and %s unmounted %s in mnt:[%d] at %s; the namespace mounted nothing there since",
+		who(c), ino, id, origin, c.Time.UTC().Format(time.RFC3339Nano), who(unmount), m.Point, origin, unmount.Time.UTC().Format(time.RFC3339Nano)), true
+}
+
+// madeAt reports whether ev put a mount at path.
+func madeAt(ev *event.Event, path string) bool {
+	switch ev.Kind {
+	case event.KindMount:
+		return ev.Target == path
+	case event.KindMoveMount:
+		return ev.ToPath == path
+	}
+	return false
+}
+
+func who(ev *event.Event) string {
+	return ev.Comm + "[" + strconv.FormatUint(uint64(ev.PID), 10) + "] (" + ev.Kind.String() + ")"
+}
