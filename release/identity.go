@@ -16,6 +16,11 @@ type Checker struct {
 	Origins []string
 	// Ledger is the daemon's record of this boot; nil without a state dir.
 	Ledger *Ledger
+	// Verdict is the correlator's leak verdict, re-derived at this run
+	// from the ledger and live state (not inferred from /proc alone), or
+	// "": with the ledger's record of the namespace's birth it proves a
+	// copy the ledger's unmounts do not name (a recursive bind's).
+	Verdict string
 	// FailedUnmount is the failed unmount a busy-copy finding the daemon
 	// kept reports (checked against its state dir), or "".
 	FailedUnmount string
@@ -104,7 +109,7 @@ func (c Checker) prove(ino uint32, id, copyID uint64) (Proof, error) {
 	holder := Table{Ino: ino, ID: id, Mounts: mounts}
 	ev := evidence{failedUnmount: c.FailedUnmount}
 	if c.Ledger != nil {
-		ev.ledger = func(m Mount) (string, bool) { return c.Ledger.Received(ino, id, m) }
+		ev.ledger = func(m Mount) (string, bool) { return c.Ledger.Received(ino, id, m, c.Verdict) }
 	}
 	return proveLeak(holder, copyID, origins, ev)
 }

@@ -3,6 +3,7 @@ package release
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mntleak/mntleak/event"
@@ -39,9 +40,12 @@ func (l Ledger) creation(ino uint32, id uint64) (int, uint32) {
 // Received is the ledger's account of how the namespace born with id got
 // m: it was made (recorded, with this birth id) from an origin that
 // unmounted m's mount point afterwards, and nothing was mounted there in
-// the namespace itself since it was made. false when the ledger does not
-// show all of it.
-func (l Ledger) Received(ino uint32, id uint64, m Mount) (string, bool) {
+// the namespace itself since it was made. verdict is the correlator's
+// leak verdict re-derived now from this ledger and live state ("" for
+// none): it stands for the unmount when the copy's mount point is not the
+// origin's (a recursive bind's copy). false when the ledger does not show
+// all of it.
+func (l Ledger) Received(ino uint32, id uint64, m Mount, verdict string) (string, bool) {
 	made, origin := l.creation(ino, id)
 	if made < 0 {
 		return "", false
@@ -58,23 +62,32 @@ func (l Ledger) Received(ino uint32, id uint64, m Mount) (string, bool) {
 			unmount = ev
 		}
 	}
-	if unmount == nil {
-		return "", false
-	}
 	c := l.Events[made]
+	if unmount == nil {
+		if verdict == "" {
+			return "", false
+		}
+		return fmt.Sprintf("the daemon's ledger: %s made mnt:[%d] (id %d) at %s and it mounted nothing at %s since; %s",
+			who(c), ino, id, c.Time.UTC().Format(time.RFC3339Nano), m.Point, verdict), true
+	}
 	return fmt.Sprintf("the daemon's ledger: %s made mnt:[%d] (id %d) from mnt:[%d] at %s, and %s unmounted %s in mnt:[%d] at %s; the namespace mounted nothing there since",
 		who(c), ino, id, origin, c.Time.UTC().Format(time.RFC3339Nano), who(unmount), m.Point, origin, unmount.Time.UTC().Format(time.RFC3339Nano)), true
 }
 
-// madeAt reports whether ev put a mount at path.
+// madeAt reports whether ev put a mount at path, or at a path ending
+// with it (a runtime mounts into a rootfs it then pivots into: its
+// .../merged/dev/shm is the namespace's /dev/shm).
 func madeAt(ev *event.Event, path string) bool {
+	var at string
 	switch ev.Kind {
 	case event.KindMount:
-		return ev.Target == path
+		at = ev.Target
 	case event.KindMoveMount:
-		return ev.ToPath == path
+		at = ev.ToPath
+	default:
+		return false
 	}
-	return false
+	return at == path || (path != "/" && strings.HasSuffix(at, path))
 }
 
 func who(ev *event.Event) string {

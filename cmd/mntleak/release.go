@@ -128,6 +128,9 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mntleak release: %v\n", err)
 		return exitError
 	}
+	if f.Cause.IsLeak() && !f.Inferred {
+		checker.Verdict = "the verdict now: " + f.Cause.String() + ": " + f.Summary
+	}
 	plan := release.Make(f, host, self, *force)
 	if explicit {
 		plan = plan.Only(uint32(*mntns), *mountID)
