@@ -21,6 +21,9 @@ type Checker struct {
 	// "": with the ledger's record of the namespace's birth it proves a
 	// copy the ledger's unmounts do not name (a recursive bind's).
 	Verdict string
+	// Abandoned is set when that verdict says the namespace's maker left
+	// it for a newer one (mountflags-restart).
+	Abandoned bool
 	// FailedUnmount is the failed unmount a busy-copy finding the daemon
 	// kept reports (checked against its state dir), or "".
 	FailedUnmount string
@@ -109,7 +112,7 @@ func (c Checker) prove(ino uint32, id, copyID uint64) (Proof, error) {
 	holder := Table{Ino: ino, ID: id, Mounts: mounts}
 	ev := evidence{failedUnmount: c.FailedUnmount}
 	if c.Ledger != nil {
-		ev.ledger = func(m Mount) (string, bool) { return c.Ledger.Received(ino, id, m, c.Verdict) }
+		ev.ledger = func(m Mount) (string, bool) { return c.Ledger.Received(ino, id, m, c.Verdict, c.Abandoned) }
 	}
 	return proveLeak(holder, copyID, origins, ev)
 }

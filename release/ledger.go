@@ -45,10 +45,21 @@ func (l Ledger) creation(ino uint32, id uint64) (int, uint32) {
 // none): it stands for the unmount when the copy's mount point is not the
 // origin's (a recursive bind's copy). false when the ledger does not show
 // all of it.
-func (l Ledger) Received(ino uint32, id uint64, m Mount, verdict string) (string, bool) {
+//
+// abandoned is set for a namespace its maker left for a newer one (the
+// verdict is mountflags-restart: a runtime restarted into a new namespace
+// and the one it mounted in lives on in its survivors): there the copy is
+// the runtime's own mount, left behind where the runtime no longer is, and
+// the origin that unmounted it is the runtime's new namespace.
+func (l Ledger) Received(ino uint32, id uint64, m Mount, verdict string, abandoned bool) (string, bool) {
 	made, origin := l.creation(ino, id)
 	if made < 0 {
 		return "", false
+	}
+	if abandoned && verdict != "" {
+		c := l.Events[made]
+		return fmt.Sprintf("the daemon's ledger: %s made mnt:[%d] (id %d) at %s and left it for a newer namespace; %s",
+			who(c), ino, id, c.Time.UTC().Format(time.RFC3339Nano), verdict), true
 	}
 	var unmount *event.Event
 	for _, ev := range l.Events[made+1:] {

@@ -184,3 +184,88 @@ func laterMount(t *testing.T, node privtest.Node, dir string) {
 	later := privtest.Mkdir(t, filepath.Join(dir, "later"))
 	node.Run(t, "mount", "-t", "tmpfs", "later", later)
 }
+
+// TestContainerMountsRefused: a running Docker container's rootfs, /proc,
+// /dev, /sys and /dev/shm (made in its namespace by the runtime) and its
+// volume (a tmpfs the node still has mounted, as kubelet mounts a pod's
+// emptyDir) are each refused by release --apply --force, named by
+// namespace and mount id as a finding's command names a copy; the
+// container keeps running and its volume keeps its data. A stand-in for a
+// pod's volume on the k8slab node: the same mounts, made by Docker.
+func TestContainerMountsRefused(t *testing.T) {
+	privtest.Require(t)
+	privtest.RequireCommands(t, "dockerd", "busybox", "nsenter", "findmnt")
+	bin := privtest.Binary(t)
+	const w = "/var/lib/mntleak-incidents/container-mounts"
+	exp := startScript(t, "container-mounts.sh", w)
+	holder, _ := strconv.Atoi(exp["holder_pid"])
+	ctrNS := privtest.MountNS(t, exp["holder_pid"])
+	for _, tt := range []struct{ path, want string }{
+		{"/", "the namespace's root"},
+		{"/proc", "cannot prove mount"},
+		{"/dev", "cannot prove mount"},
+		{"/sys", "cannot prove mount"},
+		{"/dev/shm", "cannot prove mount"},
+		{"/data", "not a leak"},
+	} {
+		t.Run(tt.path, func(t *testing.T) {
+			before := mountLine(t, holder, tt.path)
+			out, code := runIn(t, "", "-t", exp["node_pid"], "-m", "--", bin, "release", "--state-dir", "", "--journald-socket", "", "--apply", "--force",
+				"--mntns", ns(ctrNS), "--mount-id", strconv.Itoa(copyID(t, holder, tt.path)))
+			if code != exitError || !strings.Contains(out, "refused: ") || !strings.Contains(out, tt.want) || strings.Contains(out, "released:") {
+				t.Fatalf("exit %d, want %d and refused with %q:\n%s", code, exitError, tt.want, out)
+			}
+			if after := mountLine(t, holder, tt.path); after != before {
+				t.Errorf("the container's %s: %q became %q", tt.path, before, after)
+			}
+		})
+	}
+	if b, err := exec.Command("nsenter", "-t", exp["holder_pid"], "-m", "--", "cat", "/data/file").Output(); err != nil || string(b) != "data\n" {
+		t.Errorf("the volume's data: %q (%v)", b, err)
+	}
+	if syscall.Kill(holder, 0) != nil {
+		t.Error("the container stopped running")
+	}
+}
+
+// mountLine is findmnt's line about path in pid's namespace.
+func mountLine(t *testing.T, pid int, path string) string {
+	t.Helper()
+	return privtest.Run(t, "nsenter", "-t", strconv.Itoa(pid), "-m", "--", "findmnt", "-n", "-o", "ID,SOURCE,FSTYPE,TARGET", "--mountpoint", path)
+}
+
+// startScript runs a testdata script built on incidents' lib.sh (working
+// in w), waits for its expectations' ready=1 and returns them; at cleanup
+// it tells the script to tear down ($W/done) and waits for it.
+func startScript(t *testing.T, script, w string) map[string]string {
+	t.Helper()
+	dir := t.TempDir()
+	expPath := filepath.Join(dir, "expect")
+	cmd := exec.Command(filepath.Join("testdata", script))
+	cmd.Env = append(os.Environ(), "MNTLEAK_EXPECT="+expPath)
+	out, err := os.Create(filepath.Join(dir, "output"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = out, out // a file: a leftover process cannot hang the test
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = os.WriteFile(w+"/done", nil, 0o600)
+		if err := cmd.Wait(); err != nil {
+			b, _ := os.ReadFile(filepath.Join(dir, "output"))
+			t.Errorf("%s: %v\n%s", script, err, b)
+		}
+		out.Close()
+	})
+	exp := map[string]string{}
+	if !privtest.Poll(120e9, func() bool {
+		exp = expectations(expPath)
+		return exp["ready"] == "1"
+	}) {
+		b, _ := os.ReadFile(filepath.Join(dir, "output"))
+		t.Fatalf("%s did not get ready:\n%s", script, b)
+	}
+	return exp
+}
