@@ -54,7 +54,7 @@ func (l Ledger) creation(ino uint32, id uint64) (int, uint32) {
 func (l Ledger) Received(ino uint32, id uint64, m Mount, verdict string, abandoned bool) (string, bool) {
 	made, origin := l.creation(ino, id)
 	if made < 0 {
-		return "", false
+		return fmt.Sprintf("the ledger has no creation of mnt:[%d] with birth id %d", ino, id), false
 	}
 	if abandoned && verdict != "" {
 		c := l.Events[made]
@@ -67,7 +67,7 @@ func (l Ledger) Received(ino uint32, id uint64, m Mount, verdict string, abandon
 			continue
 		}
 		if ev.MntNS == ino && madeAt(ev, m.Point) {
-			return "", false // the namespace mounted there itself
+			return fmt.Sprintf("the ledger shows the namespace mounted there itself: %s at %s", who(ev), ev.Time.UTC().Format(time.RFC3339Nano)), false
 		}
 		if unmount == nil && ev.Kind == event.KindUmount && ev.MntNS == origin && ev.Target == m.Point {
 			unmount = ev
@@ -76,7 +76,7 @@ func (l Ledger) Received(ino uint32, id uint64, m Mount, verdict string, abandon
 	c := l.Events[made]
 	if unmount == nil {
 		if verdict == "" {
-			return "", false
+			return fmt.Sprintf("the ledger has no unmount of %s in mnt:[%d] after the namespace's creation, and no leak verdict from it", m.Point, origin), false
 		}
 		return fmt.Sprintf("the daemon's ledger: %s made mnt:[%d] (id %d) at %s and it mounted nothing at %s since; %s",
 			who(c), ino, id, c.Time.UTC().Format(time.RFC3339Nano), m.Point, verdict), true

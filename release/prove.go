@@ -122,14 +122,17 @@ func proveLeak(holder Table, copyID uint64, origins []Table, ev evidence) (Proof
 		p.Received = w
 		return p, nil
 	}
+	lacks := "no daemon ledger (--state-dir)"
 	if ev.ledger != nil {
-		if why, ok := ev.ledger(*m); ok {
+		why, ok := ev.ledger(*m)
+		if ok {
 			p.Received = why
 			return p, nil
 		}
+		lacks = why
 	}
-	return Proof{}, &NotLeak{fmt.Sprintf("cannot prove mount %d was copied into %s rather than made there: no newer mount of the namespace (than unique id %d) is a copy of one its origin still has, and no daemon ledger (--state-dir) records its creation and the unmount",
-		m.OldID, holder, m.ID)}
+	return Proof{}, &NotLeak{fmt.Sprintf("cannot prove mount %d was copied into %s rather than made there: no newer mount of the namespace (than unique id %d) is a copy of one its origin still has, and %s",
+		m.OldID, holder, m.ID, lacks)}
 }
 
 // copiedWitness proves m was in the namespace's first batch of mounts:
