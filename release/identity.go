@@ -3,6 +3,7 @@ package release
 import (
 	"errors"
 	"fmt"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -21,9 +22,6 @@ type Checker struct {
 	// "": with the ledger's record of the namespace's birth it proves a
 	// copy the ledger's unmounts do not name (a recursive bind's).
 	Verdict string
-	// Abandoned is set when that verdict says the namespace's maker left
-	// it for a newer one (mountflags-restart).
-	Abandoned bool
 	// FailedUnmount is the failed unmount a busy-copy finding the daemon
 	// kept reports (checked against its state dir), or "".
 	FailedUnmount string
@@ -112,7 +110,7 @@ func (c Checker) prove(ino uint32, id, copyID uint64) (Proof, error) {
 	holder := Table{Ino: ino, ID: id, Mounts: mounts}
 	ev := evidence{failedUnmount: c.FailedUnmount}
 	if c.Ledger != nil {
-		ev.ledger = func(m Mount) (string, bool) { return c.Ledger.Received(ino, id, m, c.Verdict, c.Abandoned) }
+		ev.ledger = func(m Mount) (string, bool) { return c.Ledger.Received(ino, id, m, c.Verdict, runsIn) }
 	}
 	return proveLeak(holder, copyID, origins, ev)
 }
@@ -155,6 +153,19 @@ func (c Checker) Identify(s *Step) error {
 		s.Below = append(s.Below, m.Point)
 	}
 	return nil
+}
+
+// runsIn reports whether process pid runs in namespace mnt:[ino] now.
+func runsIn(pid, ino uint32) bool {
+	var st unix.Stat_t
+	err := unix.Stat("/proc/"+strconv.FormatUint(uint64(pid), 10)+"/ns/mnt", &st)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
+		return false // gone
+	}
+	if err != nil {
+		return true // unreadable: it may run there
+	}
+	return uint32(st.Ino) == ino
 }
 
 // IsNotLeak reports whether err refuses a copy as not proven a leak.

@@ -43,37 +43,31 @@ func (l Ledger) creation(ino uint32, id uint64) (int, uint32) {
 // the namespace itself since it was made. verdict is the correlator's
 // leak verdict re-derived now from this ledger and live state ("" for
 // none): it stands for the unmount when the copy's mount point is not the
-// origin's (a recursive bind's copy). false when the ledger does not show
-// all of it.
-//
-// abandoned is set for a namespace its maker left for a newer one (the
-// verdict is mountflags-restart: a runtime restarted into a new namespace
-// and the one it mounted in lives on in its survivors): there the copy is
-// the runtime's own mount, left behind where the runtime no longer is, and
-// the origin that unmounted it is the runtime's new namespace.
-func (l Ledger) Received(ino uint32, id uint64, m Mount, verdict string, abandoned bool) (string, bool) {
+// origin's (a recursive bind's copy). A mount the namespace made itself is
+// a leak only when the namespace was abandoned by what made it (see
+// abandoned). false when the ledger does not show all of it, with what it
+// lacks.
+func (l Ledger) Received(ino uint32, id uint64, m Mount, verdict string, runsIn func(pid, ino uint32) bool) (string, bool) {
 	made, origin := l.creation(ino, id)
 	if made < 0 {
 		return fmt.Sprintf("the ledger has no creation of mnt:[%d] with birth id %d", ino, id), false
 	}
-	if abandoned && verdict != "" {
-		c := l.Events[made]
-		return fmt.Sprintf("the daemon's ledger: %s made mnt:[%d] (id %d) at %s and left it for a newer namespace; %s",
-			who(c), ino, id, c.Time.UTC().Format(time.RFC3339Nano), verdict), true
-	}
+	c := l.Events[made]
 	var unmount *event.Event
-	for _, ev := range l.Events[made+1:] {
+	for i, ev := range l.Events[made+1:] {
 		if ev.Ret < 0 {
 			continue
 		}
 		if ev.MntNS == ino && madeAt(ev, m.Point) {
+			if why, ok := l.abandoned(made, made+1+i, runsIn); ok {
+				return why, true
+			}
 			return fmt.Sprintf("the ledger shows the namespace mounted there itself: %s at %s", who(ev), ev.Time.UTC().Format(time.RFC3339Nano)), false
 		}
 		if unmount == nil && ev.Kind == event.KindUmount && ev.MntNS == origin && ev.Target == m.Point {
 			unmount = ev
 		}
 	}
-	c := l.Events[made]
 	if unmount == nil {
 		if verdict == "" {
 			return fmt.Sprintf("the ledger has no unmount of %s in mnt:[%d] after the namespace's creation, and no leak verdict from it", m.Point, origin), false
@@ -83,6 +77,41 @@ func (l Ledger) Received(ino uint32, id uint64, m Mount, verdict string, abandon
 	}
 	return fmt.Sprintf("the daemon's ledger: %s made mnt:[%d] (id %d) from mnt:[%d] at %s, and %s unmounted %s in mnt:[%d] at %s; the namespace mounted nothing there since",
 		who(c), ino, id, origin, c.Time.UTC().Format(time.RFC3339Nano), who(unmount), m.Point, origin, unmount.Time.UTC().Format(time.RFC3339Nano)), true
+}
+
+// abandoned proves a mount the namespace made itself (event mounted) left
+// behind by a runtime that restarted (mountflags-restart: a daemon started
+// into a namespace of its own mounts there, is restarted into a newer
+// one, and its survivors keep the old one): later, a namespace was made
+// from the same origin and a process of the same name as the one that
+// mounted mounted in it, and the process that mounted no longer runs in
+// the old namespace. (Command lines are read when an event arrives, before
+// or after the exec: not compared.)
+func (l Ledger) abandoned(made, mounted int, runsIn func(pid, ino uint32) bool) (string, bool) {
+	c, mnt := l.Events[made], l.Events[mounted]
+	if runsIn == nil || runsIn(mnt.PID, c.MntNSAfter|c.ChildMntNS) {
+		return "", false
+	}
+	for j, ev := range l.Events[made+1:] {
+		var newer uint32
+		switch {
+		case ev.Ret < 0:
+		case ev.Kind == event.KindUnshare && c.Kind == event.KindUnshare && ev.MntNSBefore == c.MntNSBefore && ev.MntNSAfter != c.MntNSAfter:
+			newer = ev.MntNSAfter
+		case ev.Kind == event.KindNewNSFork && c.Kind == event.KindNewNSFork && ev.ParentMntNS == c.ParentMntNS && ev.ChildMntNS != c.ChildMntNS:
+			newer = ev.ChildMntNS
+		}
+		if newer == 0 {
+			continue
+		}
+		for _, again := range l.Events[made+1+j+1:] {
+			if again.Kind == event.KindMount && again.Ret >= 0 && again.MntNS == newer && again.Comm == mnt.Comm {
+				return fmt.Sprintf("the daemon's ledger: %s made it in the namespace %s made at %s; %s mounts in a newer one made at %s (a restart); the old one's maker no longer runs in it, its survivors keep it",
+					who(mnt), who(c), c.Time.UTC().Format(time.RFC3339Nano), who(again), ev.Time.UTC().Format(time.RFC3339Nano)), true
+			}
+		}
+	}
+	return "", false
 }
 
 // madeAt reports whether ev put a mount at path, or at a path ending

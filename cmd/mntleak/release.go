@@ -130,7 +130,6 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 	}
 	if f.Cause.IsLeak() && !f.Inferred {
 		checker.Verdict = "the verdict now: " + f.Cause.String() + ": " + f.Summary
-		checker.Abandoned = f.Cause == correlate.CauseMountflagsRestart
 	}
 	plan := release.Make(f, host, self, *force)
 	if explicit {

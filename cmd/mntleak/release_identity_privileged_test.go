@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -96,6 +97,36 @@ func TestActsOnlyOnTheProvenMount(t *testing.T) {
 			return
 		}
 		t.Fatal("the freed mount id was never reused in the holder")
+	})
+	t.Run("a namespace inode reused", func(t *testing.T) {
+		r := &refusalRig{node: privtest.StartNode(t), dir: t.TempDir(), bin: bin}
+		var waiting []*waiter
+		for range 40 {
+			waiting = append(waiting, startWaiter(t, r.node.PID))
+		}
+		h, dev := r.provableLeak(t)
+		f := r.why(t, dev)
+		f["finding"] = "leak" // as the daemon logs one
+		line, _ := json.Marshal(f)
+		_ = h.Cmd.Process.Kill()
+		_ = h.Cmd.Wait()
+		// A new namespace takes the inode: a healthy one, copied from
+		// the node, its own mount ids.
+		reused := reuseInode(t, h.MntNS, waiting)
+		table := func() string {
+			return privtest.Run(t, "nsenter", "-t", strconv.Itoa(reused.pid), "-m", "--", "findmnt", "-n", "-r", "-o", "ID,SOURCE,TARGET")
+		}
+		before := table()
+		out, code := runIn(t, string(line), "-t", strconv.Itoa(r.node.PID), "-m", "--", bin, "release", "--journald-socket", "", "--state-dir", "", "--apply", "--force", "--finding", "-")
+		if code != exitError || !strings.Contains(out, "refused: ") || strings.Contains(out, "released:") {
+			t.Fatalf("a finding about the dead namespace's inode: exit %d, want %d and refused:\n%s", code, exitError, out)
+		}
+		if after := table(); after != before {
+			t.Errorf("the new namespace's table changed:\n%s\nbecame\n%s", before, after)
+		}
+		if syscall.Kill(reused.pid, 0) != nil {
+			t.Error("the new namespace's process stopped")
+		}
 	})
 	t.Run("two releases at once", func(t *testing.T) {
 		r := &refusalRig{node: privtest.StartNode(t), dir: t.TempDir(), bin: bin}
