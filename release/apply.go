@@ -1,45 +1,61 @@
 package release
 
 import (
-	"bytes"
+	"errors"
 	"fmt"
-	"os"
+	"strconv"
 
-	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
-	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/internal/nsthread"
 )
 
 // Apply detaches one planned copy, on a thread of its own that enters the
 // namespace (nsthread.Run: never the main thread, ended afterwards; the
-// process stays where it is). It refuses when the mount is no longer the
-// planned one, and checks afterwards that it is gone.
-func Apply(s Step) error {
-	return nsthread.Run(func() error { return applyHere(s) })
+// process stays where it is). Under the copy's lock it proves again, from
+// the kernel's state at that moment, that the namespace is the one planned
+// (its birth id), that the copy is the one planned (its unique id, mount
+// id, mount point and device) and that it is a leak; it detaches exactly
+// that mount and checks it is gone. lockDir is LockDir but in tests.
+func (c Checker) Apply(s Step, lockDir string) error {
+	return nsthread.Run(func() error { return c.applyHere(s, lockDir) })
 }
 
-func applyHere(s Step) error {
-	// /proc as the caller sees it, opened before the thread moves: the
-	// namespace's own /proc may belong to another pid namespace.
-	proc, err := unix.Open("/proc", unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0)
+func (c Checker) applyHere(s Step, lockDir string) error {
+	if s.NSID == 0 || s.Unique == 0 {
+		return &NotLeak{fmt.Sprintf("the step for mount %d in mnt:[%d] carries no identities: it was not proven", s.MountID, s.MntNS)}
+	}
+	fd, ino, id, err := openNS(s.Enter)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if ino != s.MntNS || id != s.NSID {
+		return &NotLeak{fmt.Sprintf("changed since the plan: %s is mnt:[%d] born with id %d now, not mnt:[%d] id %d", s.Enter, ino, id, s.MntNS, s.NSID)}
+	}
+	lock, err := lockCopy(lockDir, s.NSID, s.Unique)
+	if err != nil {
+		return err
+	}
+	defer lock.unlock()
+	p, err := c.prove(ino, id, s.Unique)
+	if err != nil {
+		if prev := lock.previous(); prev != "" {
+			return &NotLeak{fmt.Sprintf("mount %d (unique %d) is gone from mnt:[%d]: %s", s.MountID, s.Unique, s.MntNS, prev)}
+		}
+		return err
+	}
+	if m := p.Copy; m.OldID != s.MountID || m.Point != s.Where || (s.Dev != 0 && m.Dev != s.Dev) {
+		return &NotLeak{fmt.Sprintf("changed since the plan: unique mount %d is mount %d at %s on %s now, not %d at %s on %s", s.Unique, m.OldID, m.Point, m.Dev, s.MountID, s.Where, s.Dev)}
+	}
+	// The caller's /proc, opened before the thread moves: the act names
+	// the mount through it (the namespace's own /proc may be another pid
+	// namespace's, or none).
+	proc, err := unix.Open("/proc", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("open /proc: %w", err)
 	}
 	defer unix.Close(proc)
-	fd, err := unix.Open(s.Enter, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("open %s: %w", s.Enter, err)
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return fmt.Errorf("stat %s: %w", s.Enter, err)
-	}
-	if uint32(st.Ino) != s.MntNS {
-		return fmt.Errorf("changed since the plan: %s is mnt:[%d] now, not mnt:[%d]", s.Enter, st.Ino, s.MntNS)
-	}
 	// A thread shares its filesystem context (root, cwd) with the others;
 	// setns into a mount namespace needs one of its own.
 	if err := unix.Unshare(unix.CLONE_FS); err != nil {
@@ -48,57 +64,49 @@ func applyHere(s Step) error {
 	if err := unix.Setns(fd, unix.CLONE_NEWNS); err != nil {
 		return fmt.Errorf("enter mnt:[%d]: %w", s.MntNS, err)
 	}
-	before, err := mountsHere(proc)
+	if err := detachExactly(s, proc); err != nil {
+		return err
+	}
+	lock.done()
+	mounts, err := readTable(id)
 	if err != nil {
 		return err
 	}
-	if err := samePlanned(before, s); err != nil {
-		return err
-	}
-	if err := unix.Unmount(s.Where, unix.MNT_DETACH); err != nil {
-		return fmt.Errorf("umount2(%s, MNT_DETACH) in mnt:[%d]: %w", s.Where, s.MntNS, err)
-	}
-	after, err := mountsHere(proc)
-	if err != nil {
-		return err
-	}
-	for _, m := range after {
-		if m.ID == s.MountID {
+	for _, m := range mounts {
+		if m.ID == s.Unique {
 			return fmt.Errorf("mount %d at %s is still in mnt:[%d] after the unmount", s.MountID, s.Where, s.MntNS)
 		}
 	}
 	return nil
 }
 
-// mountsHere reads the mount table of the thread's namespace.
-func mountsHere(proc int) ([]*mountinfo.Info, error) {
-	fd, err := unix.Openat(proc, "thread-self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+// detachExactly detaches the mount with the step's unique id and no
+// other: it opens the top mount at the mount point (a directory or a
+// file), checks its unique id (statx STATX_MNT_ID_UNIQUE), and detaches
+// it by that open file (thread-self/fd/N under the caller's /proc, the
+// thread's cwd for the call), never by its path again, which a mount
+// stacked on it since would answer.
+func detachExactly(s Step, proc int) error {
+	fd, err := unix.Open(s.Where, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("open the namespace's mountinfo: %w", err)
+		return fmt.Errorf("open %s in mnt:[%d]: %w", s.Where, s.MntNS, err)
 	}
-	f := os.NewFile(uintptr(fd), "mountinfo")
-	defer f.Close()
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(f); err != nil {
-		return nil, fmt.Errorf("read the namespace's mountinfo: %w", err)
+	defer unix.Close(fd)
+	var stx unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID_UNIQUE, &stx); err != nil {
+		return fmt.Errorf("statx %s in mnt:[%d]: %w", s.Where, s.MntNS, err)
 	}
-	return mountinfo.GetMountsFromReader(&buf, nil)
-}
-
-// samePlanned checks the mount is still the one planned: its id at the
-// planned mount point, on the planned device.
-func samePlanned(mounts []*mountinfo.Info, s Step) error {
-	for _, m := range mounts {
-		if m.ID != s.MountID {
-			continue
-		}
-		if m.Mountpoint != s.Where {
-			return fmt.Errorf("changed since the plan: mount %d is at %s now, not %s", s.MountID, m.Mountpoint, s.Where)
-		}
-		if d := event.MakeDev(uint32(m.Major), uint32(m.Minor)); s.Dev != 0 && d != s.Dev {
-			return fmt.Errorf("changed since the plan: mount %d is device %s now, not %s", s.MountID, d, s.Dev)
-		}
-		return nil
+	if stx.Mask&unix.STATX_MNT_ID_UNIQUE == 0 {
+		return errors.New("statx gave no unique mount id: the kernel cannot bind the act to the planned mount")
 	}
-	return fmt.Errorf("changed since the plan: mount %d (%s) is no longer in mnt:[%d]", s.MountID, s.Where, s.MntNS)
+	if stx.Mnt_id != s.Unique {
+		return &NotLeak{fmt.Sprintf("changed since the plan: the top mount at %s in mnt:[%d] is unique mount %d, not %d", s.Where, s.MntNS, stx.Mnt_id, s.Unique)}
+	}
+	if err := unix.Fchdir(proc); err != nil {
+		return fmt.Errorf("chdir to the caller's /proc: %w", err)
+	}
+	if err := unix.Unmount("thread-self/fd/"+strconv.Itoa(fd), unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("umount2(%s, MNT_DETACH) in mnt:[%d]: %w", s.Where, s.MntNS, err)
+	}
+	return nil
 }

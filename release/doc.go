@@ -4,25 +4,45 @@
 // restarting the holder or rebooting the node.
 //
 // Plan turns a finding into steps (one per copy to detach) and refusals
-// (a copy that is not a leak, is the namespace's root, is pinned by a
-// process's cwd, root, open file or mapping — unless forced —, or lives in
-// the host's or the caller's own namespace). A process holding the
-// namespace's nsfs file open pins the namespace, not the copy: the plan
-// enters through its fd and it keeps running. Apply carries one step out
-// without moving the calling process: a locked OS thread unshares its
-// filesystem context, enters the namespace, re-reads its mount table and
-// checks that the planned mount (by id, mount point and device) is still
-// there, detaches it with umount2(MNT_DETACH), and checks it is gone. The
-// thread (internal/nsthread) is never the main thread and is never
-// unlocked, so it ends with its goroutine and nothing of the process stays
-// in the namespace.
+// (a copy the correlator says is not a leak, a namespace's root, a copy
+// pinned by a process's cwd, root, open file or mapping — unless forced —,
+// or one in the host's or the caller's own namespace). A process holding
+// the namespace's nsfs file open pins the namespace, not the copy: the
+// plan enters through its fd and it keeps running.
+//
+// Nothing the finding or the caller says is trusted. Checker.Identify
+// binds each step to identities the kernel never reuses (the namespace's
+// birth id, NS_GET_MNTNS_ID; the mount's unique id, statmount) and proves
+// from live kernel state that the copy is a leak: its filesystem is
+// mounted in none of the origins (the host's namespace, the caller's), and
+// the holder received it rather than made it — a newer mount of the
+// holder is the copy of one its origin had before the holder was made
+// (unshare copies the whole tree in one batch of unique ids, in order), or
+// the daemon's ledger records the holder's birth and the origin's unmount
+// (docs/release.md says why the tables alone cannot always tell). A copy
+// not proven is refused, never forced. Checker.Apply, on a locked thread
+// that is never the main thread and ends with it (internal/nsthread),
+// takes the copy's lock, re-checks the namespace's birth id, proves the
+// leak again, enters, checks the top mount at the mount point has the
+// planned unique id (statx) and detaches it through that open file, then
+// checks it is gone. CheckFinding refuses a finding from before this boot
+// or one that differs from what the daemon kept.
 //
 // Do not use it on a copy a process works in: detaching it under a running
 // database is what --force exists to make explicit.
 //
 // Files:
-//   - plan.go: Step, Refusal, Plan.
-//   - apply.go: Apply, on a locked thread.
+//   - plan.go: Step, Refusal, Plan, Make.
+//   - kernel.go: listmount, statmount (decoded with length checks) and
+//     NS_GET_MNTNS_ID; Mount.
+//   - prove.go: Table, Proof, NotLeak; proveLeak, the leak proof from
+//     the tables of the holder and the origins.
+//   - ledger.go: Ledger, the daemon's record of this boot: a namespace's
+//     birth and the origin's unmount, as evidence.
+//   - identity.go: Checker (origins, ledger, verdict), Identify.
+//   - apply.go: Checker.Apply, on a locked thread; detachExactly.
+//   - lock.go: one flock per copy under LockDir.
+//   - finding.go: CheckFinding, BootTime.
 //   - target.go: CopyTarget, the object of a copy named by namespace and
 //     mount id, read through a process of it, a bind of its nsfs file or a
 //     process holding that file open.

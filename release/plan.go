@@ -19,6 +19,15 @@ type Step struct {
 	// /proc/PID/ns/mnt, or the nsfs bind that keeps a namespace no process
 	// runs in.
 	Enter string `json:"enter"`
+	// NSID and Unique are the namespace's birth id and the mount's unique
+	// id (Checker.Identify): Apply acts on exactly these, never on
+	// whatever has the inode and mount id later.
+	NSID   uint64 `json:"mntns_id,omitempty"`
+	Unique uint64 `json:"unique_id,omitempty"`
+	// Proof is why the copy is a leak, and Below the mounts under it that
+	// go with it.
+	Proof string   `json:"proof,omitempty"`
+	Below []string `json:"below,omitempty"`
 	// Pins are the processes working in the copy (only with --force).
 	Pins []correlate.PinRef `json:"pins,omitempty"`
 	// Stays is what keeps running: the namespace's processes.

@@ -14,7 +14,10 @@
 // Files: main.go (commands, exit codes), trace.go, replay.go, why.go,
 // audit.go, version.go, release.go (each command's flags and wiring),
 // release_target.go (what release acts on: a finding by id or as logged;
-// a copy by namespace and mount id is release.CopyTarget), release_log.go (where each release
+// a copy by namespace and mount id is release.CopyTarget), release_check.go
+// (release's checker: the daemon's ledger, a finding checked against the
+// one the daemon kept and the boot, each step proven and printed with its
+// evidence), release_log.go (where each release
 // action is recorded: stderr, the journal, the state dir), flags.go (list
 // flags), sight.go (what why and audit can see of the node: processes, and
 // the view their paths are looked up in, said on one line).

@@ -48,6 +48,11 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 	}
 	actions := newActionLog(*stateDir, *journalSocket, stderr)
 	logAction := actions.log
+	checker, err := newChecker(*stateDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "mntleak release: %v\n", err)
+		return exitError
+	}
 	explicit := *mntns != 0 || *mountID != 0
 	var given *correlate.Finding
 	if *fromFinding != "" {
@@ -61,6 +66,12 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 		given = f
+		if err := checkFinding(f, *stateDir, &checker); err != nil {
+			r := release.Refusal{Reason: err.Error(), Hint: "run mntleak why on the object for a finding about the machine as it is now"}
+			fmt.Fprintf(stdout, "refused: %s; %s\n", correlate.Escape(r.Reason), r.Hint)
+			logAction(actionRecord{Result: "refused", Refuse: &r})
+			return exitError
+		}
 		if r, refused := refuseFinding(f); refused {
 			fmt.Fprintf(stdout, "refused: %s; %s\n", r.Reason, correlate.Escape(r.Hint))
 			logAction(actionRecord{Result: "refused", Refuse: &r})
@@ -80,11 +91,14 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	var target correlate.Target
-	var err error
 	if explicit {
 		if target, err = release.CopyTarget(uint32(*mntns), *mountID); err != nil {
 			// Gone or changed since it was planned: nothing is done.
 			fmt.Fprintf(stdout, "refused: %v\n", err)
+			return exitError
+		}
+		if given != nil && target.Dev != given.Object.Dev {
+			fmt.Fprintf(stdout, "refused: the finding's object is %s, mount %d in mnt:[%d] is %s now\n", given.Object.Dev, *mountID, *mntns, target.Dev)
 			return exitError
 		}
 	} else if given != nil {
@@ -114,9 +128,17 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mntleak release: %v\n", err)
 		return exitError
 	}
+	if f.Cause.IsLeak() && !f.Inferred {
+		checker.Verdict = "the verdict now: " + f.Cause.String() + ": " + f.Summary
+	}
 	plan := release.Make(f, host, self, *force)
 	if explicit {
 		plan = plan.Only(uint32(*mntns), *mountID)
+	}
+	code := exitOK
+	plan, failed := identify(checker, plan)
+	if failed {
+		code = exitError
 	}
 	for i := range plan.Refused {
 		r := plan.Refused[i]
@@ -131,18 +153,20 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "nothing to release")
 		return exitError
 	}
-	code := exitOK
 	for i := range plan.Steps {
 		s := plan.Steps[i]
-		fmt.Fprintf(stdout, "plan: detach mount %d at %s in mnt:[%d] (entering through %s); keeps running: %s\n",
-			s.MountID, correlate.Escape(s.Where), s.MntNS, s.Enter, names(s.Stays))
+		printStep(stdout, s)
 		if !*apply {
 			logAction(actionRecord{Result: "planned", Step: &s})
 			continue
 		}
-		if err := release.Apply(s); err != nil {
-			fmt.Fprintf(stdout, "failed: %v\n", err)
-			logAction(actionRecord{Result: "failed", Step: &s, Error: err.Error()})
+		if err := checker.Apply(s, release.LockDir); err != nil {
+			result := "failed"
+			if release.IsNotLeak(err) {
+				result = "refused" // proven otherwise at the moment of acting
+			}
+			fmt.Fprintf(stdout, "%s: mnt:[%d] at %s: %s\n", result, s.MntNS, correlate.Escape(s.Where), correlate.Escape(err.Error()))
+			logAction(actionRecord{Result: result, Step: &s, Error: err.Error()})
 			code = exitError
 			continue
 		}

@@ -61,6 +61,7 @@ func TestRelease(t *testing.T) {
 			node := privtest.StartNode(t)
 			node.Run(t, "mount", dev, vol)
 			node.Run(t, "sh", "-c", "echo data >"+vol+"/file")
+			laterMount(t, node, dir)
 			h := node.StartHolder(t, "private", strings.ReplaceAll(tt.script, "VOL", vol))
 			if tt.unmount {
 				node.Run(t, "umount", vol)
@@ -100,6 +101,7 @@ func TestRelease(t *testing.T) {
 		vol := privtest.Mkdir(t, filepath.Join(dir, "vol"))
 		node := privtest.StartNode(t)
 		node.Run(t, "mount", dev, vol)
+		laterMount(t, node, dir)
 		h := node.StartHolder(t, "private", "cd /")
 		node.Run(t, "umount", vol)
 		in := []string{"-t", strconv.Itoa(node.PID), "-m", "--", bin}

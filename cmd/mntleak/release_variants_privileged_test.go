@@ -50,6 +50,13 @@ func TestBusyAndKeptCopiesReleased(t *testing.T) {
 			!strings.Contains(out, "processes work in the copy: sleep["+strconv.Itoa(h.PID)+"] (cwd "+vol+")") {
 			t.Fatalf("without --force: exit %d, want %d and the pinner named:\n%s", code, exitError, out)
 		}
+		// The same line with its cause edited: refused, naming what
+		// differs from the finding the daemon kept under its id.
+		edited := strings.ReplaceAll(line, `"cause":"busy-copy"`, `"cause":"rprivate-bind"`)
+		out, code = runIn(t, edited, append(in, "--apply", "--force")...)
+		if code != exitError || !strings.Contains(out, "differs from the one the daemon kept under id") || !strings.Contains(out, "cause rprivate-bind, kept busy-copy") {
+			t.Fatalf("an edited finding: exit %d, want %d and the difference named:\n%s", code, exitError, out)
+		}
 		// Then by its id, as the log line and the journal carry it: the
 		// daemon kept the finding in its state dir.
 		var logged struct {
@@ -73,10 +80,10 @@ func TestBusyAndKeptCopiesReleased(t *testing.T) {
 		if len(entries) != 1 || entries[0]["MNTLEAK_MNTNS"] != strconv.FormatUint(uint64(h.MntNS), 10) || entries[0]["MNTLEAK_PATH"] != vol {
 			t.Errorf("journal entries of the release: %v", entries)
 		}
-		if n := len(j.Entries(t, 0, "MNTLEAK_ACTION=release", "MNTLEAK_RESULT=refused")); n != 1 {
-			t.Errorf("%d refusals in the journal, want 1", n)
+		if n := len(j.Entries(t, 0, "MNTLEAK_ACTION=release", "MNTLEAK_RESULT=refused")); n != 2 {
+			t.Errorf("%d refusals in the journal, want 2", n)
 		}
-		for result, want := range map[string]float64{"released": 1, "refused": 1} {
+		for result, want := range map[string]float64{"released": 1, "refused": 2} {
 			if got := scrape(t, addr, "mntleak_actions_total", `action="release",result="`+result+`"`); got != want {
 				t.Errorf("mntleak_actions_total{result=%q} = %v, want %v", result, got, want)
 			}
@@ -100,6 +107,7 @@ func TestBusyAndKeptCopiesReleased(t *testing.T) {
 			node.Run(t, "unshare", "--net="+f, "true")
 		}
 		t.Cleanup(func() { _ = exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "umount", own).Run() })
+		laterMount(t, node, dir)
 		h := node.StartHolder(t, "private", "true")
 		node.Run(t, "umount", leaked)
 		id := strconv.Itoa(copyID(t, h.PID, leaked))
@@ -168,6 +176,7 @@ func TestBusyAndKeptCopiesReleased(t *testing.T) {
 		d := privtest.StartDaemon(t, nil, "--journald", "off", "--state-dir", "")
 		node := privtest.StartNode(t)
 		node.Run(t, "mount", dev, vol)
+		laterMount(t, node, dir)
 		h := node.StartHolder(t, "private", "true")
 		pinner := exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", "sh", "-c",
 			"exec 7</proc/"+strconv.Itoa(h.PID)+"/ns/mnt && echo ready && exec sleep 600")

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/release"
+	"github.com/mntleak/mntleak/state"
+)
+
+// newChecker is the leak prover release uses: live tables, and the
+// daemon's ledger of this boot when stateDir holds one.
+func newChecker(stateDir string) (release.Checker, error) {
+	var c release.Checker
+	if stateDir == "" {
+		return c, nil
+	}
+	boot, err := state.BootID()
+	if err != nil {
+		return c, fmt.Errorf("boot id: %w", err)
+	}
+	events, _, err := state.Load(stateDir, boot) // damage only loses evidence: the proof then refuses
+	if err != nil {
+		return c, fmt.Errorf("state dir %s: %w", stateDir, err)
+	}
+	if len(events) > 0 {
+		c.Ledger = &release.Ledger{Events: events}
+	}
+	return c, nil
+}
+
+// checkFinding refuses a finding from another boot, or one that differs
+// from the one the daemon kept under its id; a busy-copy finding the
+// daemon kept gives the checker its failed unmount as evidence.
+func checkFinding(f *correlate.Finding, stateDir string, c *release.Checker) error {
+	booted, err := release.BootTime()
+	if err != nil {
+		return err
+	}
+	var kept *correlate.Finding
+	if stateDir != "" {
+		b, err := state.LookupFinding(stateDir, f.ID())
+		switch {
+		case err == nil:
+			if kept, err = readFinding(bytes.NewReader(b)); err != nil {
+				return fmt.Errorf("the finding kept in %s under id %s: %w", stateDir, f.ID(), err)
+			}
+		case !errors.Is(err, state.ErrNoFinding):
+			return fmt.Errorf("look up finding %s in %s: %w", f.ID(), stateDir, err)
+		}
+	}
+	if err := release.CheckFinding(f, kept, booted); err != nil {
+		return err
+	}
+	if kept != nil && kept.Cause == correlate.CauseBusyCopy && kept.Call.Errno != "" {
+		c.FailedUnmount = fmt.Sprintf("%s by %s[%d] at %s: %s, kept by the daemon as finding %s", kept.Call.Syscall, kept.Call.Comm, kept.Call.PID,
+			kept.Call.Time.UTC().Format(time.RFC3339Nano), kept.Call.Errno, f.ID())
+	}
+	return nil
+}
+
+// identify binds every step to the kernel's identities and proves its copy
+// a leak; a copy not proven is refused (never forced), one that could not
+// be read fails the release.
+func identify(c release.Checker, p release.Plan) (release.Plan, bool) {
+	var out release.Plan
+	out.Refused = p.Refused
+	failed := false
+	for _, s := range p.Steps {
+		err := c.Identify(&s)
+		switch {
+		case err == nil:
+			out.Steps = append(out.Steps, s)
+		case release.IsNotLeak(err):
+			out.Refused = append(out.Refused, release.Refusal{MntNS: s.MntNS, Where: s.Where, Reason: err.Error(),
+				Hint: "mntleak release acts only on a copy it proves leaked; --force does not change that"})
+		default:
+			failed = true
+			out.Refused = append(out.Refused, release.Refusal{MntNS: s.MntNS, Where: s.Where, Reason: "cannot read the live state: " + err.Error(),
+				Hint: "run it as root on a kernel with statmount (6.8+)"})
+		}
+	}
+	return out, failed
+}
+
+// printStep prints a step's plan: what is detached, bound to which
+// identities, the proof, and what happens to the processes.
+func printStep(w io.Writer, s release.Step) {
+	fmt.Fprintf(w, "plan: detach mount %d (unique %d) at %s in mnt:[%d] (born id %d; entering through %s); keeps running: %s\n",
+		s.MountID, s.Unique, correlate.Escape(s.Where), s.MntNS, s.NSID, s.Enter, names(s.Stays))
+	fmt.Fprintf(w, "  leak: %s\n", correlate.Escape(s.Proof))
+	if len(s.Below) > 0 {
+		fmt.Fprintf(w, "  detached with it: %s\n", correlate.Escape(strings.Join(s.Below, ", ")))
+	}
+	for _, p := range s.Pins {
+		fmt.Fprintf(w, "  loses its %s into the detached tree (keeps running): %s[%s] %s\n", p.Pin, correlate.Escape(p.Comm), strconv.Itoa(p.PID), correlate.Escape(p.Path))
+	}
+}

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mntleak/mntleak/internal/privtest"
+)
+
+// TestNewestCopyNeedsTheLedger: a copy that is the newest mount its
+// holder copied looks, in the tables, exactly like a mount the holder made
+// itself (docs/release.md). Without the daemon's ledger release refuses
+// it; with it (the holder's creation, with its birth id, and the node's
+// unmount recorded) it releases it, citing both. The namespace's own tmpfs
+// stays refused with the ledger too.
+func TestNewestCopyNeedsTheLedger(t *testing.T) {
+	privtest.Require(t)
+	privtest.RequireCommands(t, "unshare", "nsenter", "mount", "umount", "findmnt")
+	bin := privtest.Binary(t)
+	dir := t.TempDir()
+	stateDir := filepath.Join(dir, "state")
+	d := privtest.StartDaemon(t, nil, "--journald", "off", "--state-dir", stateDir)
+	r := &refusalRig{node: privtest.StartNode(t), dir: dir, bin: bin}
+	vol := privtest.Mkdir(t, filepath.Join(dir, "vol"))
+	r.node.Run(t, "mount", "-t", "tmpfs", "vol", vol)
+	r.node.Run(t, "sh", "-c", "echo data >"+vol+"/file")
+	h := r.node.StartHolder(t, "private", "cd /")
+	r.node.Run(t, "umount", vol)
+	own := r.ownTmpfs(t)
+	time.Sleep(1500 * time.Millisecond) // the state log is flushed every second
+	in := func(state string, args ...string) []string {
+		return append([]string{"-t", strconv.Itoa(r.node.PID), "-m", "--", bin, "release", "--journald-socket", "", "--state-dir", state}, args...)
+	}
+	copyArgs := []string{"--mntns", ns(h.MntNS), "--mount-id", strconv.Itoa(copyID(t, h.PID, vol))}
+	ownArgs := []string{"--apply", "--mntns", ns(own.MntNS), "--mount-id", strconv.Itoa(copyID(t, own.PID, r.path))}
+
+	out, code := runIn(t, "", in("", append([]string{"--apply"}, copyArgs...)...)...)
+	if code != exitError || !strings.Contains(out, "cannot prove mount") {
+		t.Fatalf("without the ledger: exit %d, want %d and the proof it lacks:\n%s", code, exitError, out)
+	}
+	out, code = runIn(t, "", in(stateDir, ownArgs...)...)
+	if code != exitError || !strings.Contains(out, "cannot prove mount") || r.data(t) != "data\n" {
+		t.Fatalf("the namespace's own tmpfs, with the ledger: exit %d, want %d, refused, its data kept:\n%s", code, exitError, out)
+	}
+	out, code = runIn(t, "", in(stateDir, append([]string{"--apply"}, copyArgs...)...)...)
+	if code != exitOK || !strings.Contains(out, "the daemon's ledger: unshare[") || !strings.Contains(out, "unmounted "+vol) || !strings.Contains(out, "released: mount") {
+		t.Fatalf("with the ledger: exit %d, want %d, the recorded creation and unmount cited, released:\n%s", code, exitOK, out)
+	}
+	if syscall.Kill(h.PID, 0) != nil {
+		t.Error("the holder did not keep running")
+	}
+	d.Stop(t)
+}
+
+// TestActsOnlyOnTheProvenMount: what release proved is what it acts on.
+// A leaked copy released, then its mount id reused by a new mount in the
+// same namespace: the same command is refused and the new mount keeps its
+// data. Two releases of one copy at once: one detaches it, the other is
+// refused.
+func TestActsOnlyOnTheProvenMount(t *testing.T) {
+	privtest.Require(t)
+	privtest.RequireCommands(t, "unshare", "nsenter", "mount", "umount", "findmnt")
+	bin := privtest.Binary(t)
+	run := func(t *testing.T, r *refusalRig, args ...string) (string, int) {
+		return runIn(t, "", append([]string{"-t", strconv.Itoa(r.node.PID), "-m", "--", bin, "release", "--journald-socket", "", "--state-dir", "", "--apply"}, args...)...)
+	}
+	t.Run("a mount id reused", func(t *testing.T) {
+		// Another process on the machine may take the freed id first:
+		// the setup (not the verdict) is tried again, at most 3 times.
+		for round := range 3 {
+			r := &refusalRig{node: privtest.StartNode(t), dir: t.TempDir(), bin: bin}
+			h, _ := r.provableLeak(t)
+			id := copyID(t, h.PID, filepath.Join(r.dir, "vol"))
+			args := []string{"--mntns", ns(h.MntNS), "--mount-id", strconv.Itoa(id)}
+			if out, code := run(t, r, args...); code != exitOK || !strings.Contains(out, "released: mount") {
+				t.Fatalf("the leak: exit %d:\n%s", code, out)
+			}
+			// New tmpfs mounts in the holder, with data, until one gets the
+			// freed id (the kernel hands out the lowest free one).
+			r.pid = h.PID
+			r.path = strings.TrimSpace(reuseMountID(t, h.PID, r.dir, id))
+			if r.path == "" {
+				t.Logf("round %d: mount id %d was taken elsewhere", round, id)
+				continue
+			}
+			out, code := run(t, r, args...)
+			if code != exitError || !strings.Contains(out, "refused: ") || r.data(t) != "data\n" {
+				t.Fatalf("the reused id: exit %d, want %d, refused, the new mount's data kept:\n%s", code, exitError, out)
+			}
+			return
+		}
+		t.Fatal("the freed mount id was never reused in the holder")
+	})
+	t.Run("a namespace inode reused", func(t *testing.T) {
+		r := &refusalRig{node: privtest.StartNode(t), dir: t.TempDir(), bin: bin}
+		var waiting []*waiter
+		for range 40 {
+			waiting = append(waiting, startWaiter(t, r.node.PID))
+		}
+		h, dev := r.provableLeak(t)
+		f := r.why(t, dev)
+		f["finding"] = "leak" // as the daemon logs one
+		line, _ := json.Marshal(f)
+		_ = h.Cmd.Process.Kill()
+		_ = h.Cmd.Wait()
+		// A new namespace takes the inode: a healthy one, copied from
+		// the node, its own mount ids.
+		reused := reuseInode(t, h.MntNS, waiting)
+		table := func() string {
+			return privtest.Run(t, "nsenter", "-t", strconv.Itoa(reused.pid), "-m", "--", "findmnt", "-n", "-r", "-o", "ID,SOURCE,TARGET")
+		}
+		before := table()
+		out, code := runIn(t, string(line), "-t", strconv.Itoa(r.node.PID), "-m", "--", bin, "release", "--journald-socket", "", "--state-dir", "", "--apply", "--force", "--finding", "-")
+		if code != exitError || !strings.Contains(out, "refused: ") || strings.Contains(out, "released:") {
+			t.Fatalf("a finding about the dead namespace's inode: exit %d, want %d and refused:\n%s", code, exitError, out)
+		}
+		if after := table(); after != before {
+			t.Errorf("the new namespace's table changed:\n%s\nbecame\n%s", before, after)
+		}
+		if syscall.Kill(reused.pid, 0) != nil {
+			t.Error("the new namespace's process stopped")
+		}
+	})
+	t.Run("two releases at once", func(t *testing.T) {
+		r := &refusalRig{node: privtest.StartNode(t), dir: t.TempDir(), bin: bin}
+		h, _ := r.provableLeak(t)
+		args := []string{"--mntns", ns(h.MntNS), "--mount-id", strconv.Itoa(copyID(t, h.PID, filepath.Join(r.dir, "vol")))}
+		var wg sync.WaitGroup
+		outs, codes := make([]string, 2), make([]int, 2)
+		for i := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				outs[i], codes[i] = run(t, r, args...)
+			}()
+		}
+		wg.Wait()
+		released := 0
+		for i := range 2 {
+			if codes[i] == exitOK && strings.Contains(outs[i], "released: mount") {
+				released++
+			} else if codes[i] != exitError || !strings.Contains(outs[i], "refused") {
+				t.Errorf("release %d: exit %d, neither released nor refused:\n%s", i, codes[i], outs[i])
+			}
+		}
+		if released != 1 {
+			t.Errorf("%d releases detached the copy, want 1:\n%s\n%s", released, outs[0], outs[1])
+		}
+	})
+}
+
+// reuseMountID mounts tmpfs with data in pid's namespace, one after the
+// other, until one gets mount id id: its path, or "" after 100.
+func reuseMountID(t *testing.T, pid int, dir string, id int) string {
+	t.Helper()
+	script := `for i in $(seq 100); do d=` + dir + `/new$i; mkdir -p $d && mount -t tmpfs new $d && echo data >$d/file || exit 2
+[ "$(findmnt -n -o ID $d)" = ` + strconv.Itoa(id) + ` ] && { echo $d; exit 0; }; done`
+	out, _ := exec.Command("nsenter", "-t", strconv.Itoa(pid), "-m", "--", "sh", "-c", script).Output()
+	return string(out)
+}

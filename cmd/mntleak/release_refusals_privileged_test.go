@@ -1,0 +1,287 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mntleak/mntleak/internal/privtest"
+)
+
+// refusalCase is one healthy mount that release --apply must leave alone:
+// build makes it in a node of its own and returns the release arguments
+// (run from inside the node) and the stdin; the mount, its data and its
+// process must be as before afterwards.
+type refusalCase struct {
+	name  string
+	build func(t *testing.T, r *refusalRig) (args []string, stdin string)
+	want  string // in the refusal
+}
+
+// refusalRig is what a case is built in: a node, a directory, the binary.
+type refusalRig struct {
+	node privtest.Node
+	dir  string
+	bin  string
+	// healthy is the mount that must survive: the process whose namespace
+	// has it, where, and the data in it.
+	pid  int
+	path string
+}
+
+// TestHealthyMountsRefused: every target form aimed at a mount that
+// is not a leak is refused with --apply (and --force), and the mount, its
+// data and its process are as before. The first case is issue 26's: a
+// container-like process in a private namespace mounts its own tmpfs,
+// keeps data in it and runs with its cwd elsewhere.
+func TestHealthyMountsRefused(t *testing.T) {
+	privtest.Require(t)
+	privtest.RequireCommands(t, "unshare", "nsenter", "mount", "umount", "findmnt")
+	bin := privtest.Binary(t)
+	for _, tt := range []refusalCase{
+		{name: "the namespace's own tmpfs, by --mntns and --mount-id", want: "cannot prove mount",
+			build: func(t *testing.T, r *refusalRig) ([]string, string) {
+				h := r.ownTmpfs(t)
+				return []string{"--mntns", ns(h.MntNS), "--mount-id", strconv.Itoa(copyID(t, h.PID, r.path))}, ""
+			}},
+		{name: "the namespace's own tmpfs, by MAJ:MIN", want: "cannot prove mount",
+			build: func(t *testing.T, r *refusalRig) ([]string, string) {
+				r.ownTmpfs(t)
+				return []string{r.majMin(t)}, ""
+			}},
+		{name: "the namespace's own tmpfs, a finding edited to say rprivate-bind", want: "cannot prove mount",
+			build: func(t *testing.T, r *refusalRig) ([]string, string) {
+				r.ownTmpfs(t)
+				return []string{"--finding", "-"}, r.editedFinding(t, r.majMin(t), "rprivate-bind")
+			}},
+		{name: "a bind of a volume still mounted in the node", want: "not a leak",
+			build: func(t *testing.T, r *refusalRig) ([]string, string) {
+				vol := privtest.Mkdir(t, filepath.Join(r.dir, "vol"))
+				r.node.Run(t, "mount", "-t", "tmpfs", "vol", vol)
+				r.node.Run(t, "sh", "-c", "echo data >"+vol+"/file")
+				r.path = privtest.Mkdir(t, filepath.Join(r.dir, "ctr"))
+				h := r.node.StartHolder(t, "private", "mount --bind "+vol+" "+r.path+" && cd /")
+				r.pid = h.PID
+				return []string{"--mntns", ns(h.MntNS), "--mount-id", strconv.Itoa(copyID(t, h.PID, r.path))}, ""
+			}},
+		{name: "the host's namespace", want: "the host's namespace",
+			build: func(t *testing.T, r *refusalRig) ([]string, string) {
+				// Made after the node: only the host has it.
+				r.path = privtest.Mkdir(t, filepath.Join(r.dir, "host"))
+				privtest.Mount(t, "host", r.path, "tmpfs", 0, "")
+				t.Cleanup(func() { _ = syscall.Unmount(r.path, syscall.MNT_DETACH) })
+				privtest.Run(t, "sh", "-c", "echo data >"+r.path+"/file")
+				r.pid = os.Getpid()
+				return []string{"--mntns", ns(privtest.MountNS(t, "self")), "--mount-id", strconv.Itoa(copyID(t, os.Getpid(), r.path))}, ""
+			}},
+		{name: "a finding from a previous boot", want: "the finding is from a previous boot",
+			build: func(t *testing.T, r *refusalRig) ([]string, string) {
+				h, dev := r.provableLeak(t)
+				r.pid, r.path = h.PID, filepath.Join(r.dir, "vol")
+				f := r.why(t, dev)
+				f["finding"] = "leak" // why's finding as the daemon would log it
+				f["time"] = time.Now().Add(-24 * 365 * time.Hour).UTC().Format(time.RFC3339Nano)
+				b, _ := json.Marshal(f)
+				return []string{"--finding", "-"}, string(b)
+			}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &refusalRig{node: privtest.StartNode(t), dir: t.TempDir(), bin: bin}
+			args, stdin := tt.build(t, r)
+			before := r.data(t)
+			in := append([]string{"-t", strconv.Itoa(r.node.PID), "-m", "--", bin, "release", "--state-dir", "", "--journald-socket", "", "--apply", "--force"}, args...)
+			out, code := runIn(t, stdin, in...)
+			if code != exitError || !strings.Contains(out, "refused: ") || !strings.Contains(out, tt.want) || strings.Contains(out, "released:") {
+				t.Fatalf("exit %d, want %d and refused with %q:\n%s", code, exitError, tt.want, out)
+			}
+			if after := r.data(t); after != before || before == "" {
+				t.Errorf("the healthy mount's data %q became %q", before, after)
+			}
+			if syscall.Kill(r.pid, 0) != nil {
+				t.Error("the process whose mount it is stopped running")
+			}
+		})
+	}
+}
+
+func ns(ino uint32) string { return strconv.FormatUint(uint64(ino), 10) }
+
+// ownTmpfs starts a holder that mounts a tmpfs of its own in its private
+// namespace, writes data in it and runs with its cwd elsewhere.
+func (r *refusalRig) ownTmpfs(t *testing.T) *privtest.Holder {
+	t.Helper()
+	r.path = privtest.Mkdir(t, filepath.Join(r.dir, "own"))
+	h := r.node.StartHolder(t, "private", "mount -t tmpfs own "+r.path+" && echo data >"+r.path+"/file && cd /")
+	r.pid = h.PID
+	return h
+}
+
+// majMin is the device of the healthy mount, as MAJ:MIN.
+func (r *refusalRig) majMin(t *testing.T) string {
+	t.Helper()
+	return strings.TrimSpace(privtest.Run(t, "nsenter", "-t", strconv.Itoa(r.pid), "-m", "--", "findmnt", "-n", "-o", "MAJ:MIN", r.path))
+}
+
+// data is the healthy mount's file as its process sees it ("" when the
+// mount is gone from there).
+func (r *refusalRig) data(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("nsenter", "-t", strconv.Itoa(r.pid), "-m", "--", "sh", "-c",
+		"findmnt -n "+r.path+" >/dev/null && cat "+r.path+"/file").Output()
+	if err != nil {
+		return ""
+	}
+	return string(out)
+}
+
+// why is mntleak why --json about target, from inside the node.
+func (r *refusalRig) why(t *testing.T, target string) map[string]any {
+	t.Helper()
+	out, _ := exec.Command("nsenter", "-t", strconv.Itoa(r.node.PID), "-m", "--", r.bin, "why", "--json", "--state-dir", "", target).Output()
+	var f map[string]any
+	if err := json.Unmarshal(out, &f); err != nil {
+		t.Fatalf("why %s: %v: %s", target, err, out)
+	}
+	return f
+}
+
+// editedFinding is why's finding about target made into a daemon's leak
+// finding with its cause edited.
+func (r *refusalRig) editedFinding(t *testing.T, target, cause string) string {
+	t.Helper()
+	f := r.why(t, target)
+	f["finding"], f["cause"] = "leak", cause
+	b, _ := json.Marshal(f)
+	return string(b)
+}
+
+// provableLeak leaks a tmpfs with data from the node into a private
+// holder, with a mount the node made after it (so the holder's table shows
+// the copy was in the batch unshare made): its holder and device.
+func (r *refusalRig) provableLeak(t *testing.T) (*privtest.Holder, string) {
+	t.Helper()
+	vol := privtest.Mkdir(t, filepath.Join(r.dir, "vol"))
+	r.node.Run(t, "mount", "-t", "tmpfs", "vol", vol)
+	r.node.Run(t, "sh", "-c", "echo data >"+vol+"/file")
+	laterMount(t, r.node, r.dir)
+	h := r.node.StartHolder(t, "private", "cd /")
+	dev := strings.TrimSpace(r.node.Run(t, "findmnt", "-n", "-o", "MAJ:MIN", vol))
+	r.node.Run(t, "umount", vol)
+	return h, dev
+}
+
+// laterMount is a mount the node makes after the volume, as a real node
+// does: the leaked copy is then not the newest mount its holder copied,
+// and the holder's own table shows it was copied (docs/release.md).
+func laterMount(t *testing.T, node privtest.Node, dir string) {
+	t.Helper()
+	later := privtest.Mkdir(t, filepath.Join(dir, "later"))
+	node.Run(t, "mount", "-t", "tmpfs", "later", later)
+}
+
+// TestContainerMountsRefused: a running Docker container's rootfs, /proc,
+// /dev, /sys and /dev/shm (made in its namespace by the runtime) and its
+// volume (a tmpfs the node still has mounted, as kubelet mounts a pod's
+// emptyDir) are each refused by release --apply --force, named by
+// namespace and mount id as a finding's command names a copy; the
+// container keeps running and its volume keeps its data. A stand-in for a
+// pod's volume on the k8slab node: the same mounts, made by Docker.
+func TestContainerMountsRefused(t *testing.T) {
+	privtest.Require(t)
+	privtest.RequireCommands(t, "dockerd", "busybox", "nsenter", "findmnt")
+	bin := privtest.Binary(t)
+	const w = "/var/lib/mntleak-incidents/container-mounts"
+	exp := startScript(t, "container-mounts.sh", w)
+	holder, _ := strconv.Atoi(exp["holder_pid"])
+	ctrNS := privtest.MountNS(t, exp["holder_pid"])
+	for _, tt := range []struct{ path, want string }{
+		{"/", "not a leak (in-use)"}, // the overlay the node has mounted; Make refuses roots too
+		{"/proc", "cannot prove mount"},
+		{"/dev", "cannot prove mount"},
+		{"/sys", "cannot prove mount"},
+		{"/dev/shm", "cannot prove mount"},
+		{"/data", "not a leak"},
+	} {
+		t.Run(tt.path, func(t *testing.T) {
+			before, id := mountLine(t, holder, tt.path)
+			out, code := runIn(t, "", "-t", exp["node_pid"], "-m", "--", bin, "release", "--state-dir", "", "--journald-socket", "", "--apply", "--force",
+				"--mntns", ns(ctrNS), "--mount-id", strconv.Itoa(id))
+			if code != exitError || !strings.Contains(out, "refused: ") || !strings.Contains(out, tt.want) || strings.Contains(out, "released:") {
+				t.Fatalf("exit %d, want %d and refused with %q:\n%s", code, exitError, tt.want, out)
+			}
+			if after, _ := mountLine(t, holder, tt.path); after != before {
+				t.Errorf("the container's %s: %q became %q", tt.path, before, after)
+			}
+		})
+	}
+	if b, err := exec.Command("nsenter", "-t", exp["holder_pid"], "-m", "--", "cat", "/data/file").Output(); err != nil || string(b) != "data\n" {
+		t.Errorf("the volume's data: %q (%v)", b, err)
+	}
+	if syscall.Kill(holder, 0) != nil {
+		t.Error("the container stopped running")
+	}
+}
+
+// mountLine is the line of pid's mountinfo of the top mount at path (as
+// the process sees it: a container's image has no findmnt), and its id.
+func mountLine(t *testing.T, pid int, path string) (string, int) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, id := "", 0
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) > 4 && f[4] == path {
+			line = l
+			id, _ = strconv.Atoi(f[0])
+		}
+	}
+	if line == "" {
+		t.Fatalf("no mount at %s in /proc/%d/mountinfo", path, pid)
+	}
+	return line, id
+}
+
+// startScript runs a testdata script built on incidents' lib.sh (working
+// in w), waits for its expectations' ready=1 and returns them; at cleanup
+// it tells the script to tear down ($W/done) and waits for it.
+func startScript(t *testing.T, script, w string) map[string]string {
+	t.Helper()
+	dir := t.TempDir()
+	expPath := filepath.Join(dir, "expect")
+	cmd := exec.Command(filepath.Join("testdata", script))
+	cmd.Env = append(os.Environ(), "MNTLEAK_EXPECT="+expPath)
+	out, err := os.Create(filepath.Join(dir, "output"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = out, out // a file: a leftover process cannot hang the test
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = os.WriteFile(w+"/done", nil, 0o600)
+		if err := cmd.Wait(); err != nil {
+			b, _ := os.ReadFile(filepath.Join(dir, "output"))
+			t.Errorf("%s: %v\n%s", script, err, b)
+		}
+		out.Close()
+	})
+	exp := map[string]string{}
+	if !privtest.Poll(120e9, func() bool {
+		exp = expectations(expPath)
+		return exp["ready"] == "1"
+	}) {
+		b, _ := os.ReadFile(filepath.Join(dir, "output"))
+		t.Fatalf("%s did not get ready:\n%s", script, b)
+	}
+	return exp
+}
