@@ -33,10 +33,15 @@ run: build
 ## privileged tests start is built with it too). Privileged tests skip
 ## without root/BPF unless MNTLEAK_REQUIRE_BPF=1, where they fail instead.
 ## The run fails if it leaves a mount, loop device or temp dir behind.
+## A test runs a scenario again only when its tracer reported lost events
+## (never for a wrong verdict); each rerun is appended to $(RERUNS)
+## (privtest.Rerun) and the run ends with one line: reruns: N (which, why).
 LEFTOVERS := bin/.leftovers-before
+RERUNS    := bin/.reruns
 test: deps lint check-generated
-	@mkdir -p bin && $(GO) run ./internal/leftovers save $(LEFTOVERS)
-	@rc=0; $(GO) test -race -count=1 -timeout 30m $(PKGS) || rc=$$?; \
+	@mkdir -p bin && $(GO) run ./internal/leftovers save $(LEFTOVERS) && : >$(RERUNS)
+	@rc=0; MNTLEAK_RERUNS=$(abspath $(RERUNS)) $(GO) test -race -count=1 -timeout 30m $(PKGS) || rc=$$?; \
+	n=$$(grep -c . $(RERUNS)); if [ "$$n" -eq 0 ]; then echo "reruns: 0"; else echo "reruns: $$n ($$(paste -sd';' $(RERUNS) | sed 's/;/; /g'))"; fi; \
 	$(GO) run ./internal/leftovers check $(LEFTOVERS) || rc=1; exit $$rc
 
 ## unit: the tests that need neither root nor BPF (privileged ones skip).
