@@ -21,12 +21,19 @@ import (
 // or a live run's events), never from the golden.
 type facts struct {
 	pids    map[string][]int // comm → pids, in the order first seen
-	ns      map[int]uint32   // pid → the namespace it was last seen in
+	ns      map[ran]uint32   // the namespace a process was last seen in, running as comm
 	creator map[uint32]int   // namespace → the pid that made it
 }
 
+// ran is a process as it ran: a pid is taken again (pid-reuse, or
+// another test's process in a live run), the pair much less.
+type ran struct {
+	pid  int
+	comm string
+}
+
 func newFacts() *facts {
-	return &facts{pids: map[string][]int{}, ns: map[int]uint32{}, creator: map[uint32]int{}}
+	return &facts{pids: map[string][]int{}, ns: map[ran]uint32{}, creator: map[uint32]int{}}
 }
 
 func (x *facts) process(pid int, comm string, ns uint32) {
@@ -34,7 +41,7 @@ func (x *facts) process(pid int, comm string, ns uint32) {
 		x.pids[comm] = append(x.pids[comm], pid)
 	}
 	if ns != 0 {
-		x.ns[pid] = ns
+		x.ns[ran{pid, comm}] = ns
 	}
 }
 
@@ -46,7 +53,7 @@ func (x *facts) event(ev *event.Event) {
 	case event.KindUnshare:
 		if ev.Ret == 0 && ev.MntNSAfter != 0 && ev.MntNSAfter != ev.MntNSBefore {
 			x.creator[ev.MntNSAfter] = int(ev.PID)
-			x.ns[int(ev.PID)] = ev.MntNSAfter
+			x.ns[ran{int(ev.PID), ev.Comm}] = ev.MntNSAfter
 		}
 	case event.KindNewNSFork:
 		x.creator[ev.ChildMntNS] = int(ev.PID)
@@ -96,7 +103,7 @@ func (x *facts) nsOf(t testing.TB, comm string) uint32 {
 	t.Helper()
 	var seen []uint32
 	for _, pid := range x.pids[comm] {
-		if ns := x.ns[pid]; ns != 0 && !slices.Contains(seen, ns) {
+		if ns := x.ns[ran{pid, comm}]; ns != 0 && !slices.Contains(seen, ns) {
 			seen = append(seen, ns)
 		}
 	}
