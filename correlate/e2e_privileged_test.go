@@ -69,7 +69,7 @@ func runScenario(t *testing.T, name string) ([]*correlate.Finding, map[string]st
 	var mu sync.Mutex
 	var findings []*correlate.Finding
 	var lost uint64
-	x := newFacts()
+	var evs []*event.Event
 	corr := correlate.New(procfs.Host{}, correlate.Options{}, func(f *correlate.Finding) {
 		mu.Lock()
 		findings = append(findings, f)
@@ -80,7 +80,9 @@ func runScenario(t *testing.T, name string) ([]*correlate.Finding, map[string]st
 		if ev.Kind == event.KindLost {
 			lost += ev.Lost
 		}
-		x.event(ev)
+		mu.Lock()
+		evs = append(evs, ev)
+		mu.Unlock()
 		if err := devices.Enrich(ev); err != nil {
 			t.Errorf("teardown device: %v", err)
 		}
@@ -127,14 +129,19 @@ func runScenario(t *testing.T, name string) ([]*correlate.Finding, map[string]st
 			exp[k] = v
 		}
 	}
+	roots := []int{cmd.Process.Pid}
+	if pid, err := strconv.Atoi(exp["holder_pid"]); err == nil {
+		roots = append(roots, pid)
+	}
 	mu.Lock()
 	defer mu.Unlock()
-	return findings, exp, x, lost
+	return findings, exp, scenarioFacts(evs, roots...), lost
 }
 
 // ofScenario drops findings about anything else happening on the machine
 // (other tests run concurrently): a scenario's objects are under its
-// directory or on its loop devices (device, device2).
+// directory or on its loop devices (device, device2), or held in the
+// holder namespace it reports (holder_ns).
 func ofScenario(fs []*correlate.Finding, name string, exp map[string]string) []*correlate.Finding {
 	dir := "/var/lib/mntleak-scenarios/" + name
 	var out []*correlate.Finding
@@ -143,7 +150,7 @@ func ofScenario(fs []*correlate.Finding, name string, exp map[string]string) []*
 		// finding on the device must also name the scenario's directory.
 		device := f.Object.Path != "" && (f.Object.Path == exp["device"] || f.Object.Path == exp["device2"])
 		if strings.HasPrefix(f.Object.Path, dir) || strings.HasPrefix(f.Object.Source, dir) ||
-			(device && strings.Contains(f.Line(), dir)) {
+			(device && strings.Contains(f.Line(), dir)) || namesHolder(f, exp["holder_ns"], "") {
 			out = append(out, f)
 		}
 	}

@@ -23,6 +23,7 @@ type facts struct {
 	pids    map[string][]int // comm → pids, in the order first seen
 	ns      map[ran]uint32   // the namespace a process was last seen in, running as comm
 	creator map[uint32]int   // namespace → the pid that made it
+	madeAs  map[uint32]string // namespace → the comm its making event carried
 }
 
 // ran is a process as it ran: a pid is taken again (pid-reuse, or
@@ -33,7 +34,7 @@ type ran struct {
 }
 
 func newFacts() *facts {
-	return &facts{pids: map[string][]int{}, ns: map[ran]uint32{}, creator: map[uint32]int{}}
+	return &facts{pids: map[string][]int{}, ns: map[ran]uint32{}, creator: map[uint32]int{}, madeAs: map[uint32]string{}}
 }
 
 func (x *facts) process(pid int, comm string, ns uint32) {
@@ -52,11 +53,11 @@ func (x *facts) event(ev *event.Event) {
 	switch ev.Kind {
 	case event.KindUnshare:
 		if ev.Ret == 0 && ev.MntNSAfter != 0 && ev.MntNSAfter != ev.MntNSBefore {
-			x.creator[ev.MntNSAfter] = int(ev.PID)
+			x.creator[ev.MntNSAfter], x.madeAs[ev.MntNSAfter] = int(ev.PID), ev.Comm
 			x.ns[ran{int(ev.PID), ev.Comm}] = ev.MntNSAfter
 		}
 	case event.KindNewNSFork:
-		x.creator[ev.ChildMntNS] = int(ev.PID)
+		x.creator[ev.ChildMntNS], x.madeAs[ev.ChildMntNS] = int(ev.PID), ev.Comm
 	}
 }
 
@@ -82,6 +83,39 @@ func recordedFacts(t testing.TB, path string) *facts {
 	})
 	if err != nil {
 		t.Fatalf("read the facts of %s: %v", path, err)
+	}
+	return x
+}
+
+// scenarioFacts are the facts of a live run's events that its processes
+// made: those descending from one of roots (run.sh, and the holder it
+// reports: a process whose parent exited is reparented, and its events
+// carry the new parent), by the parents the events carry. The tracer sees
+// the whole machine, and other tests run processes of the same names
+// meanwhile.
+func scenarioFacts(evs []*event.Event, roots ...int) *facts {
+	parent := map[int]int{}
+	for _, ev := range evs {
+		if ev.PPID != 0 {
+			parent[int(ev.PID)] = int(ev.PPID)
+		}
+	}
+	mine := func(pid int) bool {
+		for range 64 {
+			if slices.Contains(roots, pid) {
+				return true
+			}
+			if pid = parent[pid]; pid == 0 {
+				return false
+			}
+		}
+		return false
+	}
+	x := newFacts()
+	for _, ev := range evs {
+		if mine(int(ev.PID)) {
+			x.event(ev)
+		}
 	}
 	return x
 }
@@ -152,7 +186,7 @@ func checkHolder(t testing.TB, i int, f *correlate.Finding, w expectation, x *fa
 			t.Errorf("finding %d: no event that made mnt:[%d] expected, but it is not the caller's own: %s", i, ns, f.Line())
 		}
 	default:
-		if !citesCreation(f, ns, w.madeBy, x.creator[ns]) {
+		if !citesCreation(f, ns, w.madeBy, x.madeAs[ns], x.creator[ns]) {
 			t.Errorf("finding %d does not cite the event by %s[%d] that made mnt:[%d]: %+v", i, w.madeBy, x.creator[ns], ns, f.Evidence)
 		}
 	}
@@ -170,13 +204,14 @@ func checkHolder(t testing.TB, i int, f *correlate.Finding, w expectation, x *fa
 }
 
 // citesCreation reports whether the evidence cites the unshare or clone
-// that made ns, by comm (as it ran later: creationEvidence) and pid (0:
-// the facts do not say).
-func citesCreation(f *correlate.Finding, ns uint32, comm string, pid int) bool {
+// that made ns, by the pid that made it (the facts must know it) and its
+// comm: as it ran later (creationEvidence names the creator so when it
+// knew it), or as the event carried it (madeAs).
+func citesCreation(f *correlate.Finding, ns uint32, comm, madeAs string, pid int) bool {
 	name := "mnt:[" + strconv.FormatUint(uint64(ns), 10) + "]"
 	for _, e := range f.Evidence {
 		ev := e.Event
-		if ev == nil || ev.Comm != comm || (pid != 0 && int(ev.PID) != pid) {
+		if ev == nil || pid == 0 || int(ev.PID) != pid || (ev.Comm != comm && ev.Comm != madeAs) {
 			continue
 		}
 		if (ev.Kind == "unshare" && strings.HasSuffix(ev.Summary, "→ "+name)) || (ev.Kind == "newns_fork" && strings.HasSuffix(ev.Summary, "new "+name)) {
