@@ -20,9 +20,9 @@ import (
 // and namespace come from here (a recording's events and process lists,
 // or a live run's events), never from the golden.
 type facts struct {
-	pids    map[string][]int // comm → pids, in the order first seen
-	ns      map[ran]uint32   // the namespace a process was last seen in, running as comm
-	creator map[uint32]int   // namespace → the pid that made it
+	pids    map[string][]int  // comm → pids, in the order first seen
+	ns      map[ran]uint32    // the namespace a process was last seen in, running as comm
+	creator map[uint32]int    // namespace → the pid that made it
 	madeAs  map[uint32]string // namespace → the comm its making event carried
 }
 
