@@ -35,12 +35,17 @@ run: build
 ## The run fails if it leaves a mount, loop device or temp dir behind.
 ## Every finding of a privileged test is compared with the oracle
 ## (e2e/oracle); each test appends its count to ORACLE_LOG, totalled after.
+## A test runs a scenario again only when its tracer reported lost events
+## (never for a wrong verdict); each rerun is appended to $(RERUNS)
+## (privtest.Rerun) and the run ends with one line: reruns: N (which, why).
 LEFTOVERS := bin/.leftovers-before
 ORACLE_LOG := $(CURDIR)/bin/oracle.log
+RERUNS    := $(CURDIR)/bin/.reruns
 test: deps lint check-generated
-	@mkdir -p bin && $(GO) run ./internal/leftovers save $(LEFTOVERS) && : > $(ORACLE_LOG)
-	@rc=0; MNTLEAK_ORACLE_LOG=$(ORACLE_LOG) $(GO) test -race -count=1 -timeout 30m $(PKGS) || rc=$$?; \
+	@mkdir -p bin && $(GO) run ./internal/leftovers save $(LEFTOVERS) && : > $(ORACLE_LOG) && : >$(RERUNS)
+	@rc=0; MNTLEAK_ORACLE_LOG=$(ORACLE_LOG) MNTLEAK_RERUNS=$(RERUNS) $(GO) test -race -count=1 -timeout 30m $(PKGS) || rc=$$?; \
 	$(MAKE) -s oracle-total; \
+	n=$$(grep -c . $(RERUNS)); if [ "$$n" -eq 0 ]; then echo "reruns: 0"; else echo "reruns: $$n ($$(paste -sd';' $(RERUNS) | sed 's/;/; /g'))"; fi; \
 	$(GO) run ./internal/leftovers check $(LEFTOVERS) || rc=1; exit $$rc
 
 ## oracle-total: the oracle's comparisons of the last make test, in one line.

@@ -84,9 +84,13 @@ func (c *Correlator) busyCopyRule(a *analysis, m match) (verdict, bool) {
 		unmount = "an unmount of " + a.own.Mountpoint + " here propagates"
 	}
 	v := verdict{
-		cause:   CauseBusyCopy,
-		summary: unmount + " to the copy in " + nsName(m.ns.Ino) + " at " + m.where + ", which is busy: " + strings.Join(who, ", "),
-		fix:     "stop " + procName(pins[0].Comm, pins[0].PID) + " or move its working directory and files off " + m.where + ", then retry the unmount (or unmount lazily with umount -l)",
+		cause:    CauseBusyCopy,
+		summary:  unmount + " to the copy in " + nsName(m.ns.Ino) + " at " + m.where + ", which is busy: " + strings.Join(who, ", "),
+		fix:      "stop " + procName(pins[0].Comm, pins[0].PID) + " or move its working directory and files off " + m.where + ", then retry the unmount (or unmount lazily with umount -l)",
+		inferred: m.ns.Event == nil,
+	}
+	if m.ns.Event != nil {
+		v.evidence = append(v.evidence, creationEvidence(m.ns, "namespace created: "))
 	}
 	v.evidence = append(v.evidence, factEvidence(mountFact(m.ns.Ino, m.mount)))
 	for _, p := range pins {
@@ -193,6 +197,9 @@ func (c *Correlator) rprivateVerdict(a *analysis, m match, bind *mountinfo.Info,
 	} else {
 		v.inferred = true
 		how = "leaked by a private recursive bind of " + src + " at " + bind.Mountpoint + " in " + nsName(m.ns.Ino) + ", made before tracing began"
+	}
+	if m.ns.Event != nil {
+		v.evidence = append(v.evidence, creationEvidence(m.ns, "namespace created: "))
 	}
 	v.evidence = append(v.evidence,
 		factEvidence(mountFact(m.ns.Ino, bind)+": a bind of the host's "+src+" with no propagation"),

@@ -15,18 +15,30 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/scenarios/*/findings.golden from the recorded streams")
 
 // expectation is what one finding of a scenario must say, whatever the
-// golden file holds: -update cannot bless a wrong verdict.
+// golden file holds: -update cannot bless a wrong verdict (writeGolden
+// refuses to write what fails them). Processes are named by the command
+// they ran as; their pid and namespace are the run's recorded facts
+// (facts: the recording's events and process lists, or a live run's).
 type expectation struct {
-	kind       correlate.FindingKind
-	cause      correlate.Cause
-	syscall    string // of the call
-	errno      string
-	holderComm string // a process named among the holders (processes or pins)
-	actor      string // comm of an event in the evidence (the leaking bind, the unshare...)
-	linked     bool   // a failure that links back to the leak finding
-	detached   bool   // the primary copy must have been detached by the kernel since
-	exited     bool   // a holder whose last process had left
+	kind     correlate.FindingKind
+	cause    correlate.Cause
+	syscall  string // of the call
+	errno    string
+	actor    string // the process named to act on (holder_pid), by comm; "": none
+	role     string // and how it holds (correlate.RolePinner, ...)
+	holder   string // a process recorded in the primary holder namespace, by comm
+	madeBy   string // comm of the cited event that made that namespace; "inferred"; "": the caller's own namespace
+	fix      []string
+	evidence string // comm of an event in the evidence (the leaking bind, the restart...)
+	linked   bool   // a failure that links back to the leak finding
+	detached bool   // the primary copy must have been detached by the kernel since
+	exited   bool   // a holder whose last process had left
 }
+
+const (
+	pinner = correlate.RolePinner
+	member = correlate.RoleMember
+)
 
 var scenarios = map[string][]expectation{
 	// containerd's unlink right after the unmount detaches the container's
@@ -34,60 +46,82 @@ var scenarios = map[string][]expectation{
 	// settled there is no leak (RHEL 7 fails the unlink with EBUSY instead).
 	"seed000-netns-rbind": nil,
 	"seed001-mountflags-restart": {
-		{kind: correlate.KindFailure, cause: correlate.CauseMountflagsRestart, syscall: "umount2", errno: "EINVAL", holderComm: "containerd-shim", actor: "dockerd"},
+		{kind: correlate.KindFailure, cause: correlate.CauseMountflagsRestart, syscall: "umount2", errno: "EINVAL",
+			actor: "containerd-shim", role: member, holder: "containerd-shim", madeBy: "dockerd", fix: []string{"containerd-shim"}, evidence: "dockerd"},
 	},
 	"seed002-node-exporter": {
-		{kind: correlate.KindLeak, cause: correlate.CauseRprivateBind, syscall: "umount2", holderComm: "node_exporter", actor: "runc"},
-		{kind: correlate.KindFailure, cause: correlate.CauseRprivateBind, syscall: "openat", errno: "EBUSY", holderComm: "node_exporter", actor: "runc", linked: true},
+		{kind: correlate.KindLeak, cause: correlate.CauseRprivateBind, syscall: "umount2",
+			actor: "node_exporter", role: member, holder: "node_exporter", madeBy: "node_exporter", evidence: "runc"},
+		{kind: correlate.KindFailure, cause: correlate.CauseRprivateBind, syscall: "openat", errno: "EBUSY",
+			actor: "node_exporter", role: member, holder: "node_exporter", madeBy: "node_exporter", evidence: "runc", linked: true},
 	},
 	"seed002-zram-teardown": {
-		{kind: correlate.KindLeak, cause: correlate.CauseRprivateBind, syscall: "umount2", holderComm: "node_exporter", actor: "runc"},
-		{kind: correlate.KindFailure, cause: correlate.CauseRprivateBind, syscall: "write", errno: "EBUSY", holderComm: "node_exporter", actor: "runc", linked: true},
+		{kind: correlate.KindLeak, cause: correlate.CauseRprivateBind, syscall: "umount2",
+			actor: "node_exporter", role: member, holder: "node_exporter", madeBy: "node_exporter", evidence: "runc"},
+		{kind: correlate.KindFailure, cause: correlate.CauseRprivateBind, syscall: "write", errno: "EBUSY",
+			actor: "node_exporter", role: member, holder: "node_exporter", madeBy: "node_exporter", evidence: "runc", linked: true},
 	},
 	"seed003-subpath-configmap": {
-		{kind: correlate.KindFailure, cause: correlate.CauseStaleBind, syscall: "mount", errno: "ENOENT", actor: "kubelet"},
+		{kind: correlate.KindFailure, cause: correlate.CauseStaleBind, syscall: "mount", errno: "ENOENT", holder: "runc", evidence: "kubelet"},
 	},
 	"seed004-privatetmp": {
 		// The overlay's copy goes with the rmdir of merged (this kernel
-		// detaches it); the volume's stays: its device is busy.
-		{kind: correlate.KindLeak, cause: correlate.CausePrivateTmp, syscall: "umount2", holderComm: "ntpd", actor: "ntpd"},
-		{kind: correlate.KindFailure, cause: correlate.CausePrivateTmp, syscall: "openat", errno: "EBUSY", holderComm: "ntpd", linked: true},
+		// detaches it); the volume's stays: its device is busy. The fix
+		// restarts the unit: it names no pid.
+		{kind: correlate.KindLeak, cause: correlate.CausePrivateTmp, syscall: "umount2",
+			actor: "ntpd", role: member, holder: "ntpd", madeBy: "ntpd", evidence: "ntpd"},
+		{kind: correlate.KindFailure, cause: correlate.CausePrivateTmp, syscall: "openat", errno: "EBUSY",
+			actor: "ntpd", role: member, holder: "ntpd", madeBy: "ntpd", linked: true},
 	},
 	"private-parent": {
-		{kind: correlate.KindLeak, cause: correlate.CausePrivateParent, syscall: "umount2", holderComm: "sshd", actor: "dockerd"},
+		{kind: correlate.KindLeak, cause: correlate.CausePrivateParent, syscall: "umount2",
+			actor: "sshd", role: member, holder: "sshd", madeBy: "sshd", evidence: "dockerd"},
 	},
 	"shared-propagation": {
-		{kind: correlate.KindFailure, cause: correlate.CauseSharedPropagation, syscall: "rmdir", errno: "EBUSY", actor: "csi-driver"},
+		{kind: correlate.KindFailure, cause: correlate.CauseSharedPropagation, syscall: "rmdir", errno: "EBUSY",
+			actor: "app", role: member, holder: "app", madeBy: "app", fix: []string{"app"}, evidence: "csi-driver"},
 	},
 	"busy-copy": {
-		{kind: correlate.KindFailure, cause: correlate.CauseBusyCopy, syscall: "umount2", errno: "EBUSY", holderComm: "worker"},
+		{kind: correlate.KindFailure, cause: correlate.CauseBusyCopy, syscall: "umount2", errno: "EBUSY",
+			actor: "worker", role: pinner, holder: "worker", madeBy: "worker", fix: []string{"worker"}},
 	},
 	"in-use": {
-		{kind: correlate.KindFailure, cause: correlate.CauseInUse, syscall: "umount2", errno: "EBUSY", holderComm: "app"},
+		{kind: correlate.KindFailure, cause: correlate.CauseInUse, syscall: "umount2", errno: "EBUSY",
+			actor: "app", role: pinner, holder: "app"},
 	},
 	"pid-reuse": {
-		{kind: correlate.KindLeak, cause: correlate.CauseUnshare, syscall: "umount2", holderComm: "keeper"},
-		{kind: correlate.KindFailure, cause: correlate.CauseUnshare, syscall: "openat", errno: "EBUSY", holderComm: "keeper", linked: true},
+		{kind: correlate.KindLeak, cause: correlate.CauseUnshare, syscall: "umount2",
+			actor: "keeper", role: member, holder: "keeper", madeBy: "keeper", fix: []string{"keeper"}},
+		{kind: correlate.KindFailure, cause: correlate.CauseUnshare, syscall: "openat", errno: "EBUSY",
+			actor: "keeper", role: member, holder: "keeper", madeBy: "keeper", fix: []string{"keeper"}, linked: true},
 	},
 	"holder-exited": {
 		// The leak is confirmed by the failure, when its holder has exited:
-		// the copy stayed, and the reader reached the device through it.
-		{kind: correlate.KindLeak, cause: correlate.CauseUnshare, syscall: "umount2", holderComm: "holder", exited: true},
-		{kind: correlate.KindFailure, cause: correlate.CauseUnshare, syscall: "openat", errno: "EBUSY", holderComm: "reader", exited: true, linked: true},
+		// the copy stayed, and the reader reached the device through it
+		// (its fd, opened through /proc/PID/root, is in the node's
+		// namespace).
+		{kind: correlate.KindLeak, cause: correlate.CauseUnshare, syscall: "umount2",
+			holder: "holder", madeBy: "holder", exited: true},
+		{kind: correlate.KindFailure, cause: correlate.CauseUnshare, syscall: "openat", errno: "EBUSY",
+			actor: "reader", role: pinner, holder: "holder", madeBy: "holder", fix: []string{"reader"}, exited: true, linked: true},
 	},
 	// No process in the namespace: a process holds it open by an fd.
 	"nsfd-kept": {
-		{kind: correlate.KindFailure, cause: correlate.CauseUnshare, syscall: "openat", errno: "EBUSY", holderComm: "pinner"},
+		{kind: correlate.KindFailure, cause: correlate.CauseUnshare, syscall: "openat", errno: "EBUSY",
+			actor: "pinner", role: pinner, holder: "keeper", madeBy: "keeper", fix: []string{"pinner"}},
 	},
 	// No process in the namespace: a bind of its nsfs file keeps it, and
 	// a look inside between the two failures changes neither verdict.
+	// unshare --mount=FILE true made it: named as it exited.
 	"bind-kept-entered": {
-		{kind: correlate.KindFailure, cause: correlate.CauseUnshare, syscall: "openat", errno: "EBUSY", actor: "true"}, // unshare --mount=FILE true: named as it exited
-		{kind: correlate.KindFailure, cause: correlate.CauseUnshare, syscall: "openat", errno: "EBUSY", actor: "true"}, // unshare --mount=FILE true: named as it exited
+		{kind: correlate.KindFailure, cause: correlate.CauseUnshare, syscall: "openat", errno: "EBUSY", holder: "true", madeBy: "true", evidence: "true"},
+		{kind: correlate.KindFailure, cause: correlate.CauseUnshare, syscall: "openat", errno: "EBUSY", holder: "true", madeBy: "true", evidence: "true"},
 	},
-	// The leak names the worker forked into the copy, whose cwd pins it.
+	// The leak names the worker forked into the copy, whose cwd pins it;
+	// the fix stops the namespace's first process (and the others).
 	"forked-pinner": {
-		{kind: correlate.KindLeak, cause: correlate.CauseUnshare, syscall: "umount2", holderComm: "worker"},
+		{kind: correlate.KindLeak, cause: correlate.CauseUnshare, syscall: "umount2",
+			actor: "worker", role: pinner, holder: "keeper", madeBy: "keeper", fix: []string{"keeper"}},
 	},
 	// Negatives: twenty containers started and removed, no finding at all.
 	"day-in-the-life": nil,
@@ -110,39 +144,59 @@ func TestGolden(t *testing.T) {
 			if err := correlate.Replay(f, name, func(fd *correlate.Finding) { got = append(got, fd) }); err != nil {
 				t.Fatal(err)
 			}
-			checkExpectations(t, got, want, true)
-
-			var buf bytes.Buffer
-			enc := json.NewEncoder(&buf)
-			enc.SetEscapeHTML(false)
-			for _, fd := range got {
-				if err := enc.Encode(fd); err != nil {
-					t.Fatal(err)
-				}
-				buf.WriteString(fd.Line() + "\n\n")
-			}
+			x := recordedFacts(t, filepath.Join(dir, "stream.jsonl"))
+			checkExpectations(t, got, want, x, true)
 			golden := filepath.Join(dir, "findings.golden")
 			if *update {
-				if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
+				writeGolden(t, golden, got)
 				return
 			}
 			old, err := os.ReadFile(golden)
 			if err != nil {
 				t.Fatalf("%v (run go test ./correlate -run TestGolden -update)", err)
 			}
-			if !bytes.Equal(old, buf.Bytes()) {
-				t.Errorf("findings differ from %s (go test ./correlate -run TestGolden -update to accept):\n%s", golden, buf.String())
+			if b := goldenBytes(t, got); !bytes.Equal(old, b) {
+				t.Errorf("findings differ from %s (go test ./correlate -run TestGolden -update to accept):\n%s", golden, b)
 			}
 		})
 	}
 }
 
-// checkExpectations compares findings with a scenario's expectations.
+// goldenBytes is a golden file's content: each finding as JSON, then its
+// line.
+func goldenBytes(t testing.TB, got []*correlate.Finding) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	for _, fd := range got {
+		if err := enc.Encode(fd); err != nil {
+			t.Fatal(err)
+		}
+		buf.WriteString(fd.Line() + "\n\n")
+	}
+	return buf.Bytes()
+}
+
+// writeGolden writes the findings to golden (-update) only when the
+// scenario's expectations passed: a golden is checked, then written. A
+// test that already failed writes nothing and says so.
+func writeGolden(t testing.TB, golden string, got []*correlate.Finding) {
+	t.Helper()
+	if t.Failed() {
+		t.Errorf("not writing %s: the findings fail the scenario's expectations", golden)
+		return
+	}
+	if err := os.WriteFile(golden, goldenBytes(t, got), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkExpectations compares findings with a scenario's expectations: all
+// of them, in order, each whole, and nothing more.
 // replay is false for a live run, where whether the kernel detached a copy
 // before the correlator read it depends on timing: both are right.
-func checkExpectations(t *testing.T, got []*correlate.Finding, want []expectation, replay bool) {
+func checkExpectations(t testing.TB, got []*correlate.Finding, want []expectation, x *facts, replay bool) {
 	t.Helper()
 	if len(got) != len(want) {
 		for _, f := range got {
@@ -156,11 +210,9 @@ func checkExpectations(t *testing.T, got []*correlate.Finding, want []expectatio
 			t.Errorf("finding %d: %s %s %s %s, want %s %s %s %s\n%s", i, f.Kind, f.Cause, f.Call.Syscall, f.Call.Errno,
 				w.kind, w.cause, w.syscall, w.errno, f.Line())
 		}
-		if w.holderComm != "" && !holderNamed(f, w.holderComm) {
-			t.Errorf("finding %d names no holder %q: %s", i, w.holderComm, f.Line())
-		}
-		if w.actor != "" && !actorNamed(f, w.actor) {
-			t.Errorf("finding %d has no evidence event by %q: %+v", i, w.actor, f.Evidence)
+		checkHolder(t, i, f, w, x)
+		if w.evidence != "" && !actorNamed(f, w.evidence) {
+			t.Errorf("finding %d has no evidence event by %q: %+v", i, w.evidence, f.Evidence)
 		}
 		if (f.Leak != nil) != w.linked {
 			t.Errorf("finding %d: linked to a leak = %v, want %v", i, f.Leak != nil, w.linked)

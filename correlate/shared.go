@@ -50,6 +50,9 @@ func (c *Correlator) sharedPropagationRule(a *analysis, m match) (verdict, bool)
 				"the container that publishes mounts (mountPropagation Bidirectional) must unmount them before it exits"
 			return v, true
 		}
+		if n.Event != nil {
+			v.evidence = append(v.evidence, creationEvidence(n, "namespace created: "))
+		}
 		// Entered through the process that made it, while it runs there,
 		// else the namespace's oldest.
 		pid := "PID"

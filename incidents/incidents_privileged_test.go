@@ -148,14 +148,15 @@ func check(t *testing.T, i int, l logged, w want, exp map[string]string) {
 }
 
 // TestControlChurn: the same Docker, 20 containers started and removed:
-// no leak is reported.
+// no finding of any kind is about them. run reads the findings once the
+// daemon has stopped, and a stopping daemon flushes its correlator: a
+// leak still held back for its settle window is reported then, and seen
+// here.
 func TestControlChurn(t *testing.T) {
 	all, exp := run(t, "control-churn.sh", nil)
 	oraclecheck.CheckLogged(t, about(all, "control-churn", exp)...)
 	for _, f := range about(all, "control-churn", exp) {
-		if f.Detail.Kind == correlate.KindLeak || f.Detail.Cause.IsLeak() {
-			t.Errorf("leak reported during plain churn: %s", f.Msg)
-		}
+		t.Errorf("finding in a control (plain churn): %s", f.Msg)
 	}
 }
 

@@ -14,21 +14,21 @@ import (
 // nothing behind, next to namespaces of services, and churn of namespaces.
 type churn struct {
 	name string
-	run  func(t *testing.T, node privtest.Node, dir string) []string // the paths and devices no finding may be about
+	run  func(t *testing.T, node privtest.Node, dir string) objects // the paths, devices and namespaces no finding may be about
 }
 
 func churns() []churn {
 	return []churn{
 		{"container-churn-with-a-private-service", containerChurn},
 		{"namespace-churn", namespaceChurn},
-		{"double-unmount", func(t *testing.T, node privtest.Node, dir string) []string { return doubleUnmount(t, node, dir, false) }},
-		{"double-unmount-after-rmdir", func(t *testing.T, node privtest.Node, dir string) []string { return doubleUnmount(t, node, dir, true) }},
+		{"double-unmount", func(t *testing.T, node privtest.Node, dir string) objects { return doubleUnmount(t, node, dir, false) }},
+		{"double-unmount-after-rmdir", func(t *testing.T, node privtest.Node, dir string) objects { return doubleUnmount(t, node, dir, true) }},
 		{"unmount-then-rmdir", unmountThenRmdir},
 	}
 }
 
-// runChurn runs a churn control under tracing and checks that no finding
-// is about what it tore down.
+// runChurn runs a churn control under tracing, lets it settle, and checks
+// that no finding is about what it tore down or the namespaces it made.
 func runChurn(t *testing.T, name string) {
 	for _, ch := range churns() {
 		if ch.name != name {
@@ -37,15 +37,9 @@ func runChurn(t *testing.T, name string) {
 		node := privtest.StartNode(t)
 		l := startTracing(t)
 		time.Sleep(100 * time.Millisecond)
-		objects := ch.run(t, node, t.TempDir())
-		privtest.AfterLeakSettle(t)
-		time.Sleep(300 * time.Millisecond)
-		for i := 0; i+1 < len(objects); i += 2 {
-			for _, f := range l.about(objects[i], objects[i+1]) {
-				t.Errorf("finding in a control: %s", f.Line())
-			}
-		}
-		l.controlDevices(t, objects)
+		objs := ch.run(t, node, t.TempDir())
+		control(t, l, objs)
+		l.controlDevices(t, objs)
 		return
 	}
 	t.Fatalf("no churn control %q", name)
@@ -58,8 +52,8 @@ func runChurn(t *testing.T, name string) {
 // processes killed, the rootfs unmounted, its directory removed. The
 // kernel detaches the service's copies when the directories go, and
 // nothing pins them: no leak.
-func containerChurn(t *testing.T, node privtest.Node, dir string) []string {
-	var objects []string
+func containerChurn(t *testing.T, node privtest.Node, dir string) objects {
+	var objs objects
 	var containers []*privtest.Holder
 	var rootfs []string
 	for i := range 5 {
@@ -67,9 +61,11 @@ func containerChurn(t *testing.T, node privtest.Node, dir string) []string {
 		node.Run(t, "mount", "-t", "tmpfs", "overlay", r)
 		containers = append(containers, node.StartHolder(t, "private", "true"))
 		rootfs = append(rootfs, r)
-		objects = append(objects, r, r)
+		objs.paths = append(objs.paths, r)
+		objs.ns = append(objs.ns, containers[i].MntNS)
 	}
-	node.StartHolder(t, "private", "true") // the service
+	service := node.StartHolder(t, "private", "true")
+	objs.ns = append(objs.ns, service.MntNS)
 	time.Sleep(300 * time.Millisecond)
 	for i, c := range containers {
 		_ = c.Cmd.Process.Kill()
@@ -77,12 +73,12 @@ func containerChurn(t *testing.T, node privtest.Node, dir string) []string {
 		node.Run(t, "umount", rootfs[i])
 		node.Run(t, "rmdir", rootfs[i])
 	}
-	return objects
+	return objs
 }
 
 // namespaceChurn: short-lived namespaces come and go while the node mounts
 // and unmounts volumes (a tmpfs, a loop device) with nothing holding them.
-func namespaceChurn(t *testing.T, node privtest.Node, dir string) []string {
+func namespaceChurn(t *testing.T, node privtest.Node, dir string) objects {
 	dev := privtest.LoopDevice(t, 8)
 	vol := privtest.Mkdir(t, filepath.Join(dir, "vol"))
 	tmp := privtest.Mkdir(t, filepath.Join(dir, "tmp"))
@@ -98,7 +94,7 @@ func namespaceChurn(t *testing.T, node privtest.Node, dir string) []string {
 	if out, err := exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", "mkfs.ext4", "-q", "-F", dev).CombinedOutput(); err != nil {
 		t.Fatalf("mkfs.ext4 %s: %v %s", dev, err, out)
 	}
-	return []string{dev, vol, tmp, tmp}
+	return objects{paths: []string{dev, vol, tmp}}
 }
 
 // doubleUnmount: a runtime unmounts its volume twice (dockerd, a
@@ -106,13 +102,13 @@ func namespaceChurn(t *testing.T, node privtest.Node, dir string) []string {
 // private namespace made before the mount (no copy) is on the node; with
 // afterRmdir, one made after it holds a copy the runtime's rmdir detaches
 // before the second unmount.
-func doubleUnmount(t *testing.T, node privtest.Node, dir string, afterRmdir bool) []string {
+func doubleUnmount(t *testing.T, node privtest.Node, dir string, afterRmdir bool) objects {
 	dev := privtest.LoopDevice(t, 8)
 	vol := privtest.Mkdir(t, filepath.Join(dir, "vol"))
-	node.StartHolder(t, "private", "true")
+	objs := objects{paths: []string{dev, vol}, ns: []uint32{node.StartHolder(t, "private", "true").MntNS}}
 	node.Run(t, "mount", dev, vol)
 	if afterRmdir {
-		node.StartHolder(t, "private", "true")
+		objs.ns = append(objs.ns, node.StartHolder(t, "private", "true").MntNS)
 	}
 	time.Sleep(300 * time.Millisecond)
 	node.Run(t, "umount", vol)
@@ -122,21 +118,21 @@ func doubleUnmount(t *testing.T, node privtest.Node, dir string, afterRmdir bool
 	if err := exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", "umount", vol).Run(); err == nil {
 		t.Fatalf("the second umount of %s succeeded", vol)
 	}
-	return []string{dev, vol}
+	return objs
 }
 
 // unmountThenRmdir: the seed-000 teardown on this kernel: a private
 // namespace holds a copy of a device; the node unmounts it and removes the
 // directory at once; the kernel detaches the copy, the device is free.
-func unmountThenRmdir(t *testing.T, node privtest.Node, dir string) []string {
+func unmountThenRmdir(t *testing.T, node privtest.Node, dir string) objects {
 	dev := privtest.LoopDevice(t, 8)
 	vol := privtest.Mkdir(t, filepath.Join(dir, "vol"))
 	node.Run(t, "mount", dev, vol)
-	node.StartHolder(t, "private", "true")
+	holder := node.StartHolder(t, "private", "true")
 	time.Sleep(300 * time.Millisecond)
 	node.Run(t, "sh", "-c", "umount "+vol+" && rmdir "+vol)
 	if out, err := exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", "mkfs.ext4", "-q", "-F", dev).CombinedOutput(); err != nil {
 		t.Fatalf("mkfs.ext4 %s after the copy was detached: %v %s", dev, err, out)
 	}
-	return []string{dev, vol}
+	return objects{paths: []string{dev, vol}, ns: []uint32{holder.MntNS}}
 }

@@ -1,7 +1,10 @@
 // Package variants holds the variant matrix: the seed situations built for
 // real on this kernel in every combination of how the holder namespace is
 // made (unshare, clone(CLONE_NEWNS), setns into it, made before tracing, a
-// systemd unit's slave namespace with PrivateTmp=yes), how it holds the
+// slave namespace laid out like a PrivateTmp=yes unit's: its /tmp bound
+// from a directory named as systemd names it, made by unshare — no
+// systemd runs here; real systemd units are exercised in the lab's guest,
+// lab/), how it holds the
 // copy (a member, a cwd, an open file, a mapping, a root, a child left
 // behind, in a user namespace of its own; or no process at all, kept by a
 // bind of its nsfs file or by a process holding it open), the propagation
@@ -9,11 +12,15 @@
 // parent's; a parent made private in the holder or on the node), and the
 // timing (the holder exits just before the failure, its creator's pid is
 // another program's by then, the pinner is forked after tracing began),
-// plus churn controls of a healthy node. Each cell asserts the verdict the
-// kernel's behaviour calls for: the cause, the process named (pid, role)
-// and its namespace, the event that made the namespace, a fix that names
-// only live processes the finding holds, or no finding at all for the
-// controls where the kernel itself releases the copy.
+// plus churn controls of a healthy node. Each cell lets its teardown
+// settle (the leak settle window for a control, then the correlator is
+// flushed) and asserts exactly the findings the kernel's behaviour calls
+// for about its device, mount point and holder namespace, each whole: the
+// cause, the process named (pid, role) and its namespace, the event that
+// made the namespace (or that it is inferred), a fix that names the
+// process to act on and only live processes the finding holds; and no
+// finding at all for the controls where the kernel itself releases the
+// copy (TestControlCheckSeesAFalseLeak proves that check can fail).
 //
 // It has no code of its own: the tests start the tracer and the correlator
 // in-process (privileged; see internal/privtest).
@@ -26,10 +33,15 @@
 //   - churn_privileged_test.go: the churn controls (containers torn down
 //     next to a private service, namespace churn, double unmounts, an
 //     unmount and rmdir at once).
-//   - live_privileged_test.go: the tracer and correlator of a cell, and
-//     the checks of a verdict (the pids a fix names are live holders;
-//     every finding of the cell agrees with the oracle, e2e/oracle, read
-//     as it arrived; a control's volume is held by nothing after it).
+//   - live_privileged_test.go: the tracer and correlator of a cell (settle:
+//     wait, stop, flush), and the checks of a verdict (the pids a fix
+//     names are live holders; every finding of the cell agrees with the
+//     oracle, e2e/oracle, read as it arrived; a control's volume is held
+//     by nothing after it).
+//   - expect_privileged_test.go: a cell's objects, the exact findings it
+//     expects (exactFindings), and a control's check (noFinding).
+//   - control_test.go: the control's check fails on a false leak, also
+//     one the correlator reports only when flushed (no root needed).
 //   - detach_privileged_test.go: copies the kernel detaches on rmdir of
 //     their mountpoint (no event says so): a later failure never cites one,
 //     and a detached copy still pinned is named as such, with its pinner.

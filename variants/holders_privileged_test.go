@@ -36,8 +36,9 @@ func body(c cell, vol, files string) string {
 	if c.rootPrivate {
 		pre += "mount --make-private / && "
 	}
-	if c.maker == bySystemd {
-		// PrivateTmp=yes: /tmp is a bind of the unit's private directory.
+	if c.maker == byUnitStyle {
+		// Laid out as systemd does for PrivateTmp=yes: /tmp is a bind of
+		// the unit's private directory (no systemd runs it).
 		pre += "mkdir -p " + files + "/tmp/systemd-private-0123456789abcdef0123456789abcdef-mntleak-variant.service-AbCdEf/tmp && " +
 			"mount --bind " + files + "/tmp/systemd-private-0123456789abcdef0123456789abcdef-mntleak-variant.service-AbCdEf/tmp /tmp && "
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,16 +25,17 @@ import (
 
 // live is a tracer and a correlator running for one cell.
 type live struct {
-	mu       sync.Mutex
-	findings []*correlate.Finding
-	stop     func()
-	t        *testing.T
-	oracle   *oraclecheck.Checker // every finding of the cell is checked against the kernel's state
+	mu         sync.Mutex
+	findings   []*correlate.Finding
+	stop       func()             // ends tracing and flushes the correlator (nil once done)
+	settleWait func(t testing.TB) // the settle window (privtest.AfterLeakSettle)
+	t          *testing.T
+	oracle     *oraclecheck.Checker // every finding of the cell is checked against the kernel's state
 }
 
 func startTracing(t *testing.T) *live {
 	t.Helper()
-	l := &live{t: t, oracle: oraclecheck.New(t)}
+	l := &live{t: t, oracle: oraclecheck.New(t), settleWait: privtest.AfterLeakSettle}
 	corr := correlate.New(procfs.Host{}, correlate.Options{}, func(f *correlate.Finding) {
 		l.oracle.Witness(f)
 		l.mu.Lock()
@@ -75,6 +77,31 @@ func startTracing(t *testing.T) *live {
 	return l
 }
 
+// settle waits until any finding about what the cell did could have been
+// made, and makes it: with control, out the leak settle window (a leak is
+// held back 2 s, then confirmed if its copy is still there); then the
+// last events reach the correlator, tracing ends and the correlator is
+// flushed (every leak still pending is reported as it stands). After it,
+// the findings are all there is.
+func (l *live) settle(t testing.TB, control bool) {
+	t.Helper()
+	if control {
+		l.settleWait(t)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if l.stop != nil {
+		l.stop()
+		l.stop = nil
+	}
+}
+
+// all returns every finding so far.
+func (l *live) all() []*correlate.Finding {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]*correlate.Finding(nil), l.findings...)
+}
+
 // about returns the findings on the cell's device or mount point, each
 // checked against the oracle's answer taken when it arrived.
 func (l *live) about(dev, vol string) []*correlate.Finding {
@@ -92,22 +119,21 @@ func (l *live) about(dev, vol string) []*correlate.Finding {
 	return out
 }
 
-// controlDevices asserts, for each (device, mount point) pair of a churn
-// control whose device is still a block device, that the oracle finds it
-// held nowhere (a tmpfs has no name left to look it up by after its
-// teardown).
-func (l *live) controlDevices(t *testing.T, objects []string) {
+// controlDevices asserts, for each block device among a churn control's
+// objects (a tmpfs has no name left to look it up by after its teardown),
+// that the oracle finds it held nowhere.
+func (l *live) controlDevices(t *testing.T, o objects) {
 	t.Helper()
-	for i := 0; i+1 < len(objects); i += 2 {
+	for _, p := range o.paths {
 		var st unix.Stat_t
-		if unix.Stat(objects[i], &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFBLK {
+		if unix.Stat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFBLK {
 			continue
 		}
-		target, err := oracle.PathTarget(objects[i])
+		target, err := oracle.PathTarget(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		l.oracle.Control(t, target, []string{objects[i+1]})
+		l.oracle.Control(t, target, slices.DeleteFunc(slices.Clone(o.paths), func(q string) bool { return q == p }))
 	}
 }
 
@@ -150,7 +176,7 @@ type holder struct {
 
 // check asserts the verdict: cause, the process named (pid, role), its
 // namespace, and a fix that names only live processes the finding holds.
-func check(t *testing.T, f *correlate.Finding, cause correlate.Cause, h holder, role string) {
+func check(t testing.TB, f *correlate.Finding, cause correlate.Cause, h holder, role string) {
 	t.Helper()
 	if f == nil {
 		t.Fatalf("no finding; want %s naming pid %d in mnt:[%d]", cause, h.pid, h.ns)
@@ -159,7 +185,7 @@ func check(t *testing.T, f *correlate.Finding, cause correlate.Cause, h holder, 
 	if f.Cause != cause || a == nil || a.PID != h.pid || a.Role != role || hd.MntNS != h.ns || f.Fix == "" {
 		t.Errorf("want %s naming pid %d (%s) in mnt:[%d]; got %s, actor %+v:\n%s", cause, h.pid, role, h.ns, f.Cause, a, f.Line())
 	}
-	checkFixPIDs(t, f)
+	checkFixPIDs(t, f, h.pid)
 }
 
 // procInFix is a process named in a fix: "name[pid]" (not "mnt:[inode]"),
@@ -168,8 +194,10 @@ var procInFix = regexp.MustCompile(`([^:\s])\[(\d+)\]|-t (\d+)|/proc/(\d+)/`)
 
 // checkFixPIDs: every pid a fix names is a live process the finding names
 // as holding the object (never one that exited or another program that
-// has its pid now).
-func checkFixPIDs(t *testing.T, f *correlate.Finding) {
+// has its pid now), and it names the process to act on (actor; 0: no
+// process, the fix names none: a namespace no process runs in, a unit to
+// restart).
+func checkFixPIDs(t testing.TB, f *correlate.Finding, actor int) {
 	t.Helper()
 	named := map[int]bool{}
 	for _, h := range f.Holders {
@@ -183,8 +211,13 @@ func checkFixPIDs(t *testing.T, f *correlate.Finding) {
 			named[p.PID] = true
 		}
 	}
+	inFix := map[int]bool{}
 	for _, m := range procInFix.FindAllStringSubmatch(f.Fix, -1) {
 		pid, _ := strconv.Atoi(m[2] + m[3] + m[4])
+		inFix[pid] = true
+		if actor == 0 {
+			t.Errorf("the fix names pid %d, want none: %s", pid, f.Fix)
+		}
 		if !named[pid] {
 			t.Errorf("the fix names pid %d, which holds nothing here: %s", pid, f.Fix)
 			continue
@@ -192,6 +225,9 @@ func checkFixPIDs(t *testing.T, f *correlate.Finding) {
 		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err != nil {
 			t.Errorf("the fix names pid %d, which has exited: %s", pid, f.Fix)
 		}
+	}
+	if actor != 0 && !inFix[actor] {
+		t.Errorf("the fix does not name pid %d, the process to act on: %s", actor, f.Fix)
 	}
 }
 

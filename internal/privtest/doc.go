@@ -15,6 +15,9 @@
 // Files: privtest.go (Require, mounts, namespace holders, loop devices),
 // keep.go (KeepNamespace: a namespace no process runs in, kept by a bind
 // of its nsfs file, made on each CPU in turn), daemon.go (Binary, Main, Daemon, Lines, Poll, WaitFor, ExitLimit),
-// leftovers.go (what a run may leave behind), syncbuffer.go, race_on.go and
+// leftovers.go (what a run may leave behind), rerun.go (Rerun: a scenario
+// run again only on lost events, recorded for make test's "reruns:"
+// line), recorder.go (Recorder: a testing.TB that records a check's
+// failures, to prove a check can fail), syncbuffer.go, race_on.go and
 // race_off.go (whether the race detector is on).
 package privtest
