@@ -1,0 +1,158 @@
+// Command mutation turns the JSON results of gremlins (make mutation,
+// internal/mutation/run.sh) into the markdown of docs/mutation.md: one row
+// per file with its killed, lived, not covered, timed out and not viable
+// mutants, its efficacy (killed over killed and lived) and its coverage
+// (killed and lived over those and the not covered), a total row, then
+// every mutant that lived or was not covered, by file:line:column.
+//
+//	go run ./internal/mutation bin/mutation/correlate.json bin/mutation/release.json
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"sort"
+)
+
+// result is the part of gremlins' output file (its -o) read here.
+type result struct {
+	Files []struct {
+		Name      string     `json:"file_name"`
+		Mutations []mutation `json:"mutations"`
+	} `json:"files"`
+}
+
+type mutation struct {
+	Type   string `json:"type"`
+	Status string `json:"status"`
+	Line   int    `json:"line"`
+	Column int    `json:"column"`
+}
+
+// The statuses gremlins writes.
+const (
+	killed     = "KILLED"
+	lived      = "LIVED"
+	notCovered = "NOT COVERED"
+	timedOut   = "TIMED OUT"
+	notViable  = "NOT VIABLE"
+)
+
+// tally counts one file's (or the total's) mutants by status.
+type tally map[string]int
+
+func (t tally) efficacy() string {
+	return percent(t[killed], t[killed]+t[lived])
+}
+
+func (t tally) coverage() string {
+	return percent(t[killed]+t[lived], t[killed]+t[lived]+t[notCovered])
+}
+
+func percent(n, of int) string {
+	if of == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(of))
+}
+
+// survivor is a mutant that lived or that no test reaches.
+type survivor struct {
+	file string
+	mutation
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: mutation GREMLINS.json...")
+		os.Exit(2)
+	}
+	files := map[string]tally{}
+	var survivors []survivor
+	for _, name := range os.Args[1:] {
+		r, err := read(name)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "mutation: %v\n", err)
+			os.Exit(1)
+		}
+		for _, f := range r.Files {
+			t := files[f.Name]
+			if t == nil {
+				t = tally{}
+				files[f.Name] = t
+			}
+			for _, m := range f.Mutations {
+				t[m.Status]++
+				if m.Status == lived || m.Status == notCovered {
+					survivors = append(survivors, survivor{file: f.Name, mutation: m})
+				}
+			}
+		}
+	}
+	write(os.Stdout, files, survivors)
+}
+
+// read decodes one gremlins output file.
+func read(name string) (*result, error) {
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	var r result
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", name, err)
+	}
+	return &r, nil
+}
+
+// write prints the table, by package then file, and the survivors.
+func write(w io.Writer, files map[string]tally, survivors []survivor) {
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if di, dj := path.Dir(names[i]), path.Dir(names[j]); di != dj {
+			return di < dj
+		}
+		return names[i] < names[j]
+	})
+	fmt.Fprintln(w, "| file | killed | lived | not covered | timed out | not viable | efficacy | coverage |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|")
+	total := tally{}
+	for _, name := range names {
+		t := files[name]
+		row(w, name, t)
+		for status, n := range t {
+			total[status] += n
+		}
+	}
+	row(w, "**total**", total)
+	if len(survivors) == 0 {
+		return
+	}
+	sort.Slice(survivors, func(i, j int) bool {
+		a, b := survivors[i], survivors[j]
+		if a.file != b.file {
+			return a.file < b.file
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Column < b.Column
+	})
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Mutants that lived or that no test reaches:")
+	fmt.Fprintln(w)
+	for _, s := range survivors {
+		fmt.Fprintf(w, "- %s:%d:%d %s %s\n", s.file, s.Line, s.Column, s.Type, s.Status)
+	}
+}
+
+func row(w io.Writer, name string, t tally) {
+	fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | %s | %s |\n", name,
+		t[killed], t[lived], t[notCovered], t[timedOut], t[notViable], t.efficacy(), t.coverage())
+}
