@@ -6,6 +6,12 @@
 // every mutant that lived or was not covered, by file:line:column.
 //
 //	go run ./internal/mutation bin/mutation/correlate.json bin/mutation/release.json
+//
+// Each file is named for its package (run.sh writes correlate.json,
+// release.json; a/b.json is package a/b), and gremlins names the files
+// under the package: the table names them package/file. A file that is
+// not JSON is read as gremlins' log (its "KILLED TYPE at file:line:col"
+// lines), which is what an interrupted run leaves.
 package main
 
 import (
@@ -14,7 +20,11 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
+	"strings"
 )
 
 // result is the part of gremlins' output file (its -o) read here.
@@ -78,16 +88,21 @@ func main() {
 			fmt.Fprintf(os.Stderr, "mutation: %v\n", err)
 			os.Exit(1)
 		}
+		pkg := strings.ReplaceAll(strings.TrimSuffix(filepath.Base(name), filepath.Ext(name)), "_", "/")
 		for _, f := range r.Files {
-			t := files[f.Name]
+			file := f.Name
+			if !strings.Contains(file, "/") {
+				file = pkg + "/" + file
+			}
+			t := files[file]
 			if t == nil {
 				t = tally{}
-				files[f.Name] = t
+				files[file] = t
 			}
 			for _, m := range f.Mutations {
 				t[m.Status]++
 				if m.Status == lived || m.Status == notCovered {
-					survivors = append(survivors, survivor{file: f.Name, mutation: m})
+					survivors = append(survivors, survivor{file: file, mutation: m})
 				}
 			}
 		}
@@ -95,17 +110,49 @@ func main() {
 	write(os.Stdout, files, survivors)
 }
 
-// read decodes one gremlins output file.
+// read decodes one gremlins output file, or its log.
 func read(name string) (*result, error) {
 	data, err := os.ReadFile(name)
 	if err != nil {
 		return nil, err
+	}
+	if trimmed := strings.TrimSpace(string(data)); !strings.HasPrefix(trimmed, "{") {
+		return readLog(trimmed), nil
 	}
 	var r result
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("decode %s: %w", name, err)
 	}
 	return &r, nil
+}
+
+// logLine is one mutant of gremlins' log: "  LIVED CONDITIONALS_NEGATION at leak.go:51:42".
+var logLine = regexp.MustCompile(`^\s*(KILLED|LIVED|NOT COVERED|TIMED OUT|NOT VIABLE) ([A-Z_]+) at (\S+):(\d+):(\d+)\s*$`)
+
+// readLog collects the mutants of a gremlins log, by file.
+func readLog(text string) *result {
+	byFile := map[string][]mutation{}
+	var order []string
+	for _, line := range strings.Split(text, "\n") {
+		m := logLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		l, _ := strconv.Atoi(m[4])
+		c, _ := strconv.Atoi(m[5])
+		if _, ok := byFile[m[3]]; !ok {
+			order = append(order, m[3])
+		}
+		byFile[m[3]] = append(byFile[m[3]], mutation{Type: m[2], Status: m[1], Line: l, Column: c})
+	}
+	r := &result{}
+	for _, f := range order {
+		r.Files = append(r.Files, struct {
+			Name      string     `json:"file_name"`
+			Mutations []mutation `json:"mutations"`
+		}{f, byFile[f]})
+	}
+	return r
 }
 
 // write prints the table, by package then file, and the survivors.
