@@ -14,13 +14,18 @@ import (
 // namespace, fails to bind a subPath whose file was deleted (ENOENT), and
 // exits: its namespace is gone before /proc is read. The namespace it was
 // copied from (the node) has the stale bind, and answers: the failure is
-// a stale bind held in the node's namespace, not nothing.
+// a stale bind held in the node's namespace, not nothing. The file was
+// deleted after the node's table was read, which no event says: the
+// node's table is read again.
 func TestStaleBindSeenFromTheParent(t *testing.T) {
 	const containerNS = 90
 	src := "/pods/x/volume-subpaths/cfg/c/0"
-	w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "")},
-		map[uint32]string{hostNS: hostTable + "12 1 254:0 /pods/x/volumes/cfg/extra.ini//deleted " + src + " rw shared:1 - ext4 /dev/vda rw\n"})
-	w.send(unshareEv(1300, "runc", hostNS, containerNS)) // runc:[2:INIT], gone by the time /proc is read
+	bind := func(root string) string {
+		return hostTable + "12 1 254:0 " + root + " " + src + " rw shared:1 - ext4 /dev/vda rw\n"
+	}
+	w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "")}, map[uint32]string{hostNS: bind("/pods/x/volumes/cfg/extra.ini")})
+	w.send(unshareEv(1300, "runc", hostNS, containerNS))                   // runc:[2:INIT], gone by the time /proc is read
+	w.proc.tables[hostNS] = bind("/pods/x/volumes/cfg/extra.ini//deleted") // the ConfigMap was updated
 	w.send(mountEv(1300, "runc", containerNS, src, "/rootfs/etc/extra.ini", "", unix.MS_BIND, -int64(unix.ENOENT)))
 	f := w.only()
 	if f.Kind != correlate.KindFailure || f.Cause != correlate.CauseStaleBind || len(f.Holders) != 1 {
