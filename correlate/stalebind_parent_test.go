@@ -16,7 +16,9 @@ import (
 // copied from (the node) has the stale bind, and answers: the failure is
 // a stale bind held in the node's namespace, not nothing. The file was
 // deleted after the node's table was read, which no event says: the
-// node's table is read again.
+// node's table is read again. Nothing is missing from the answer: that
+// the caller's namespace could not be read is no gap once its parent
+// answered.
 func TestStaleBindSeenFromTheParent(t *testing.T) {
 	const containerNS = 90
 	src := "/pods/x/volume-subpaths/cfg/c/0"
@@ -33,6 +35,9 @@ func TestStaleBindSeenFromTheParent(t *testing.T) {
 	}
 	if h := f.Holders[0]; h.MntNS != hostNS || h.Self || h.Where != src {
 		t.Errorf("holder %+v, want the node's mnt:[%d] at %s: %s", h, hostNS, src, f.Line())
+	}
+	if len(f.Missing) != 0 {
+		t.Errorf("the parent answered, yet the finding says it misses %q: %s", f.Missing, f.Line())
 	}
 	if !strings.Contains(f.Summary, "is a bind of /pods/x/volumes/cfg/extra.ini, which has since been deleted") {
 		t.Errorf("summary %q does not name the deleted file", f.Summary)
