@@ -2,8 +2,11 @@
 // internal/mutation/run.sh) into the markdown of docs/mutation.md: one row
 // per file with its killed, lived, not covered, timed out and not viable
 // mutants, its efficacy (killed over killed and lived) and its coverage
-// (killed and lived over those and the not covered), a total row, then
-// every mutant that lived or was not covered, by file:line:column.
+// (killed and lived over those and the not covered), the killed mutants
+// that are a string + made a - (they do not compile, and gremlins counts
+// them as killed) and the efficacy without them, a total row, then every
+// mutant that lived or was not covered, by file:line:column. Run it from
+// the module's root: the sources are read to find the string +.
 //
 //	go run ./internal/mutation bin/mutation/correlate.json bin/mutation/release.json
 //
@@ -17,6 +20,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"os"
 	"path"
@@ -49,7 +55,53 @@ const (
 	notCovered = "NOT COVERED"
 	timedOut   = "TIMED OUT"
 	notViable  = "NOT VIABLE"
+	// uncompilable counts the killed mutants that are a string + made a
+	// -: they do not compile, go test exits 1 on a build failure, and
+	// gremlins v0.6.0 takes that for killed (it expects 2).
+	uncompilable = "uncompilable"
 )
+
+// stringConcats returns the positions (line, column) of the + operators
+// of file that join strings: a + whose operands (through other +) include
+// a string literal. The file is read from the current directory; none are
+// found when it cannot be.
+func stringConcats(file string) map[[2]int]bool {
+	out := map[[2]int]bool{}
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, file, nil, parser.SkipObjectResolution)
+	if err != nil {
+		return out
+	}
+	var hasString func(e ast.Expr) bool
+	hasString = func(e ast.Expr) bool {
+		switch e := e.(type) {
+		case *ast.BasicLit:
+			return e.Kind == token.STRING
+		case *ast.ParenExpr:
+			return hasString(e.X)
+		case *ast.BinaryExpr:
+			return e.Op == token.ADD && (hasString(e.X) || hasString(e.Y))
+		}
+		return false
+	}
+	var mark func(e *ast.BinaryExpr)
+	mark = func(e *ast.BinaryExpr) {
+		p := fset.Position(e.OpPos)
+		out[[2]int{p.Line, p.Column}] = true
+		for _, side := range []ast.Expr{e.X, e.Y} {
+			if b, ok := side.(*ast.BinaryExpr); ok && b.Op == token.ADD {
+				mark(b)
+			}
+		}
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		if b, ok := n.(*ast.BinaryExpr); ok && b.Op == token.ADD && hasString(b) {
+			mark(b)
+		}
+		return true
+	})
+	return out
+}
 
 // tally counts one file's (or the total's) mutants by status.
 type tally map[string]int
@@ -99,8 +151,12 @@ func main() {
 				t = tally{}
 				files[file] = t
 			}
+			concat := stringConcats(file)
 			for _, m := range f.Mutations {
 				t[m.Status]++
+				if m.Status == killed && m.Type == "ARITHMETIC_BASE" && concat[[2]int{m.Line, m.Column}] {
+					t[uncompilable]++
+				}
 				if m.Status == lived || m.Status == notCovered {
 					survivors = append(survivors, survivor{file: file, mutation: m})
 				}
@@ -167,8 +223,8 @@ func write(w io.Writer, files map[string]tally, survivors []survivor) {
 		}
 		return names[i] < names[j]
 	})
-	fmt.Fprintln(w, "| file | killed | lived | not covered | timed out | not viable | efficacy | coverage |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| file | killed | lived | not covered | timed out | not viable | efficacy | coverage | killed that do not compile | efficacy without them |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	total := tally{}
 	for _, name := range names {
 		t := files[name]
@@ -200,6 +256,7 @@ func write(w io.Writer, files map[string]tally, survivors []survivor) {
 }
 
 func row(w io.Writer, name string, t tally) {
-	fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | %s | %s |\n", name,
-		t[killed], t[lived], t[notCovered], t[timedOut], t[notViable], t.efficacy(), t.coverage())
+	fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | %s | %s | %d | %s |\n", name,
+		t[killed], t[lived], t[notCovered], t[timedOut], t[notViable], t.efficacy(), t.coverage(),
+		t[uncompilable], percent(t[killed]-t[uncompilable], t[killed]-t[uncompilable]+t[lived]))
 }
