@@ -18,7 +18,7 @@ APT_PKGS := clang llvm libbpf-dev bpftool util-linux mount e2fsprogs coreutils d
 APT_CMDS := clang llvm-strip bpftool losetup unshare nsenter pivot_root mkfs.ext4 blockdev dockerd docker containerd runc busybox ip ruby qemu-system-x86_64 qemu-img mmdebstrap debugfs \
 	etcd ctr iptables conntrack socat openssl curl gcc /usr/lib/cni/bridge
 
-.PHONY: all build run test oracle-total deps lint arm64 vet fmt-check staticcheck generate check-generated unit clean lab lab-vagrant fuzz bench bench-quick bench-bin soak k8s-node k8s-node-down k8s-events image image-tar chart manifest helm
+.PHONY: all build run test oracle-total deps lint arm64 vet fmt-check staticcheck generate check-generated unit clean lab lab-vagrant fuzz bench bench-quick bench-bin soak k8s-node k8s-node-down k8s-events image image-tar chart manifest helm mutation
 
 all: build
 
@@ -91,6 +91,14 @@ generate:
 check-generated: generate
 	@git diff --exit-code --stat -- tracer/ bpf/syscall_nr.h event/syscalls_amd64.go event/syscalls_arm64.go || { echo "generated BPF objects or syscall tables are stale: run make generate and commit"; exit 1; }
 	@untracked=$$(git ls-files --others --exclude-standard -- tracer/ bpf/ event/); if [ -n "$$untracked" ]; then echo "generated files not committed: $$untracked"; exit 1; fi
+
+## mutation: the mutation score of correlate/ and release/ (gremlins, a
+## tool in go.mod) against the tests that need no root, run as nobody under
+## nice -n 19 with one worker; not part of make test. MUTATION_FILES="leak.go
+## settle.go" narrows it; the JSON and the table go to bin/mutation
+## (docs/mutation.md: how to read it, the scores, the equivalent mutants).
+mutation:
+	GO=$(GO) internal/mutation/run.sh
 
 ## fuzz: every fuzz target for FUZZTIME (their seeds also run in make test).
 FUZZTIME ?= 30s

@@ -1,0 +1,51 @@
+package correlate_test
+
+import (
+	"testing"
+
+	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/procfs"
+)
+
+// TestUnmountedObjectFromTheMountEvent: the correlator runs behind the
+// kernel, and every table of the node it read already lacks /srv/vol when
+// the unmount is judged. What was unmounted is then known only from the
+// mount event: a block device (its source under /dev/) is identified by
+// its device number, and the copy another namespace keeps is a leak. A
+// mount whose source is no device identifies nothing: no finding.
+func TestUnmountedObjectFromTheMountEvent(t *testing.T) {
+	const holderNS = 80
+	tests := []struct {
+		name   string
+		source string
+		leak   bool
+	}{
+		{"a block device", "/dev/loop0", true},
+		{"a device that is no block device now", "/dev/loop9", false},
+		{"no device", "nfs:/export", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "")}, map[uint32]string{hostNS: hostWithoutVol})
+			w.send(mountEv(400, "kubelet", hostNS, tt.source, "/srv/vol", "ext4", 0, 0))
+			w.send(unshareEv(20, "agent", hostNS, holderNS))
+			w.proc.procs = append(w.proc.procs, proc(20, "agent", holderNS, ""))
+			w.proc.tables[holderNS] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"
+			w.send(exitEv(21, "true", hostNS)) // the tables are read: the node's lacks /srv/vol
+			w.send(umountEv(400, "kubelet", hostNS, "/srv/vol", 0))
+			if !tt.leak {
+				if len(w.findings) != 0 {
+					t.Fatalf("a leak of an object nothing identifies: %s", w.findings[0].Line())
+				}
+				return
+			}
+			f := w.only()
+			if f.Kind != correlate.KindLeak || f.Object.Path != "/srv/vol" || f.Object.Dev.String() != "7:0" || len(f.Holders) != 1 {
+				t.Fatalf("want one leak of /srv/vol (7:0) with one holder: %s", f.Line())
+			}
+			if h := f.Holders[0]; h.MntNS != holderNS || h.Where != "/srv/vol" {
+				t.Errorf("holder %+v, want the copy at /srv/vol in mnt:[%d]: %s", h, holderNS, f.Line())
+			}
+		})
+	}
+}
