@@ -71,8 +71,10 @@ var scenarios = map[string][]expectation{
 	},
 	"holder-exited": {
 		// The leak is confirmed by the failure, when its holder has exited:
-		// the copy stayed, and the reader reached the device through it.
-		{kind: correlate.KindLeak, cause: correlate.CauseUnshare, syscall: "umount2", holderComm: "holder", exited: true},
+		// the copy stayed, detached with its namespace, and the reader
+		// keeps it busy through the file it opened in it: the leak names
+		// the reader, as the failure does.
+		{kind: correlate.KindLeak, cause: correlate.CauseUnshare, syscall: "umount2", holderComm: "reader", exited: true},
 		{kind: correlate.KindFailure, cause: correlate.CauseUnshare, syscall: "openat", errno: "EBUSY", holderComm: "reader", exited: true, linked: true},
 	},
 	// No process in the namespace: a process holds it open by an fd.

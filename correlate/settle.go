@@ -9,6 +9,7 @@ import (
 	"github.com/moby/sys/mountinfo"
 
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/procfs"
 )
 
 // pendingLeak is a leak found at an unmount, reported once the teardown
@@ -181,7 +182,11 @@ func (c *Correlator) confirmLeak(p *pendingLeak, reread, failed bool) *leakRecor
 			still = append(still, m)
 		}
 	}
-	if len(still) == 0 && failed {
+	elsewhere := c.pinsOfCopiesInNoTable(p, found, holders, still)
+	for ns, refs := range elsewhere {
+		pins[ns] = refs
+	}
+	if len(still) == 0 && (failed || len(elsewhere) > 0) {
 		for _, m := range p.matches {
 			if m.ns.Dead {
 				m.exited = m.ns.Died // its pids may be other programs' now
@@ -206,6 +211,35 @@ func (c *Correlator) confirmLeak(p *pendingLeak, reread, failed bool) *leakRecor
 		}
 	}
 	return rec
+}
+
+// pinsOfCopiesInNoTable returns the pins, by processes outside the holder
+// namespaces, of a copy no mount table shows: a holder's copy is gone from
+// its table (detached, or gone with its namespace) and no namespace has the
+// object mounted, so a process that still has a file, cwd, root or mapping
+// on it (a file opened through /proc/HOLDER/root before the holder exited)
+// reaches it through that copy, wherever the process runs. An open of the
+// device itself (blockdev-fd) is no copy's.
+func (c *Correlator) pinsOfCopiesInNoTable(p *pendingLeak, found map[uint32][]PinRef, holders map[uint32]bool, still []match) map[uint32][]PinRef {
+	gone := false
+	for _, m := range p.matches {
+		gone = gone || !hasMatchIn(still, m.ns.Ino)
+	}
+	if !gone || len(c.search(p.id, p.ev.MntNS, 0)) > 0 {
+		return nil
+	}
+	out := map[uint32][]PinRef{}
+	for ns, refs := range found {
+		if holders[ns] {
+			continue
+		}
+		for _, r := range refs {
+			if r.Pin != string(procfs.PinBlockFD) {
+				out[ns] = append(out[ns], r)
+			}
+		}
+	}
+	return out
 }
 
 // detachedOnly returns the matches that are copies the kernel detached
