@@ -28,6 +28,9 @@ func TestThreadSetnsMakesNoMember(t *testing.T) {
 	}{
 		{"a thread of a multi-threaded process", 61, "held by holder[20] (namespace members", "reader[60]"},
 		{"the main thread (nsenter)", 60, "held by reader[60], holder[20] (namespace members", ""},
+		// An event that does not say its thread (a hand-made or old one)
+		// is taken as the main thread's.
+		{"no thread id", 0, "held by reader[60], holder[20] (namespace members", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorldOpts(t, correlate.Options{LeakSettle: 2 * time.Second},
@@ -42,7 +45,7 @@ func TestThreadSetnsMakesNoMember(t *testing.T) {
 			setns.TID = uint32(tc.tid)
 			setns.Flags, setns.FlagNames, setns.MntNSBefore, setns.MntNSAfter = 0x20000, "CLONE_NEWNS", hostNS, priv
 			w.send(setns)
-			if tc.tid == 60 {
+			if tc.tid != 61 {
 				w.proc.procs[1].MntNS = priv // /proc/60/ns/mnt is the main thread's
 			}
 			w.now = w.now.Add(3 * time.Second)
