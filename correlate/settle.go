@@ -215,17 +215,18 @@ func (c *Correlator) confirmLeak(p *pendingLeak, reread, failed bool) *leakRecor
 
 // pinsOfCopiesInNoTable returns the pins, by processes outside the holder
 // namespaces, of a copy no mount table shows: a holder's copy is gone from
-// its table (detached, or gone with its namespace) and no namespace has the
-// object mounted, so a process that still has a file, cwd, root or mapping
-// on it (a file opened through /proc/HOLDER/root before the holder exited)
-// reaches it through that copy, wherever the process runs. An open of the
-// device itself (blockdev-fd) is no copy's.
+// its table (detached, or gone with its namespace) and no namespace's table
+// has a mount of the device (the object, or another filesystem that got
+// its freed number), so a process that still has a file, cwd, root or
+// mapping on it (a file opened through /proc/HOLDER/root before the holder
+// exited) reaches it through that copy, wherever the process runs. An open
+// of the device itself (blockdev-fd) is no copy's.
 func (c *Correlator) pinsOfCopiesInNoTable(p *pendingLeak, found map[uint32][]PinRef, holders map[uint32]bool, still []match) map[uint32][]PinRef {
 	gone := false
 	for _, m := range p.matches {
 		gone = gone || !hasMatchIn(still, m.ns.Ino)
 	}
-	if !gone || len(c.search(p.id, p.ev.MntNS, 0)) > 0 {
+	if !gone || p.id.dev == 0 || c.deviceMounted(p.id.dev) {
 		return nil
 	}
 	out := map[uint32][]PinRef{}
@@ -240,6 +241,19 @@ func (c *Correlator) pinsOfCopiesInNoTable(p *pendingLeak, found map[uint32][]Pi
 		}
 	}
 	return out
+}
+
+// deviceMounted reports whether the latest table of a live namespace has a
+// mount of dev.
+func (c *Correlator) deviceMounted(dev event.Dev) bool {
+	for _, t := range c.tables() {
+		for _, m := range t.Mounts {
+			if devOf(m) == dev {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // detachedOnly returns the matches that are copies the kernel detached
