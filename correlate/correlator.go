@@ -163,7 +163,12 @@ func (c *Correlator) lineageEvent(ev *event.Event, live bool) bool {
 		}
 		c.ledger.Record(ev)
 	case event.KindSetns:
-		if ev.Ret == 0 && ev.MntNSAfter != ev.MntNSBefore {
+		// A process is in the namespace of its main thread (that is what
+		// /proc/PID/ns/mnt shows). Another thread's setns (a Go program
+		// reading a namespace from a locked OS thread) moves that thread
+		// alone, until it ends with no exit event of its own: the process
+		// does not join.
+		if ev.Ret == 0 && ev.MntNSAfter != ev.MntNSBefore && mainThread(ev) {
 			c.lineage.Join(ev.MntNSAfter, ev.MntNSBefore, memberOf(ev))
 		}
 	case event.KindNewNSFork:
@@ -381,6 +386,10 @@ func (c *Correlator) created(ino, parent uint32, origin Origin, actor Member, ev
 	}
 	c.ledger.MarkDirty(ino, ev.Time)
 }
+
+// mainThread reports whether ev comes from its process's main thread (tid
+// == pid; a tid of 0 is not known, taken as the main thread's).
+func mainThread(ev *event.Event) bool { return ev.TID == 0 || ev.TID == ev.PID }
 
 func memberOf(ev *event.Event) Member {
 	return Member{PID: int(ev.PID), Comm: ev.Comm, Joined: ev.Time}

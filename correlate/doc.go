@@ -20,7 +20,8 @@
 //
 // Files:
 //   - correlator.go: Options, New, Start, Handle; which events are
-//     failures worth explaining.
+//     failures worth explaining; a setns joins a process to a namespace
+//     only from its main thread.
 //   - remember.go: Remember, the persistent lineage of an earlier run; a
 //     namespace whose inode another one has now (its birth id differs)
 //     loses that history at Start.
@@ -50,7 +51,9 @@
 //   - leak.go: leaks as they form; settle.go: reported once the teardown
 //     has settled, if a copy is still there (or the filesystem is still
 //     mounted at another path of the holder's namespace, or a process
-//     keeps the detached copy busy), one finding per teardown and holder,
+//     keeps the detached copy busy, from the holder's namespace or from
+//     anywhere when no table shows the object any more), one finding per
+//     teardown and holder,
 //     led by the object the user cares about (a pod's volume, a volume,
 //     a rootfs, then the runtime's internals), naming the processes that
 //     pin the copies then;

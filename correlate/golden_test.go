@@ -97,11 +97,12 @@ var scenarios = map[string][]expectation{
 	},
 	"holder-exited": {
 		// The leak is confirmed by the failure, when its holder has exited:
-		// the copy stayed, and the reader reached the device through it
-		// (its fd, opened through /proc/PID/root, is in the node's
-		// namespace).
+		// the copy stayed, detached with its namespace, and the reader
+		// keeps it busy through the file it opened in it (its fd, opened
+		// through /proc/PID/root, is in the node's namespace): the leak
+		// names the reader, as the failure does.
 		{kind: correlate.KindLeak, cause: correlate.CauseUnshare, syscall: "umount2",
-			holder: "holder", madeBy: "holder", exited: true},
+			actor: "reader", role: pinner, holder: "holder", madeBy: "holder", fix: []string{"reader"}, exited: true},
 		{kind: correlate.KindFailure, cause: correlate.CauseUnshare, syscall: "openat", errno: "EBUSY",
 			actor: "reader", role: pinner, holder: "holder", madeBy: "holder", fix: []string{"reader"}, exited: true, linked: true},
 	},

@@ -9,6 +9,7 @@ import (
 	"github.com/moby/sys/mountinfo"
 
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/procfs"
 )
 
 // pendingLeak is a leak found at an unmount, reported once the teardown
@@ -181,7 +182,11 @@ func (c *Correlator) confirmLeak(p *pendingLeak, reread, failed bool) *leakRecor
 			still = append(still, m)
 		}
 	}
-	if len(still) == 0 && failed {
+	elsewhere := c.pinsOfCopiesInNoTable(p, found, holders, still)
+	for ns, refs := range elsewhere {
+		pins[ns] = refs
+	}
+	if len(still) == 0 && (failed || len(elsewhere) > 0) {
 		for _, m := range p.matches {
 			if m.ns.Dead {
 				m.exited = m.ns.Died // its pids may be other programs' now
@@ -206,6 +211,49 @@ func (c *Correlator) confirmLeak(p *pendingLeak, reread, failed bool) *leakRecor
 		}
 	}
 	return rec
+}
+
+// pinsOfCopiesInNoTable returns the pins, by processes outside the holder
+// namespaces, of a copy no mount table shows: a holder's copy is gone from
+// its table (detached, or gone with its namespace) and no namespace's table
+// has a mount of the device (the object, or another filesystem that got
+// its freed number), so a process that still has a file, cwd, root or
+// mapping on it (a file opened through /proc/HOLDER/root before the holder
+// exited) reaches it through that copy, wherever the process runs. An open
+// of the device itself (blockdev-fd) is no copy's.
+func (c *Correlator) pinsOfCopiesInNoTable(p *pendingLeak, found map[uint32][]PinRef, holders map[uint32]bool, still []match) map[uint32][]PinRef {
+	gone := false
+	for _, m := range p.matches {
+		gone = gone || !hasMatchIn(still, m.ns.Ino)
+	}
+	if !gone || p.id.dev == 0 || c.deviceMounted(p.id.dev) {
+		return nil
+	}
+	out := map[uint32][]PinRef{}
+	for ns, refs := range found {
+		if holders[ns] {
+			continue
+		}
+		for _, r := range refs {
+			if r.Pin != string(procfs.PinBlockFD) {
+				out[ns] = append(out[ns], r)
+			}
+		}
+	}
+	return out
+}
+
+// deviceMounted reports whether the latest table of a live namespace has a
+// mount of dev.
+func (c *Correlator) deviceMounted(dev event.Dev) bool {
+	for _, t := range c.tables() {
+		for _, m := range t.Mounts {
+			if devOf(m) == dev {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // detachedOnly returns the matches that are copies the kernel detached
