@@ -14,7 +14,10 @@
 // hostPath /var/lib/kubelet pod pins a Memory emptyDir's detached copy;
 // and without the pin, nothing), TestControls (pod churn alone, beside a
 // slave-namespace host process, beside a hostPath /var/lib/kubelet pod:
-// no finding about the pods, no Event). go test -update rewrites their
+// no finding about the pods, no Event), TestReleaseRefusesAPodVolume
+// (issue 26: `mntleak release --apply --force` aimed at a running pod's
+// emptyDir by every form that applies is refused; the pod, its /data mount
+// and its data are unchanged). go test -update rewrites their
 // blocks of docs/incidents.md ("Kubernetes") from the run; TestDocs checks
 // every block is there and filled.
 //
@@ -27,6 +30,7 @@
 // Files: harness_test.go (setup: namespaces, the ServiceAccount's
 // kubeconfig, the daemon and its journal; the findings, journal and
 // Events read back), bidirectional_test.go, pinned_test.go,
-// controls_test.go (the scenarios), docs_test.go (the document's blocks),
+// controls_test.go (the scenarios), release_test.go (release refuses a
+// pod's volume), docs_test.go (the document's blocks),
 // main_test.go; testdata/rbac.yaml.
 package kubee2e

@@ -38,12 +38,14 @@
 //   - prove.go: Table, Proof, NotLeak; proveLeak, the leak proof from
 //     the tables of the holder and the origins.
 //   - ledger.go: Ledger, the daemon's record of this boot: a namespace's
-//     birth and the origin's unmount, as evidence.
+//     birth and the origin's unmount, as evidence; Generation, a finding's
+//     namespace against the live one's birth id.
 //   - identity.go: Checker (origins, ledger, verdict), Identify.
 //   - apply.go: Checker.Apply, on a locked thread; detachExactly.
-//   - lock.go: one flock per copy under LockDir.
+//   - lock.go: one flock per copy under LockDir, and the note of who
+//     released it.
 //   - finding.go: CheckFinding, BootTime.
 //   - target.go: CopyTarget, the object of a copy named by namespace and
 //     mount id, read through a process of it, a bind of its nsfs file or a
-//     process holding that file open.
+//     process holding that file open; BirthID, the live namespace's.
 package release

@@ -142,6 +142,9 @@ func (c Checker) Identify(s *Step) error {
 	}
 	p, err := c.prove(ino, id, unique)
 	if err != nil {
+		if prev := releasedBy(LockDir, id, unique); prev != "" {
+			return &NotLeak{fmt.Sprintf("mount %d (unique %d) is gone from mnt:[%d]: %s", s.MountID, unique, ino, prev)}
+		}
 		return err
 	}
 	if s.Dev != 0 && p.Copy.Dev != s.Dev {

@@ -133,3 +133,25 @@ func madeAt(ev *event.Event, path string) bool {
 func who(ev *event.Event) string {
 	return ev.Comm + "[" + strconv.FormatUint(uint64(ev.PID), 10) + "] (" + ev.Kind.String() + ")"
 }
+
+// Generation refuses a finding made at `at` about namespace ino when the
+// live namespace with that inode (born with id live) is not the one the
+// ledger recorded as mnt:[ino] at that time: the inode was reused since.
+// A namespace the ledger has no creation of (made before the daemon ran)
+// is not refused here: the leak is proven from live state all the same.
+func (l Ledger) Generation(ino uint32, at time.Time, live uint64) error {
+	var made *event.Event
+	for _, ev := range l.Events {
+		if ev.Ret < 0 || ev.NewMntNSID == 0 || (!at.IsZero() && ev.Time.After(at)) {
+			continue
+		}
+		if (ev.Kind == event.KindUnshare && ev.MntNSAfter == ino) || (ev.Kind == event.KindNewNSFork && ev.ChildMntNS == ino) {
+			made = ev
+		}
+	}
+	if made == nil || made.NewMntNSID == live {
+		return nil
+	}
+	return &NotLeak{fmt.Sprintf("the finding differs from the live state: its mnt:[%d] was made by %s at %s with birth id %d (the daemon's ledger), the live mnt:[%d] was born with id %d: the inode was reused",
+		ino, who(made), made.Time.UTC().Format(time.RFC3339Nano), made.NewMntNSID, ino, live)}
+}

@@ -28,7 +28,7 @@ func lockCopy(dir string, id, unique uint64) (*copyLock, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("lock dir %s: %w", dir, err)
 	}
-	name := filepath.Join(dir, strconv.FormatUint(id, 10)+"-"+strconv.FormatUint(unique, 10)+".lock")
+	name := lockName(dir, id, unique)
 	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open lock %s: %w", name, err)
@@ -38,6 +38,22 @@ func lockCopy(dir string, id, unique uint64) (*copyLock, error) {
 		return nil, fmt.Errorf("lock %s: %w", name, err)
 	}
 	return &copyLock{f: f}, nil
+}
+
+// lockName is the lock file of copy unique in the namespace born with id.
+func lockName(dir string, id, unique uint64) string {
+	return filepath.Join(dir, strconv.FormatUint(id, 10)+"-"+strconv.FormatUint(unique, 10)+".lock")
+}
+
+// releasedBy is the note of the release that detached copy unique of the
+// namespace born with id, read without the lock (a plan's refusal of a
+// copy gone meanwhile names who took it), or "".
+func releasedBy(dir string, id, unique uint64) string {
+	b, err := os.ReadFile(lockName(dir, id, unique))
+	if err != nil || len(b) > 512 {
+		return ""
+	}
+	return string(bytes.TrimSpace(b))
 }
 
 // previous is what the release that detached the copy wrote, or "".

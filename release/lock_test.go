@@ -34,6 +34,13 @@ func TestCopyLock(t *testing.T) {
 	if s := <-got; !strings.HasPrefix(s, "released by mntleak[") {
 		t.Errorf("the second read %q, want who released it", s)
 	}
+	// A plan made after the act reads the same note without the lock.
+	if s := releasedBy(dir, 9, 0x80000001); !strings.HasPrefix(s, "released by mntleak[") {
+		t.Errorf("releasedBy read %q, want who released it", s)
+	}
+	if s := releasedBy(dir, 9, 0x80000003); s != "" {
+		t.Errorf("releasedBy of a copy never released: %q", s)
+	}
 	other, err := lockCopy(dir, 9, 0x80000002) // another copy: its own lock
 	if err != nil || other.previous() != "" {
 		t.Fatalf("another copy's lock: %v, %q", err, other.previous())

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
@@ -102,4 +103,42 @@ func nsFD(h procfs.Host, ns uint32) string {
 		return ""
 	}
 	return "/proc/" + strconv.Itoa(fds[best].PID) + "/fd/" + strconv.Itoa(fds[best].FD)
+}
+
+// BirthID is the birth id of the live namespace with inode ns, read
+// through a member's /proc/PID/ns/mnt, a bind of its nsfs file or an open
+// fd of it, and the file it was read through.
+func BirthID(ns uint32) (uint64, string, error) {
+	h := procfs.Host{}
+	procs, err := h.Processes()
+	if err != nil {
+		return 0, "", err
+	}
+	var files []string
+	for _, p := range procs {
+		if p.MntNS == ns {
+			files = append(files, "/proc/"+strconv.Itoa(p.PID)+"/ns/mnt")
+			break
+		}
+	}
+	if file := nsBind(h, procs, ns); file != "" {
+		files = append(files, file)
+	}
+	if file := nsFD(h, ns); file != "" {
+		files = append(files, file)
+	}
+	if len(files) == 0 {
+		return 0, "", fmt.Errorf("no process runs in mnt:[%d], and no bind of its nsfs file nor a process holding it open was found", ns)
+	}
+	for _, file := range files {
+		fd, ino, id, err := openNS(file)
+		if err != nil {
+			continue // the member exited meanwhile: the next file
+		}
+		unix.Close(fd)
+		if ino == ns {
+			return id, file, nil
+		}
+	}
+	return 0, "", fmt.Errorf("mnt:[%d]: none of %v names it now", ns, files)
 }

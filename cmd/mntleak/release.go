@@ -92,13 +92,19 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 	}
 	var target correlate.Target
 	if explicit {
+		if given != nil {
+			if err := sameGeneration(given, checker, uint32(*mntns)); err != nil {
+				fmt.Fprintf(stdout, "refused: %v\n", err)
+				return exitError
+			}
+		}
 		if target, err = release.CopyTarget(uint32(*mntns), *mountID); err != nil {
 			// Gone or changed since it was planned: nothing is done.
 			fmt.Fprintf(stdout, "refused: %v\n", err)
 			return exitError
 		}
 		if given != nil && target.Dev != given.Object.Dev {
-			fmt.Fprintf(stdout, "refused: the finding's object is %s, mount %d in mnt:[%d] is %s now\n", given.Object.Dev, *mountID, *mntns, target.Dev)
+			fmt.Fprintf(stdout, "refused: the finding differs from the live state: its object is %s, mount %d in mnt:[%d] is %s now\n", given.Object.Dev, *mountID, *mntns, target.Dev)
 			return exitError
 		}
 	} else if given != nil {

@@ -102,3 +102,17 @@ func printStep(w io.Writer, s release.Step) {
 		fmt.Fprintf(w, "  loses its %s into the detached tree (keeps running): %s[%s] %s\n", p.Pin, correlate.Escape(p.Comm), strconv.Itoa(p.PID), correlate.Escape(p.Path))
 	}
 }
+
+// sameGeneration refuses a finding whose namespace's inode was taken by a
+// namespace born since: the daemon's ledger (when there is one) recorded
+// the birth id of the finding's namespace.
+func sameGeneration(f *correlate.Finding, c release.Checker, ns uint32) error {
+	if c.Ledger == nil {
+		return nil
+	}
+	born, _, err := release.BirthID(ns)
+	if err != nil {
+		return err
+	}
+	return c.Ledger.Generation(ns, f.Time, born)
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mntleak/mntleak/internal/findinglog"
+	"github.com/mntleak/mntleak/internal/privtest"
+)
+
+// TestDaemonReadsWhileReleasing (issue 26, one actor at a time): the
+// daemon runs with its state dir while three `release --apply` act on one
+// leaked copy, and meanwhile mkfs.ext4 on the device fails again and
+// again, so the daemon reads the holder's table (each failure is a
+// finding: the holders' tables are read) while the releases read and
+// detach. Exactly one release detaches the copy, the others are refused
+// (the copy gone, naming who took it), the daemon logs no error or
+// warning that is not a finding and no data race, and afterwards the
+// copy is gone from the holder's table and mkfs.ext4 succeeds.
+func TestDaemonReadsWhileReleasing(t *testing.T) {
+	privtest.Require(t)
+	privtest.RequireCommands(t, "unshare", "nsenter", "mount", "umount", "mkfs.ext4", "findmnt")
+	bin := privtest.Binary(t)
+	dir := t.TempDir()
+	stateDir := filepath.Join(dir, "state")
+	d := privtest.StartDaemon(t, nil, "--journald", "off", "--state-dir", stateDir)
+	dev := privtest.LoopDevice(t, 16)
+	vol := privtest.Mkdir(t, filepath.Join(dir, "vol"))
+	node := privtest.StartNode(t)
+	node.Run(t, "mount", dev, vol)
+	laterMount(t, node, dir)
+	h := node.StartHolder(t, "private", "cd /")
+	node.Run(t, "umount", vol)
+	id := copyID(t, h.PID, vol)
+	mkfs := func() error {
+		return exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", "mkfs.ext4", "-q", "-F", dev).Run()
+	}
+	if mkfs() == nil {
+		t.Fatal("mkfs.ext4 on the leaked device succeeded before the release")
+	}
+	findingLine(t, d, `"finding":"failure"`, dev) // the daemon reads tables on a failure
+	time.Sleep(1500 * time.Millisecond)           // the state log is flushed every second
+
+	done := make(chan struct{})
+	failures := make(chan int, 1)
+	go func() { // the device's failures while the releases run
+		n := 0
+		for {
+			select {
+			case <-done:
+				failures <- n
+				return
+			default:
+			}
+			if mkfs() != nil {
+				n++
+			}
+		}
+	}()
+	args := []string{"-t", strconv.Itoa(node.PID), "-m", "--", bin, "release", "--journald-socket", "", "--state-dir", stateDir, "--apply",
+		"--mntns", ns(h.MntNS), "--mount-id", strconv.Itoa(id)}
+	var wg sync.WaitGroup
+	outs, codes := make([]string, 3), make([]int, 3)
+	for i := range outs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i], codes[i] = runIn(t, "", args...)
+		}()
+	}
+	wg.Wait()
+	close(done)
+	t.Logf("mkfs.ext4 failed %d times while the releases ran", <-failures)
+	released := 0
+	for i, out := range outs {
+		switch {
+		case codes[i] == exitOK && strings.Contains(out, "released: mount "+strconv.Itoa(id)):
+			released++
+		// Refused at the plan (the copy's id already gone, or its
+		// unique id gone: the first's note) or under the lock (the note).
+		case codes[i] == exitError && !strings.Contains(out, "released:") &&
+			(strings.Contains(out, "refused: mnt:["+ns(h.MntNS)+"] has no mount "+strconv.Itoa(id)+"\n") || strings.Contains(out, "released by mntleak[")):
+		default:
+			t.Errorf("release %d: exit %d, neither released nor refused:\n%s", i, codes[i], out)
+		}
+	}
+	if released != 1 {
+		t.Errorf("%d releases detached the copy, want 1", released)
+	}
+	if strings.Contains(privtest.Run(t, "nsenter", "-t", strconv.Itoa(h.PID), "-m", "--", "findmnt", "-n", "-r", "-o", "TARGET"), vol+"\n") {
+		t.Errorf("the copy at %s is still in mnt:[%d]", vol, h.MntNS)
+	}
+	if err := mkfs(); err != nil {
+		t.Errorf("mkfs.ext4 after the release: %v", err)
+	}
+	if syscall.Kill(h.PID, 0) != nil {
+		t.Error("the holder did not keep running")
+	}
+	d.Stop(t) // fails the test on a data race in the daemon
+	for _, s := range d.Logs.All() {
+		if l, ok := findinglog.Parse(s); ok && !l.IsFinding() && (l.Level == "error" || l.Level == "warn" || l.Level == "dpanic" || l.Level == "panic" || l.Level == "fatal") {
+			t.Errorf("the daemon logged: %s", s)
+		}
+	}
+}
