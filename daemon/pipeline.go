@@ -54,9 +54,7 @@ func (p *pipeline) handle(ev *event.Event) {
 	//    reused once it is gone; the persistent lineage keys it by both).
 	if correlating {
 		if pid, ino := correlate.NewNamespace(ev); ino != 0 {
-			if got, id, err := p.host.MntNSID(pid); err == nil && got == ino {
-				ev.NewMntNSID = id
-			}
+			ev.NewMntNSID = p.birthID(pid, ino)
 		}
 	}
 	//    and the device a teardown call named (rbd unmap, zram, dmsetup),
@@ -105,4 +103,30 @@ func (p *pipeline) count(ev *event.Event) {
 	sz := p.corr.Size()
 	p.mets.SetState(metrics.State{OpenLeaks: p.corr.OpenLeaks(), Namespaces: sz.Live, DeadNamespaces: sz.Dead,
 		Mounts: sz.Mounts, Evicted: sz.Evicted})
+}
+
+// birthID is the id the kernel gave namespace ino (0 when it cannot be
+// read), read through pid, the process the event says made it or was
+// born into it, or, when that one has left already (runc's
+// runc:[1:CHILD] unshares and exits at once), through a process in the
+// namespace now; each read checks the process is in ino. A scan of /proc,
+// only on a namespace's creation whose creator is gone.
+func (p *pipeline) birthID(pid int, ino uint32) uint64 {
+	if got, id, err := p.host.MntNSID(pid); err == nil && got == ino {
+		return id
+	}
+	procs, err := p.host.Processes()
+	if err != nil {
+		p.log.Debug("birth id: list processes", zap.Uint32(logkey.MntNS, ino), zap.Error(err))
+		return 0
+	}
+	for _, q := range procs {
+		if q.MntNS != ino {
+			continue
+		}
+		if got, id, err := p.host.MntNSID(q.PID); err == nil && got == ino {
+			return id
+		}
+	}
+	return 0
 }
