@@ -84,6 +84,7 @@ func (c *Correlator) checkLeak(ev *event.Event) {
 		// Reported once the teardown has settled, if the copy is still
 		// there (settle.go): the kernel detaches most copies a moment
 		// later, when the runtime removes the directory.
+		c.joinTeardown(p)
 		c.pending = append(c.pending, p)
 		return
 	}

@@ -47,6 +47,49 @@ func (c *Correlator) settleLeaks(failed func(identity) bool, all bool) {
 	c.keepLeaks(confirmed)
 }
 
+// joinTeardown makes p's teardown settle together: a leak still pending
+// from an earlier unmount by the same namespace, whose copies stayed in
+// the same holder namespaces, waits until p's deadline too (a teardown
+// settles 2 s after its last unmount), so that one pass confirms them all
+// and keepLeaks reports them as one finding. Before, an event that came
+// between the two deadlines split a pod's teardown in two findings. A
+// deadline moves at most one settle window past its own unmount's.
+func (c *Correlator) joinTeardown(p *pendingLeak) {
+	for _, q := range c.pending {
+		if q.ev.MntNS != p.ev.MntNS || !sameHolderNamespaces(q.matches, p.matches) {
+			continue
+		}
+		limit := q.ev.Time.Add(2 * c.opts.LeakSettle)
+		if p.deadline.After(q.deadline) && !p.deadline.After(limit) {
+			q.deadline = p.deadline
+		}
+	}
+}
+
+// sameHolderNamespaces reports whether two unmounts' copies are in the
+// same namespaces.
+func sameHolderNamespaces(a, b []match) bool {
+	in := func(ms []match) map[uint32]bool {
+		set := map[uint32]bool{}
+		for _, m := range ms {
+			if m.ns != nil {
+				set[m.ns.Ino] = true
+			}
+		}
+		return set
+	}
+	x, y := in(a), in(b)
+	if len(x) != len(y) {
+		return false
+	}
+	for ns := range x {
+		if !y[ns] {
+			return false
+		}
+	}
+	return true
+}
+
 // keepLeaks reports the leaks confirmed together, one finding per
 // teardown and holder: the leaks one namespace's unmounts left in the same
 // holder namespaces (a pod's rootfs, shm, netns, volumes) are one finding
