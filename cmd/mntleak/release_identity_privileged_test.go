@@ -146,8 +146,13 @@ func TestActsOnlyOnTheProvenMount(t *testing.T) {
 		for i := range 2 {
 			if codes[i] == exitOK && strings.Contains(outs[i], "released: mount") {
 				released++
-			} else if codes[i] != exitError || !strings.Contains(outs[i], "refused") {
-				t.Errorf("release %d: exit %d, neither released nor refused:\n%s", i, codes[i], outs[i])
+			} else if codes[i] == exitOK || strings.Contains(outs[i], "released:") {
+				// The loser did not act. What it says depends on when it
+				// looked: the copy gone already ("nothing holds it", "has
+				// no mount"), or under the lock, the first one's note.
+				t.Errorf("release %d: exit %d, acted or said it did:\n%s", i, codes[i], outs[i])
+			} else {
+				t.Logf("release %d did not act: %s", i, strings.TrimSpace(outs[i]))
 			}
 		}
 		if released != 1 {

@@ -215,7 +215,7 @@ func TestBusyAndKeptCopiesReleased(t *testing.T) {
 func findingLine(t *testing.T, d *privtest.Daemon, what, about string) string {
 	t.Helper()
 	match := func(s string) bool { return strings.Contains(s, what) && strings.Contains(s, about) }
-	if !d.Logs.Within(15*time.Second, match) {
+	if !d.Logs.Within(30*time.Second, match) { // a leak is logged 2 s after its unmount; setting up takes 13 s under a loaded full run
 		d.Stop(t)
 		for _, l := range d.Logs.All() {
 			t.Log(l)
