@@ -84,14 +84,7 @@ func TestLeakSettles(t *testing.T) {
 // rootfs, its volumes) is one leak finding naming every object it keeps,
 // not one per unmount; a failure on any of them links to it.
 func TestOneLeakPerTeardown(t *testing.T) {
-	const other = 80
-	w := newWorldOpts(t, correlate.Options{LeakSettle: 2 * time.Second}, []procfs.Process{proc(1, "systemd", hostNS, "")},
-		map[uint32]string{hostNS: hostTable + "5 1 0:50 / /srv/rootfs rw shared:5 - tmpfs overlay rw\n"})
-	w.send(unshareEv(20, "agent", hostNS, other))
-	w.proc.procs = append(w.proc.procs, proc(20, "agent", other, ""))
-	w.proc.tables[other] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n112 110 0:50 / /srv/rootfs rw - tmpfs overlay rw\n"
-	w.send(exitEv(21, "true", other))
-	w.proc.tables[hostNS] = hostWithoutVol
+	w := teardownWorld(t)
 	w.send(umountEv(40, "containerd", hostNS, "/srv/vol", 0), umountEv(40, "containerd", hostNS, "/srv/rootfs", 0))
 	w.now = w.now.Add(3 * time.Second)
 	w.send(failEv(50, "mkfs.ext4", hostNS, 257, "/dev/loop0", int64(unix.EBUSY)))
@@ -156,4 +149,19 @@ func TestLeakDetachedBeforeItsUnmountIsRead(t *testing.T) {
 			}
 		})
 	}
+}
+
+// teardownWorld is a node with /srv/vol (7:0) and /srv/rootfs (0:50)
+// mounted, a private namespace (mnt:[80], agent[20]) made with copies of
+// both, and the node's table read after it unmounted them.
+func teardownWorld(t *testing.T) *world {
+	const other = 80
+	w := newWorldOpts(t, correlate.Options{LeakSettle: 2 * time.Second}, []procfs.Process{proc(1, "systemd", hostNS, "")},
+		map[uint32]string{hostNS: hostTable + "5 1 0:50 / /srv/rootfs rw shared:5 - tmpfs overlay rw\n"})
+	w.send(unshareEv(20, "agent", hostNS, other))
+	w.proc.procs = append(w.proc.procs, proc(20, "agent", other, ""))
+	w.proc.tables[other] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n112 110 0:50 / /srv/rootfs rw - tmpfs overlay rw\n"
+	w.send(exitEv(21, "true", other))
+	w.proc.tables[hostNS] = hostWithoutVol
+	return w
 }

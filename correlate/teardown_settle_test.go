@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/procfs"
 )
 
 // TestTeardownSettlesAfterItsLastUnmount: an event that comes between the
@@ -13,14 +12,7 @@ import (
 // it in two leak findings: the teardown settles 2 s after its last
 // unmount (variants' TestOneLeakPerTeardown got two under load).
 func TestTeardownSettlesAfterItsLastUnmount(t *testing.T) {
-	const other = 80
-	w := newWorldOpts(t, correlate.Options{LeakSettle: 2 * time.Second}, []procfs.Process{proc(1, "systemd", hostNS, "")},
-		map[uint32]string{hostNS: hostTable + "5 1 0:50 / /srv/rootfs rw shared:5 - tmpfs overlay rw\n"})
-	w.send(unshareEv(20, "agent", hostNS, other))
-	w.proc.procs = append(w.proc.procs, proc(20, "agent", other, ""))
-	w.proc.tables[other] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n112 110 0:50 / /srv/rootfs rw - tmpfs overlay rw\n"
-	w.send(exitEv(21, "true", other))
-	w.proc.tables[hostNS] = hostWithoutVol
+	w := teardownWorld(t)
 	w.send(umountEv(40, "containerd", hostNS, "/srv/vol", 0))
 	w.now = w.now.Add(-150 * time.Millisecond) // send adds 200 ms: the next unmount 50 ms later
 	w.send(umountEv(40, "containerd", hostNS, "/srv/rootfs", 0))
