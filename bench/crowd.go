@@ -7,11 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/mntleak/mntleak/internal/nsthread"
 )
 
 // CrowdResult holds what was measured with many processes and namespaces
@@ -160,32 +161,25 @@ func findingOn(fs []Finding, path string) *Finding {
 // thread that joins it and ends with the work (so it never returns to the
 // host's namespace).
 func mountIn(pid int, paths []string) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends in pid's namespace
+	return nsthread.Run(func() error {
 		if err := unix.Unshare(unix.CLONE_FS); err != nil {
-			errc <- fmt.Errorf("unshare fs: %w", err)
-			return
+			return fmt.Errorf("unshare fs: %w", err)
 		}
 		fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/ns/mnt", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
-			errc <- fmt.Errorf("open mount namespace of pid %d: %w", pid, err)
-			return
+			return fmt.Errorf("open mount namespace of pid %d: %w", pid, err)
 		}
 		defer unix.Close(fd)
 		if err := unix.Setns(fd, unix.CLONE_NEWNS); err != nil {
-			errc <- fmt.Errorf("join mount namespace of pid %d: %w", pid, err)
-			return
+			return fmt.Errorf("join mount namespace of pid %d: %w", pid, err)
 		}
 		for _, p := range paths {
 			if err := unix.Mount("lat", p, "tmpfs", 0, "size=1m"); err != nil {
-				errc <- fmt.Errorf("mount tmpfs on %s in the namespace of pid %d: %w", p, pid, err)
-				return
+				return fmt.Errorf("mount tmpfs on %s in the namespace of pid %d: %w", p, pid, err)
 			}
 		}
-		errc <- nil
-	}()
-	return <-errc
+		return nil
+	})
 }
 
 // census counts the processes and the distinct mount namespaces on the

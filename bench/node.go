@@ -3,12 +3,13 @@ package bench
 import (
 	"fmt"
 	"os"
-	"runtime"
 	"sort"
 	"strings"
 
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
+
+	"github.com/mntleak/mntleak/internal/nsthread"
 )
 
 // node is a mount namespace of the benchmark's own, held by one locked OS
@@ -37,19 +38,19 @@ func systemMount(mp string) bool {
 func startNode(propagation string) (*node, error) {
 	n := &node{calls: make(chan func()), done: make(chan struct{})}
 	errc := make(chan error, 1)
-	go func() {
+	// The thread, and the namespace, end with this goroutine.
+	go nsthread.Run(func() error {
 		defer close(n.done)
-		runtime.LockOSThread()
-		// Never unlocked: the thread, and the namespace, end with this goroutine.
 		if err := n.setup(propagation); err != nil {
 			errc <- err
-			return
+			return nil
 		}
 		errc <- nil
 		for fn := range n.calls {
 			fn()
 		}
-	}()
+		return nil
+	})
 	if err := <-errc; err != nil {
 		return nil, err
 	}

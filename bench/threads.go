@@ -3,9 +3,10 @@ package bench
 import (
 	"fmt"
 	"os"
-	"runtime"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/mntleak/mntleak/internal/nsthread"
 )
 
 // onPrivateThread runs fn on a locked OS thread that first moves into a
@@ -15,30 +16,22 @@ import (
 // in it, whatever fn left behind. ns receives the namespace's inode before
 // fn runs.
 func onPrivateThread(dir string, fn func(ns uint32) error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		// No UnlockOSThread: the thread must die with its namespace.
+	return nsthread.Run(func() error {
 		if err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_FS); err != nil {
-			errc <- fmt.Errorf("unshare a mount namespace: %w", err)
-			return
+			return fmt.Errorf("unshare a mount namespace: %w", err)
 		}
 		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-			errc <- fmt.Errorf("make the private namespace's / private: %w", err)
-			return
+			return fmt.Errorf("make the private namespace's / private: %w", err)
 		}
 		if err := unix.Mount("bench", dir, "tmpfs", 0, "size=64m"); err != nil {
-			errc <- fmt.Errorf("mount tmpfs on %s: %w", dir, err)
-			return
+			return fmt.Errorf("mount tmpfs on %s: %w", dir, err)
 		}
 		var st unix.Stat_t
 		if err := unix.Stat(fmt.Sprintf("/proc/self/task/%d/ns/mnt", unix.Gettid()), &st); err != nil {
-			errc <- fmt.Errorf("mount namespace of thread %d: %w", unix.Gettid(), err)
-			return
+			return fmt.Errorf("mount namespace of thread %d: %w", unix.Gettid(), err)
 		}
-		errc <- fn(uint32(st.Ino))
-	}()
-	return <-errc
+		return fn(uint32(st.Ino))
+	})
 }
 
 // mkdirs creates each directory (and its parents).

@@ -2,11 +2,11 @@ package bench
 
 import (
 	"os"
-	"runtime"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/mntleak/mntleak/internal/nsthread"
 	"github.com/mntleak/mntleak/internal/privtest"
 )
 
@@ -17,27 +17,26 @@ import (
 func TestEnsureTracefs(t *testing.T) {
 	privtest.Require(t)
 	done := make(chan struct{})
-	go func() {
+	go nsthread.Run(func() error { // the thread dies with its namespace
 		defer close(done)
-		runtime.LockOSThread() // never unlocked: the thread dies with its namespace
 		if err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_FS); err != nil {
 			t.Errorf("unshare: %v", err)
-			return
+			return nil
 		}
 		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 			t.Errorf("make / private: %v", err)
-			return
+			return nil
 		}
 		for unix.Unmount(tracefsDir, unix.MNT_DETACH) == nil {
 		}
 		if _, err := os.Stat(tracefsDir + "/events"); err == nil {
 			t.Error("tracefs still there after unmounting it")
-			return
+			return nil
 		}
 		unmount, err := ensureTracefs()
 		if err != nil || unmount == nil {
 			t.Errorf("ensureTracefs on a machine without it: unmount %v, err %v", unmount != nil, err)
-			return
+			return nil
 		}
 		if _, err := os.Stat(tracefsDir + "/events/sched/sched_process_fork"); err != nil {
 			t.Errorf("tracefs mounted, but no sched_process_fork: %v", err)
@@ -50,6 +49,7 @@ func TestEnsureTracefs(t *testing.T) {
 		if _, err := os.Stat(tracefsDir + "/events"); err == nil {
 			t.Error("tracefs left mounted after the unmount")
 		}
-	}()
+		return nil
+	})
 	<-done
 }
