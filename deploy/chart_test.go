@@ -157,13 +157,14 @@ func TestChartValues(t *testing.T) {
 		kinds []string
 		check check
 	}{
-		{"defaults", nil, []string{"DaemonSet", "Service", "ServiceAccount"}, func(t *testing.T, objs []object, ds *dsSpec, c *container) {
+		{"defaults", nil, []string{"ClusterRole", "ClusterRoleBinding", "DaemonSet", "Service", "ServiceAccount"}, func(t *testing.T, objs []object, ds *dsSpec, c *container) {
 			if c.Image != "mntleak:"+v || c.ImagePullPolicy != "IfNotPresent" {
 				t.Errorf("image %s %s, want mntleak:%s IfNotPresent (what make image builds)", c.Image, c.ImagePullPolicy, v)
 			}
 			wantArgs(t, c, "--journald=on", "--state-dir=/var/lib/mntleak", "--metrics-addr=$(POD_IP):9464", "--node-name=$(NODE_NAME)",
-				"--kubelet-root=/var/lib/kubelet", "--cri-socket=/run/containerd/containerd.sock", "--docker-socket=", "--output=/dev/null")
-			noArgs(t, c, "--pprof-addr", "--k8s-events", "--kubeconfig")
+				"--kubelet-root=/var/lib/kubelet", "--cri-socket=/run/containerd/containerd.sock", "--docker-socket=", "--output=/dev/null",
+				"--k8s-events=true")
+			noArgs(t, c, "--pprof-addr", "--kubeconfig")
 			if env := c.env("NODE_NAME"); env != "spec.nodeName" {
 				t.Errorf("NODE_NAME from %q, want spec.nodeName", env)
 			}
@@ -177,9 +178,10 @@ func TestChartValues(t *testing.T) {
 			if a["prometheus.io/scrape"] != "true" || a["prometheus.io/port"] != "9464" || a["prometheus.io/path"] != "/metrics" {
 				t.Errorf("pod annotations %v", a)
 			}
-			if ds.Template.Spec.AutomountServiceAccountToken == nil || *ds.Template.Spec.AutomountServiceAccountToken {
-				t.Errorf("the service account token is mounted without Events")
+			if ds.Template.Spec.AutomountServiceAccountToken == nil || !*ds.Template.Spec.AutomountServiceAccountToken {
+				t.Errorf("Events (on by default) need the service account token")
 			}
+			leastPrivilege(t, objs)
 			if !hasMount(c, "/var/lib/kubelet", true) || !hasMount(c, "/run/systemd/journal/socket", false) || !hasMount(c, "/var/lib/mntleak", false) ||
 				!hasMount(c, "/run/containerd/containerd.sock", false) {
 				t.Errorf("volume mounts %+v", c.VolumeMounts)
@@ -188,28 +190,14 @@ func TestChartValues(t *testing.T) {
 				t.Errorf("priorityClassName %q tolerations %v", ds.Template.Spec.PriorityClassName, ds.Template.Spec.Tolerations)
 			}
 		}},
-		{"event stream", []string{"eventStream=true"}, []string{"DaemonSet", "Service", "ServiceAccount"}, func(t *testing.T, objs []object, ds *dsSpec, c *container) {
+		{"event stream", []string{"eventStream=true"}, []string{"ClusterRole", "ClusterRoleBinding", "DaemonSet", "Service", "ServiceAccount"}, func(t *testing.T, objs []object, ds *dsSpec, c *container) {
 			noArgs(t, c, "--output")
 		}},
-		{"events", []string{"events.enabled=true"}, []string{"ClusterRole", "ClusterRoleBinding", "DaemonSet", "Service", "ServiceAccount"}, func(t *testing.T, objs []object, ds *dsSpec, c *container) {
-			wantArgs(t, c, "--k8s-events", "--node-name=$(NODE_NAME)")
-			noArgs(t, c, "--kubeconfig") // the in-cluster config
-			if ds.Template.Spec.AutomountServiceAccountToken == nil || !*ds.Template.Spec.AutomountServiceAccountToken {
-				t.Errorf("Events need the service account token")
-			}
-			for _, o := range objs {
-				if o.Kind != "ClusterRole" {
-					continue
-				}
-				var got []string
-				for _, r := range o.Rules {
-					for _, res := range r.Resources {
-						got = append(got, res+":"+strings.Join(r.Verbs, ","))
-					}
-				}
-				if !reflect.DeepEqual(got, []string{"events:create,patch", "pods:get,list"}) {
-					t.Errorf("RBAC rules %v: want events create/patch and pods get/list only", got)
-				}
+		{"events off", []string{"events.enabled=false"}, []string{"DaemonSet", "Service", "ServiceAccount"}, func(t *testing.T, objs []object, ds *dsSpec, c *container) {
+			wantArgs(t, c, "--k8s-events=false", "--node-name=$(NODE_NAME)")
+			noArgs(t, c, "--kubeconfig")
+			if ds.Template.Spec.AutomountServiceAccountToken == nil || *ds.Template.Spec.AutomountServiceAccountToken {
+				t.Errorf("the service account token is mounted without Events")
 			}
 		}},
 		{"no journal, no state, no kubelet dir, no runtime socket", []string{"journald.enabled=false", "stateDir=", "kubeletDir=", "criSocket="}, nil, func(t *testing.T, objs []object, ds *dsSpec, c *container) {
@@ -219,13 +207,13 @@ func TestChartValues(t *testing.T) {
 				t.Errorf("volume mounts %+v: want /sys/kernel/btf only", c.VolumeMounts)
 			}
 		}},
-		{"no metrics", []string{"metrics.enabled=false"}, []string{"DaemonSet", "ServiceAccount"}, func(t *testing.T, objs []object, ds *dsSpec, c *container) {
+		{"no metrics", []string{"metrics.enabled=false"}, []string{"ClusterRole", "ClusterRoleBinding", "DaemonSet", "ServiceAccount"}, func(t *testing.T, objs []object, ds *dsSpec, c *container) {
 			noArgs(t, c, "--metrics-addr")
 			if len(c.Ports) != 0 || len(ds.Template.Metadata.Annotations) != 0 || c.LivenessProbe != nil {
 				t.Errorf("ports %v annotations %v probe %v without metrics", c.Ports, ds.Template.Metadata.Annotations, c.LivenessProbe)
 			}
 		}},
-		{"monitors", []string{"metrics.serviceMonitor.enabled=true", "metrics.podMonitor.enabled=true", "metrics.port=9500"}, []string{"DaemonSet", "PodMonitor", "Service", "ServiceAccount", "ServiceMonitor"}, func(t *testing.T, objs []object, ds *dsSpec, c *container) {
+		{"monitors", []string{"metrics.serviceMonitor.enabled=true", "metrics.podMonitor.enabled=true", "metrics.port=9500"}, []string{"ClusterRole", "ClusterRoleBinding", "DaemonSet", "PodMonitor", "Service", "ServiceAccount", "ServiceMonitor"}, func(t *testing.T, objs []object, ds *dsSpec, c *container) {
 			wantArgs(t, c, "--metrics-addr=$(POD_IP):9500")
 			for _, o := range objs {
 				if o.Kind == "ServiceMonitor" || o.Kind == "PodMonitor" {
@@ -356,4 +344,25 @@ func TestChartArgsParse(t *testing.T) {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+// leastPrivilege checks the chart's ClusterRole: create and patch
+// events.k8s.io events (nothing of the core group's), get and list pods,
+// nothing else.
+func leastPrivilege(t *testing.T, objs []object) {
+	t.Helper()
+	var got []string
+	for _, o := range objs {
+		if o.Kind != "ClusterRole" {
+			continue
+		}
+		for _, r := range o.Rules {
+			for _, res := range r.Resources {
+				got = append(got, strings.Join(r.APIGroups, "+")+"/"+res+":"+strings.Join(r.Verbs, ","))
+			}
+		}
+	}
+	if want := []string{"events.k8s.io/events:create,patch", "/pods:get,list"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("RBAC rules %q, want %q only", got, want)
+	}
 }

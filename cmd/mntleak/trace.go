@@ -76,7 +76,7 @@ func parseTraceFlags(args []string, stdoutTTY, stderrTTY bool, stderr io.Writer)
 	fs.StringVar(&d.KubeletRoot, "kubelet-root", kubelet.DefaultRoot, "the kubelet's --root-dir: a path under ROOT/pods/UID/ names the pod and volume it belongs to")
 	fs.StringVar(&d.NodeName, "node-name", hostname(), "this node's name (the node field of findings, the reportingInstance of Events, the pods asked from the API server)")
 	fs.StringVar(&d.Kubeconfig, "kubeconfig", "", "kubeconfig file: ask the API server for pod names (and, with --k8s-events, post Events); the in-cluster config with --k8s-events alone")
-	fs.BoolVar(&d.K8sEvents, "k8s-events", false, "post findings as Kubernetes Events (events.k8s.io/v1) on the stuck pod and the holder pod")
+	fs.BoolVar(&d.K8sEvents, "k8s-events", true, "post findings as Kubernetes Events (events.k8s.io/v1) on the stuck pod and the holder pod; by default wherever the API server can be reached (--kubeconfig, or the in-cluster config in a pod with a ServiceAccount token); =false: never")
 	fs.StringVar(&opts.log.Level, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&opts.log.Format, "log-format", defaultLogFormat, "log format on stderr: json or console")
 	fs.Usage = func() {
@@ -118,6 +118,9 @@ func parseTraceFlags(args []string, stdoutTTY, stderrTTY bool, stderr io.Writer)
 	}
 	if d.KubeletRoot == "" || !filepath.IsAbs(d.KubeletRoot) {
 		return opts, fmt.Errorf("invalid --kubelet-root %q: want an absolute path", d.KubeletRoot)
+	}
+	if on, explicit := eventsByDefault(fs, d.Kubeconfig, d.NodeName); !explicit {
+		d.K8sEvents = on
 	}
 	if d.NodeName == "" && d.K8sEvents {
 		return opts, errors.New("--k8s-events needs --node-name (the hostname could not be read)")
