@@ -13,4 +13,5 @@
 //   - path.go: Volume, Parse (a path under a known root) and Find (a path
 //     where a pods/<uid>/ directory shows further down, as the copy of a
 //     volume seen through a hostPath does: /host/var/lib/kubelet/pods/...).
+//   - uid.go: IsPodUID.
 package kubelet

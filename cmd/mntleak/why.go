@@ -51,6 +51,9 @@ func parseTarget(arg string, view nodeview.View) (correlate.Target, error) {
 }
 
 func runWhy(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "pod" {
+		return runWhyPod(args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("mntleak why", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print the finding as JSON")
@@ -123,6 +126,16 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 // why takes one snapshot of /proc (one mountinfo per namespace), applies the
 // persistent lineage when there is one, and explains the target.
 func why(t correlate.Target, stateDir string) (*correlate.Finding, error) {
+	corr, err := snapshot(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	return corr.Why(t, time.Now()), nil
+}
+
+// snapshot is a correlator that has read /proc once, after the persistent
+// lineage in stateDir ("" for none) when there is one.
+func snapshot(stateDir string) (*correlate.Correlator, error) {
 	corr := correlate.New(procfs.Host{}, correlate.Options{}, func(*correlate.Finding) {})
 	if stateDir != "" {
 		if boot, err := state.BootID(); err == nil {
@@ -137,5 +150,5 @@ func why(t correlate.Target, stateDir string) (*correlate.Finding, error) {
 	if err := corr.Start(); err != nil {
 		return nil, fmt.Errorf("snapshot of /proc: %w", err)
 	}
-	return corr.Why(t, time.Now()), nil
+	return corr, nil
 }

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestWhyPodArguments: bad input to `mntleak why pod` is one line on
+// stderr and exit 2, before anything is read or asked.
+func TestWhyPodArguments(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		line string
+	}{
+		{nil, "mntleak why pod: want NAMESPACE/NAME or --pod-uid UID"},
+		{[]string{"web"}, `mntleak why pod: "web": want NAMESPACE/NAME`},
+		{[]string{"shop/web", "shop/db"}, "mntleak why pod: want one NAMESPACE/NAME, got 2 arguments"},
+		{[]string{"Shop/web"}, `mntleak why pod: "Shop/web": namespace "Shop": a lowercase RFC 1123 label must consist of`},
+		{[]string{"shop/web_1"}, `mntleak why pod: "shop/web_1": pod name "web_1": a lowercase RFC 1123 subdomain must consist of`},
+		{[]string{"--pod-uid", "1234"}, `mntleak why pod: --pod-uid "1234": want a pod UID (8-4-4-4-12 hex digits)`},
+		{[]string{"--kubelet-root", "kubelet", "shop/web"}, `mntleak why pod: --kubelet-root "kubelet": want an absolute path`},
+		{[]string{"--timeout", "0s", "shop/web"}, "mntleak why pod: --timeout 0s: want a positive duration"},
+		{[]string{"--bogus"}, "mntleak why pod: flag provided but not defined: -bogus"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(append([]string{"why", "pod"}, tt.args...), &stdout, &stderr)
+		if code != exitUsage || stdout.Len() != 0 || strings.Count(stderr.String(), "\n") != 1 || !strings.HasPrefix(stderr.String(), tt.line) {
+			t.Errorf("why pod %q: exit %d, stdout %q, stderr %q; want exit 2 and one line starting %q", tt.args, code, stdout.String(), stderr.String(), tt.line)
+		}
+	}
+}
+
+// TestWhyPodParsed: what the flags and the name become.
+func TestWhyPodParsed(t *testing.T) {
+	var stderr bytes.Buffer
+	a, code, done := parseWhyPod([]string{"--pod-uid", "0f3c2a9e-1b2c-4d5e-8f90-123456789abc", "--cri-socket=", "--kubelet-root", "/data/kubelet", "pod/shop/web"}, &stderr)
+	if done || code != 0 || a.namespace != "shop" || a.name != "web" || a.uid != "0f3c2a9e-1b2c-4d5e-8f90-123456789abc" || a.criSockets != nil ||
+		a.kubeletRoot != "/data/kubelet" || a.podText() != "pod shop/web" {
+		t.Errorf("parsed %+v (exit %d, done %v, %s)", a, code, done, stderr.String())
+	}
+	a, _, _ = parseWhyPod([]string{"--pod-uid", "0f3c2a9e-1b2c-4d5e-8f90-123456789abc"}, &stderr)
+	if a.podText() != "pod uid 0f3c2a9e-1b2c-4d5e-8f90-123456789abc" || len(a.criSockets) == 0 {
+		t.Errorf("parsed %+v, podText %q", a, a.podText())
+	}
+}
