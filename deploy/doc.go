@@ -12,11 +12,13 @@
 //   - image/image.sh: make image and make image-tar (the Dockerfile is at
 //     the repository's top);
 //   - node-problem-detector/: the system-log monitor that turns mntleak's
-//     journal findings into a MountLeak node condition and events.
+//     journal findings into a MountLeak node condition and events;
+//   - krew/mntleak.yaml: the krew plugin manifest of kubectl-mntleak
+//     (cmd/kubectl-mntleak).
 //
 // Tests: deploy_test.go (the unit, the shipped DaemonSet, the Vagrantfile),
 // chart_test.go (helm lint, the manifest equals the chart, the values),
-// npd_test.go (the monitor's patterns on the goldens' finding lines),
+// krew_test.go (the plugin manifest), npd_test.go (the monitor's patterns on the goldens' finding lines),
 // image_privileged_test.go (the image built, loaded by docker and ctr,
 // run as the DaemonSet runs it against a leak made on the host and a
 // device held by a namespace no process runs in). The chart installed

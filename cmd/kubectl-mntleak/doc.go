@@ -1,0 +1,27 @@
+// Command kubectl-mntleak is the kubectl plugin (`kubectl mntleak ...`,
+// deploy/krew/mntleak.yaml): from a pod's name to mntleak's answer on the
+// pod's node, through the API server alone — no new server, no new port.
+//
+//	kubectl mntleak why pod/NAME [-n NS]        what holds the pod's mounts
+//	kubectl mntleak audit --node N | --all-nodes
+//	kubectl mntleak release pod/NAME [--apply]  detach the leaked copies
+//
+// It gets the pod (a pod stuck Terminating still has its node), finds the
+// chart's DaemonSet pod on that node by its labels
+// (app.kubernetes.io/name=mntleak), asks the API server whether the user
+// may exec into it (a SelfSubjectAccessReview, so a refusal names the verb
+// and the resource), and runs `/mntleak why pod --pod-uid UID ...` there
+// through the exec subresource (client-go remotecommand: WebSocket, SPDY
+// when the server cannot upgrade), with the daemon's own --kubelet-root,
+// --cri-socket and --state-dir. The user's kubeconfig and RBAC are used:
+// get and list pods, create pods/exec, list nodes for --all-nodes.
+//
+// Exit codes: the node's (0 nothing holds, 1 held or leaked, 3 nothing
+// found but the node could not be seen); 2 bad input; 4 the cluster could
+// not be asked (no such pod, no mntleak pod on the node, RBAC refused).
+//
+// Files: main.go (commands, flags, the kubeconfig), why.go (why and
+// release: the pod, its node, the daemon's pod), audit.go (one block per
+// node, bounded parallelism), cluster.go (what is asked of the API server,
+// its errors as one line), exec.go (the exec subresource).
+package main
