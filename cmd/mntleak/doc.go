@@ -3,6 +3,7 @@
 //	mntleak trace [flags]    run the daemon until SIGINT/SIGTERM
 //	mntleak replay FILE      explain a recorded stream
 //	mntleak why TARGET       what holds a path or device now
+//	mntleak why pod NS/NAME  what holds a pod's mounts now
 //	mntleak audit            leaked mounts and risky settings now
 //	mntleak release TARGET   detach a leaked copy (a plan; --apply acts)
 //	mntleak version          version and kernel features
@@ -13,6 +14,9 @@
 //
 // Files: main.go (commands, exit codes), trace.go, replay.go, why.go,
 // audit.go, version.go, release.go (each command's flags and wiring),
+// whypod.go (why pod: the pod's UID, its objects from package podmounts,
+// each asked of one snapshot, named in pod terms), k8sevents.go (whether
+// Events are on when --k8s-events is not given),
 // release_target.go (what release acts on: a finding by id or as logged;
 // a copy by namespace and mount id is release.CopyTarget), release_check.go
 // (release's checker: the daemon's ledger, a finding checked against the

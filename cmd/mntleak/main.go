@@ -27,7 +27,8 @@ Commands:
   replay   run the correlator over a stream recorded with trace --record
            (FILE, or - for standard input)
   why      say what holds a path, a device or major:minor now (exit 1 if held,
-           3 if nothing was found but the node could not be seen)
+           3 if nothing was found but the node could not be seen); why pod
+           NAMESPACE/NAME (or --pod-uid UID): what holds a pod's mounts
   release  detach a leaked copy inside the namespace that holds it, so the
            stuck teardown goes through (a plan by default; --apply acts)
   audit    scan every mount namespace for leaked mounts and risky settings (exit 1

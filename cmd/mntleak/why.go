@@ -59,7 +59,7 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the finding as JSON")
 	stateDir := fs.String("state-dir", "/var/lib/mntleak", "persistent lineage of a daemon, if any: cite recorded events instead of inferring")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: mntleak why [flags] PATH|DEVICE|MAJOR:MINOR\n\nSays what holds a mount, a device or a directory now: every namespace that has it\nmounted, the processes that pin it, and the most likely cause. Exit 0 when\nnothing holds it, 1 when something does, 2 on bad input, 3 when nothing was\nfound but the node could not be seen (missing capabilities, no hostPID). Needs root.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "usage: mntleak why [flags] PATH|DEVICE|MAJOR:MINOR\n       mntleak why pod [flags] NAMESPACE/NAME (see mntleak why pod -h)\n\nSays what holds a mount, a device or a directory now: every namespace that has it\nmounted, the processes that pin it, and the most likely cause. Exit 0 when\nnothing holds it, 1 when something does, 2 on bad input, 3 when nothing was\nfound but the node could not be seen (missing capabilities, no hostPID). Needs root.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if code, done := parseCommand(fs, args, "why", stderr); done {

@@ -9,7 +9,20 @@
 // Service) under the chart's RBAC, the findings sent to a journald of the
 // test's own through the chart's journal socket. It holds tests only.
 //
+// TestPluginOnTheNode (issue 29) runs `mntleak why pod` on the node
+// without a daemon, installs the chart with its defaults (Events on) and
+// drives the kubectl plugin (cmd/kubectl-mntleak) against its pod: why for
+// a pod stuck Terminating by another pod's Bidirectional mount, for a
+// healthy pod and for a pod gone from the API server whose Memory emptyDir
+// a hostPath pod pins, release --apply on that copy, audit --all-nodes,
+// and each error's one line. Other tests share the machine: an object held
+// only by a namespace no pod runs in (checked against the kernel) is
+// another test's, logged and not counted.
+//
 // Files: main_test.go (TestMain: k8slab.Main), chart_test.go
 // (TestChartInstalledOnTheNode), lab_test.go (the image, helm, the pod's
-// log, Events and metrics read back).
+// log, Events and metrics read back), plugin_test.go
+// (TestPluginOnTheNode), plugin_lab_test.go (the binaries built and run,
+// the chart installed with its defaults, a kubeconfig that may not exec,
+// the why pod answers read and split from other tests').
 package incluster
