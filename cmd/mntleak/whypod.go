@@ -218,7 +218,11 @@ func resolvePodUID(ctx context.Context, a *whyPodArgs, runtime *cri.Source) ([]a
 
 // heldObject is one of the pod's objects and what holds it.
 type heldObject struct {
-	Object  podmounts.Object   `json:"object"`
+	Object podmounts.Object `json:"object"`
+	// Holding are the namespaces whose copy keeps the object (the
+	// finding's other holders are the node's, mntleak's, the pod's own or
+	// copies the node's unmount reaches).
+	Holding []uint32           `json:"holding"`
 	Finding *correlate.Finding `json:"finding"`
 }
 
@@ -236,43 +240,55 @@ func heldObjects(ctx context.Context, corr *correlate.Correlator, objects []podm
 			t.Dev, t.Root = o.Dev, o.Root
 		}
 		f := corr.Why(t, now)
-		if f == nil || (!o.Nested && ownHolders(f, o, in, view)) {
+		if f == nil {
 			continue
 		}
 		withoutMntleak(f, view)
+		holding := holdingNamespaces(f, o, in, view)
+		if len(holding) == 0 && !(o.Nested && len(f.Holders) > 0) {
+			continue
+		}
 		enrich.Fill(ctx, f, enrich.Config{KubeletRoot: a.kubeletRoot}, lookup)
-		out = append(out, heldObject{Object: o, Finding: f})
+		out = append(out, heldObject{Object: o, Holding: holding, Finding: f})
 	}
 	return out
 }
 
-// ownHolders reports whether every namespace holding f's object is the
-// node's, mntleak's own, one whose copy the node's unmount reaches (a peer
-// of the node's mount, or its slave), or one where only the pod's own
-// processes run and pin it (a running pod uses its volumes).
-func ownHolders(f *correlate.Finding, o podmounts.Object, in podmounts.Input, view nodeview.View) bool {
+// holdingNamespaces are the namespaces that hold f's object against the
+// pod's teardown: not the node's, not mntleak's own (in a pod: its
+// hostPaths are HostToContainer), not one whose copy the node's unmount
+// reaches (a peer of the node's mount, or its slave), not one where only
+// the pod's own processes run and pin it (a running pod uses its volumes).
+// A mount nested in a volume is held by every namespace that has it.
+func holdingNamespaces(f *correlate.Finding, o podmounts.Object, in podmounts.Input, view nodeview.View) []uint32 {
 	podProc := func(p correlate.ProcRef) bool {
 		return p.Pod == in.UID || (p.Container != "" && slices.Contains(in.ContainerIDs, p.Container))
 	}
+	var out []uint32
 	for _, h := range f.Holders {
-		if h.Self || h.MntNS == view.MntNS || (view.Self != view.MntNS && h.MntNS == view.Self) || receivesUnmount(h, o) {
+		if h.Self || h.MntNS == view.MntNS || (view.Self != view.MntNS && h.MntNS == view.Self) {
 			continue
 		}
-		if len(h.Processes) == 0 && len(h.Pins) == 0 {
-			return false
-		}
-		for _, p := range h.Processes {
-			if !podProc(p) {
-				return false
+		if !o.Nested {
+			if receivesUnmount(h, o) {
+				continue
+			}
+			own := len(h.Processes)+len(h.Pins) > 0
+			for _, p := range h.Processes {
+				own = own && podProc(p)
+			}
+			for _, p := range h.Pins {
+				own = own && podProc(p.ProcRef)
+			}
+			if own {
+				continue
 			}
 		}
-		for _, p := range h.Pins {
-			if !podProc(p.ProcRef) {
-				return false
-			}
+		if !slices.Contains(out, h.MntNS) {
+			out = append(out, h.MntNS)
 		}
 	}
-	return true
+	return out
 }
 
 // withoutMntleak drops from f the copies in mntleak's own namespace when it

@@ -2,8 +2,13 @@ package main
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/nodeview"
+	"github.com/mntleak/mntleak/podmounts"
 )
 
 // TestWhyPodArguments: bad input to `mntleak why pod` is one line on
@@ -42,5 +47,36 @@ func TestWhyPodParsed(t *testing.T) {
 	a, _, _ = parseWhyPod([]string{"--pod-uid", "0f3c2a9e-1b2c-4d5e-8f90-123456789abc"}, &stderr)
 	if a.podText() != "pod uid 0f3c2a9e-1b2c-4d5e-8f90-123456789abc" || len(a.criSockets) == 0 {
 		t.Errorf("parsed %+v, podText %q", a, a.podText())
+	}
+}
+
+// TestHoldingNamespaces: of a finding's holders, only those that keep the
+// object against the pod's teardown count: not the node's, not mntleak's
+// own, not a peer or slave of the node's mount, not the pod's own
+// processes; a mount nested in a volume counts every namespace.
+func TestHoldingNamespaces(t *testing.T) {
+	const uid = "0f3c2a9e-1b2c-4d5e-8f90-123456789abc"
+	own := correlate.ProcRef{PID: 10, Pod: uid}
+	other := correlate.ProcRef{PID: 20, Pod: "11111111-2222-4333-8444-555555555555"}
+	host := correlate.ProcRef{PID: 30}
+	f := &correlate.Finding{Holders: []correlate.Holder{
+		{MntNS: 1, Self: true, Where: "/v", Propagation: "shared:2"},
+		{MntNS: 2, Where: "/host/v", Propagation: "shared:2", Processes: []correlate.ProcRef{other}},                // a peer
+		{MntNS: 3, Where: "/v", Propagation: "master:2", Processes: []correlate.ProcRef{host}},                      // a slave
+		{MntNS: 4, Where: "/data", Propagation: "private", Processes: []correlate.ProcRef{own}},                     // the pod itself
+		{MntNS: 5, Where: "/v", Propagation: "master:2", Processes: []correlate.ProcRef{{PID: 40}}},                 // mntleak's
+		{MntNS: 6, Where: "/host/v", Propagation: "private", Processes: []correlate.ProcRef{other}},                 // holds it
+		{MntNS: 7, Where: "/v", Propagation: "shared:9", Pins: []correlate.PinRef{{ProcRef: own}, {ProcRef: host}}}, // holds it
+	}}
+	view := nodeview.View{Kind: nodeview.NodeRoot, MntNS: 1, Self: 5}
+	in := podmounts.Input{UID: uid}
+	if got := holdingNamespaces(f, podmounts.Object{PeerGroup: 2}, in, view); !slices.Equal(got, []uint32{6, 7}) {
+		t.Errorf("holding %v, want [6 7]", got)
+	}
+	if got := holdingNamespaces(f, podmounts.Object{PeerGroup: 2, Nested: true}, in, view); !slices.Equal(got, []uint32{2, 3, 4, 6, 7}) {
+		t.Errorf("nested: holding %v, want [2 3 4 6 7]", got)
+	}
+	if got := holdingNamespaces(f, podmounts.Object{}, in, nodeview.View{MntNS: 1, Self: 1}); !slices.Equal(got, []uint32{2, 3, 5, 6, 7}) {
+		t.Errorf("no peer group, mntleak on the node: holding %v, want [2 3 5 6 7]", got)
 	}
 }

@@ -12,12 +12,11 @@
 // TestPluginOnTheNode (issue 29) runs `mntleak why pod` on the node
 // without a daemon, installs the chart with its defaults (Events on) and
 // drives the kubectl plugin (cmd/kubectl-mntleak) against its pod: why for
-// a pod stuck Terminating by another pod's Bidirectional mount, for a
-// healthy pod and for a pod gone from the API server whose Memory emptyDir
-// a hostPath pod pins, release --apply on that copy, audit --all-nodes,
-// and each error's one line. Other tests share the machine: an object held
-// only by a namespace no pod runs in (checked against the kernel) is
-// another test's, logged and not counted.
+// a pod stuck Terminating by another pod's Bidirectional mount (by name
+// and by UID and node), for a healthy pod, release's dry run, audit
+// --all-nodes, and each error's one line. Other tests share the machine:
+// an object held only by namespaces no pod runs in (checked against the
+// kernel) is another test's, logged and not counted.
 //
 // Files: main_test.go (TestMain: k8slab.Main), chart_test.go
 // (TestChartInstalledOnTheNode), lab_test.go (the image, helm, the pod's
