@@ -7,13 +7,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // verdict is the classifier's answer for one holder.
 type verdict struct {
-	cause    Cause
+	cause    finding.Cause
 	summary  string
-	evidence []Evidence
+	evidence []finding.Evidence
 	fix      string
 	inferred bool
 	missing  []string
@@ -29,7 +30,7 @@ type analysis struct {
 	leak    bool         // a leak forming (the umount succeeded)
 	caller  uint32
 	id      identity
-	pins    map[uint32][]PinRef
+	pins    map[uint32][]finding.PinRef
 	// own is the caller's own mount of the object, for a question (why,
 	// release) asked where the object is still mounted.
 	own *mountinfo.Info
@@ -55,7 +56,7 @@ func (c *Correlator) label(ns uint32) string {
 	if ns == c.hostNS && ns != 0 {
 		return "the host"
 	}
-	return nsName(ns)
+	return finding.NSName(ns)
 }
 
 // stayed is the tail of a leak summary: the unmount that left the copy.
@@ -63,7 +64,7 @@ func (c *Correlator) stayed(a *analysis) string {
 	if !a.leak {
 		return ""
 	}
-	return "; " + c.label(a.caller) + " unmounted " + a.trigger.Target + " at " + clock(a.trigger.Time) + " and the copy stayed"
+	return "; " + c.label(a.caller) + " unmounted " + a.trigger.Target + " at " + finding.Clock(a.trigger.Time) + " and the copy stayed"
 }
 
 // busyCopyRule: an unmount that failed because its propagation reached a
@@ -77,16 +78,16 @@ func (c *Correlator) busyCopyRule(a *analysis, m match) (verdict, bool) {
 	}
 	var who []string
 	for _, p := range pins {
-		who = append(who, procName(p.Comm, p.PID)+" ("+p.Pin+" "+p.Path+")")
+		who = append(who, finding.ProcName(p.Comm, p.PID)+" ("+p.Pin+" "+p.Path+")")
 	}
 	unmount := "the unmount propagates"
 	if asked {
 		unmount = "an unmount of " + a.own.Mountpoint + " here propagates"
 	}
 	v := verdict{
-		cause:    CauseBusyCopy,
-		summary:  unmount + " to the copy in " + nsName(m.ns.Ino) + " at " + m.where + ", which is busy: " + strings.Join(who, ", "),
-		fix:      "stop " + procName(pins[0].Comm, pins[0].PID) + " or move its working directory and files off " + m.where + ", then retry the unmount (or unmount lazily with umount -l)",
+		cause:    finding.CauseBusyCopy,
+		summary:  unmount + " to the copy in " + finding.NSName(m.ns.Ino) + " at " + m.where + ", which is busy: " + strings.Join(who, ", "),
+		fix:      "stop " + finding.ProcName(pins[0].Comm, pins[0].PID) + " or move its working directory and files off " + m.where + ", then retry the unmount (or unmount lazily with umount -l)",
 		inferred: m.ns.Event == nil,
 	}
 	if m.ns.Event != nil {
@@ -94,7 +95,7 @@ func (c *Correlator) busyCopyRule(a *analysis, m match) (verdict, bool) {
 	}
 	v.evidence = append(v.evidence, factEvidence(mountFact(m.ns.Ino, m.mount)))
 	for _, p := range pins {
-		v.evidence = append(v.evidence, factEvidence(procName(p.Comm, p.PID)+" in "+nsName(p.MntNS)+" has its "+p.Pin+" at "+p.Path))
+		v.evidence = append(v.evidence, factEvidence(finding.ProcName(p.Comm, p.PID)+" in "+finding.NSName(p.MntNS)+" has its "+p.Pin+" at "+p.Path))
 	}
 	return v, true
 }
@@ -111,38 +112,38 @@ func (c *Correlator) privateTmp(a *analysis, m match) (verdict, bool) {
 	if unit == "" {
 		return verdict{}, false
 	}
-	v := verdict{cause: CausePrivateTmp, inferred: m.ns.Event == nil}
-	v.evidence = append(v.evidence, factEvidence(nsName(m.ns.Ino)+" binds /tmp from "+tmp.Root+" (PrivateTmp=yes of "+unit+")"))
+	v := verdict{cause: finding.CausePrivateTmp, inferred: m.ns.Event == nil}
+	v.evidence = append(v.evidence, factEvidence(finding.NSName(m.ns.Ino)+" binds /tmp from "+tmp.Root+" (PrivateTmp=yes of "+unit+")"))
 	created := "before tracing began"
 	if m.ns.Event != nil {
 		v.evidence = append(v.evidence, creationEvidence(m.ns, "namespace created: "))
-		created = "by " + procName(m.ns.Creator.Comm, m.ns.Creator.PID) + " at " + clock(m.ns.Created)
+		created = "by " + finding.ProcName(m.ns.Creator.Comm, m.ns.Creator.PID) + " at " + finding.Clock(m.ns.Created)
 	}
 	order := ""
 	if mnt := c.mountEventFor(a.id, m.ns.Created); mnt != nil {
 		v.evidence = append(v.evidence, eventEvidence(mnt, "object mounted: "+eventSummary(mnt)))
 		if !m.ns.Created.IsZero() && mnt.Time.Before(m.ns.Created) {
-			order = ", after " + a.id.path + " was mounted at " + clock(mnt.Time) + ", so it copied it"
+			order = ", after " + a.id.path + " was mounted at " + finding.Clock(mnt.Time) + ", so it copied it"
 		}
 	}
 	v.evidence = append(v.evidence, factEvidence(mountFact(m.ns.Ino, m.mount)))
-	v.summary = "held by the PrivateTmp namespace of " + unit + " (" + nsName(m.ns.Ino) + ", created " + created + order + ")" + c.stayed(a)
+	v.summary = "held by the PrivateTmp namespace of " + unit + " (" + finding.NSName(m.ns.Ino) + ", created " + created + order + ")" + c.stayed(a)
 	v.fix = "restart " + unit + " to release its copy; to prevent it, keep the mounts below " + parentDir(m.where) +
 		" shared or slave so unmounts propagate into " + unit + "'s slave namespace, or start " + unit + " before the containers"
 	return v, true
 }
 
-// bindSource returns the directory of the namespace a copy came from (its
+// BindSource returns the directory of the namespace a copy came from (its
 // parent's, else the host's) that a mount shows, when that differs from
 // where it is mounted: the mount is a bind of that directory.
-func (c *Correlator) bindSource(n *Namespace, m *mountinfo.Info) (string, bool) {
+func (c *Correlator) BindSource(n *Namespace, m *mountinfo.Info) (string, bool) {
 	for _, ns := range []uint32{n.Parent, c.hostNS} {
 		from := c.ledger.Table(ns)
 		if from == nil || ns == n.Ino {
 			continue
 		}
 		for _, b := range from.Mounts {
-			if devOf(b) != devOf(m) || !under(m.Root, b.Root) {
+			if devOf(b) != devOf(m) || !Under(m.Root, b.Root) {
 				continue
 			}
 			if hp := join(b.Mountpoint, rel(m.Root, b.Root)); hp != m.Mountpoint {
@@ -169,7 +170,7 @@ func (c *Correlator) rprivateBind(a *analysis, m match) (verdict, bool) {
 		if anc.Mountpoint == "/" || !IsPrivate(anc) {
 			continue
 		}
-		if src, ok := c.bindSource(m.ns, anc); ok {
+		if src, ok := c.BindSource(m.ns, anc); ok {
 			return c.rprivateVerdict(a, m, anc, src), true
 		}
 	}
@@ -177,7 +178,7 @@ func (c *Correlator) rprivateBind(a *analysis, m match) (verdict, bool) {
 }
 
 func (c *Correlator) rprivateVerdict(a *analysis, m match, bind *mountinfo.Info, src string) verdict {
-	v := verdict{cause: CauseRprivateBind}
+	v := verdict{cause: finding.CauseRprivateBind}
 	container := c.containerOf(m)
 	bindEv, privEv := c.bindEvents(m.ns.Ino, src, bind.Mountpoint)
 	var how string
@@ -193,10 +194,10 @@ func (c *Correlator) rprivateVerdict(a *analysis, m match, bind *mountinfo.Info,
 			v.evidence = append(v.evidence, eventEvidence(privEv, "made private: "+eventSummary(privEv)))
 			how += " + " + privateFlags(privEv)
 		}
-		how += " by " + procName(bindEv.Comm, int(bindEv.PID)) + " at " + clock(bindEv.Time)
+		how += " by " + finding.ProcName(bindEv.Comm, int(bindEv.PID)) + " at " + finding.Clock(bindEv.Time)
 	} else {
 		v.inferred = true
-		how = "leaked by a private recursive bind of " + src + " at " + bind.Mountpoint + " in " + nsName(m.ns.Ino) + ", made before tracing began"
+		how = "leaked by a private recursive bind of " + src + " at " + bind.Mountpoint + " in " + finding.NSName(m.ns.Ino) + ", made before tracing began"
 	}
 	if m.ns.Event != nil {
 		v.evidence = append(v.evidence, creationEvidence(m.ns, "namespace created: "))
@@ -215,7 +216,7 @@ func (c *Correlator) rprivateVerdict(a *analysis, m match, bind *mountinfo.Info,
 		what = "made in the namespace of " + unit
 	}
 	if container != "" {
-		what = strings.TrimPrefix(what+", container "+ShortID(container), ", ")
+		what = strings.TrimPrefix(what+", container "+finding.ShortID(container), ", ")
 	}
 	if what != "" {
 		what = " (" + what + ")"
@@ -230,12 +231,12 @@ func (c *Correlator) rprivateVerdict(a *analysis, m match, bind *mountinfo.Info,
 		v.fix = "bind " + src + " into " + unit + " with BindPaths=" + src + ":" + bind.Mountpoint + " (systemd keeps it a slave) rather than a private bind, " +
 			"or make it a slave there (mount --make-rslave " + bind.Mountpoint + " in its namespace); restart " + unit + " to drop the stale copy"
 	default:
-		v.fix = "make the bind a slave so unmounts below " + src + " reach it: mount --make-rslave " + bind.Mountpoint + " in " + nsName(m.ns.Ino) +
+		v.fix = "make the bind a slave so unmounts below " + src + " reach it: mount --make-rslave " + bind.Mountpoint + " in " + finding.NSName(m.ns.Ino) +
 			" (for the tool that made it: docker -v " + src + ":" + bind.Mountpoint + ":rslave, Kubernetes mountPropagation: HostToContainer); " +
-			"restart the processes of " + nsName(m.ns.Ino) + " to drop the stale copy"
+			"restart the processes of " + finding.NSName(m.ns.Ino) + " to drop the stale copy"
 	}
 	if container != "" {
-		v.fix += "; restart container " + ShortID(container) + " to drop the stale copy"
+		v.fix += "; restart container " + finding.ShortID(container) + " to drop the stale copy"
 	}
 	return v
 }

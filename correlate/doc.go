@@ -4,9 +4,10 @@
 // earlier event that leaked it there, with the fix; and it reports a leak at
 // the moment one forms (an unmount that leaves a copy behind elsewhere).
 //
-// It is pure Go and deterministic: events in, findings out. Time is the
-// events' own (the injected clock of a replay is the recorded stream); /proc
-// is reached only through procfs.Proc, so tests and `mntleak replay` feed it
+// It is pure Go and deterministic: events in, findings out (the findings'
+// types and their rendering are package finding's). Time is the events'
+// own (the injected clock of a replay is the recorded stream); /proc is
+// reached only through procfs.Proc, so tests and `mntleak replay` feed it
 // recorded snapshots.
 //
 // One event through Handle: the lineage learns namespaces and members
@@ -59,16 +60,11 @@
 //     pin the copies then;
 //     stalebind.go: mount ENOENT from a bind whose source was deleted
 //     (the stale-bind rule).
-//   - cause.go: Cause and its slugs; finding.go: Finding, its parts and
-//     its id; line.go: its one-line form, the only place a finding is
-//     rendered as a line; report.go: the form `mntleak why` prints; workload.go: the
-//     pod and container names a finding carries once enriched (package
-//     enrich, off the event path), the pod terms its line starts with, and
-//     NamePods (a pod the correlator named by UID, by its name).
 //   - evidence.go: evidence items and event summaries; calls.go: what an
 //     event's call did (flag bits, errno); attribution.go: container,
 //     systemd unit and pod from cgroup paths.
-//   - why.go, audit.go, risks.go: `mntleak why` and `mntleak audit`;
-//     replay.go: a recorded stream replayed; loss.go: lost events in the
-//     evidence window.
+//   - why.go: `mntleak why`, the holdings of an object asked about on
+//     demand (the checks of `mntleak audit` read the engine from package
+//     audit); replay.go: a recorded stream replayed; loss.go: lost events
+//     in the evidence window.
 package correlate

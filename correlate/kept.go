@@ -8,6 +8,7 @@ import (
 
 	"github.com/moby/sys/mountinfo"
 
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
 )
 
@@ -25,7 +26,7 @@ type keeper struct {
 // by says what keeps the namespace, for the holder line.
 func (k *keeper) by(c *Correlator) string {
 	if k.fd != nil {
-		return "fd " + itoa(k.fd.FD) + " of " + procName(k.fd.Comm, k.fd.PID) + " in " + c.label(k.ns) + ", an open file of its nsfs file"
+		return "fd " + itoa(k.fd.FD) + " of " + finding.ProcName(k.fd.Comm, k.fd.PID) + " in " + c.label(k.ns) + ", an open file of its nsfs file"
 	}
 	return "the bind of its nsfs file at " + k.where + " in " + c.label(k.ns)
 }
@@ -107,7 +108,7 @@ func (c *Correlator) keptMatches(id identity, caller uint32) ([]match, []string)
 		k := kept[ino]
 		_, t, err := c.readKept(ino, k.files)
 		if err != nil {
-			missing = append(missing, "mount table of "+nsName(ino)+" (kept by "+k.where+"): "+err.Error())
+			missing = append(missing, "mount table of "+finding.NSName(ino)+" (kept by "+k.where+"): "+err.Error())
 			continue
 		}
 		c.ledger.Store(t)
@@ -126,7 +127,7 @@ func (c *Correlator) readKept(ino uint32, files []string) (int, *Table, error) {
 		var mounts []*mountinfo.Info
 		ns, mounts, err = c.proc.NSMountinfo(file)
 		if err == nil && ns != ino {
-			err = fmt.Errorf("%s now names %s", file, nsName(ns))
+			err = fmt.Errorf("%s now names %s", file, finding.NSName(ns))
 		}
 		if err == nil {
 			return i, NewTable(ino, mounts, c.now, c.ledger.Seq()), nil
@@ -203,7 +204,7 @@ func (c *Correlator) fdMatches(id identity, caller uint32) ([]match, []string) {
 		}
 		i, t, err := c.readKept(ino, files)
 		if err != nil {
-			missing = append(missing, "mount table of "+nsName(ino)+" (held open by "+procName(holders[0].Comm, holders[0].PID)+"): "+err.Error())
+			missing = append(missing, "mount table of "+finding.NSName(ino)+" (held open by "+finding.ProcName(holders[0].Comm, holders[0].PID)+"): "+err.Error())
 			continue
 		}
 		f := holders[i]

@@ -117,15 +117,15 @@ func RootPropagation(t *Table) string {
 // devOf returns a mount's device in event.Dev form.
 func devOf(m *mountinfo.Info) event.Dev { return event.MakeDev(uint32(m.Major), uint32(m.Minor)) }
 
-// under reports whether p is dir or below it.
-func under(p, dir string) bool {
+// Under reports whether path p is dir or below it.
+func Under(p, dir string) bool {
 	if dir == "/" {
 		return strings.HasPrefix(p, "/")
 	}
 	return p == dir || strings.HasPrefix(p, dir+"/")
 }
 
-// rel returns p relative to dir ("" when equal), assuming under(p, dir).
+// rel returns p relative to dir ("" when equal), assuming Under(p, dir).
 func rel(p, dir string) string {
 	if dir == "/" {
 		return strings.TrimPrefix(p, "/")

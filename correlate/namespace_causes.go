@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 	"golang.org/x/sys/unix"
 )
 
@@ -28,34 +29,34 @@ func (c *Correlator) mountflagsRestart(a *analysis, m match) (verdict, bool) {
 	if !sameDaemon || (!old.Created.IsZero() && !old.Created.Before(cur.Created)) {
 		return verdict{}, false
 	}
-	v := verdict{cause: CauseMountflagsRestart, inferred: old.Event == nil}
-	first := "an earlier " + daemon + " made " + nsName(old.Ino) + " before tracing began"
+	v := verdict{cause: finding.CauseMountflagsRestart, inferred: old.Event == nil}
+	first := "an earlier " + daemon + " made " + finding.NSName(old.Ino) + " before tracing began"
 	if old.Event != nil {
 		v.evidence = append(v.evidence, creationEvidence(old, "first generation: "))
-		first = "the first " + procName(old.Creator.Comm, old.Creator.PID) + " made " + nsName(old.Ino) + " at " + clock(old.Created)
+		first = "the first " + finding.ProcName(old.Creator.Comm, old.Creator.PID) + " made " + finding.NSName(old.Ino) + " at " + finding.Clock(old.Created)
 	}
 	if cur.Event != nil {
 		v.evidence = append(v.evidence, creationEvidence(cur, "after the restart: "))
 	}
 	rootProp := RootPropagation(m.table)
-	v.evidence = append(v.evidence, factEvidence(nsName(old.Ino)+" root propagation: "+rootProp), factEvidence(mountFact(old.Ino, m.mount)))
+	v.evidence = append(v.evidence, factEvidence(finding.NSName(old.Ino)+" root propagation: "+rootProp), factEvidence(mountFact(old.Ino, m.mount)))
 	var survivors []string
 	for _, mem := range old.Members() {
-		survivors = append(survivors, procName(mem.Comm, mem.PID))
+		survivors = append(survivors, finding.ProcName(mem.Comm, mem.PID))
 	}
 	if len(survivors) > 0 {
-		v.evidence = append(v.evidence, factEvidence("survivors in "+nsName(old.Ino)+": "+strings.Join(survivors, ", ")))
+		v.evidence = append(v.evidence, factEvidence("survivors in "+finding.NSName(old.Ino)+": "+strings.Join(survivors, ", ")))
 	}
 	unit := Unit(cur.Creator.Cgroup)
 	v.summary = daemon + " was restarted into a new namespace: " + first + " (unshare, " + rootProp +
-		" root: MountFlags=slave), the current " + procName(cur.Creator.Comm, cur.Creator.PID) + " runs in " + nsName(cur.Ino) +
-		" since " + clock(cur.Created)
+		" root: MountFlags=slave), the current " + finding.ProcName(cur.Creator.Comm, cur.Creator.PID) + " runs in " + finding.NSName(cur.Ino) +
+		" since " + finding.Clock(cur.Created)
 	if len(survivors) > 0 {
 		verb := " survived the restart (live-restore) and keeps "
 		if len(survivors) > 1 {
 			verb = " survived the restart (live-restore) and keep "
 		}
-		v.summary += "; " + strings.Join(survivors, ", ") + verb + nsName(old.Ino) + " alive with the mount"
+		v.summary += "; " + strings.Join(survivors, ", ") + verb + finding.NSName(old.Ino) + " alive with the mount"
 	}
 	v.summary += c.stayed(a)
 	if unit == "" {
@@ -91,7 +92,7 @@ func firstSurvivorPID(n *Namespace) string {
 	if ms := n.Members(); len(ms) > 0 {
 		return itoa(ms[0].PID)
 	}
-	return "<pid in " + nsName(n.Ino) + ">"
+	return "<pid in " + finding.NSName(n.Ino) + ">"
 }
 
 // privateParent: the holder namespace copied the object's parent mount
@@ -128,18 +129,18 @@ func (c *Correlator) privateParent(a *analysis, m match) (verdict, bool) {
 	if made == nil {
 		return verdict{}, false
 	}
-	v := verdict{cause: CausePrivateParent, inferred: m.ns.Event == nil}
+	v := verdict{cause: finding.CausePrivateParent, inferred: m.ns.Event == nil}
 	v.evidence = append(v.evidence, eventEvidence(made, "parent made private: "+eventSummary(made)))
 	copied := "before tracing began"
 	if m.ns.Event != nil {
 		v.evidence = append(v.evidence, creationEvidence(m.ns, "copy taken: "))
-		copied = "at " + clock(m.ns.Created) + " by " + procName(m.ns.Creator.Comm, m.ns.Creator.PID)
+		copied = "at " + finding.Clock(m.ns.Created) + " by " + finding.ProcName(m.ns.Creator.Comm, m.ns.Creator.PID)
 	}
 	v.evidence = append(v.evidence, factEvidence(mountFact(m.ns.Ino, parent)), factEvidence(mountFact(m.ns.Ino, m.mount)))
-	v.summary = procName(made.Comm, int(made.PID)) + " made " + parent.Mountpoint + " private at " + clock(made.Time) + "; " +
-		nsName(m.ns.Ino) + " was copied from it " + copied + ", so its copy of " + m.where + " receives no unmount" + c.stayed(a)
+	v.summary = finding.ProcName(made.Comm, int(made.PID)) + " made " + parent.Mountpoint + " private at " + finding.Clock(made.Time) + "; " +
+		finding.NSName(m.ns.Ino) + " was copied from it " + copied + ", so its copy of " + m.where + " receives no unmount" + c.stayed(a)
 	v.fix = "keep " + parent.Mountpoint + " shared or slave (mount --make-rshared " + parent.Mountpoint +
-		") before namespaces are copied from it; restart the processes of " + nsName(m.ns.Ino) + " to release this copy"
+		") before namespaces are copied from it; restart the processes of " + finding.NSName(m.ns.Ino) + " to release this copy"
 	return v, true
 }
 
@@ -161,8 +162,8 @@ func (c *Correlator) unshareRule(a *analysis, m match) (verdict, bool) {
 		if n.Origin == OriginClone {
 			how = "a CLONE_NEWNS child"
 		}
-		creator := procName(n.Creator.Comm, n.Creator.PID)
-		who := "stop or restart " + creator + " and the processes in " + nsName(n.Ino)
+		creator := finding.ProcName(n.Creator.Comm, n.Creator.PID)
+		who := "stop or restart " + creator + " and the processes in " + finding.NSName(n.Ino)
 		_, inside := n.members[n.Creator.PID]
 		if n.creatorGone || !inside {
 			// Its pid may belong to another program now, or it runs
@@ -171,38 +172,38 @@ func (c *Correlator) unshareRule(a *analysis, m match) (verdict, bool) {
 			if n.creatorGone {
 				how += "; it has exited since"
 			}
-			who = "stop or restart the processes in " + nsName(n.Ino)
+			who = "stop or restart the processes in " + finding.NSName(n.Ino)
 			pinners, count := pinnersOf(a)
 			if len(n.Members()) == 0 && count > 0 {
-				who = "nothing runs in " + nsName(n.Ino) + " any more; " + pinners + " keep the copy busy: stop them or have them close it"
+				who = "nothing runs in " + finding.NSName(n.Ino) + " any more; " + pinners + " keep the copy busy: stop them or have them close it"
 				if count == 1 {
-					who = "nothing runs in " + nsName(n.Ino) + " any more; " + pinners + " keeps the copy busy: stop it or have it close it"
+					who = "nothing runs in " + finding.NSName(n.Ino) + " any more; " + pinners + " keeps the copy busy: stop it or have it close it"
 				}
 			}
 			if n.Dead && count == 0 {
-				who = "nothing runs in " + nsName(n.Ino) + " any more: its copy was detached with it and goes once nothing uses it"
+				who = "nothing runs in " + finding.NSName(n.Ino) + " any more: its copy was detached with it and goes once nothing uses it"
 			}
 			if ms := n.Members(); len(ms) > 0 {
-				refs := make([]ProcRef, 0, len(ms))
+				refs := make([]finding.ProcRef, 0, len(ms))
 				for _, mm := range ms {
-					refs = append(refs, mm.ref())
+					refs = append(refs, mm.Ref())
 				}
 				verb := ", which keep "
 				if len(refs) == 1 {
 					verb = ", which keeps "
 				}
-				who = "stop or restart " + procList(refs, 3) + verb + nsName(n.Ino) + " now"
+				who = "stop or restart " + finding.ProcList(refs, 3) + verb + finding.NSName(n.Ino) + " now"
 			}
 		}
 		v := verdict{
-			cause: CauseUnshare,
-			summary: nsName(n.Ino) + " was created by " + creator + " (" + how + ") at " + clock(n.Created) +
+			cause: finding.CauseUnshare,
+			summary: finding.NSName(n.Ino) + " was created by " + creator + " (" + how + ") at " + finding.Clock(n.Created) +
 				" from " + c.label(n.Parent) + " and keeps its own copy (" + prop + " root)" + c.stayed(a),
-			evidence: []Evidence{creationEvidence(n, "namespace created: "), factEvidence(mountFact(n.Ino, m.mount))},
+			evidence: []finding.Evidence{creationEvidence(n, "namespace created: "), factEvidence(mountFact(n.Ino, m.mount))},
 		}
 		prevent, cut := c.prevention(a, m)
 		if cut != nil {
-			v.summary += "; " + procName(cut.Comm, int(cut.PID)) + " made " + firstNonEmpty(cut.Target, cut.Path) + " private in it at " + clock(cut.Time)
+			v.summary += "; " + finding.ProcName(cut.Comm, int(cut.PID)) + " made " + firstNonEmpty(cut.Target, cut.Path) + " private in it at " + finding.Clock(cut.Time)
 			v.evidence = append(v.evidence, eventEvidence(cut, "made private there: "+eventSummary(cut)))
 		}
 		v.fix = who + "; " + prevent
@@ -214,14 +215,14 @@ func (c *Correlator) unshareRule(a *analysis, m match) (verdict, bool) {
 	if len(ms) == 0 {
 		return verdict{}, false
 	}
-	oldest := ms[0].ref()
+	oldest := ms[0].Ref()
 	return verdict{
-		cause:    CauseUnshare,
+		cause:    finding.CauseUnshare,
 		inferred: true,
-		summary: nsName(n.Ino) + " predates tracing; its oldest process is " + procList([]ProcRef{oldest}, 1) +
+		summary: finding.NSName(n.Ino) + " predates tracing; its oldest process is " + finding.ProcList([]finding.ProcRef{oldest}, 1) +
 			" and it keeps its own copy (" + prop + " root)" + c.stayed(a),
-		evidence: []Evidence{factEvidence(mountFact(n.Ino, m.mount))},
-		fix:      "restart " + procName(oldest.Comm, oldest.PID) + " and the other processes in " + nsName(n.Ino) + " to release the copy",
+		evidence: []finding.Evidence{factEvidence(mountFact(n.Ino, m.mount))},
+		fix:      "restart " + finding.ProcName(oldest.Comm, oldest.PID) + " and the other processes in " + finding.NSName(n.Ino) + " to release the copy",
 	}, true
 }
 
@@ -230,17 +231,17 @@ func (c *Correlator) unshareRule(a *analysis, m match) (verdict, bool) {
 func (c *Correlator) unknownRule(a *analysis, m match) (verdict, bool) {
 	if m.kept != nil {
 		v := c.keptVerdict(a, m)
-		v.missing = []string{"who created " + nsName(m.ns.Ino) + " (before tracing began)"}
+		v.missing = []string{"who created " + finding.NSName(m.ns.Ino) + " (before tracing began)"}
 		return v, true
 	}
 	n := m.ns
 	prop := RootPropagation(m.table)
 	return verdict{
-		cause:    CauseUnknown,
-		summary:  nsName(n.Ino) + " holds a copy (" + prop + " root)" + c.stayed(a),
-		evidence: []Evidence{factEvidence(mountFact(n.Ino, m.mount))},
-		fix:      "nsenter into " + nsName(n.Ino) + " and unmount " + m.where,
-		missing:  []string{"how and by whom " + nsName(n.Ino) + " was created", "any process in it"},
+		cause:    finding.CauseUnknown,
+		summary:  finding.NSName(n.Ino) + " holds a copy (" + prop + " root)" + c.stayed(a),
+		evidence: []finding.Evidence{factEvidence(mountFact(n.Ino, m.mount))},
+		fix:      "nsenter into " + finding.NSName(n.Ino) + " and unmount " + m.where,
+		missing:  []string{"how and by whom " + finding.NSName(n.Ino) + " was created", "any process in it"},
 	}, true
 }
 
@@ -249,29 +250,29 @@ func (c *Correlator) unknownRule(a *analysis, m match) (verdict, bool) {
 func (c *Correlator) keptVerdict(a *analysis, m match) verdict {
 	n, k := m.ns, m.kept
 	made := ""
-	var ev []Evidence
+	var ev []finding.Evidence
 	if n.Event != nil {
-		made = "; it was created by " + procName(n.Creator.Comm, n.Creator.PID) + " at " + clock(n.Created) + ", which has exited since"
+		made = "; it was created by " + finding.ProcName(n.Creator.Comm, n.Creator.PID) + " at " + finding.Clock(n.Created) + ", which has exited since"
 		ev = append(ev, creationEvidence(n, "namespace created: "))
 	}
 	if f := k.fd; f != nil {
-		who := procName(f.Comm, f.PID)
-		ev = append(ev, factEvidence(who+" in "+nsName(k.ns)+" has fd "+itoa(f.FD)+" open on "+nsName(n.Ino)+"'s nsfs file"),
+		who := finding.ProcName(f.Comm, f.PID)
+		ev = append(ev, factEvidence(who+" in "+finding.NSName(k.ns)+" has fd "+itoa(f.FD)+" open on "+finding.NSName(n.Ino)+"'s nsfs file"),
 			factEvidence(mountFact(n.Ino, m.mount)))
 		return verdict{
-			cause: CauseUnshare, inferred: n.Event == nil,
-			summary: "no process runs in " + nsName(n.Ino) + "; " + who + " holds it open (fd " + itoa(f.FD) + ") and keeps it, with its own copy (" +
+			cause: finding.CauseUnshare, inferred: n.Event == nil,
+			summary: "no process runs in " + finding.NSName(n.Ino) + "; " + who + " holds it open (fd " + itoa(f.FD) + ") and keeps it, with its own copy (" +
 				RootPropagation(m.table) + " root)" + made + c.stayed(a),
 			evidence: ev,
 			fix: "have " + who + " close fd " + itoa(f.FD) + ", or stop it (the namespace and its copy go with the last reference); or nsenter --mount=/proc/" +
 				itoa(f.PID) + "/fd/" + itoa(f.FD) + " umount " + m.where,
 		}
 	}
-	ev = append(ev, factEvidence(nsName(k.ns)+": "+k.where+" is a bind of "+nsName(n.Ino)+"'s nsfs file"),
+	ev = append(ev, factEvidence(finding.NSName(k.ns)+": "+k.where+" is a bind of "+finding.NSName(n.Ino)+"'s nsfs file"),
 		factEvidence(mountFact(n.Ino, m.mount)))
 	return verdict{
-		cause: CauseUnshare, inferred: n.Event == nil,
-		summary: "no process runs in " + nsName(n.Ino) + "; the bind of its nsfs file at " + k.where + " in " + c.label(k.ns) +
+		cause: finding.CauseUnshare, inferred: n.Event == nil,
+		summary: "no process runs in " + finding.NSName(n.Ino) + "; the bind of its nsfs file at " + k.where + " in " + c.label(k.ns) +
 			" keeps it, with its own copy (" + RootPropagation(m.table) + " root)" + made + c.stayed(a),
 		evidence: ev,
 		fix: "umount " + k.where + " in " + c.label(k.ns) + " (the namespace and its copy go with it; unshare --mount=FILE and " +
@@ -285,9 +286,9 @@ func (c *Correlator) inUseRule(a *analysis, m match) (verdict, bool) {
 		return verdict{}, false
 	}
 	pins := a.pins[m.ns.Ino]
-	v := verdict{cause: CauseInUse, evidence: []Evidence{factEvidence(mountFact(m.ns.Ino, m.mount))}}
+	v := verdict{cause: finding.CauseInUse, evidence: []finding.Evidence{factEvidence(mountFact(m.ns.Ino, m.mount))}}
 	if what, ok := callerInside(a.trigger, m); ok && failedWith(a.trigger, unix.EBUSY) {
-		caller := procName(a.trigger.Comm, int(a.trigger.PID))
+		caller := finding.ProcName(a.trigger.Comm, int(a.trigger.PID))
 		v.summary = "not a leak: " + caller + "'s own " + what + " is inside " + m.where +
 			" (a shell that runs umount from there passes its cwd on)"
 		v.evidence = append(v.evidence, factEvidence(caller+"'s "+what+" at the call: mount "+itoa(int(mountIDOf(a.trigger, what)))+", on or under "+m.where))
@@ -306,8 +307,8 @@ func (c *Correlator) inUseRule(a *analysis, m match) (verdict, bool) {
 	}
 	var who []string
 	for _, p := range pins {
-		who = append(who, procName(p.Comm, p.PID)+" ("+p.Pin+" "+p.Path+")")
-		v.evidence = append(v.evidence, factEvidence(procName(p.Comm, p.PID)+" has its "+p.Pin+" at "+p.Path))
+		who = append(who, finding.ProcName(p.Comm, p.PID)+" ("+p.Pin+" "+p.Path+")")
+		v.evidence = append(v.evidence, factEvidence(finding.ProcName(p.Comm, p.PID)+" has its "+p.Pin+" at "+p.Path))
 	}
 	v.summary = "not a leak: in use in the caller's own namespace by " + strings.Join(who, ", ")
 	v.fix = "stop those processes or move them off " + m.where + ", then retry"
@@ -369,7 +370,7 @@ func pinnersOf(a *analysis) (string, int) {
 		for _, p := range a.pins[ns] {
 			total++
 			if len(names) < 3 {
-				names = append(names, procName(p.Comm, p.PID)+" ("+p.Pin+" "+p.Path+")")
+				names = append(names, finding.ProcName(p.Comm, p.PID)+" ("+p.Pin+" "+p.Path+")")
 			}
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/nodeview"
 	"github.com/mntleak/mntleak/procfs"
 	"github.com/mntleak/mntleak/state"
@@ -97,9 +98,9 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 			}{false, vis.Complete(), vis.Text(), view.Kind})
 			fmt.Fprintln(stdout, string(b))
 		} else if vis.Blind() {
-			fmt.Fprintf(stdout, "nothing found holding %s among what could be read\n", correlate.Escape(fs.Arg(0)))
+			fmt.Fprintf(stdout, "nothing found holding %s among what could be read\n", finding.Escape(fs.Arg(0)))
 		} else {
-			fmt.Fprintf(stdout, "nothing holds %s\n", correlate.Escape(fs.Arg(0)))
+			fmt.Fprintf(stdout, "nothing holds %s\n", finding.Escape(fs.Arg(0)))
 		}
 		if vis.Blind() {
 			return exitBlind
@@ -122,8 +123,8 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 
 // why takes one snapshot of /proc (one mountinfo per namespace), applies the
 // persistent lineage when there is one, and explains the target.
-func why(t correlate.Target, stateDir string) (*correlate.Finding, error) {
-	corr := correlate.New(procfs.Host{}, correlate.Options{}, func(*correlate.Finding) {})
+func why(t correlate.Target, stateDir string) (*finding.Finding, error) {
+	corr := correlate.New(procfs.Host{}, correlate.Options{}, func(*finding.Finding) {})
 	if stateDir != "" {
 		if boot, err := state.BootID(); err == nil {
 			events, _, err := state.Load(stateDir, boot)
