@@ -15,9 +15,17 @@
 // events (ledger.go); a failure is analysed (analyze.go): the object's
 // identity, every namespace that holds it (holders.go) and the processes
 // that pin it; each holding gets its cause from one rule table (rules.go:
-// read top to bottom, first match wins; the rules themselves live in
-// classify.go, namespace_causes.go and stalebind.go) and the holdings are assembled into one Finding (assemble.go). An unmount
-// is checked for copies that stayed behind (leak.go).
+// read top to bottom, first match wins, in the order package finding
+// declares the causes; each rule is rule_<slug>.go, named rule<Cause>)
+// and the holdings are assembled into one Finding (assemble.go). An
+// unmount is checked for copies that stayed behind (leak.go).
+//
+// Adding a cause: its constant and its row (slug, leak, releasable, the
+// evidence it needs, its fix) in finding/cause.go, at its place in the
+// order; its rule in rule_<slug>.go and its row in rules.go; a scenario
+// under testdata/scenarios. docs/causes.md is written from the row (go
+// test ./finding -run TestCausesDoc -update), and go test ./finding fails
+// until the README lists it.
 //
 // Files:
 //   - correlator.go: Options, New, Start, Handle; which events are
@@ -32,21 +40,24 @@
 //     generation, revived with its creation; gc.go: what is forgotten, and
 //     when.
 //   - ledger.go, tableindex.go, peergroups.go: Table and Ledger, the mount
-//     tables read from /proc, indexed by mount and by peer group.
+//     tables read from /proc, indexed by mount and by peer group, and the
+//     mount event that made an object.
 //   - analyze.go: a failure, from the event to the holdings and pins.
 //   - holders.go: an object's identity (device, path through bind roots,
 //     overlay, nsfs) and the search for its copies; kept.go: namespaces no
 //     process runs in, kept by a bind of their nsfs file or by a process
-//     holding it open, read through it.
-//   - rules.go: the cause table (cause, evidence it needs, fix), classify
-//     and the causes' rank; docs/causes.md is written from it.
-//   - classify.go: the analysis, the verdict, and the rules for a copy made
-//     by a bind (busy-copy, private-tmp, rprivate-bind).
-//   - namespace_causes.go: the rules for a copy kept by its namespace
-//     (mountflags-restart, private-parent, unshare, unknown, in-use with
-//     the caller's own cwd); prevention.go: how to keep such a copy from
-//     staying (which mount stopped the unmount, and where); shared.go:
-//     shared-propagation, and the mount event that made an object.
+//     holding it open, read through it, and their verdict.
+//   - verdict.go: the analysis a rule reads and the verdict it writes.
+//   - rules.go: the rule table (cause, rule), classify and the causes'
+//     rank. One file per cause, in the table's order:
+//     rule_stale_bind.go (mount ENOENT from a bind whose source was
+//     deleted, and the finding made on that failure),
+//     rule_busy_copy.go, rule_shared_propagation.go, rule_in_use.go (with
+//     the caller's own cwd), rule_private_tmp.go, rule_rprivate_bind.go
+//     (the bind a runtime made, and the directory it is a bind of),
+//     rule_mountflags_restart.go, rule_private_parent.go, rule_unshare.go,
+//     rule_unknown.go; prevention.go: how to keep a namespace's copy from
+//     staying (which mount stopped the unmount, and where).
 //   - assemble.go: holdings grouped into one Finding, the primary verdict;
 //     the processes it names asked what they run now (freshen).
 //   - leak.go: leaks as they form; settle.go: reported once the teardown
@@ -57,9 +68,7 @@
 //     teardown and holder,
 //     led by the object the user cares about (a pod's volume, a volume,
 //     a rootfs, then the runtime's internals), naming the processes that
-//     pin the copies then;
-//     stalebind.go: mount ENOENT from a bind whose source was deleted
-//     (the stale-bind rule).
+//     pin the copies then.
 //   - evidence.go: evidence items and event summaries; calls.go: what an
 //     event's call did (flag bits, errno); attribution.go: container,
 //     systemd unit and pod from cgroup paths.

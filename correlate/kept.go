@@ -212,3 +212,38 @@ func (c *Correlator) fdMatches(id identity, caller uint32) ([]match, []string) {
 	}
 	return out, missing
 }
+
+// keptVerdict: a namespace no process runs in keeps its copy, itself kept
+// alive by a bind of its nsfs file; unmounting that bind lets it go.
+func (c *Correlator) keptVerdict(a *analysis, m match) verdict {
+	n, k := m.ns, m.kept
+	made := ""
+	var ev []finding.Evidence
+	if n.Event != nil {
+		made = "; it was created by " + finding.ProcName(n.Creator.Comm, n.Creator.PID) + " at " + finding.Clock(n.Created) + ", which has exited since"
+		ev = append(ev, creationEvidence(n, "namespace created: "))
+	}
+	if f := k.fd; f != nil {
+		who := finding.ProcName(f.Comm, f.PID)
+		ev = append(ev, factEvidence(who+" in "+finding.NSName(k.ns)+" has fd "+itoa(f.FD)+" open on "+finding.NSName(n.Ino)+"'s nsfs file"),
+			factEvidence(mountFact(n.Ino, m.mount)))
+		return verdict{
+			cause: finding.CauseUnshare, inferred: n.Event == nil,
+			summary: "no process runs in " + finding.NSName(n.Ino) + "; " + who + " holds it open (fd " + itoa(f.FD) + ") and keeps it, with its own copy (" +
+				RootPropagation(m.table) + " root)" + made + c.stayed(a),
+			evidence: ev,
+			fix: "have " + who + " close fd " + itoa(f.FD) + ", or stop it (the namespace and its copy go with the last reference); or nsenter --mount=/proc/" +
+				itoa(f.PID) + "/fd/" + itoa(f.FD) + " umount " + m.where,
+		}
+	}
+	ev = append(ev, factEvidence(finding.NSName(k.ns)+": "+k.where+" is a bind of "+finding.NSName(n.Ino)+"'s nsfs file"),
+		factEvidence(mountFact(n.Ino, m.mount)))
+	return verdict{
+		cause: finding.CauseUnshare, inferred: n.Event == nil,
+		summary: "no process runs in " + finding.NSName(n.Ino) + "; the bind of its nsfs file at " + k.where + " in " + c.label(k.ns) +
+			" keeps it, with its own copy (" + RootPropagation(m.table) + " root)" + made + c.stayed(a),
+		evidence: ev,
+		fix: "umount " + k.where + " in " + c.label(k.ns) + " (the namespace and its copy go with it; unshare --mount=FILE and " +
+			"runtimes that pin namespaces leave such binds), or nsenter --mount=" + k.where + " umount " + m.where,
+	}
+}

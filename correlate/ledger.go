@@ -275,3 +275,21 @@ func (l *Ledger) namespaces() []uint32 {
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
 }
+
+// mountEventFor returns the last successful mount that made the object,
+// before t when t is set. A propagation change (mount --make-shared) or a
+// remount of the path made nothing: it is not that mount.
+func (c *Correlator) mountEventFor(id identity, before time.Time) *event.Event {
+	hist := c.ledger.History()
+	for i := len(hist) - 1; i >= 0; i-- {
+		ev := hist[i]
+		if ev.Kind != event.KindMount || ev.Ret != 0 || (!before.IsZero() && !ev.Time.Before(before)) ||
+			ev.Flags&madeNothing != 0 {
+			continue
+		}
+		if ev.Target == id.path && id.path != "" {
+			return ev
+		}
+	}
+	return nil
+}

@@ -54,7 +54,7 @@ func nameActors(f *finding.Finding) {
 		f.Holders[i].Actor = f.Holders[i].ChooseActor()
 	}
 	f.Release = ""
-	if len(f.Holders) > 0 && (f.Cause.IsLeak() || f.Cause == finding.CauseUnknown || f.Cause == finding.CauseBusyCopy) {
+	if len(f.Holders) > 0 && f.Cause.Releasable() {
 		h := f.Holders[0]
 		enterable := (h.KeptBy == "" && len(h.Processes) > 0 && h.Exited.IsZero()) || h.Enter != ""
 		if !h.Self && h.MountID != 0 && h.Where != "/" && enterable {

@@ -52,7 +52,7 @@ type Plan struct {
 // namespace and self the caller's: neither is ever acted in.
 func Make(f *finding.Finding, host, self uint32, force bool) Plan {
 	var p Plan
-	if !f.Cause.IsLeak() && f.Cause != finding.CauseBusyCopy && f.Cause != finding.CauseUnknown {
+	if !f.Cause.Releasable() {
 		p.Refused = append(p.Refused, Refusal{Reason: "not a leak (" + f.Cause.String() + ")", Hint: f.Fix})
 		return p
 	}

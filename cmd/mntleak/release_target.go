@@ -106,9 +106,9 @@ func openFinding(file, stateDir string) (*finding.Finding, error) {
 }
 
 // refuseFinding says why a finding's object is not released, from the
-// finding alone: a cause that is not a leak.
+// finding alone: a cause release does not act on (finding.Cause.Releasable).
 func refuseFinding(f *finding.Finding) (release.Refusal, bool) {
-	if f.Cause.IsLeak() || f.Cause == finding.CauseBusyCopy || f.Cause == finding.CauseUnknown {
+	if f.Cause.Releasable() {
 		return release.Refusal{}, false
 	}
 	return release.Refusal{Reason: "not a leak (" + f.Cause.String() + ")", Hint: f.Fix}, true

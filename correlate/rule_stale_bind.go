@@ -76,9 +76,9 @@ func (c *Correlator) staleBind(ev *event.Event) {
 	c.report(f)
 }
 
-// staleBindRule: a mount or move_mount failed with ENOENT because its
+// ruleStaleBind: a mount or move_mount failed with ENOENT because its
 // source is a bind whose file was deleted (mountinfo: //deleted).
-func (c *Correlator) staleBindRule(a *analysis, m match) (verdict, bool) {
+func (c *Correlator) ruleStaleBind(a *analysis, m match) (verdict, bool) {
 	ev := a.trigger
 	if (ev.Kind != event.KindMount && ev.Kind != event.KindMoveMount) || !failedWith(ev, unix.ENOENT) ||
 		m.mount == nil || !strings.HasSuffix(m.mount.Root, "//deleted") {

@@ -10,154 +10,10 @@ import (
 	"github.com/mntleak/mntleak/finding"
 )
 
-// verdict is the classifier's answer for one holder.
-type verdict struct {
-	cause    finding.Cause
-	summary  string
-	evidence []finding.Evidence
-	fix      string
-	inferred bool
-	missing  []string
-	// made is the mount event of a copy made in another namespace (a
-	// shared-propagation verdict): the finding leads with the namespace
-	// that made it, and names the process that made it while it runs there.
-	made *event.Event
-}
-
-// analysis is the context of one finding being built.
-type analysis struct {
-	trigger *event.Event // the failing call, or the umount that left a copy
-	leak    bool         // a leak forming (the umount succeeded)
-	caller  uint32
-	id      identity
-	pins    map[uint32][]finding.PinRef
-	// own is the caller's own mount of the object, for a question (why,
-	// release) asked where the object is still mounted.
-	own *mountinfo.Info
-}
-
-// question: the trigger is a question (why, release), not a call that
-// failed.
-func (a *analysis) question() bool { return a.trigger.SyscallNr < 0 }
-
-// propagatesTo: an unmount of own propagates to copy (a peer of its group,
-// or a slave of it).
-func propagatesTo(own, copy *mountinfo.Info) bool {
-	if own == nil || copy == nil {
-		return false
-	}
-	shared, _ := tags(own)
-	s, master := tags(copy)
-	return shared != 0 && (s == shared || master == shared)
-}
-
-// label names a namespace for people: "the host" for pid 1's.
-func (c *Correlator) label(ns uint32) string {
-	if ns == c.hostNS && ns != 0 {
-		return "the host"
-	}
-	return finding.NSName(ns)
-}
-
-// stayed is the tail of a leak summary: the unmount that left the copy.
-func (c *Correlator) stayed(a *analysis) string {
-	if !a.leak {
-		return ""
-	}
-	return "; " + c.label(a.caller) + " unmounted " + a.trigger.Target + " at " + finding.Clock(a.trigger.Time) + " and the copy stayed"
-}
-
-// busyCopyRule: an unmount that failed because its propagation reached a
-// copy elsewhere that a process keeps busy.
-func (c *Correlator) busyCopyRule(a *analysis, m match) (verdict, bool) {
-	pins := a.pins[m.ns.Ino]
-	failed := a.trigger.Kind == event.KindUmount && failedWith(a.trigger, unix.EBUSY)
-	asked := a.question() && propagatesTo(a.own, m.mount)
-	if m.self || !(failed || asked) || len(pins) == 0 {
-		return verdict{}, false
-	}
-	var who []string
-	for _, p := range pins {
-		who = append(who, finding.ProcName(p.Comm, p.PID)+" ("+p.Pin+" "+p.Path+")")
-	}
-	unmount := "the unmount propagates"
-	if asked {
-		unmount = "an unmount of " + a.own.Mountpoint + " here propagates"
-	}
-	v := verdict{
-		cause:    finding.CauseBusyCopy,
-		summary:  unmount + " to the copy in " + finding.NSName(m.ns.Ino) + " at " + m.where + ", which is busy: " + strings.Join(who, ", "),
-		fix:      "stop " + finding.ProcName(pins[0].Comm, pins[0].PID) + " or move its working directory and files off " + m.where + ", then retry the unmount (or unmount lazily with umount -l)",
-		inferred: m.ns.Event == nil,
-	}
-	if m.ns.Event != nil {
-		v.evidence = append(v.evidence, creationEvidence(m.ns, "namespace created: "))
-	}
-	v.evidence = append(v.evidence, factEvidence(mountFact(m.ns.Ino, m.mount)))
-	for _, p := range pins {
-		v.evidence = append(v.evidence, factEvidence(finding.ProcName(p.Comm, p.PID)+" in "+finding.NSName(p.MntNS)+" has its "+p.Pin+" at "+p.Path))
-	}
-	return v, true
-}
-
-func (c *Correlator) privateTmp(a *analysis, m match) (verdict, bool) {
-	if m.self || m.table == nil {
-		return verdict{}, false
-	}
-	tmp := m.table.At("/tmp")
-	if tmp == nil {
-		return verdict{}, false
-	}
-	unit := PrivateTmpUnit(tmp.Root)
-	if unit == "" {
-		return verdict{}, false
-	}
-	v := verdict{cause: finding.CausePrivateTmp, inferred: m.ns.Event == nil}
-	v.evidence = append(v.evidence, factEvidence(finding.NSName(m.ns.Ino)+" binds /tmp from "+tmp.Root+" (PrivateTmp=yes of "+unit+")"))
-	created := "before tracing began"
-	if m.ns.Event != nil {
-		v.evidence = append(v.evidence, creationEvidence(m.ns, "namespace created: "))
-		created = "by " + finding.ProcName(m.ns.Creator.Comm, m.ns.Creator.PID) + " at " + finding.Clock(m.ns.Created)
-	}
-	order := ""
-	if mnt := c.mountEventFor(a.id, m.ns.Created); mnt != nil {
-		v.evidence = append(v.evidence, eventEvidence(mnt, "object mounted: "+eventSummary(mnt)))
-		if !m.ns.Created.IsZero() && mnt.Time.Before(m.ns.Created) {
-			order = ", after " + a.id.path + " was mounted at " + finding.Clock(mnt.Time) + ", so it copied it"
-		}
-	}
-	v.evidence = append(v.evidence, factEvidence(mountFact(m.ns.Ino, m.mount)))
-	v.summary = "held by the PrivateTmp namespace of " + unit + " (" + finding.NSName(m.ns.Ino) + ", created " + created + order + ")" + c.stayed(a)
-	v.fix = "restart " + unit + " to release its copy; to prevent it, keep the mounts below " + parentDir(m.where) +
-		" shared or slave so unmounts propagate into " + unit + "'s slave namespace, or start " + unit + " before the containers"
-	return v, true
-}
-
-// BindSource returns the directory of the namespace a copy came from (its
-// parent's, else the host's) that a mount shows, when that differs from
-// where it is mounted: the mount is a bind of that directory.
-func (c *Correlator) BindSource(n *Namespace, m *mountinfo.Info) (string, bool) {
-	for _, ns := range []uint32{n.Parent, c.hostNS} {
-		from := c.ledger.Table(ns)
-		if from == nil || ns == n.Ino {
-			continue
-		}
-		for _, b := range from.Mounts {
-			if devOf(b) != devOf(m) || !Under(m.Root, b.Root) {
-				continue
-			}
-			if hp := join(b.Mountpoint, rel(m.Root, b.Root)); hp != m.Mountpoint {
-				return hp, true
-			}
-		}
-	}
-	return "", false
-}
-
-// rprivateBind: the object sits under a recursive bind that is private in
+// ruleRprivateBind: the object sits under a recursive bind that is private in
 // the holder. The outermost such bind is the one a runtime made (a hostPath
 // / at /host); the mounts below it are its submounts.
-func (c *Correlator) rprivateBind(a *analysis, m match) (verdict, bool) {
+func (c *Correlator) ruleRprivateBind(a *analysis, m match) (verdict, bool) {
 	if m.self || m.mount == nil {
 		return verdict{}, false
 	}
@@ -344,18 +200,23 @@ func (c *Correlator) madeBy(m match) (pod string, docker bool, unit string) {
 	return "", docker, unit
 }
 
-func firstNonEmpty(s ...string) string {
-	for _, x := range s {
-		if x != "" {
-			return x
+// BindSource returns the directory of the namespace a copy came from (its
+// parent's, else the host's) that a mount shows, when that differs from
+// where it is mounted: the mount is a bind of that directory.
+func (c *Correlator) BindSource(n *Namespace, m *mountinfo.Info) (string, bool) {
+	for _, ns := range []uint32{n.Parent, c.hostNS} {
+		from := c.ledger.Table(ns)
+		if from == nil || ns == n.Ino {
+			continue
+		}
+		for _, b := range from.Mounts {
+			if devOf(b) != devOf(m) || !Under(m.Root, b.Root) {
+				continue
+			}
+			if hp := join(b.Mountpoint, rel(m.Root, b.Root)); hp != m.Mountpoint {
+				return hp, true
+			}
 		}
 	}
-	return ""
-}
-
-func parentDir(p string) string {
-	if i := strings.LastIndexByte(p, '/'); i > 0 {
-		return p[:i]
-	}
-	return "/"
+	return "", false
 }

@@ -1,17 +1,15 @@
 package correlate
 
 import (
-	"time"
-
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/finding"
 )
 
-// sharedPropagationRule: the blocking mount was made in another namespace and
+// ruleSharedPropagation: the blocking mount was made in another namespace and
 // reached this one through a shared peer group.
-func (c *Correlator) sharedPropagationRule(a *analysis, m match) (verdict, bool) {
+func (c *Correlator) ruleSharedPropagation(a *analysis, m match) (verdict, bool) {
 	if !m.self || m.mount == nil || (!IsShared(m.mount) && !IsSlave(m.mount)) {
 		return verdict{}, false
 	}
@@ -74,24 +72,6 @@ func (c *Correlator) sharedPropagationRule(a *analysis, m match) (verdict, bool)
 func (c *Correlator) lastTableOf(ns uint32) *Table {
 	if n := c.lineage.LastDead(ns, c.now.Add(-c.opts.Retention)); n != nil {
 		return n.LastTable
-	}
-	return nil
-}
-
-// mountEventFor returns the last successful mount that made the object,
-// before t when t is set. A propagation change (mount --make-shared) or a
-// remount of the path made nothing: it is not that mount.
-func (c *Correlator) mountEventFor(id identity, before time.Time) *event.Event {
-	hist := c.ledger.History()
-	for i := len(hist) - 1; i >= 0; i-- {
-		ev := hist[i]
-		if ev.Kind != event.KindMount || ev.Ret != 0 || (!before.IsZero() && !ev.Time.Before(before)) ||
-			ev.Flags&madeNothing != 0 {
-			continue
-		}
-		if ev.Target == id.path && id.path != "" {
-			return ev
-		}
 	}
 	return nil
 }
