@@ -399,13 +399,6 @@ func memberOf(ev *event.Event) Member {
 	return Member{PID: int(ev.PID), Comm: ev.Comm, Joined: ev.Time}
 }
 
-// WantsCommand reports whether the command of an event's process should
-// be captured when the event arrives: the process may be gone by the time
-// a finding names it (a failing mkfs.ext4, the unshare of a daemon).
-func WantsCommand(ev *event.Event) bool {
-	return isTrigger(ev) || ev.Kind == event.KindUnshare || ev.Kind == event.KindNewNSFork
-}
-
 // isTrigger reports whether an event is a failure worth explaining.
 func isTrigger(ev *event.Event) bool {
 	switch ev.Kind {

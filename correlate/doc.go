@@ -28,6 +28,9 @@
 // until the README lists it.
 //
 // Files:
+//   - prepare.go: Prepare and Sources, the one step before an event is
+//     recorded and handed to Handle: what the engine needs of it that
+//     the kernel did not give (executable, birth id, teardown device).
 //   - correlator.go: Options, New, Start, Handle; which events are
 //     failures worth explaining; a setns joins a process to a namespace
 //     only from its main thread.
