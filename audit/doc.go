@@ -5,5 +5,6 @@
 // it. The node's files it needs (runtime and unit settings) come as
 // RiskFacts, read by the caller through nodeview and nodeconf.
 //
-// Files: leaks.go (Item, its line, Leaks), risks.go (RiskFacts, Risks).
+// Files: leaks.go (Item, its line, Leaks), risks.go (RiskFacts, Risks,
+// LiveRestore).
 package audit

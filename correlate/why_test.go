@@ -7,7 +7,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/mntleak/mntleak/audit"
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/finding"
@@ -68,39 +67,5 @@ func TestWhyExplains(t *testing.T) {
 	c := whyWorld(t, false)
 	if f := c.Why(correlate.Target{Path: "/etc"}, time.Now()); f != nil {
 		t.Errorf("/etc is held: %s", f.Line())
-	}
-}
-
-func TestAuditAndRisks(t *testing.T) {
-	c := whyWorld(t, false)
-	items := audit.Leaks(c, "")
-	if len(items) != 1 || items[0].What != "block-device" || items[0].MntNS != 70 || items[0].Processes[0].Comm != "node_exporter" {
-		t.Errorf("audit %+v", items)
-	}
-	if got := audit.Leaks(c, "/var/lib/other"); len(got) != 0 {
-		t.Errorf("audit below another prefix: %+v", got)
-	}
-	risks := audit.Risks(c, audit.RiskFacts{MayDetachMounts: 0, LiveRestore: true}, "")
-	var whats []string
-	for _, r := range risks {
-		whats = append(whats, r.What)
-	}
-	if strings.Join(whats, ",") != "may-detach-mounts,private-hostpath" {
-		t.Errorf("risks %v, want may-detach-mounts and private-hostpath", whats)
-	}
-	if r := audit.Risks(c, audit.RiskFacts{MayDetachMounts: -1}, "/nowhere"); len(r) != 0 {
-		t.Errorf("risks %+v with nothing risky in scope", r)
-	}
-	unit := audit.UnitSetting{Unit: "docker.service", Setting: "MountFlags=slave", File: "/lib/systemd/system/docker.service"}
-	risks = audit.Risks(c, audit.RiskFacts{MayDetachMounts: -1, Units: []audit.UnitSetting{unit}}, "")
-	if len(risks) != 2 || risks[0].What != "unit-mount-namespace" || risks[0].Where != unit.File ||
-		!strings.Contains(risks[0].Detail, "docker.service has MountFlags=slave") || !strings.Contains(risks[0].Fix, "remove MountFlags=slave from docker.service") {
-		t.Errorf("a runtime unit with a namespace of its own: %+v", risks)
-	}
-	if r := audit.Risks(c, audit.RiskFacts{MayDetachMounts: -1, Units: []audit.UnitSetting{unit}}, "/nowhere"); len(r) != 0 {
-		t.Errorf("a unit reported below a path prefix: %+v", r)
-	}
-	if !audit.LiveRestore(`{ "live-restore" : true }`, "") || !audit.LiveRestore("", "dockerd --live-restore") || audit.LiveRestore(`{"live-restore": false}`, "dockerd") {
-		t.Error("live-restore detection")
 	}
 }
