@@ -11,19 +11,18 @@ import (
 	"github.com/mntleak/mntleak/event"
 )
 
-// FindingKind says whether a finding explains a failure or reports a leak
-// as it forms.
+// FindingKind says whether a finding explains a failure, reports a leak
+// as it forms, or answers `mntleak why`.
 type FindingKind string
 
 // Finding kinds.
 const (
 	KindFailure FindingKind = "failure" // a syscall failed because of a holder
 	KindLeak    FindingKind = "leak"    // an unmount left a copy behind elsewhere
+	// KindHeld is a finding made on demand (`mntleak why`): what holds an
+	// object now, on a node where nothing failed in front of mntleak.
+	KindHeld FindingKind = "held"
 )
-
-// KindHeld is a finding made on demand (`mntleak why`): what holds an
-// object now, on a node where nothing failed in front of mntleak.
-const KindHeld FindingKind = "held"
 
 // Finding is one verdict: the call, who holds its object, why, and the fix.
 type Finding struct {
