@@ -9,6 +9,7 @@ import (
 
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
 )
 
@@ -29,11 +30,11 @@ func TestHolderIsThePinner(t *testing.T) {
 		lineAfter string // the line names the actor first, after this
 	}{
 		{"a younger member pins the copy", []procfs.Pin{{Process: proc(21, "worker", other, ""), Kind: procfs.PinCwd, Dev: event.MakeDev(7, 0), Path: "/srv/vol/work"}},
-			false, 21, correlate.RolePinner, other, "held by worker[21] cwd /srv/vol/work in a namespace kept by keeper[20], worker[21]"},
+			false, 21, finding.RolePinner, other, "held by worker[21] cwd /srv/vol/work in a namespace kept by keeper[20], worker[21]"},
 		{"nothing pins the copy", nil,
-			false, 20, correlate.RoleMember, other, "held by keeper[20], worker[21] (namespace members; nothing pins the copy)"},
+			false, 20, finding.RoleMember, other, "held by keeper[20], worker[21] (namespace members; nothing pins the copy)"},
 		{"the namespace is gone, a host process pins a detached copy", []procfs.Pin{{Process: proc(30, "reader", hostNS, ""), Kind: procfs.PinFD, Dev: event.MakeDev(7, 0), Path: "/file"}},
-			true, 30, correlate.RolePinner, hostNS, "held by reader[30] fd /file"},
+			true, 30, finding.RolePinner, hostNS, "held by reader[30] fd /file"},
 		{"the namespace is gone, nothing pins", nil,
 			true, 0, "", other, "(it ran worker[21], keeper[20])"},
 	}
@@ -135,7 +136,7 @@ func TestLeakNamesThePinner(t *testing.T) {
 			w.send(exitEv(23, "true", hostNS))
 			f := w.only()
 			h, a := f.Actor()
-			if f.Kind != correlate.KindLeak || a == nil || a.PID != 21 || a.Role != correlate.RolePinner || h.MntNS != other {
+			if f.Kind != finding.KindLeak || a == nil || a.PID != 21 || a.Role != finding.RolePinner || h.MntNS != other {
 				t.Errorf("want a leak naming worker[21] as pinner in %d; got %s actor %+v:\n%s", other, f.Kind, a, f.Line())
 			}
 			if want := "held by worker[21] cwd /srv/vol/work"; !strings.Contains(f.Line(), want) {

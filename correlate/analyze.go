@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
 	"golang.org/x/sys/unix"
 )
 
 // callOf describes the event as the finding's call.
-func (c *Correlator) callOf(ev *event.Event) Call {
-	call := Call{Time: ev.Time, PID: ev.PID, TID: ev.TID, Comm: ev.Comm, Syscall: ev.Syscall, Errno: ev.Errno,
+func (c *Correlator) callOf(ev *event.Event) finding.Call {
+	call := finding.Call{Time: ev.Time, PID: ev.PID, TID: ev.TID, Comm: ev.Comm, Syscall: ev.Syscall, Errno: ev.Errno,
 		MntNS: ev.MntNS, Exe: ev.Exe, Cmdline: ev.Cmdline}
 	if n := c.lineage.Get(ev.MntNS); n != nil {
 		for _, m := range n.Members() {
@@ -105,7 +106,7 @@ func (c *Correlator) failure(ev *event.Event) {
 	if len(matches) == 0 && len(a.pins) == 0 {
 		return // nothing holds it: not a mount problem (or already released)
 	}
-	f := c.finding(KindFailure, ev, obj, a, matches)
+	f := c.finding(finding.KindFailure, ev, obj, a, matches)
 	f.Missing = append(f.Missing, missing...)
 	if pinErr != nil {
 		f.Missing = append(f.Missing, "the processes that pin it: "+pinErr.Error())
@@ -187,13 +188,13 @@ func otherThan(ms []match, ns uint32) []match {
 }
 
 // objectOf works out what a failing call was about.
-func (c *Correlator) objectOf(ev *event.Event) (identity, Object) {
+func (c *Correlator) objectOf(ev *event.Event) (identity, finding.Object) {
 	p := firstNonEmpty(ev.Path, ev.Target)
-	obj := Object{Path: p}
+	obj := finding.Object{Path: p}
 	if td := ev.Teardown; td != nil && td.Dev != 0 {
 		// A control file (rbd remove, zram hot_remove, /dev/mapper/control)
 		// named the device in its payload: the object is the device.
-		obj = Object{Path: td.Device, Dev: td.Dev, Operation: td.Op, Via: ev.Path}
+		obj = finding.Object{Path: td.Device, Dev: td.Dev, Operation: td.Op, Via: ev.Path}
 		return identity{dev: td.Dev, block: true, path: td.Device}, obj
 	}
 	if ev.RDev != 0 {
@@ -268,7 +269,7 @@ const clockTick = 10 * time.Millisecond
 // after it did not cause it and is left out. The error says the search
 // could not be made, or (*procfs.UnreadableError, with the pins of the
 // others) that some processes could not be read.
-func (c *Correlator) pinsFor(id identity, matches []match, before uint64) (map[uint32][]PinRef, error) {
+func (c *Correlator) pinsFor(id identity, matches []match, before uint64) (map[uint32][]finding.PinRef, error) {
 	devs := map[event.Dev]bool{}
 	if id.dev != 0 {
 		devs[id.dev] = true
@@ -299,7 +300,7 @@ func (c *Correlator) pinsFor(id identity, matches []match, before uint64) (map[u
 	}
 	// Only processes that pin the object itself: on a shared filesystem
 	// such as the root fs every process has a cwd on the device.
-	var keep []PinRef
+	var keep []finding.PinRef
 	for _, refs := range pinRefs(nsFilesNamed(pins, id)) {
 		for _, r := range refs {
 			if id.block || r.Pin == "blockdev-fd" || pinInObject(r, matches, id) {
@@ -307,7 +308,7 @@ func (c *Correlator) pinsFor(id identity, matches []match, before uint64) (map[u
 			}
 		}
 	}
-	out := map[uint32][]PinRef{}
+	out := map[uint32][]finding.PinRef{}
 	for _, r := range keep {
 		out[r.MntNS] = append(out[r.MntNS], r)
 	}
@@ -388,9 +389,9 @@ func nsFilesNamed(pins []procfs.Pin, id identity) []procfs.Pin {
 
 // pinInObject reports whether a pin's path lies inside the object as seen
 // in the pinning process's namespace.
-func pinInObject(r PinRef, matches []match, id identity) bool {
+func pinInObject(r finding.PinRef, matches []match, id identity) bool {
 	for _, m := range matches {
-		if m.ns.Ino == r.MntNS && m.where != "" && under(strings.TrimSuffix(r.Path, " (deleted)"), m.where) {
+		if m.ns.Ino == r.MntNS && m.where != "" && Under(strings.TrimSuffix(r.Path, " (deleted)"), m.where) {
 			return true
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
 )
 
@@ -46,8 +47,8 @@ func (c *Correlator) group(a *analysis, matches []match) [][]judged {
 
 // finding assembles a Finding: every holder, and the verdict of the
 // primary one.
-func (c *Correlator) finding(kind FindingKind, ev *event.Event, obj Object, a *analysis, matches []match) *Finding {
-	f := &Finding{Kind: kind, Time: ev.Time, Call: c.callOf(ev), Object: obj}
+func (c *Correlator) finding(kind finding.FindingKind, ev *event.Event, obj finding.Object, a *analysis, matches []match) *finding.Finding {
+	f := &finding.Finding{Kind: kind, Time: ev.Time, Call: c.callOf(ev), Object: obj}
 	var v verdict
 	asked := c.freshen(matches, a.pins)
 	groups := c.group(a, matches)
@@ -77,7 +78,7 @@ func (c *Correlator) finding(kind FindingKind, ev *event.Event, obj Object, a *a
 	}
 	sort.Slice(pinOnly, func(i, j int) bool { return pinOnly[i] < pinOnly[j] })
 	for _, ns := range pinOnly {
-		f.Holders = append(f.Holders, Holder{MntNS: ns, Self: ns == a.caller, Pins: a.pins[ns], Detached: c.hadCopy(ns, a)})
+		f.Holders = append(f.Holders, finding.Holder{MntNS: ns, Self: ns == a.caller, Pins: a.pins[ns], Detached: c.hadCopy(ns, a)})
 	}
 	if len(groups) == 0 && len(pinOnly) > 0 {
 		v = c.pinnedOnly(a, a.pins[pinOnly[0]], pinOnly[0])
@@ -98,7 +99,7 @@ func (c *Correlator) finding(kind FindingKind, ev *event.Event, obj Object, a *a
 		f.Summary += "; the copy was then detached when " + ev.Target + " was unlinked (this kernel detaches copies in other " +
 			"namespaces on unlink/rmdir; RHEL 7 with fs.may_detach_mounts=0 fails that unlinkat with EBUSY)"
 	}
-	f.Evidence = append([]Evidence{eventEvidence(ev, "the call: "+eventSummary(ev)+" = "+retText(ev))}, v.evidence...)
+	f.Evidence = append([]finding.Evidence{eventEvidence(ev, "the call: "+eventSummary(ev)+" = "+retText(ev))}, v.evidence...)
 	return f
 }
 
@@ -108,26 +109,26 @@ func (c *Correlator) finding(kind FindingKind, ev *event.Event, obj Object, a *a
 // that made the mount while it still runs there, else that namespace's
 // oldest process. When no table showed its copy there, it is added as the
 // namespace that mounted it, where the mount event put it.
-func (c *Correlator) leadWithMounter(f *Finding, made *event.Event, a *analysis) {
+func (c *Correlator) leadWithMounter(f *finding.Finding, made *event.Event, a *analysis) {
 	n := c.lineage.Get(made.MntNS)
 	if n == nil || made.MntNS == a.caller {
 		return // gone: nothing there to name
 	}
-	i := slices.IndexFunc(f.Holders, func(h Holder) bool { return h.MntNS == made.MntNS && !h.Self && h.Exited.IsZero() })
+	i := slices.IndexFunc(f.Holders, func(h finding.Holder) bool { return h.MntNS == made.MntNS && !h.Self && h.Exited.IsZero() })
 	if i < 0 {
-		h := Holder{MntNS: n.Ino, Where: made.Target, Created: n.Created}
+		h := finding.Holder{MntNS: n.Ino, Where: made.Target, Created: n.Created}
 		for _, m := range n.Members() {
-			h.Processes = append(h.Processes, m.ref())
+			h.Processes = append(h.Processes, m.Ref())
 		}
 		f.Holders = append(f.Holders, h)
 		i = len(f.Holders) - 1
 	}
 	h := f.Holders[i]
-	if j := slices.IndexFunc(h.Processes, func(p ProcRef) bool { return p.PID == int(made.PID) }); j >= 0 {
-		h.Processes = append([]ProcRef{h.Processes[j]}, slices.Delete(slices.Clone(h.Processes), j, j+1)...)
-		h.mounter = int(made.PID)
+	if j := slices.IndexFunc(h.Processes, func(p finding.ProcRef) bool { return p.PID == int(made.PID) }); j >= 0 {
+		h.Processes = append([]finding.ProcRef{h.Processes[j]}, slices.Delete(slices.Clone(h.Processes), j, j+1)...)
+		h.Mounter = int(made.PID)
 	}
-	f.Holders = append([]Holder{h}, slices.Delete(f.Holders, i, i+1)...)
+	f.Holders = append([]finding.Holder{h}, slices.Delete(f.Holders, i, i+1)...)
 }
 
 // hadCopy reports whether another namespace's table read before its
@@ -170,24 +171,24 @@ func (c *Correlator) primary(groups [][]judged) int {
 }
 
 // pinnedOnly explains an object no mount table shows, held by processes.
-func (c *Correlator) pinnedOnly(a *analysis, pins []PinRef, ns uint32) verdict {
+func (c *Correlator) pinnedOnly(a *analysis, pins []finding.PinRef, ns uint32) verdict {
 	p := pins[0]
-	who := procName(p.Comm, p.PID) + " (" + p.how() + ")"
+	who := finding.ProcName(p.Comm, p.PID) + " (" + p.How() + ")"
 	if p.Pin == "blockdev-fd" {
-		v := verdict{cause: CauseInUse, summary: "not a leak: the device is open in " + c.label(ns) + " by " + who}
-		v.fix = "stop " + procName(p.Comm, p.PID) + " or have it close the device, then retry"
+		v := verdict{cause: finding.CauseInUse, summary: "not a leak: the device is open in " + c.label(ns) + " by " + who}
+		v.fix = "stop " + finding.ProcName(p.Comm, p.PID) + " or have it close the device, then retry"
 		if ns != a.caller {
-			v.summary = "the device is held open in " + nsName(ns) + " by " + who
+			v.summary = "the device is held open in " + finding.NSName(ns) + " by " + who
 		}
-		v.evidence = []Evidence{factEvidence(who + " in " + nsName(ns))}
+		v.evidence = []finding.Evidence{factEvidence(who + " in " + finding.NSName(ns))}
 		return v
 	}
 	return verdict{
-		cause: CauseBusyCopy,
-		summary: "no mount table shows it any more (the kernel detached the copies), but " + who + " in " + nsName(ns) +
+		cause: finding.CauseBusyCopy,
+		summary: "no mount table shows it any more (the kernel detached the copies), but " + who + " in " + finding.NSName(ns) +
 			" keeps a detached copy busy",
-		evidence: []Evidence{factEvidence(who + " in " + nsName(ns) + " is on device " + a.id.dev.String())},
-		fix:      "stop " + procName(p.Comm, p.PID) + " or move it off " + p.Path + "; the detached copy then goes away",
+		evidence: []finding.Evidence{factEvidence(who + " in " + finding.NSName(ns) + " is on device " + a.id.dev.String())},
+		fix:      "stop " + finding.ProcName(p.Comm, p.PID) + " or move it off " + p.Path + "; the detached copy then goes away",
 	}
 }
 
@@ -199,7 +200,7 @@ const maxCommands = 8
 // first) and the pinners. A member that exec'd takes its new name; a pid
 // another process has now leaves its namespace (never named, not even in
 // the fix). The answers are kept for commands.
-func (c *Correlator) freshen(matches []match, pins map[uint32][]PinRef) map[int]procfs.Command {
+func (c *Correlator) freshen(matches []match, pins map[uint32][]finding.PinRef) map[int]procfs.Command {
 	asked := map[int]procfs.Command{}
 	gone := map[int]bool{}
 	ask := func(pid int) (procfs.Command, bool) {
@@ -249,8 +250,8 @@ func (c *Correlator) freshen(matches []match, pins map[uint32][]PinRef) map[int]
 // commands fills in what the named holder processes run, from freshen's
 // answers. The failing process's command was captured when its event
 // arrived.
-func (c *Correlator) commands(f *Finding, asked map[int]procfs.Command) {
-	fill := func(p *ProcRef) {
+func (c *Correlator) commands(f *finding.Finding, asked map[int]procfs.Command) {
+	fill := func(p *finding.ProcRef) {
 		if cmd, ok := asked[p.PID]; ok && p.Cmdline == "" {
 			p.Exe, p.Cmdline = cmd.Exe, cmd.Cmdline
 			if cmd.Comm != "" {

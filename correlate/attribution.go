@@ -40,14 +40,6 @@ func PodUID(cgroup string) string {
 	return strings.ReplaceAll(m[1], "_", "-")
 }
 
-// ShortID is the 12-character form docker prints.
-func ShortID(id string) string {
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
-}
-
 // privateTmpRoot matches the root of the /tmp that systemd binds for a
 // PrivateTmp=yes unit: /tmp/systemd-private-<boot id>-<unit>-<random>/tmp.
 var privateTmpRoot = regexp.MustCompile(`/systemd-private-[0-9a-f]{32}-(.+)-[A-Za-z0-9]{6,}/tmp$`)

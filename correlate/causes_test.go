@@ -9,6 +9,7 @@ import (
 
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
 )
 
@@ -21,8 +22,8 @@ func TestCauseVerdicts(t *testing.T) {
 	tests := []struct {
 		name   string
 		run    func(w *world)
-		cause  correlate.Cause
-		kind   correlate.FindingKind
+		cause  finding.Cause
+		kind   finding.FindingKind
 		holder string // a holder process's comm
 		actor  string // an evidence event's comm
 		line   []string
@@ -40,7 +41,7 @@ func TestCauseVerdicts(t *testing.T) {
 				w.send(unshareEv(200, "(dockerd)", hostNS, 11))
 				w.send(umountEv(200, "dockerd", 11, "/var/lib/docker/overlay2/x/merged", -int64(unix.EINVAL)))
 			},
-			cause: correlate.CauseMountflagsRestart, kind: correlate.KindFailure, holder: "containerd-shim", actor: "dockerd",
+			cause: finding.CauseMountflagsRestart, kind: finding.KindFailure, holder: "containerd-shim", actor: "dockerd",
 			line: []string{"EINVAL umount2", "dockerd was restarted", "MountFlags=slave", "docker.service"},
 		},
 		{
@@ -55,20 +56,20 @@ func TestCauseVerdicts(t *testing.T) {
 				w.proc.tables[hostNS] = hostWithoutVol
 				w.send(umountEv(400, "kubelet", hostNS, "/srv/vol", 0))
 			},
-			cause: correlate.CausePrivateTmp, kind: correlate.KindLeak, holder: "ntpd", actor: "ntpd",
+			cause: finding.CausePrivateTmp, kind: finding.KindLeak, holder: "ntpd", actor: "ntpd",
 			line: []string{"LEAK /srv/vol", "PrivateTmp namespace of ntpd.service", "restart ntpd.service"},
 		},
 		{
 			name:  "rprivate-bind by mount",
 			run:   func(w *world) { rprivateWorld(w, false) },
-			cause: correlate.CauseRprivateBind, kind: correlate.KindLeak, holder: "node_exporter", actor: "runc",
+			cause: finding.CauseRprivateBind, kind: finding.KindLeak, holder: "node_exporter", actor: "runc",
 			line: []string{"leaked by rbind / → …/merged/host + MS_REC|MS_PRIVATE by runc", "container 5f2c0e1a9b8d", "docker -v / with the default propagation, rprivate",
 				"Fix: docker run -v /:/host:rslave"},
 		},
 		{
 			name:  "rprivate-bind by open_tree",
 			run:   func(w *world) { rprivateWorld(w, true) },
-			cause: correlate.CauseRprivateBind, kind: correlate.KindLeak, holder: "node_exporter", actor: "runc",
+			cause: finding.CauseRprivateBind, kind: finding.KindLeak, holder: "node_exporter", actor: "runc",
 			line: []string{"leaked by rbind / → /host + mount_setattr(MS_PRIVATE) by runc"},
 		},
 		{
@@ -89,7 +90,7 @@ func TestCauseVerdicts(t *testing.T) {
 				w.proc.tables[hostNS] = hostWithoutVol
 				w.send(umountEv(1000, "containerd", hostNS, "/srv/vol", 0))
 			},
-			cause: correlate.CauseRprivateBind, kind: correlate.KindLeak, holder: "sleeping", actor: "runc",
+			cause: finding.CauseRprivateBind, kind: finding.KindLeak, holder: "sleeping", actor: "runc",
 			line: []string{"detached by the kernel since", "RHEL 7 with fs.may_detach_mounts=0 fails that unlinkat with EBUSY"},
 		},
 		{
@@ -105,7 +106,7 @@ func TestCauseVerdicts(t *testing.T) {
 				w.proc.tables[hostNS] = hostTable + "8 1 254:0 /var/lib/docker /var/lib/docker rw - ext4 /dev/vda rw\n"
 				w.send(umountEv(500, "dockerd", hostNS, "/var/lib/docker/overlay2/x/merged", 0))
 			},
-			cause: correlate.CausePrivateParent, kind: correlate.KindLeak, holder: "sshd", actor: "dockerd",
+			cause: finding.CausePrivateParent, kind: finding.KindLeak, holder: "sshd", actor: "dockerd",
 			line: []string{"dockerd[500] made /var/lib/docker private", "mount --make-rshared /var/lib/docker"},
 		},
 		{
@@ -118,7 +119,7 @@ func TestCauseVerdicts(t *testing.T) {
 				w.send(mountEv(701, "csi-driver", 40, "csi", "/rootfs/data/sub", "tmpfs", 0, 0))
 				w.send(failEv(800, "rmdir", hostNS, 84, "/pods/vol/sub", int64(unix.EBUSY)))
 			},
-			cause: correlate.CauseSharedPropagation, kind: correlate.KindFailure, actor: "csi-driver",
+			cause: finding.CauseSharedPropagation, kind: finding.KindFailure, actor: "csi-driver",
 			line: []string{"EBUSY rmdir /pods/vol/sub", "csi-driver[701] in mnt:[40] mounted /rootfs/data/sub", "Bidirectional"},
 		},
 		{
@@ -130,7 +131,7 @@ func TestCauseVerdicts(t *testing.T) {
 				w.proc.pins = []procfs.Pin{{Process: proc(900, "worker", 50, ""), Kind: procfs.PinCwd, Dev: event.MakeDev(7, 0), Path: "/srv/vol/work"}}
 				w.send(umountEv(1000, "umount", hostNS, "/srv/vol", -int64(unix.EBUSY)))
 			},
-			cause: correlate.CauseBusyCopy, kind: correlate.KindFailure, holder: "worker",
+			cause: finding.CauseBusyCopy, kind: finding.KindFailure, holder: "worker",
 			line: []string{"EBUSY umount2 /srv/vol", "worker[900] (cwd /srv/vol/work)"},
 		},
 		{
@@ -139,7 +140,7 @@ func TestCauseVerdicts(t *testing.T) {
 				w.proc.pins = []procfs.Pin{{Process: proc(1100, "app", hostNS, ""), Kind: procfs.PinCwd, Dev: event.MakeDev(7, 0), Path: "/srv/vol"}}
 				w.send(umountEv(1000, "umount", hostNS, "/srv/vol", -int64(unix.EBUSY)))
 			},
-			cause: correlate.CauseInUse, kind: correlate.KindFailure, holder: "app",
+			cause: finding.CauseInUse, kind: finding.KindFailure, holder: "app",
 			line: []string{"not a leak: in use in the caller's own namespace by app[1100]"},
 		},
 		{
@@ -150,7 +151,7 @@ func TestCauseVerdicts(t *testing.T) {
 				w.proc.tables[hostNS] = hostTable + "12 1 254:0 " + src + "//deleted /pods/x/volume-subpaths/cfg/c/0 rw shared:1 - ext4 /dev/vda rw\n"
 				w.send(mountEv(1300, "runc", hostNS, "/pods/x/volume-subpaths/cfg/c/0", "/rootfs/etc/extra.ini", "", unix.MS_BIND, -int64(unix.ENOENT)))
 			},
-			cause: correlate.CauseStaleBind, kind: correlate.KindFailure, actor: "kubelet",
+			cause: finding.CauseStaleBind, kind: finding.KindFailure, actor: "kubelet",
 			line: []string{"ENOENT mount", "not a leak", "has since been deleted", "PR 89629"},
 		},
 		{
@@ -163,7 +164,7 @@ func TestCauseVerdicts(t *testing.T) {
 				w.proc.tables[hostNS] = hostWithoutVol
 				w.send(umountEv(1000, "umount", hostNS, "/srv/vol", 0))
 			},
-			cause: correlate.CauseUnshare, kind: correlate.KindLeak, holder: "backup-agent", actor: "backup-agent",
+			cause: finding.CauseUnshare, kind: finding.KindLeak, holder: "backup-agent", actor: "backup-agent",
 			line: []string{"mnt:[60] was created by backup-agent[1400] (unshare)", "private root"},
 		},
 	}
@@ -309,7 +310,7 @@ func TestRememberedAcrossRestart(t *testing.T) {
 	w := &world{t: t, now: first.now, proc: first.proc}
 	w.proc.procs = append(w.proc.procs, proc(1500, "node_exporter", 70, "/docker/"+cid))
 	w.proc.tables[70] = "100 99 0:90 / / rw - overlay overlay rw\n101 100 254:0 / /host rw - ext4 /dev/vda rw\n102 101 7:0 / /host/srv/vol rw - ext4 /dev/loop0 rw\n"
-	w.c = correlate.New(w.proc, correlate.Options{LeakSettle: -1}, func(f *correlate.Finding) { w.findings = append(w.findings, f) })
+	w.c = correlate.New(w.proc, correlate.Options{LeakSettle: -1}, func(f *finding.Finding) { w.findings = append(w.findings, f) })
 	for _, ev := range remembered {
 		w.c.Remember(ev)
 	}
@@ -320,13 +321,13 @@ func TestRememberedAcrossRestart(t *testing.T) {
 	w.proc.tables[hostNS] = hostWithoutVol
 	w.send(umountEv(1000, "umount", hostNS, "/srv/vol", 0))
 	f := w.only()
-	if f.Cause != correlate.CauseRprivateBind || f.Inferred || !actorNamed(f, "runc") {
+	if f.Cause != finding.CauseRprivateBind || f.Inferred || !actorNamed(f, "runc") {
 		t.Errorf("after a restart: %s inferred=%v: %s", f.Cause, f.Inferred, f.Line())
 	}
 }
 
-func pinProcs(pins []correlate.PinRef) []correlate.ProcRef {
-	var out []correlate.ProcRef
+func pinProcs(pins []finding.PinRef) []finding.ProcRef {
+	var out []finding.ProcRef
 	for _, p := range pins {
 		out = append(out, p.ProcRef)
 	}
@@ -368,7 +369,7 @@ func TestInodeReusedAfterRestart(t *testing.T) {
 				w.proc.nsids = map[uint32]uint64{80: tt.now}
 			}
 			w.proc.tables[80] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"
-			w.c = correlate.New(w.proc, correlate.Options{LeakSettle: -1}, func(f *correlate.Finding) { w.findings = append(w.findings, f) })
+			w.c = correlate.New(w.proc, correlate.Options{LeakSettle: -1}, func(f *finding.Finding) { w.findings = append(w.findings, f) })
 			w.c.Remember(created)
 			if err := w.c.Start(); err != nil {
 				t.Fatal(err)

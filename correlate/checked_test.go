@@ -7,11 +7,12 @@ import (
 	"testing"
 
 	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/internal/privtest"
 )
 
 // replayScenario replays a recorded scenario and reads its facts.
-func replayScenario(t *testing.T, name string) ([]*correlate.Finding, *facts) {
+func replayScenario(t *testing.T, name string) ([]*finding.Finding, *facts) {
 	t.Helper()
 	path := filepath.Join("../testdata/scenarios", name, "stream.jsonl")
 	f, err := os.Open(path)
@@ -19,8 +20,8 @@ func replayScenario(t *testing.T, name string) ([]*correlate.Finding, *facts) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var got []*correlate.Finding
-	if err := correlate.Replay(f, name, func(fd *correlate.Finding) { got = append(got, fd) }); err != nil {
+	var got []*finding.Finding
+	if err := correlate.Replay(f, name, func(fd *finding.Finding) { got = append(got, fd) }); err != nil {
 		t.Fatal(err)
 	}
 	return got, recordedFacts(t, path)
@@ -36,7 +37,7 @@ func TestUpdateWritesOnlyCheckedGoldens(t *testing.T) {
 	right := scenarios["pid-reuse"]
 	wrong := map[string]func([]expectation) []expectation{
 		"another process named":   func(w []expectation) []expectation { w[1].actor = "unrelated"; return w },
-		"another role":            func(w []expectation) []expectation { w[0].role = correlate.RolePinner; return w },
+		"another role":            func(w []expectation) []expectation { w[0].role = finding.RolePinner; return w },
 		"another holder":          func(w []expectation) []expectation { w[1].holder = "unshare"; return w },
 		"another creator":         func(w []expectation) []expectation { w[0].madeBy = "holder"; return w },
 		"said to be inferred":     func(w []expectation) []expectation { w[0].madeBy = "inferred"; return w },

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
 	"golang.org/x/sys/unix"
 )
@@ -88,7 +89,7 @@ func (o *Options) defaults() {
 type Correlator struct {
 	proc    procfs.Proc
 	opts    Options
-	emit    func(*Finding)
+	emit    func(*finding.Finding)
 	lineage *Lineage
 	ledger  *Ledger
 	now     time.Time
@@ -111,14 +112,14 @@ type leakRecord struct {
 	id         identity
 	holders    map[uint32]bool
 	namespaces []*Namespace
-	finding    *Finding
+	finding    *finding.Finding
 }
 
 const maxLeaks = 256
 
 // New returns a correlator reading /proc through proc and handing findings
 // to emit.
-func New(proc procfs.Proc, opts Options, emit func(*Finding)) *Correlator {
+func New(proc procfs.Proc, opts Options, emit func(*finding.Finding)) *Correlator {
 	opts.defaults()
 	return &Correlator{
 		proc: proc, opts: opts, emit: emit,
@@ -134,6 +135,9 @@ func (c *Correlator) Lineage() *Lineage { return c.lineage }
 
 // Ledger exposes the mount ledger (read-only use).
 func (c *Correlator) Ledger() *Ledger { return c.ledger }
+
+// HostNS is the node's mount namespace, as Start read it.
+func (c *Correlator) HostNS() uint32 { return c.hostNS }
 
 // lineageEvent applies a namespace creation or join and reports whether ev
 // was one. A live creation also reads the parent's mount table (what the
@@ -214,11 +218,11 @@ func (c *Correlator) Start() error {
 
 // readTable reads a namespace's mount table through one of its processes.
 func (c *Correlator) readTable(n *Namespace) error {
-	var last error = errors.New("no process in " + nsName(n.Ino))
+	var last error = errors.New("no process in " + finding.NSName(n.Ino))
 	for _, m := range n.Members() {
 		ns, mounts, err := c.proc.Mountinfo(m.PID)
 		if err == nil && ns != n.Ino {
-			err = fmt.Errorf("pid %d is in %s now", m.PID, nsName(ns)) // reused, or moved by setns
+			err = fmt.Errorf("pid %d is in %s now", m.PID, finding.NSName(ns)) // reused, or moved by setns
 		}
 		if err != nil {
 			last = err
@@ -275,7 +279,7 @@ func (c *Correlator) refreshTables(only func(*Namespace) bool, force bool) []str
 	}
 	var out []string
 	for _, n := range missing {
-		out = append(out, "mount table of "+nsName(n.Ino)+": no process of it could be read")
+		out = append(out, "mount table of "+finding.NSName(n.Ino)+": no process of it could be read")
 	}
 	return out
 }
@@ -393,13 +397,6 @@ func mainThread(ev *event.Event) bool { return ev.TID == 0 || ev.TID == ev.PID }
 
 func memberOf(ev *event.Event) Member {
 	return Member{PID: int(ev.PID), Comm: ev.Comm, Joined: ev.Time}
-}
-
-// WantsCommand reports whether the command of an event's process should
-// be captured when the event arrives: the process may be gone by the time
-// a finding names it (a failing mkfs.ext4, the unshare of a daemon).
-func WantsCommand(ev *event.Event) bool {
-	return isTrigger(ev) || ev.Kind == event.KindUnshare || ev.Kind == event.KindNewNSFork
 }
 
 // isTrigger reports whether an event is a failure worth explaining.

@@ -5,11 +5,11 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/procfs"
+	"golang.org/x/sys/unix"
+
+	"github.com/mntleak/mntleak/finding"
 )
 
 // A successful rmdir or unlink of a mountpoint detaches its copies in every
@@ -72,7 +72,7 @@ func TestFailureAfterDetach(t *testing.T) {
 			if !strings.Contains(f.Line(), tt.inLine) {
 				t.Errorf("line does not say %q:\n%s", tt.inLine, f.Line())
 			}
-			if f.Cause != correlate.CauseUnshare {
+			if f.Cause != finding.CauseUnshare {
 				t.Errorf("cause %s", f.Cause)
 			}
 		})

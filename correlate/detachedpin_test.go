@@ -10,6 +10,7 @@ import (
 
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
 )
 
@@ -30,12 +31,12 @@ func TestDetachedWithItsNamespacePinnedElsewhere(t *testing.T) {
 		pin  procfs.PinKind
 		host string // the node's table after the unmount
 		then func(w *world)
-		want []correlate.FindingKind
+		want []finding.FindingKind
 	}{
-		{"the teardown settles", procfs.PinFD, hostWithoutVol, settles, []correlate.FindingKind{correlate.KindLeak}},
+		{"the teardown settles", procfs.PinFD, hostWithoutVol, settles, []finding.FindingKind{finding.KindLeak}},
 		{"a failure on it before the teardown settled", procfs.PinFD, hostWithoutVol, func(w *world) {
 			w.send(failEv(50, "mkfs.ext4", hostNS, 257, "/dev/loop0", int64(unix.EBUSY)))
-		}, []correlate.FindingKind{correlate.KindLeak, correlate.KindFailure}},
+		}, []finding.FindingKind{finding.KindLeak, finding.KindFailure}},
 		// Controls: the device itself held open is no copy's pin; a file
 		// on the filesystem the node still has mounted elsewhere is
 		// reached through that mount.
@@ -76,7 +77,7 @@ func TestDetachedWithItsNamespacePinnedElsewhere(t *testing.T) {
 						t.Errorf("%s lacks %q:\n%s", f.Kind, want, line)
 					}
 				}
-				if _, a := f.Actor(); a == nil || a.PID != 60 || a.Role != correlate.RolePinner {
+				if _, a := f.Actor(); a == nil || a.PID != 60 || a.Role != finding.RolePinner {
 					t.Errorf("%s actor %+v, want the pinner reader[60]:\n%s", f.Kind, a, line)
 				}
 			}

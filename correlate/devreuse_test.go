@@ -9,6 +9,7 @@ import (
 
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
 )
 
@@ -66,9 +67,9 @@ func TestReusedDeviceNumber(t *testing.T) {
 			}
 			w.now = w.now.Add(3 * time.Second)
 			w.send(exitEv(33, "true", hostNS))
-			var leaks []*correlate.Finding
+			var leaks []*finding.Finding
 			for _, f := range w.findings {
-				if f.Kind == correlate.KindLeak {
+				if f.Kind == finding.KindLeak {
 					leaks = append(leaks, f)
 				}
 			}

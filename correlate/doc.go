@@ -4,9 +4,10 @@
 // earlier event that leaked it there, with the fix; and it reports a leak at
 // the moment one forms (an unmount that leaves a copy behind elsewhere).
 //
-// It is pure Go and deterministic: events in, findings out. Time is the
-// events' own (the injected clock of a replay is the recorded stream); /proc
-// is reached only through procfs.Proc, so tests and `mntleak replay` feed it
+// It is pure Go and deterministic: events in, findings out (the findings'
+// types and their rendering are package finding's). Time is the events'
+// own (the injected clock of a replay is the recorded stream); /proc is
+// reached only through procfs.Proc, so tests and `mntleak replay` feed it
 // recorded snapshots.
 //
 // One event through Handle: the lineage learns namespaces and members
@@ -14,11 +15,22 @@
 // events (ledger.go); a failure is analysed (analyze.go): the object's
 // identity, every namespace that holds it (holders.go) and the processes
 // that pin it; each holding gets its cause from one rule table (rules.go:
-// read top to bottom, first match wins; the rules themselves live in
-// classify.go, namespace_causes.go and stalebind.go) and the holdings are assembled into one Finding (assemble.go). An unmount
-// is checked for copies that stayed behind (leak.go).
+// read top to bottom, first match wins, in the order package finding
+// declares the causes; each rule is rule_<slug>.go, named rule<Cause>)
+// and the holdings are assembled into one Finding (assemble.go). An
+// unmount is checked for copies that stayed behind (leak.go).
+//
+// Adding a cause: its constant and its row (slug, leak, releasable, the
+// evidence it needs, its fix) in finding/cause.go, at its place in the
+// order; its rule in rule_<slug>.go and its row in rules.go; a scenario
+// under testdata/scenarios. docs/causes.md is written from the row (go
+// test ./finding -run TestCausesDoc -update), and go test ./finding fails
+// until the README lists it.
 //
 // Files:
+//   - prepare.go: Prepare and Sources, the one step before an event is
+//     recorded and handed to Handle: what the engine needs of it that
+//     the kernel did not give (executable, birth id, teardown device).
 //   - correlator.go: Options, New, Start, Handle; which events are
 //     failures worth explaining; a setns joins a process to a namespace
 //     only from its main thread.
@@ -31,21 +43,24 @@
 //     generation, revived with its creation; gc.go: what is forgotten, and
 //     when.
 //   - ledger.go, tableindex.go, peergroups.go: Table and Ledger, the mount
-//     tables read from /proc, indexed by mount and by peer group.
+//     tables read from /proc, indexed by mount and by peer group, and the
+//     mount event that made an object.
 //   - analyze.go: a failure, from the event to the holdings and pins.
 //   - holders.go: an object's identity (device, path through bind roots,
 //     overlay, nsfs) and the search for its copies; kept.go: namespaces no
 //     process runs in, kept by a bind of their nsfs file or by a process
-//     holding it open, read through it.
-//   - rules.go: the cause table (cause, evidence it needs, fix), classify
-//     and the causes' rank; docs/causes.md is written from it.
-//   - classify.go: the analysis, the verdict, and the rules for a copy made
-//     by a bind (busy-copy, private-tmp, rprivate-bind).
-//   - namespace_causes.go: the rules for a copy kept by its namespace
-//     (mountflags-restart, private-parent, unshare, unknown, in-use with
-//     the caller's own cwd); prevention.go: how to keep such a copy from
-//     staying (which mount stopped the unmount, and where); shared.go:
-//     shared-propagation, and the mount event that made an object.
+//     holding it open, read through it, and their verdict.
+//   - verdict.go: the analysis a rule reads and the verdict it writes.
+//   - rules.go: the rule table (cause, rule), classify and the causes'
+//     rank. One file per cause, in the table's order:
+//     rule_stale_bind.go (mount ENOENT from a bind whose source was
+//     deleted, and the finding made on that failure),
+//     rule_busy_copy.go, rule_shared_propagation.go, rule_in_use.go (with
+//     the caller's own cwd), rule_private_tmp.go, rule_rprivate_bind.go
+//     (the bind a runtime made, and the directory it is a bind of),
+//     rule_mountflags_restart.go, rule_private_parent.go, rule_unshare.go,
+//     rule_unknown.go; prevention.go: how to keep a namespace's copy from
+//     staying (which mount stopped the unmount, and where).
 //   - assemble.go: holdings grouped into one Finding, the primary verdict;
 //     the processes it names asked what they run now (freshen).
 //   - leak.go: leaks as they form; settle.go: reported once the teardown
@@ -56,19 +71,12 @@
 //     teardown and holder,
 //     led by the object the user cares about (a pod's volume, a volume,
 //     a rootfs, then the runtime's internals), naming the processes that
-//     pin the copies then;
-//     stalebind.go: mount ENOENT from a bind whose source was deleted
-//     (the stale-bind rule).
-//   - cause.go: Cause and its slugs; finding.go: Finding, its parts and
-//     its id; line.go: its one-line form, the only place a finding is
-//     rendered as a line; report.go: the form `mntleak why` prints; workload.go: the
-//     pod and container names a finding carries once enriched (package
-//     enrich, off the event path), the pod terms its line starts with, and
-//     NamePods (a pod the correlator named by UID, by its name).
+//     pin the copies then.
 //   - evidence.go: evidence items and event summaries; calls.go: what an
 //     event's call did (flag bits, errno); attribution.go: container,
 //     systemd unit and pod from cgroup paths.
-//   - why.go, audit.go, risks.go: `mntleak why` and `mntleak audit`;
-//     replay.go: a recorded stream replayed; loss.go: lost events in the
-//     evidence window.
+//   - why.go: `mntleak why`, the holdings of an object asked about on
+//     demand (the checks of `mntleak audit` read the engine from package
+//     audit); replay.go: a recorded stream replayed; loss.go: lost events
+//     in the evidence window.
 package correlate

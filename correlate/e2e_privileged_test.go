@@ -16,6 +16,7 @@ import (
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/e2e/oraclecheck"
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/internal/privtest"
 	"github.com/mntleak/mntleak/procfs"
 	"github.com/mntleak/mntleak/teardown"
@@ -65,14 +66,14 @@ func TestCausesEndToEnd(t *testing.T) {
 // runScenario runs testdata/scenarios/NAME/run.sh under a live tracer and
 // correlator and returns the findings, what the scenario expects, the
 // facts its events recorded, and how many events the tracer lost.
-func runScenario(t *testing.T, name string) ([]*correlate.Finding, map[string]string, *facts, uint64) {
+func runScenario(t *testing.T, name string) ([]*finding.Finding, map[string]string, *facts, uint64) {
 	t.Helper()
 	var mu sync.Mutex
-	var findings []*correlate.Finding
+	var findings []*finding.Finding
 	var lost uint64
 	oracle := oraclecheck.New(t) // each finding checked against the kernel's state as it arrives
 	var evs []*event.Event
-	corr := correlate.New(procfs.Host{}, correlate.Options{}, func(f *correlate.Finding) {
+	corr := correlate.New(procfs.Host{}, correlate.Options{}, func(f *finding.Finding) {
 		oracle.Witness(f)
 		mu.Lock()
 		findings = append(findings, f)
@@ -160,9 +161,9 @@ func runScenario(t *testing.T, name string) ([]*correlate.Finding, map[string]st
 // namespace copies the whole host tree, so another test's mount torn down
 // meanwhile (a pod's shm under the Kubernetes node's containerd) is a real
 // leak in it, about an object of that test.
-func ofScenario(fs []*correlate.Finding, name string, exp map[string]string) []*correlate.Finding {
+func ofScenario(fs []*finding.Finding, name string, exp map[string]string) []*finding.Finding {
 	dir := "/var/lib/mntleak-scenarios/" + name
-	var out []*correlate.Finding
+	var out []*finding.Finding
 	for _, f := range fs {
 		// Loop device numbers are reused by tests running meanwhile: a
 		// finding on the device must also name the scenario's directory.
@@ -181,7 +182,7 @@ func ofScenario(fs []*correlate.Finding, name string, exp map[string]string) []*
 
 // namesHolder: the finding's actor (holder_pid) is pid, in a holder of
 // namespace ns; with no pid expected, some holder is in ns.
-func namesHolder(f *correlate.Finding, ns, pid string) bool {
+func namesHolder(f *finding.Finding, ns, pid string) bool {
 	if pid == "" {
 		for _, h := range f.Holders {
 			if strconv.FormatUint(uint64(h.MntNS), 10) == ns {

@@ -4,21 +4,22 @@ import (
 	"github.com/moby/sys/mountinfo"
 
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // eventRef summarises an event for a finding's evidence.
-func eventRef(ev *event.Event) *EventRef {
-	return &EventRef{Kind: ev.Kind.String(), MonoNS: ev.MonoNS, PID: ev.PID, Comm: ev.Comm, MntNS: ev.MntNS, Summary: eventSummary(ev)}
+func eventRef(ev *event.Event) *finding.EventRef {
+	return &finding.EventRef{Kind: ev.Kind.String(), MonoNS: ev.MonoNS, PID: ev.PID, Comm: ev.Comm, MntNS: ev.MntNS, Summary: eventSummary(ev)}
 }
 
-func eventEvidence(ev *event.Event, what string) Evidence {
-	return Evidence{Time: ev.Time, What: what, Event: eventRef(ev)}
+func eventEvidence(ev *event.Event, what string) finding.Evidence {
+	return finding.Evidence{Time: ev.Time, What: what, Event: eventRef(ev)}
 }
 
 // creationEvidence is a namespace's creation event, naming its creator by
 // what it ran as: the unshare is made by "unshare" or systemd's "(dockerd)"
 // before the exec that makes it dockerd.
-func creationEvidence(n *Namespace, label string) Evidence {
+func creationEvidence(n *Namespace, label string) finding.Evidence {
 	ev := *n.Event
 	if n.Creator.Comm != "" && n.Creator.PID == int(ev.PID) && n.Creator.Comm != ev.Comm {
 		ev.Comm = n.Creator.Comm
@@ -30,11 +31,11 @@ func creationEvidence(n *Namespace, label string) Evidence {
 	return e
 }
 
-func factEvidence(what string) Evidence { return Evidence{What: what} }
+func factEvidence(what string) finding.Evidence { return finding.Evidence{What: what} }
 
 // eventSummary is an event in a few words, for evidence and summaries.
 func eventSummary(ev *event.Event) string {
-	who := procName(ev.Comm, int(ev.PID))
+	who := finding.ProcName(ev.Comm, int(ev.PID))
 	switch ev.Kind {
 	case event.KindMount:
 		what := "mount " + ev.Source + " → " + ev.Target
@@ -48,11 +49,11 @@ func eventSummary(ev *event.Event) string {
 	case event.KindUmount:
 		return "umount2 " + ev.Target + " by " + who
 	case event.KindUnshare:
-		return "unshare(" + ev.FlagNames + ") by " + who + " " + nsName(ev.MntNSBefore) + " → " + nsName(ev.MntNSAfter)
+		return "unshare(" + ev.FlagNames + ") by " + who + " " + finding.NSName(ev.MntNSBefore) + " → " + finding.NSName(ev.MntNSAfter)
 	case event.KindSetns:
-		return "setns by " + who + " into " + nsName(ev.MntNSAfter)
+		return "setns by " + who + " into " + finding.NSName(ev.MntNSAfter)
 	case event.KindNewNSFork:
-		return who + " started [" + itoa(int(ev.ChildPID)) + "] in new " + nsName(ev.ChildMntNS)
+		return who + " started [" + itoa(int(ev.ChildPID)) + "] in new " + finding.NSName(ev.ChildMntNS)
 	case event.KindOpenTree:
 		return "open_tree " + ev.Path + " " + ev.FlagNames + " by " + who
 	case event.KindMoveMount:
@@ -75,7 +76,7 @@ func shortPath(p string) string {
 }
 
 func mountFact(ns uint32, m *mountinfo.Info) string {
-	return nsName(ns) + " mount " + itoa(m.ID) + " at " + m.Mountpoint + " (" + m.FSType + " " + m.Source +
+	return finding.NSName(ns) + " mount " + itoa(m.ID) + " at " + m.Mountpoint + " (" + m.FSType + " " + m.Source +
 		", root " + m.Root + ", " + Propagation(m) + ")"
 }
 

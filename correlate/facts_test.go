@@ -1,6 +1,8 @@
 package correlate_test
 
 import (
+	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/stream"
 	"os"
 	"regexp"
 	"slices"
@@ -8,9 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/event"
-	"github.com/mntleak/mntleak/stream"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // facts are what a scenario's run recorded about its processes, apart
@@ -153,7 +153,7 @@ func (x *facts) nsOf(t testing.TB, comm string) uint32 {
 // the primary holder's namespace; the event that made that namespace
 // (cited, by the process that made it), or that it is inferred; and every
 // process the fix names.
-func checkHolder(t testing.TB, i int, f *correlate.Finding, w expectation, x *facts) {
+func checkHolder(t testing.TB, i int, f *finding.Finding, w expectation, x *facts) {
 	t.Helper()
 	hd, a := f.Actor()
 	switch {
@@ -207,7 +207,7 @@ func checkHolder(t testing.TB, i int, f *correlate.Finding, w expectation, x *fa
 // that made ns, by the pid that made it (the facts must know it) and its
 // comm: as it ran later (creationEvidence names the creator so when it
 // knew it), or as the event carried it (madeAs).
-func citesCreation(f *correlate.Finding, ns uint32, comm, madeAs string, pid int) bool {
+func citesCreation(f *finding.Finding, ns uint32, comm, madeAs string, pid int) bool {
 	name := "mnt:[" + strconv.FormatUint(uint64(ns), 10) + "]"
 	for _, e := range f.Evidence {
 		ev := e.Event
@@ -235,7 +235,7 @@ func pidsInFix(fix string) []int {
 }
 
 // commOf is the comm of a process the finding names as a holder.
-func commOf(f *correlate.Finding, pid int) string {
+func commOf(f *finding.Finding, pid int) string {
 	for _, h := range f.Holders {
 		for _, p := range h.Processes {
 			if p.PID == pid {

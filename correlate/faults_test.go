@@ -9,6 +9,7 @@ import (
 	"github.com/moby/sys/mountinfo"
 
 	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
 )
 
@@ -51,7 +52,7 @@ func TestHolderExitsMidCorrelation(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "/init.scope")}, map[uint32]string{hostNS: hostTable})
 			v := &vanishing{fakeProc: w.proc, dead: map[int]bool{}}
-			w.c = correlate.New(v, correlate.Options{LeakSettle: -1}, func(f *correlate.Finding) { w.findings = append(w.findings, f) })
+			w.c = correlate.New(v, correlate.Options{LeakSettle: -1}, func(f *finding.Finding) { w.findings = append(w.findings, f) })
 			if err := w.c.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -70,7 +71,7 @@ func TestHolderExitsMidCorrelation(t *testing.T) {
 			w.proc.tables[hostNS] = hostWithoutVol
 			w.send(umountEv(400, "kubelet", hostNS, "/srv/vol", 0))
 			f := w.only()
-			if f.Kind != correlate.KindLeak || len(f.Holders) == 0 || f.Holders[0].MntNS != 20 {
+			if f.Kind != finding.KindLeak || len(f.Holders) == 0 || f.Holders[0].MntNS != 20 {
 				t.Fatalf("want a leak held in mnt:[20]: %s", f.Line())
 			}
 			got := strings.Join(f.Missing, "; ")
@@ -103,7 +104,7 @@ func (c *counting) Processes() ([]procfs.Process, error) {
 func TestScanInterval(t *testing.T) {
 	w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "/init.scope")}, map[uint32]string{hostNS: hostTable})
 	cp := &counting{fakeProc: w.proc}
-	w.c = correlate.New(cp, correlate.Options{LeakSettle: -1}, func(f *correlate.Finding) { w.findings = append(w.findings, f) })
+	w.c = correlate.New(cp, correlate.Options{LeakSettle: -1}, func(f *finding.Finding) { w.findings = append(w.findings, f) })
 	if err := w.c.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/moby/sys/mountinfo"
 
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // FuzzMountinfo: whatever a mountinfo line says (octal escapes, //deleted,
@@ -56,13 +57,13 @@ func FuzzFindingLine(f *testing.F) {
 	f.Add("ev il\n{\"level\":\"error\",\"msg\":\"FAKE\"}\x1b[31m", "hold\nFAKE", "\x1b]0;owned\a")
 	f.Add("bad\xff\xfe", "\u202eexe", `C:\x`)
 	f.Fuzz(func(t *testing.T, path, comm, source string) {
-		ref := ProcRef{PID: 42, Comm: comm, Unit: comm + ".service"}
-		fd := &Finding{
-			Kind: KindFailure, Cause: CauseRprivateBind,
-			Call:   Call{PID: 7, Comm: comm, Syscall: "umount2", Errno: "EBUSY", MntNS: 1},
-			Object: Object{Path: path, Source: source, FSType: "ext4"},
-			Holders: []Holder{{MntNS: 2, Where: path + "/x", Also: []string{source}, Processes: []ProcRef{ref},
-				Pins: []PinRef{{ProcRef: ref, MntNS: 2, Pin: "cwd", Path: path}}}},
+		ref := finding.ProcRef{PID: 42, Comm: comm, Unit: comm + ".service"}
+		fd := &finding.Finding{
+			Kind: finding.KindFailure, Cause: finding.CauseRprivateBind,
+			Call:   finding.Call{PID: 7, Comm: comm, Syscall: "umount2", Errno: "EBUSY", MntNS: 1},
+			Object: finding.Object{Path: path, Source: source, FSType: "ext4"},
+			Holders: []finding.Holder{{MntNS: 2, Where: path + "/x", Also: []string{source}, Processes: []finding.ProcRef{ref},
+				Pins: []finding.PinRef{{ProcRef: ref, MntNS: 2, Pin: "cwd", Path: path}}}},
 			Summary: "leaked by rbind " + source + " → " + path + " by " + comm,
 			Fix:     "mountPropagation: HostToContainer for the " + path + " volume",
 			Missing: []string{comm},
@@ -81,7 +82,7 @@ func FuzzFindingLine(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var back Finding
+		var back finding.Finding
 		if err := json.Unmarshal(b, &back); err != nil {
 			t.Fatalf("JSON does not read back: %v", err)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
 )
 
@@ -99,7 +100,7 @@ func TestCollect(t *testing.T) {
 				// An evicted table is re-read on demand: a failure on the
 				// leaked device is still explained.
 				w.send(failEv(900, "mkfs.ext4", hostNS, 257, "/dev/loop0", 16))
-				if len(w.findings) != 2 || w.findings[1].Cause != correlate.CausePrivateTmp {
+				if len(w.findings) != 2 || w.findings[1].Cause != finding.CausePrivateTmp {
 					for _, f := range w.findings {
 						t.Log(f.Line())
 					}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // TestEveryGoldenFindingIsFit: no recorded finding carries cause
@@ -26,7 +26,7 @@ func TestEveryGoldenFindingIsFit(t *testing.T) {
 		for i, line := range strings.Split(string(b), "\n") {
 			switch {
 			case strings.HasPrefix(line, "{"):
-				var f correlate.Finding
+				var f finding.Finding
 				if err := json.Unmarshal([]byte(line), &f); err != nil {
 					t.Errorf("%s:%d: %v", g, i+1, err)
 				} else if err := f.Check(); err != nil {

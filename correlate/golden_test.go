@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/finding"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/scenarios/*/findings.golden from the recorded streams")
@@ -20,12 +21,12 @@ var update = flag.Bool("update", false, "rewrite testdata/scenarios/*/findings.g
 // they ran as; their pid and namespace are the run's recorded facts
 // (facts: the recording's events and process lists, or a live run's).
 type expectation struct {
-	kind     correlate.FindingKind
-	cause    correlate.Cause
+	kind     finding.FindingKind
+	cause    finding.Cause
 	syscall  string // of the call
 	errno    string
 	actor    string // the process named to act on (holder_pid), by comm; "": none
-	role     string // and how it holds (correlate.RolePinner, ...)
+	role     string // and how it holds (finding.RolePinner, ...)
 	holder   string // a process recorded in the primary holder namespace, by comm
 	madeBy   string // comm of the cited event that made that namespace; "inferred"; "": the caller's own namespace
 	fix      []string
@@ -36,8 +37,8 @@ type expectation struct {
 }
 
 const (
-	pinner = correlate.RolePinner
-	member = correlate.RoleMember
+	pinner = finding.RolePinner
+	member = finding.RoleMember
 )
 
 var scenarios = map[string][]expectation{
@@ -46,53 +47,53 @@ var scenarios = map[string][]expectation{
 	// settled there is no leak (RHEL 7 fails the unlink with EBUSY instead).
 	"seed000-netns-rbind": nil,
 	"seed001-mountflags-restart": {
-		{kind: correlate.KindFailure, cause: correlate.CauseMountflagsRestart, syscall: "umount2", errno: "EINVAL",
+		{kind: finding.KindFailure, cause: finding.CauseMountflagsRestart, syscall: "umount2", errno: "EINVAL",
 			actor: "containerd-shim", role: member, holder: "containerd-shim", madeBy: "dockerd", fix: []string{"containerd-shim"}, evidence: "dockerd"},
 	},
 	"seed002-node-exporter": {
-		{kind: correlate.KindLeak, cause: correlate.CauseRprivateBind, syscall: "umount2",
+		{kind: finding.KindLeak, cause: finding.CauseRprivateBind, syscall: "umount2",
 			actor: "node_exporter", role: member, holder: "node_exporter", madeBy: "node_exporter", evidence: "runc"},
-		{kind: correlate.KindFailure, cause: correlate.CauseRprivateBind, syscall: "openat", errno: "EBUSY",
+		{kind: finding.KindFailure, cause: finding.CauseRprivateBind, syscall: "openat", errno: "EBUSY",
 			actor: "node_exporter", role: member, holder: "node_exporter", madeBy: "node_exporter", evidence: "runc", linked: true},
 	},
 	"seed002-zram-teardown": {
-		{kind: correlate.KindLeak, cause: correlate.CauseRprivateBind, syscall: "umount2",
+		{kind: finding.KindLeak, cause: finding.CauseRprivateBind, syscall: "umount2",
 			actor: "node_exporter", role: member, holder: "node_exporter", madeBy: "node_exporter", evidence: "runc"},
-		{kind: correlate.KindFailure, cause: correlate.CauseRprivateBind, syscall: "write", errno: "EBUSY",
+		{kind: finding.KindFailure, cause: finding.CauseRprivateBind, syscall: "write", errno: "EBUSY",
 			actor: "node_exporter", role: member, holder: "node_exporter", madeBy: "node_exporter", evidence: "runc", linked: true},
 	},
 	"seed003-subpath-configmap": {
-		{kind: correlate.KindFailure, cause: correlate.CauseStaleBind, syscall: "mount", errno: "ENOENT", holder: "runc", evidence: "kubelet"},
+		{kind: finding.KindFailure, cause: finding.CauseStaleBind, syscall: "mount", errno: "ENOENT", holder: "runc", evidence: "kubelet"},
 	},
 	"seed004-privatetmp": {
 		// The overlay's copy goes with the rmdir of merged (this kernel
 		// detaches it); the volume's stays: its device is busy. The fix
 		// restarts the unit: it names no pid.
-		{kind: correlate.KindLeak, cause: correlate.CausePrivateTmp, syscall: "umount2",
+		{kind: finding.KindLeak, cause: finding.CausePrivateTmp, syscall: "umount2",
 			actor: "ntpd", role: member, holder: "ntpd", madeBy: "ntpd", evidence: "ntpd"},
-		{kind: correlate.KindFailure, cause: correlate.CausePrivateTmp, syscall: "openat", errno: "EBUSY",
+		{kind: finding.KindFailure, cause: finding.CausePrivateTmp, syscall: "openat", errno: "EBUSY",
 			actor: "ntpd", role: member, holder: "ntpd", madeBy: "ntpd", linked: true},
 	},
 	"private-parent": {
-		{kind: correlate.KindLeak, cause: correlate.CausePrivateParent, syscall: "umount2",
+		{kind: finding.KindLeak, cause: finding.CausePrivateParent, syscall: "umount2",
 			actor: "sshd", role: member, holder: "sshd", madeBy: "sshd", evidence: "dockerd"},
 	},
 	"shared-propagation": {
-		{kind: correlate.KindFailure, cause: correlate.CauseSharedPropagation, syscall: "rmdir", errno: "EBUSY",
+		{kind: finding.KindFailure, cause: finding.CauseSharedPropagation, syscall: "rmdir", errno: "EBUSY",
 			actor: "app", role: member, holder: "app", madeBy: "app", fix: []string{"app"}, evidence: "csi-driver"},
 	},
 	"busy-copy": {
-		{kind: correlate.KindFailure, cause: correlate.CauseBusyCopy, syscall: "umount2", errno: "EBUSY",
+		{kind: finding.KindFailure, cause: finding.CauseBusyCopy, syscall: "umount2", errno: "EBUSY",
 			actor: "worker", role: pinner, holder: "worker", madeBy: "worker", fix: []string{"worker"}},
 	},
 	"in-use": {
-		{kind: correlate.KindFailure, cause: correlate.CauseInUse, syscall: "umount2", errno: "EBUSY",
+		{kind: finding.KindFailure, cause: finding.CauseInUse, syscall: "umount2", errno: "EBUSY",
 			actor: "app", role: pinner, holder: "app"},
 	},
 	"pid-reuse": {
-		{kind: correlate.KindLeak, cause: correlate.CauseUnshare, syscall: "umount2",
+		{kind: finding.KindLeak, cause: finding.CauseUnshare, syscall: "umount2",
 			actor: "keeper", role: member, holder: "keeper", madeBy: "keeper", fix: []string{"keeper"}},
-		{kind: correlate.KindFailure, cause: correlate.CauseUnshare, syscall: "openat", errno: "EBUSY",
+		{kind: finding.KindFailure, cause: finding.CauseUnshare, syscall: "openat", errno: "EBUSY",
 			actor: "keeper", role: member, holder: "keeper", madeBy: "keeper", fix: []string{"keeper"}, linked: true},
 	},
 	"holder-exited": {
@@ -101,27 +102,27 @@ var scenarios = map[string][]expectation{
 		// keeps it busy through the file it opened in it (its fd, opened
 		// through /proc/PID/root, is in the node's namespace): the leak
 		// names the reader, as the failure does.
-		{kind: correlate.KindLeak, cause: correlate.CauseUnshare, syscall: "umount2",
+		{kind: finding.KindLeak, cause: finding.CauseUnshare, syscall: "umount2",
 			actor: "reader", role: pinner, holder: "holder", madeBy: "holder", fix: []string{"reader"}, exited: true},
-		{kind: correlate.KindFailure, cause: correlate.CauseUnshare, syscall: "openat", errno: "EBUSY",
+		{kind: finding.KindFailure, cause: finding.CauseUnshare, syscall: "openat", errno: "EBUSY",
 			actor: "reader", role: pinner, holder: "holder", madeBy: "holder", fix: []string{"reader"}, exited: true, linked: true},
 	},
 	// No process in the namespace: a process holds it open by an fd.
 	"nsfd-kept": {
-		{kind: correlate.KindFailure, cause: correlate.CauseUnshare, syscall: "openat", errno: "EBUSY",
+		{kind: finding.KindFailure, cause: finding.CauseUnshare, syscall: "openat", errno: "EBUSY",
 			actor: "pinner", role: pinner, holder: "keeper", madeBy: "keeper", fix: []string{"pinner"}},
 	},
 	// No process in the namespace: a bind of its nsfs file keeps it, and
 	// a look inside between the two failures changes neither verdict.
 	// unshare --mount=FILE true made it: named as it exited.
 	"bind-kept-entered": {
-		{kind: correlate.KindFailure, cause: correlate.CauseUnshare, syscall: "openat", errno: "EBUSY", holder: "true", madeBy: "true", evidence: "true"},
-		{kind: correlate.KindFailure, cause: correlate.CauseUnshare, syscall: "openat", errno: "EBUSY", holder: "true", madeBy: "true", evidence: "true"},
+		{kind: finding.KindFailure, cause: finding.CauseUnshare, syscall: "openat", errno: "EBUSY", holder: "true", madeBy: "true", evidence: "true"},
+		{kind: finding.KindFailure, cause: finding.CauseUnshare, syscall: "openat", errno: "EBUSY", holder: "true", madeBy: "true", evidence: "true"},
 	},
 	// The leak names the worker forked into the copy, whose cwd pins it;
 	// the fix stops the namespace's first process (and the others).
 	"forked-pinner": {
-		{kind: correlate.KindLeak, cause: correlate.CauseUnshare, syscall: "umount2",
+		{kind: finding.KindLeak, cause: finding.CauseUnshare, syscall: "umount2",
 			actor: "worker", role: pinner, holder: "keeper", madeBy: "keeper", fix: []string{"keeper"}},
 	},
 	// Negatives: twenty containers started and removed, no finding at all.
@@ -141,8 +142,8 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			var got []*correlate.Finding
-			if err := correlate.Replay(f, name, func(fd *correlate.Finding) { got = append(got, fd) }); err != nil {
+			var got []*finding.Finding
+			if err := correlate.Replay(f, name, func(fd *finding.Finding) { got = append(got, fd) }); err != nil {
 				t.Fatal(err)
 			}
 			x := recordedFacts(t, filepath.Join(dir, "stream.jsonl"))
@@ -165,7 +166,7 @@ func TestGolden(t *testing.T) {
 
 // goldenBytes is a golden file's content: each finding as JSON, then its
 // line.
-func goldenBytes(t testing.TB, got []*correlate.Finding) []byte {
+func goldenBytes(t testing.TB, got []*finding.Finding) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -182,7 +183,7 @@ func goldenBytes(t testing.TB, got []*correlate.Finding) []byte {
 // writeGolden writes the findings to golden (-update) only when the
 // scenario's expectations passed: a golden is checked, then written. A
 // test that already failed writes nothing and says so.
-func writeGolden(t testing.TB, golden string, got []*correlate.Finding) {
+func writeGolden(t testing.TB, golden string, got []*finding.Finding) {
 	t.Helper()
 	if t.Failed() {
 		t.Errorf("not writing %s: the findings fail the scenario's expectations", golden)
@@ -197,7 +198,7 @@ func writeGolden(t testing.TB, golden string, got []*correlate.Finding) {
 // of them, in order, each whole, and nothing more.
 // replay is false for a live run, where whether the kernel detached a copy
 // before the correlator read it depends on timing: both are right.
-func checkExpectations(t testing.TB, got []*correlate.Finding, want []expectation, x *facts, replay bool) {
+func checkExpectations(t testing.TB, got []*finding.Finding, want []expectation, x *facts, replay bool) {
 	t.Helper()
 	if len(got) != len(want) {
 		for _, f := range got {
@@ -237,7 +238,7 @@ func checkExpectations(t testing.TB, got []*correlate.Finding, want []expectatio
 	}
 }
 
-func holderNamed(f *correlate.Finding, comm string) bool {
+func holderNamed(f *finding.Finding, comm string) bool {
 	for _, h := range f.Holders {
 		for _, p := range h.Processes {
 			if p.Comm == comm {
@@ -253,7 +254,7 @@ func holderNamed(f *correlate.Finding, comm string) bool {
 	return false
 }
 
-func actorNamed(f *correlate.Finding, comm string) bool {
+func actorNamed(f *finding.Finding, comm string) bool {
 	for _, e := range f.Evidence[1:] {
 		if e.Event != nil && e.Event.Comm == comm {
 			return true
@@ -280,7 +281,7 @@ func TestReplayIsStable(t *testing.T) {
 			var first []byte
 			for i := 0; i < 50; i++ {
 				var buf bytes.Buffer
-				if err := correlate.Replay(bytes.NewReader(data), path, func(f *correlate.Finding) {
+				if err := correlate.Replay(bytes.NewReader(data), path, func(f *finding.Finding) {
 					b, _ := json.Marshal(f)
 					buf.Write(b)
 					buf.WriteString("\n" + f.Line() + "\n" + f.Report())

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // recordedUnreadable is the count a recorded pin search could not read
@@ -60,16 +61,16 @@ func TestUnreadableNoteIsRecorded(t *testing.T) {
 	t.Logf("%d findings carry the recorded note", noted)
 }
 
-func replayBytes(t *testing.T, name string, stream []byte) []*correlate.Finding {
+func replayBytes(t *testing.T, name string, stream []byte) []*finding.Finding {
 	t.Helper()
-	var got []*correlate.Finding
-	if err := correlate.Replay(bytes.NewReader(stream), name, func(f *correlate.Finding) { got = append(got, f) }); err != nil {
+	var got []*finding.Finding
+	if err := correlate.Replay(bytes.NewReader(stream), name, func(f *finding.Finding) { got = append(got, f) }); err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
 	return got
 }
 
-func jsonOf(t *testing.T, f *correlate.Finding) []byte {
+func jsonOf(t *testing.T, f *finding.Finding) []byte {
 	t.Helper()
 	b, err := json.Marshal(f)
 	if err != nil {

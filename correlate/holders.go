@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
 )
 
@@ -88,7 +89,7 @@ func translateVia(p string, from, to *Table) []view {
 	// of that parent).
 	var host *mountinfo.Info
 	if m := from.At(p); m != nil && p != "/" {
-		if parent := from.Parent(m); parent != nil && under(p, parent.Mountpoint) {
+		if parent := from.Parent(m); parent != nil && Under(p, parent.Mountpoint) {
 			host = parent
 		}
 	}
@@ -100,7 +101,7 @@ func translateVia(p string, from, to *Table) []view {
 	}
 	fsPath := join(host.Root, rel(p, host.Mountpoint))
 	for _, b := range to.Mounts {
-		if devOf(b) != devOf(host) || !under(fsPath, b.Root) {
+		if devOf(b) != devOf(host) || !Under(fsPath, b.Root) {
 			continue
 		}
 		cand := join(b.Mountpoint, rel(fsPath, b.Root))
@@ -169,7 +170,7 @@ func overlayUses(opts, dir string) bool {
 			continue
 		}
 		for _, layer := range strings.Split(v, ":") {
-			if under(layer, dir) {
+			if Under(layer, dir) {
 				return true
 			}
 		}
@@ -247,10 +248,10 @@ func (c *Correlator) search(id identity, caller uint32, grace time.Duration) []m
 }
 
 // pinRefs turns pins into references, grouped under their namespaces.
-func pinRefs(pins []procfs.Pin) map[uint32][]PinRef {
-	out := map[uint32][]PinRef{}
+func pinRefs(pins []procfs.Pin) map[uint32][]finding.PinRef {
+	out := map[uint32][]finding.PinRef{}
 	for _, p := range pins {
-		ref := PinRef{
+		ref := finding.PinRef{
 			ProcRef: procRef(p.PID, 0, p.Comm, p.Cgroup),
 			MntNS:   p.MntNS, Pin: string(p.Kind), Path: p.Path, FD: p.FD,
 		}
@@ -260,8 +261,8 @@ func pinRefs(pins []procfs.Pin) map[uint32][]PinRef {
 }
 
 // holderOf renders a match as a Holder, with the namespace's processes.
-func (c *Correlator) holderOf(m match, pins map[uint32][]PinRef) Holder {
-	h := Holder{MntNS: m.ns.Ino, Self: m.self, Where: m.where, Exited: m.exited, Created: m.ns.Created, Pins: pins[m.ns.Ino], Detached: m.detached}
+func (c *Correlator) holderOf(m match, pins map[uint32][]finding.PinRef) finding.Holder {
+	h := finding.Holder{MntNS: m.ns.Ino, Self: m.self, Where: m.where, Exited: m.exited, Created: m.ns.Created, Pins: pins[m.ns.Ino], Detached: m.detached}
 	if m.mount != nil {
 		h.MountID = m.mount.ID
 		h.Propagation = Propagation(m.mount)
@@ -274,7 +275,7 @@ func (c *Correlator) holderOf(m match, pins map[uint32][]PinRef) Holder {
 		h.Enter = m.kept.files[0]
 		if f := m.kept.fd; f != nil {
 			// The process holding it open is the one to act on.
-			h.Pins = []PinRef{{ProcRef: procRef(f.PID, f.StartTime, f.Comm, f.Cgroup), MntNS: f.MntNS, Pin: PinNSFD,
+			h.Pins = []finding.PinRef{{ProcRef: procRef(f.PID, f.StartTime, f.Comm, f.Cgroup), MntNS: f.MntNS, Pin: finding.PinNSFD,
 				Path: "/proc/" + itoa(f.PID) + "/fd/" + itoa(f.FD)}}
 		}
 		return h // no process runs in it: none is named as a member
@@ -284,7 +285,7 @@ func (c *Correlator) holderOf(m match, pins map[uint32][]PinRef) Holder {
 		members = m.ns.Past()
 	}
 	for i := range members {
-		h.Processes = append(h.Processes, members[i].ref())
+		h.Processes = append(h.Processes, members[i].Ref())
 	}
 	return h
 }

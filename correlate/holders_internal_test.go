@@ -9,6 +9,7 @@ import (
 	"github.com/moby/sys/mountinfo"
 
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 )
 
 func table(t *testing.T, ns uint32, text string) *Table {
@@ -179,30 +180,30 @@ func TestIdentityHelpers(t *testing.T) {
 }
 
 func TestUnknownCause(t *testing.T) {
-	c := New(nil, Options{}, func(*Finding) {})
+	c := New(nil, Options{}, func(*finding.Finding) {})
 	tb := table(t, 9, "1 0 254:0 / / rw - ext4 /dev/vda rw\n2 1 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n")
 	n := &Namespace{Ino: 9, Origin: OriginPredates, Inferred: true, members: map[int]*Member{}}
 	v := c.classify(&analysis{trigger: &event.Event{Kind: event.KindFailure}, caller: 1}, match{ns: n, table: tb, mount: tb.mount(2), where: "/srv/vol"})
-	if v.cause != CauseUnknown || len(v.missing) == 0 {
+	if v.cause != finding.CauseUnknown || len(v.missing) == 0 {
 		t.Errorf("cause %s, missing %v: want unknown saying what is missing", v.cause, v.missing)
 	}
 }
 
 func TestCauseNames(t *testing.T) {
-	for _, c := range Causes() {
+	for _, c := range finding.Causes() {
 		b, err := c.MarshalText()
 		if err != nil {
 			t.Fatal(err)
 		}
-		back, err := ParseCause(string(b))
+		back, err := finding.ParseCause(string(b))
 		if err != nil || back != c {
 			t.Errorf("round trip of %s: %v %v", c, back, err)
 		}
 	}
-	if _, err := CauseInvalid.MarshalText(); err == nil {
+	if _, err := finding.CauseInvalid.MarshalText(); err == nil {
 		t.Error("invalid cause marshalled")
 	}
-	if _, err := ParseCause("sunspots"); err == nil {
+	if _, err := finding.ParseCause("sunspots"); err == nil {
 		t.Error("unknown cause parsed")
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/moby/sys/mountinfo"
 
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
 )
 
@@ -25,7 +26,7 @@ type keeper struct {
 // by says what keeps the namespace, for the holder line.
 func (k *keeper) by(c *Correlator) string {
 	if k.fd != nil {
-		return "fd " + itoa(k.fd.FD) + " of " + procName(k.fd.Comm, k.fd.PID) + " in " + c.label(k.ns) + ", an open file of its nsfs file"
+		return "fd " + itoa(k.fd.FD) + " of " + finding.ProcName(k.fd.Comm, k.fd.PID) + " in " + c.label(k.ns) + ", an open file of its nsfs file"
 	}
 	return "the bind of its nsfs file at " + k.where + " in " + c.label(k.ns)
 }
@@ -107,7 +108,7 @@ func (c *Correlator) keptMatches(id identity, caller uint32) ([]match, []string)
 		k := kept[ino]
 		_, t, err := c.readKept(ino, k.files)
 		if err != nil {
-			missing = append(missing, "mount table of "+nsName(ino)+" (kept by "+k.where+"): "+err.Error())
+			missing = append(missing, "mount table of "+finding.NSName(ino)+" (kept by "+k.where+"): "+err.Error())
 			continue
 		}
 		c.ledger.Store(t)
@@ -126,7 +127,7 @@ func (c *Correlator) readKept(ino uint32, files []string) (int, *Table, error) {
 		var mounts []*mountinfo.Info
 		ns, mounts, err = c.proc.NSMountinfo(file)
 		if err == nil && ns != ino {
-			err = fmt.Errorf("%s now names %s", file, nsName(ns))
+			err = fmt.Errorf("%s now names %s", file, finding.NSName(ns))
 		}
 		if err == nil {
 			return i, NewTable(ino, mounts, c.now, c.ledger.Seq()), nil
@@ -203,11 +204,46 @@ func (c *Correlator) fdMatches(id identity, caller uint32) ([]match, []string) {
 		}
 		i, t, err := c.readKept(ino, files)
 		if err != nil {
-			missing = append(missing, "mount table of "+nsName(ino)+" (held open by "+procName(holders[0].Comm, holders[0].PID)+"): "+err.Error())
+			missing = append(missing, "mount table of "+finding.NSName(ino)+" (held open by "+finding.ProcName(holders[0].Comm, holders[0].PID)+"): "+err.Error())
 			continue
 		}
 		f := holders[i]
 		out = append(out, c.keptIn(t, id, callerTable, &keeper{files: files[i : i+1], ns: f.MntNS, fd: &f})...)
 	}
 	return out, missing
+}
+
+// keptVerdict: a namespace no process runs in keeps its copy, itself kept
+// alive by a bind of its nsfs file; unmounting that bind lets it go.
+func (c *Correlator) keptVerdict(a *analysis, m match) verdict {
+	n, k := m.ns, m.kept
+	made := ""
+	var ev []finding.Evidence
+	if n.Event != nil {
+		made = "; it was created by " + finding.ProcName(n.Creator.Comm, n.Creator.PID) + " at " + finding.Clock(n.Created) + ", which has exited since"
+		ev = append(ev, creationEvidence(n, "namespace created: "))
+	}
+	if f := k.fd; f != nil {
+		who := finding.ProcName(f.Comm, f.PID)
+		ev = append(ev, factEvidence(who+" in "+finding.NSName(k.ns)+" has fd "+itoa(f.FD)+" open on "+finding.NSName(n.Ino)+"'s nsfs file"),
+			factEvidence(mountFact(n.Ino, m.mount)))
+		return verdict{
+			cause: finding.CauseUnshare, inferred: n.Event == nil,
+			summary: "no process runs in " + finding.NSName(n.Ino) + "; " + who + " holds it open (fd " + itoa(f.FD) + ") and keeps it, with its own copy (" +
+				RootPropagation(m.table) + " root)" + made + c.stayed(a),
+			evidence: ev,
+			fix: "have " + who + " close fd " + itoa(f.FD) + ", or stop it (the namespace and its copy go with the last reference); or nsenter --mount=/proc/" +
+				itoa(f.PID) + "/fd/" + itoa(f.FD) + " umount " + m.where,
+		}
+	}
+	ev = append(ev, factEvidence(finding.NSName(k.ns)+": "+k.where+" is a bind of "+finding.NSName(n.Ino)+"'s nsfs file"),
+		factEvidence(mountFact(n.Ino, m.mount)))
+	return verdict{
+		cause: finding.CauseUnshare, inferred: n.Event == nil,
+		summary: "no process runs in " + finding.NSName(n.Ino) + "; the bind of its nsfs file at " + k.where + " in " + c.label(k.ns) +
+			" keeps it, with its own copy (" + RootPropagation(m.table) + " root)" + made + c.stayed(a),
+		evidence: ev,
+		fix: "umount " + k.where + " in " + c.label(k.ns) + " (the namespace and its copy go with it; unshare --mount=FILE and " +
+			"runtimes that pin namespaces leave such binds), or nsenter --mount=" + k.where + " umount " + m.where,
+	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
 )
 
@@ -88,7 +89,7 @@ func TestNamespaceKeptByAnOpenFile(t *testing.T) {
 				}
 			}
 			h, a := f.Actor()
-			if a == nil || a.PID != 60 || a.Role != correlate.RolePinner || a.Pin != correlate.PinNSFD || h.MntNS != kept {
+			if a == nil || a.PID != 60 || a.Role != finding.RolePinner || a.Pin != finding.PinNSFD || h.MntNS != kept {
 				t.Errorf("actor %+v of %+v, want pinner[60] (nsfd) of mnt:[95]:\n%s", a, h, line)
 			}
 		})
@@ -131,7 +132,7 @@ func TestKeptNamespaceEnteredLater(t *testing.T) {
 			f := w.only()
 			line := f.Line()
 			t.Log(line)
-			if f.Cause != correlate.CauseUnshare || strings.Contains(line, "predates tracing") || !strings.Contains(line, "unshare[20]") {
+			if f.Cause != finding.CauseUnshare || strings.Contains(line, "predates tracing") || !strings.Contains(line, "unshare[20]") {
 				t.Errorf("cause %q: want the recorded unshare by unshare[20]:\n%s", f.Cause, line)
 			}
 		})
@@ -174,7 +175,7 @@ func TestKeptNamespaceOutlivesRetention(t *testing.T) {
 		f := w.only()
 		line := f.Line()
 		t.Log(line)
-		if f.Cause != correlate.CauseUnshare || !strings.Contains(line, "created by unshare[20]") || len(f.Missing) != 0 ||
+		if f.Cause != finding.CauseUnshare || !strings.Contains(line, "created by unshare[20]") || len(f.Missing) != 0 ||
 			!strings.Contains(line, "kept by the bind of its nsfs file at /run/mntns/keep") {
 			t.Errorf("cause %q, missing %q: want the bind, the recorded unshare by unshare[20], nothing missing:\n%s", f.Cause, f.Missing, line)
 		}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // checkLeak runs on a successful unmount: if a namespace that copied the
@@ -104,22 +105,22 @@ func (c *Correlator) keepLeak(rec *leakRecord) {
 // little behind the kernel, so the caller's latest table may have been read
 // after the unmount already happened: the table before it is tried too, and
 // a block device is recognised from the mount event's source.
-func (c *Correlator) unmounted(ev *event.Event, latest *Table) (identity, Object, bool) {
+func (c *Correlator) unmounted(ev *event.Event, latest *Table) (identity, finding.Object, bool) {
 	for _, t := range []*Table{latest, c.ledger.Previous(ev.MntNS)} {
 		if t == nil {
 			continue
 		}
 		if m := t.At(ev.Target); m != nil {
-			return identityOf(m, ev.Target), Object{Path: ev.Target, Dev: devOf(m), FSType: m.FSType, Root: m.Root}, true
+			return identityOf(m, ev.Target), finding.Object{Path: ev.Target, Dev: devOf(m), FSType: m.FSType, Root: m.Root}, true
 		}
 	}
 	mnt := c.mountEventFor(identity{path: ev.Target}, ev.Time)
 	if mnt == nil {
-		return identity{}, Object{}, false
+		return identity{}, finding.Object{}, false
 	}
 	if strings.HasPrefix(mnt.Source, "/dev/") {
 		if dev, err := c.proc.BlockDevice(mnt.Source); err == nil {
-			return identity{dev: dev, block: true, path: ev.Target, fs: mnt.FSType}, Object{Path: ev.Target, Dev: dev, FSType: mnt.FSType}, true
+			return identity{dev: dev, block: true, path: ev.Target, fs: mnt.FSType}, finding.Object{Path: ev.Target, Dev: dev, FSType: mnt.FSType}, true
 		}
 	}
 	return c.unmountedAsCopied(ev, mnt)
@@ -131,7 +132,7 @@ func (c *Correlator) unmounted(ev *event.Event, latest *Table) (identity, Object
 // (a bind over the file of `ip netns add`, which is not a block device, is
 // known this way when the caller's table was read only before the mount
 // and after the unmount).
-func (c *Correlator) unmountedAsCopied(ev, mnt *event.Event) (identity, Object, bool) {
+func (c *Correlator) unmountedAsCopied(ev, mnt *event.Event) (identity, finding.Object, bool) {
 	for _, n := range c.lineage.Live() {
 		if n.Parent != ev.MntNS || !n.Created.After(mnt.Time) || !n.Created.Before(ev.Time) {
 			continue
@@ -141,10 +142,10 @@ func (c *Correlator) unmountedAsCopied(ev, mnt *event.Event) (identity, Object, 
 			continue
 		}
 		if m := t.At(ev.Target); m != nil && (mnt.FSType == "" || m.FSType == mnt.FSType || mnt.FSType == "none") {
-			return identityOf(m, ev.Target), Object{Path: ev.Target, Dev: devOf(m), FSType: m.FSType, Root: m.Root}, true
+			return identityOf(m, ev.Target), finding.Object{Path: ev.Target, Dev: devOf(m), FSType: m.FSType, Root: m.Root}, true
 		}
 	}
-	return identity{}, Object{}, false
+	return identity{}, finding.Object{}, false
 }
 
 // changedOwnMounts reports whether namespace ns mounted or unmounted
@@ -254,7 +255,7 @@ func (c *Correlator) Namespaces() int { return len(c.lineage.live) }
 
 // leakFor returns the latest leak finding on the same object held by one
 // of the namespaces now holding it.
-func (c *Correlator) leakFor(id identity, matches []match) *LeakRef {
+func (c *Correlator) leakFor(id identity, matches []match) *finding.LeakRef {
 	for i := len(c.leaks) - 1; i >= 0; i-- {
 		rec := c.leaks[i]
 		if !sameObject(id, rec.id) {
@@ -262,7 +263,7 @@ func (c *Correlator) leakFor(id identity, matches []match) *LeakRef {
 		}
 		for _, m := range matches {
 			if rec.holders[m.ns.Ino] {
-				return &LeakRef{Time: rec.finding.Time, Summary: rec.finding.Summary}
+				return &finding.LeakRef{Time: rec.finding.Time, Summary: rec.finding.Summary}
 			}
 		}
 	}

@@ -3,11 +3,11 @@ package correlate_test
 import (
 	"testing"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/procfs"
+	"golang.org/x/sys/unix"
+
+	"github.com/mntleak/mntleak/finding"
 )
 
 // TestFailureLinksToTheLeakOfItsObject: two teardowns leaked two devices
@@ -39,7 +39,7 @@ func TestFailureLinksToTheLeakOfItsObject(t *testing.T) {
 	w.findings = nil
 	w.send(failEv(50, "mkfs.ext4", hostNS, 257, "/dev/loop0", int64(unix.EBUSY)))
 	f := w.only()
-	if f.Kind != correlate.KindFailure || f.Leak == nil {
+	if f.Kind != finding.KindFailure || f.Leak == nil {
 		t.Fatalf("want a failure linked to the leak of /dev/loop0: %s", f.Line())
 	}
 	if !f.Leak.Time.Equal(first.Time) || f.Leak.Summary != first.Summary {
@@ -65,7 +65,7 @@ func TestFailureOnAnotherDirectoryOfALeakedFilesystem(t *testing.T) {
 	w.proc.tables[hostNS] = hostTable + "5 1 0:50 /b /srv/b rw shared:5 - tmpfs tmpfs rw\n"
 	w.send(umountEv(400, "kubelet", hostNS, "/srv/a", 0))
 	leak := w.only()
-	if leak.Kind != correlate.KindLeak || leak.Object.Path != "/srv/a" {
+	if leak.Kind != finding.KindLeak || leak.Object.Path != "/srv/a" {
 		t.Fatalf("want the leak of /srv/a: %s", leak.Line())
 	}
 	// A process in the namespace works in its copy of /srv/b: the node's
@@ -74,7 +74,7 @@ func TestFailureOnAnotherDirectoryOfALeakedFilesystem(t *testing.T) {
 	w.findings = nil
 	w.send(umountEv(400, "kubelet", hostNS, "/srv/b", -int64(unix.EBUSY)))
 	f := w.only()
-	if f.Kind != correlate.KindFailure || f.Object.Path != "/srv/b" {
+	if f.Kind != finding.KindFailure || f.Object.Path != "/srv/b" {
 		t.Fatalf("want the failure on /srv/b: %s", f.Line())
 	}
 	if f.Leak != nil {

@@ -3,10 +3,10 @@ package correlate_test
 import (
 	"testing"
 
+	"github.com/mntleak/mntleak/procfs"
 	"golang.org/x/sys/unix"
 
-	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/procfs"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // TestLeakCandidates: a namespace that predates tracing can only have
@@ -51,7 +51,7 @@ func TestLeakCandidates(t *testing.T) {
 			}
 			if tt.leaks > 0 {
 				f := w.findings[0]
-				if f.Kind != correlate.KindLeak || len(f.Holders) == 0 || f.Holders[0].MntNS != agentNS || f.Holders[0].Where != "/agent/vol" {
+				if f.Kind != finding.KindLeak || len(f.Holders) == 0 || f.Holders[0].MntNS != agentNS || f.Holders[0].Where != "/agent/vol" {
 					t.Errorf("want a leak held in mnt:[%d] at /agent/vol: %s", agentNS, f.Line())
 				}
 			}

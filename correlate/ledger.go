@@ -117,15 +117,15 @@ func RootPropagation(t *Table) string {
 // devOf returns a mount's device in event.Dev form.
 func devOf(m *mountinfo.Info) event.Dev { return event.MakeDev(uint32(m.Major), uint32(m.Minor)) }
 
-// under reports whether p is dir or below it.
-func under(p, dir string) bool {
+// Under reports whether path p is dir or below it.
+func Under(p, dir string) bool {
 	if dir == "/" {
 		return strings.HasPrefix(p, "/")
 	}
 	return p == dir || strings.HasPrefix(p, dir+"/")
 }
 
-// rel returns p relative to dir ("" when equal), assuming under(p, dir).
+// rel returns p relative to dir ("" when equal), assuming Under(p, dir).
 func rel(p, dir string) string {
 	if dir == "/" {
 		return strings.TrimPrefix(p, "/")
@@ -274,4 +274,22 @@ func (l *Ledger) namespaces() []uint32 {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
+}
+
+// mountEventFor returns the last successful mount that made the object,
+// before t when t is set. A propagation change (mount --make-shared) or a
+// remount of the path made nothing: it is not that mount.
+func (c *Correlator) mountEventFor(id identity, before time.Time) *event.Event {
+	hist := c.ledger.History()
+	for i := len(hist) - 1; i >= 0; i-- {
+		ev := hist[i]
+		if ev.Kind != event.KindMount || ev.Ret != 0 || (!before.IsZero() && !ev.Time.Before(before)) ||
+			ev.Flags&madeNothing != 0 {
+			continue
+		}
+		if ev.Target == id.path && id.path != "" {
+			return ev
+		}
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
 )
 
@@ -31,12 +32,13 @@ type Member struct {
 	Left      time.Time `json:"left,omitzero"`
 }
 
-func (m *Member) ref() ProcRef { return procRef(m.PID, m.StartTime, m.Comm, m.Cgroup) }
+// Ref is the member as a finding names it.
+func (m *Member) Ref() finding.ProcRef { return procRef(m.PID, m.StartTime, m.Comm, m.Cgroup) }
 
 // procRef is a process as findings name it: the container, unit and pod
 // come from its cgroup.
-func procRef(pid int, start uint64, comm, cgroup string) ProcRef {
-	return ProcRef{PID: pid, StartTime: start, Comm: comm, Container: ContainerID(cgroup), Unit: Unit(cgroup), Pod: PodUID(cgroup)}
+func procRef(pid int, start uint64, comm, cgroup string) finding.ProcRef {
+	return finding.ProcRef{PID: pid, StartTime: start, Comm: comm, Container: ContainerID(cgroup), Unit: Unit(cgroup), Pod: PodUID(cgroup)}
 }
 
 // Namespace is one generation of a mount namespace inode. The kernel reuses

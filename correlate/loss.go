@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // loss is an interval in which the kernel dropped events (the ring buffer
@@ -18,15 +19,6 @@ type loss struct {
 // only widens them (a finding may then say "may be incomplete" too often,
 // never too rarely).
 const maxLosses = 256
-
-// Incomplete says that events were lost while a finding's evidence formed:
-// the leaking event, or a later one that would change the verdict, may be
-// among them.
-type Incomplete struct {
-	Lost uint64    `json:"lost"`
-	From time.Time `json:"from,omitzero"` // zero: since tracing started
-	To   time.Time `json:"to"`
-}
 
 // lost records a reader-synthesized loss event. Lost mount events mean
 // every mount table may be out of date, so all are re-read when next used.
@@ -50,19 +42,19 @@ func (c *Correlator) lost(ev *event.Event) {
 
 // report marks a finding whose evidence window overlaps a loss and hands
 // it to emit.
-func (c *Correlator) report(f *Finding) {
+func (c *Correlator) report(f *finding.Finding) {
 	nameActors(f)
 	c.markIncomplete(f)
 	c.emit(f)
 }
 
 // nameActors picks, for every holder, the one process the verdict names.
-func nameActors(f *Finding) {
+func nameActors(f *finding.Finding) {
 	for i := range f.Holders {
-		f.Holders[i].Actor = f.Holders[i].actor()
+		f.Holders[i].Actor = f.Holders[i].ChooseActor()
 	}
 	f.Release = ""
-	if len(f.Holders) > 0 && (f.Cause.IsLeak() || f.Cause == CauseUnknown || f.Cause == CauseBusyCopy) {
+	if len(f.Holders) > 0 && f.Cause.Releasable() {
 		h := f.Holders[0]
 		enterable := (h.KeptBy == "" && len(h.Processes) > 0 && h.Exited.IsZero()) || h.Enter != ""
 		if !h.Self && h.MountID != 0 && h.Where != "/" && enterable {
@@ -75,7 +67,7 @@ func nameActors(f *Finding) {
 // verdict used (an event, a holder namespace's creation) to the call. With
 // no dated fact, any loss before the call counts: the leaking event may be
 // exactly what was lost.
-func (c *Correlator) markIncomplete(f *Finding) {
+func (c *Correlator) markIncomplete(f *finding.Finding) {
 	if len(c.losses) == 0 {
 		return
 	}
@@ -93,7 +85,7 @@ func (c *Correlator) markIncomplete(f *Finding) {
 	if !start.Before(f.Call.Time) {
 		start = time.Time{}
 	}
-	var in Incomplete
+	var in finding.Incomplete
 	for _, l := range c.losses {
 		if l.from.After(f.Call.Time) || (!start.IsZero() && l.to.Before(start)) {
 			continue
@@ -109,16 +101,6 @@ func (c *Correlator) markIncomplete(f *Finding) {
 	if in.Lost > 0 {
 		f.Incomplete = &in
 	}
-}
-
-func (in *Incomplete) text() string {
-	s := "evidence may be incomplete: " + strconv.FormatUint(in.Lost, 10) + " events lost"
-	if !in.From.IsZero() && !in.From.Equal(in.To) {
-		s += " between " + clock(in.From) + " and " + clock(in.To)
-	} else {
-		s += " by " + clock(in.To)
-	}
-	return s
 }
 
 func minTime(a, b time.Time) time.Time {

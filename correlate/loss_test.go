@@ -1,13 +1,13 @@
 package correlate_test
 
 import (
+	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/procfs"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/event"
-	"github.com/mntleak/mntleak/procfs"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // TestLostEvidence: a finding whose evidence window overlaps a loss says
@@ -58,7 +58,7 @@ func TestLostEvidence(t *testing.T) {
 			w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "/init.scope")}, map[uint32]string{hostNS: hostTable})
 			tt.run(w)
 			f := w.only()
-			if f.Cause != correlate.CausePrivateTmp {
+			if f.Cause != finding.CausePrivateTmp {
 				t.Fatalf("cause %s, want private-tmp: %s", f.Cause, f.Line())
 			}
 			switch {

@@ -4,10 +4,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mntleak/mntleak/procfs"
 	"golang.org/x/sys/unix"
 
-	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/procfs"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // An umount2 EINVAL ("not a mount point here") is explained by another
@@ -83,7 +83,7 @@ func TestDoubleUnmount(t *testing.T) {
 			w.send(exitEv(21, "true", other))
 			w.proc.tables[hostNS] = hostWithoutVol
 			w.send(umountEv(40, "dockerd", hostNS, "/srv/vol", 0))
-			if len(w.findings) != 1 || w.findings[0].Kind != correlate.KindLeak {
+			if len(w.findings) != 1 || w.findings[0].Kind != finding.KindLeak {
 				t.Fatalf("%d findings after the first unmount, want the leak", len(w.findings))
 			}
 			if tt.second != hostNS {

@@ -4,6 +4,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // prevention is how to keep such a copy from staying: a namespace that is
@@ -22,11 +23,11 @@ func (c *Correlator) prevention(a *analysis, m match) (string, *event.Event) {
 	if m.mount != nil && m.table != nil {
 		if parent := m.table.Parent(m.mount); parent != nil && IsPrivate(parent) {
 			if ev := c.madePrivate(m.ns, parent.Mountpoint); ev != nil {
-				enter := "nsenter into " + nsName(m.ns.Ino) + " and run"
+				enter := "nsenter into " + finding.NSName(m.ns.Ino) + " and run"
 				if ms := m.ns.Members(); len(ms) > 0 {
 					enter = "nsenter -t " + itoa(ms[0].PID) + " -m"
 				}
-				return parent.Mountpoint + " was made private in " + nsName(m.ns.Ino) + " after the namespace was copied as a slave: " +
+				return parent.Mountpoint + " was made private in " + finding.NSName(m.ns.Ino) + " after the namespace was copied as a slave: " +
 					"no unmount reaches the copies below it; keep it a slave there (" + enter + " mount --make-rslave " + parent.Mountpoint + ")", ev
 			}
 		}
@@ -41,7 +42,7 @@ func (c *Correlator) prevention(a *analysis, m match) (string, *event.Event) {
 			where = pm.Mountpoint
 		}
 	}
-	return nsName(m.ns.Ino) + " is already a slave: the unmount did not reach it because " + where + " is private in " +
+	return finding.NSName(m.ns.Ino) + " is already a slave: the unmount did not reach it because " + where + " is private in " +
 		c.label(a.caller) + "; make it shared there (mount --make-rshared " + where + ") before such namespaces are created", nil
 }
 
@@ -66,7 +67,7 @@ func (c *Correlator) madePrivate(n *Namespace, p string) *event.Event {
 		case event.KindMountSetattr:
 			target, prop, rec = ev.Path, ev.Propagation, ev.Flags&unix.AT_RECURSIVE != 0
 		}
-		if prop == 0 || !(target == p || (rec && under(p, target))) {
+		if prop == 0 || !(target == p || (rec && Under(p, target))) {
 			continue
 		}
 		switch {

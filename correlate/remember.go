@@ -96,16 +96,3 @@ func (c *Correlator) forgetGeneration(n *Namespace) {
 	c.lineage.retire(n, c.now)
 	c.ledger.DropHistory(func(ev *event.Event) bool { return ev.MntNS == n.Ino && ev.MonoNS <= c.lastRemembered })
 }
-
-// NewNamespace returns, for an event that created a mount namespace (an
-// unshare, a CLONE_NEWNS child), a process in it and its inode: the
-// namespace's birth id is read through that process when the event arrives.
-func NewNamespace(ev *event.Event) (pid int, ino uint32) {
-	switch {
-	case ev.Kind == event.KindUnshare && ev.Ret == 0 && ev.MntNSAfter != ev.MntNSBefore:
-		return int(ev.PID), ev.MntNSAfter
-	case ev.Kind == event.KindNewNSFork:
-		return int(ev.ChildPID), ev.ChildMntNS
-	}
-	return 0, 0
-}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
 )
 
@@ -39,7 +40,7 @@ func TestLeakOfAMountFromBeforeARestart(t *testing.T) {
 			w := &world{t: t, now: first.now, proc: first.proc}
 			w.proc.procs = append(w.proc.procs, proc(700, "agent", holderNS, ""))
 			w.proc.tables[holderNS] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"
-			w.c = correlate.New(w.proc, correlate.Options{LeakSettle: -1}, func(f *correlate.Finding) { w.findings = append(w.findings, f) })
+			w.c = correlate.New(w.proc, correlate.Options{LeakSettle: -1}, func(f *finding.Finding) { w.findings = append(w.findings, f) })
 			for _, ev := range remembered {
 				w.c.Remember(ev)
 			}
@@ -50,7 +51,7 @@ func TestLeakOfAMountFromBeforeARestart(t *testing.T) {
 			w.proc.tables[hostNS] = hostWithoutVol
 			w.send(umountEv(400, "kubelet", hostNS, "/srv/vol", 0))
 			f := w.only()
-			if f.Kind != correlate.KindLeak || f.Object.Path != "/srv/vol" || len(f.Holders) != 1 {
+			if f.Kind != finding.KindLeak || f.Object.Path != "/srv/vol" || len(f.Holders) != 1 {
 				t.Fatalf("want one leak of /srv/vol with one holder: %s", f.Line())
 			}
 			if h := f.Holders[0]; h.MntNS != holderNS || h.Where != "/srv/vol" {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mntleak/mntleak/attribution"
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
 	"github.com/mntleak/mntleak/stream"
 )
@@ -20,14 +21,14 @@ import (
 // findings are the ones the live daemon reached. A recording whose last
 // line is cut short is replayed up to it, and the *stream.TruncatedError
 // returned after the findings.
-func Replay(r io.Reader, name string, emit func(*Finding)) error {
+func Replay(r io.Reader, name string, emit func(*finding.Finding)) error {
 	return ReplayWith(r, name, emit, nil)
 }
 
 // ReplayWith is Replay that hands the stream's attribution lines to
 // attrib (nil: ignored), all of them before the first finding is emitted:
 // the caller fills the findings from them (package enrich).
-func ReplayWith(r io.Reader, name string, emit func(*Finding), attrib func(*attribution.Record)) error {
+func ReplayWith(r io.Reader, name string, emit func(*finding.Finding), attrib func(*attribution.Record)) error {
 	type step struct {
 		ev      *event.Event
 		answers []*procfs.Record

@@ -1,52 +1,36 @@
 package correlate
 
-// rule is one row of the cause table: the cause it concludes, the evidence
-// it needs to conclude it, the fix it gives, and the check that reads the
-// evidence and writes the verdict (summary, evidence items, exact fix).
+import "github.com/mntleak/mntleak/finding"
+
+// rule is one row of the engine's rule table: the cause it concludes and
+// the check that reads the evidence and writes the verdict (summary,
+// evidence items, exact fix). What the cause is, the evidence it needs and
+// its fix in words, whether it is a leak and whether release may act on
+// it, is the cause's row of package finding's cause table
+// (finding.Cause.Info): docs/causes.md is written from it.
 type rule struct {
-	cause Cause
-	needs string // the evidence the rule reads, in words
-	fix   string // the fix it gives, in words (the verdict has the exact text)
+	cause finding.Cause
 	try   func(c *Correlator, a *analysis, m match) (verdict, bool)
 }
 
-// causeRules is the cause table, read top to bottom: the first rule whose
+// causeRules is the rule table, read top to bottom: the first rule whose
 // evidence is there decides a holding's cause. The order is also the rank
 // of the causes: among several holdings of one failure, the finding leads
-// with the one whose rule comes first. Every cause is concluded by exactly
-// one row; the last row always matches.
+// with the one whose rule comes first. It is the order the causes are
+// declared in (TestCauseTable). Every cause is concluded by exactly one
+// row, in its own file rule_<slug>.go; the last row always matches.
 func causeRules() []rule {
 	return []rule{
-		{CauseStaleBind, "a mount or move_mount that failed with ENOENT; the source is a mount in the caller's namespace (or the one it was copied from) whose root mountinfo shows as //deleted",
-			"unmount the stale bind and bind the current file again; prefer whole-volume ConfigMap mounts over subPath",
-			(*Correlator).staleBindRule},
-		{CauseBusyCopy, "an umount2 that failed with EBUSY (or why/release asked where the caller has it mounted, of a copy that is a peer or slave of the caller's mount); a copy in another namespace, and a process whose cwd, root, fd or mapping lies in it",
-			"stop that process or move it off the copy, then retry (or unmount lazily)",
-			(*Correlator).busyCopyRule},
-		{CauseSharedPropagation, "the object is mounted in the caller's namespace in a shared or slave peer group; a successful mount of it made in another namespace",
-			"unmount it where it was mounted; HostToContainer instead of Bidirectional",
-			(*Correlator).sharedPropagationRule},
-		{CauseInUse, "the object is mounted or busy in the caller's own namespace (its own cwd, or a process there)",
-			"cd out / stop the processes there / unmount it first, then retry",
-			(*Correlator).inUseRule},
-		{CausePrivateTmp, "the holder namespace's /tmp is a bind of /tmp/systemd-private-*-UNIT-*/tmp",
-			"restart UNIT; keep the mounts shared or slave, or start UNIT before the containers",
-			(*Correlator).privateTmp},
-		{CauseRprivateBind, "the copy lies under a private bind in the holder whose source is a directory of the namespace it came from (a container's hostPath); the rbind and make-private events when traced",
-			"mountPropagation HostToContainer (docker -v SRC:DST:rslave); restart the container",
-			(*Correlator).rprivateBind},
-		{CauseMountflagsRestart, "the caller runs in a namespace its daemon made by unshare; the holder is an older namespace made by the same daemon (creator or past member), created before the caller's",
-			"remove MountFlags=slave from the daemon's unit; nsenter -t SURVIVOR -m umount PATH",
-			(*Correlator).mountflagsRestart},
-		{CausePrivateParent, "the copy's parent mount is private in the holder; the parent namespace made it private (mount MS_PRIVATE or mount_setattr) before the holder was copied",
-			"keep the parent shared or slave before namespaces are copied; restart the holder's processes",
-			(*Correlator).privateParent},
-		{CauseUnshare, "the holder namespace's creator is known: its unshare/clone event, or its oldest process from /proc",
-			"restart the creator and the processes in the namespace; create namespaces with slave propagation",
-			(*Correlator).unshareRule},
-		{CauseUnknown, "nothing more than the copy itself",
-			"nsenter into the namespace and unmount the copy",
-			(*Correlator).unknownRule},
+		{finding.CauseStaleBind, (*Correlator).ruleStaleBind},
+		{finding.CauseBusyCopy, (*Correlator).ruleBusyCopy},
+		{finding.CauseSharedPropagation, (*Correlator).ruleSharedPropagation},
+		{finding.CauseInUse, (*Correlator).ruleInUse},
+		{finding.CausePrivateTmp, (*Correlator).rulePrivateTmp},
+		{finding.CauseRprivateBind, (*Correlator).ruleRprivateBind},
+		{finding.CauseMountflagsRestart, (*Correlator).ruleMountflagsRestart},
+		{finding.CausePrivateParent, (*Correlator).rulePrivateParent},
+		{finding.CauseUnshare, (*Correlator).ruleUnshare},
+		{finding.CauseUnknown, (*Correlator).ruleUnknown},
 	}
 }
 
@@ -60,11 +44,11 @@ func (c *Correlator) classify(a *analysis, m match) verdict {
 		}
 	}
 	// The last rule always matches; reaching here is a broken table.
-	return verdict{cause: CauseUnknown, summary: nsName(m.ns.Ino) + " holds a copy"}
+	return verdict{cause: finding.CauseUnknown, summary: finding.NSName(m.ns.Ino) + " holds a copy"}
 }
 
 // rankOf is a cause's position in the table: lower is more specific.
-func (c *Correlator) rankOf(cause Cause) int {
+func (c *Correlator) rankOf(cause finding.Cause) int {
 	for i, r := range c.rules {
 		if r.cause == cause {
 			return i

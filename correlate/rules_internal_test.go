@@ -1,8 +1,6 @@
 package correlate
 
 import (
-	"flag"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -11,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
 )
 
@@ -22,7 +21,7 @@ type ruleWorld struct {
 	self    bool   // the holding is the caller's own namespace
 	where   string // where the holder has the copy; default /srv/vol
 	trigger *event.Event
-	pins    []PinRef
+	pins    []finding.PinRef
 	history []*event.Event
 	setup   func(c *Correlator, holder *Namespace)
 	// asked: the trigger is a question (why, release) asked where the
@@ -44,7 +43,7 @@ func failing(kind event.Kind, errno unix.Errno, path string) *event.Event {
 
 func (w ruleWorld) run(t *testing.T, try func(*Correlator, *analysis, match) (verdict, bool)) (verdict, bool) {
 	t.Helper()
-	c := New(noCommands{}, Options{}, func(*Finding) {})
+	c := New(noCommands{}, Options{}, func(*finding.Finding) {})
 	c.hostNS = 1
 	c.lineage.Created(1, 0, OriginPredates, Member{PID: 1, Comm: "init"}, nil)
 	ns := uint32(9)
@@ -73,7 +72,7 @@ func (w ruleWorld) run(t *testing.T, try func(*Correlator, *analysis, match) (ve
 	if trig == nil {
 		trig = failing(event.KindUmount, unix.EINVAL, "/srv/vol")
 	}
-	a := &analysis{trigger: trig, caller: trig.MntNS, pins: map[uint32][]PinRef{ns: w.pins}}
+	a := &analysis{trigger: trig, caller: trig.MntNS, pins: map[uint32][]finding.PinRef{ns: w.pins}}
 	if w.asked {
 		a.trigger = &event.Event{Kind: event.KindFailure, SyscallNr: -1, Syscall: "why", MntNS: 1, Time: t0.Add(time.Minute), Path: "/srv/vol"}
 		a.own = c.ledger.Table(1).At("/srv/vol")
@@ -103,56 +102,56 @@ func TestCauseRules(t *testing.T) {
 	}
 	busyUmount := failing(event.KindUmount, unix.EBUSY, "/srv/vol")
 	stale := failing(event.KindMount, unix.ENOENT, "/srv/vol")
-	pin := []PinRef{{ProcRef: ProcRef{PID: 77, Comm: "sleep"}, MntNS: 9, Pin: "cwd", Path: "/srv/vol"}}
+	pin := []finding.PinRef{{ProcRef: finding.ProcRef{PID: 77, Comm: "sleep"}, MntNS: 9, Pin: "cwd", Path: "/srv/vol"}}
 	privParent := &event.Event{Kind: event.KindMount, PID: 60, Comm: "mount", MntNS: 1, Time: t0.Add(-time.Minute), Target: "/srv", Flags: unix.MS_PRIVATE}
 	tests := []struct {
-		cause    Cause
+		cause    finding.Cause
 		match    ruleWorld
 		miss     ruleWorld
 		contains string // in the summary of the match
 	}{
-		{CauseStaleBind,
+		{finding.CauseStaleBind,
 			ruleWorld{self: true, trigger: stale, caller: "1 0 254:0 / / rw - ext4 /dev/vda rw\n2 1 254:0 /cm/key//deleted /srv/vol rw - ext4 /dev/vda rw\n"},
 			ruleWorld{self: true, trigger: stale}, // the source is there
 			"which has since been deleted"},
-		{CauseBusyCopy,
+		{finding.CauseBusyCopy,
 			ruleWorld{holder: privateHolder, trigger: busyUmount, pins: pin},
 			ruleWorld{holder: privateHolder, trigger: busyUmount}, // nothing pins the copy
 			"which is busy: sleep[77] (cwd /srv/vol)"},
-		{CauseSharedPropagation,
+		{finding.CauseSharedPropagation,
 			ruleWorld{self: true, history: []*event.Event{{Kind: event.KindMount, PID: 40, Comm: "mount", MntNS: 9, Time: t0, Source: "/dev/loop0", Target: "/srv/vol"}}},
 			ruleWorld{self: true, history: []*event.Event{{Kind: event.KindMount, PID: 40, Comm: "mount", MntNS: 1, Time: t0, Source: "/dev/loop0", Target: "/srv/vol"}}}, // mounted here
 			"propagated to /srv/vol here"},
-		{CauseInUse,
+		{finding.CauseInUse,
 			ruleWorld{self: true},
 			ruleWorld{holder: privateHolder}, // another namespace's copy
 			"not a leak"},
-		{CausePrivateTmp,
+		{finding.CausePrivateTmp,
 			ruleWorld{holder: privateHolder + "3 1 254:0 /tmp/systemd-private-0123456789abcdef0123456789abcdef-ntpd.service-AbCdEf/tmp /tmp rw - ext4 /dev/vda rw\n"},
 			ruleWorld{holder: privateHolder + "3 1 254:0 /tmp/other/tmp /tmp rw - ext4 /dev/vda rw\n"},
 			"PrivateTmp namespace of ntpd.service"},
-		{CauseRprivateBind,
+		{finding.CauseRprivateBind,
 			ruleWorld{where: "/host/srv/vol", holder: "1 0 254:0 / / rw - ext4 /dev/vda rw\n2 1 254:0 / /host rw - ext4 /dev/vda rw\n3 2 7:0 / /host/srv/vol rw - ext4 /dev/loop0 rw\n"},
 			ruleWorld{where: "/host/srv/vol", holder: "1 0 254:0 / / rw - ext4 /dev/vda rw\n2 1 254:0 / /host rw master:1 - ext4 /dev/vda rw\n3 2 7:0 / /host/srv/vol rw master:5 - ext4 /dev/loop0 rw\n"}, // rslave
 			"leaked by a private recursive bind of / at /host"},
-		{CauseMountflagsRestart,
+		{finding.CauseMountflagsRestart,
 			ruleWorld{holder: privateHolder, setup: restarted, trigger: &event.Event{Kind: event.KindUmount, PID: 91, Comm: "dockerd", MntNS: 12, Ret: -int64(unix.EINVAL), Time: t0.Add(time.Minute), Target: "/srv/vol"}},
 			ruleWorld{holder: privateHolder, setup: unshared}, // the caller is the host
 			"was restarted into a new namespace"},
-		{CausePrivateParent,
+		{finding.CausePrivateParent,
 			ruleWorld{holder: "1 0 254:0 / / rw - ext4 /dev/vda rw\n5 1 254:0 /srv /srv rw - ext4 /dev/vda rw\n2 5 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n", setup: unshared, history: []*event.Event{privParent}},
 			ruleWorld{holder: "1 0 254:0 / / rw - ext4 /dev/vda rw\n5 1 254:0 /srv /srv rw - ext4 /dev/vda rw\n2 5 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n", setup: unshared}, // no one made it private
 			"made /srv private"},
-		{CauseUnshare,
+		{finding.CauseUnshare,
 			ruleWorld{holder: privateHolder, setup: unshared},
 			ruleWorld{holder: privateHolder}, // no creator known
 			"was created by unshare[70] (unshare)"},
-		{CauseUnknown,
+		{finding.CauseUnknown,
 			ruleWorld{holder: privateHolder},
 			ruleWorld{}, // the last rule always matches: no miss
 			"holds a copy"},
 	}
-	c := New(nil, Options{}, func(*Finding) {})
+	c := New(nil, Options{}, func(*finding.Finding) {})
 	if len(tests) != len(c.rules) {
 		t.Fatalf("%d rules tested, the table has %d", len(tests), len(c.rules))
 	}
@@ -162,14 +161,14 @@ func TestCauseRules(t *testing.T) {
 			if r.cause != tt.cause {
 				t.Fatalf("rule %d concludes %s, want %s (the table's order)", i, r.cause, tt.cause)
 			}
-			if r.needs == "" || r.fix == "" {
+			if info := r.cause.Info(); info.Needs == "" || info.Fix == "" {
 				t.Errorf("rule %s does not say what it needs or its fix", r.cause)
 			}
 			v, ok := tt.match.run(t, r.try)
 			if !ok || !strings.Contains(v.summary, tt.contains) || v.fix == "" {
 				t.Errorf("on its evidence: matched %v, summary %q fix %q; want %q in the summary", ok, v.summary, v.fix, tt.contains)
 			}
-			if tt.cause == CauseUnknown {
+			if tt.cause == finding.CauseUnknown {
 				return
 			}
 			if v, ok := tt.miss.run(t, r.try); ok {
@@ -184,11 +183,16 @@ type noCommands struct{ procfs.Proc }
 
 func (noCommands) Command(int) (procfs.Command, error) { return procfs.Command{}, os.ErrNotExist }
 
-// The table: every cause once, the last row catches all.
+// The table: every cause once, in the order the causes are declared (the
+// cause table's, finding.Causes), the last row catches all.
 func TestCauseTable(t *testing.T) {
-	c := New(nil, Options{}, func(*Finding) {})
-	seen := map[Cause]int{}
+	c := New(nil, Options{}, func(*finding.Finding) {})
+	seen := map[finding.Cause]int{}
+	causes := finding.Causes()
 	for i, r := range c.rules {
+		if i >= len(causes) || r.cause != causes[i] {
+			t.Errorf("rule %d concludes %s: the rules are not in the causes' order %v", i, r.cause, causes)
+		}
 		if prev, ok := seen[r.cause]; ok {
 			t.Errorf("%s concluded by rules %d and %d", r.cause, prev, i)
 		}
@@ -197,45 +201,13 @@ func TestCauseTable(t *testing.T) {
 			t.Errorf("rank of %s = %d, want its row %d", r.cause, c.rankOf(r.cause), i)
 		}
 	}
-	for _, cause := range Causes() {
+	for _, cause := range finding.Causes() {
 		if _, ok := seen[cause]; !ok {
 			t.Errorf("no rule concludes %s", cause)
 		}
 	}
-	if last := c.rules[len(c.rules)-1].cause; last != CauseUnknown {
+	if last := c.rules[len(c.rules)-1].cause; last != finding.CauseUnknown {
 		t.Errorf("last rule %s, want unknown", last)
-	}
-}
-
-// docs/causes.md is the cause table as users read it, written from the
-// table itself (go test ./correlate -run TestCausesDoc -update).
-func TestCausesDoc(t *testing.T) {
-	c := New(nil, Options{}, func(*Finding) {})
-	var b strings.Builder
-	b.WriteString("# Causes\n\n<!-- generated by go test ./correlate -run TestCausesDoc -update, from correlate/rules.go -->\n\n")
-	b.WriteString("mntleak decides a holding's cause with one table, read top to bottom: the first rule whose evidence is there\n" +
-		"wins, and among several holdings of one failure the finding leads with the one whose rule comes first.\n" +
-		"Every finding line ends its summary with `[cause: SLUG]`.\n\n")
-	b.WriteString("| # | cause | leak | evidence it needs | fix |\n|---|---|---|---|---|\n")
-	for i, r := range c.rules {
-		leak := "no"
-		if r.cause.IsLeak() {
-			leak = "yes"
-		}
-		fmt.Fprintf(&b, "| %d | `%s` | %s | %s | %s |\n", i+1, r.cause, leak, r.needs, r.fix)
-	}
-	const doc = "../docs/causes.md"
-	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
-		if err := os.WriteFile(doc, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, err := os.ReadFile(doc)
-	if err != nil {
-		t.Fatalf("%v (go test ./correlate -run TestCausesDoc -update writes it)", err)
-	}
-	if string(got) != b.String() {
-		t.Errorf("%s is not the cause table (go test ./correlate -run TestCausesDoc -update)", doc)
 	}
 }
 
@@ -254,7 +226,7 @@ func TestMadeBy(t *testing.T) {
 		{"/system.slice/ntpd.service", "", false, "ntpd.service"},
 		{"/", "", false, ""},
 	}
-	c := New(nil, Options{}, func(*Finding) {})
+	c := New(nil, Options{}, func(*finding.Finding) {})
 	for _, tt := range tests {
 		n := &Namespace{Ino: 9, Creator: Member{PID: 1, Cgroup: tt.cgroup}, members: map[int]*Member{}}
 		if pod, docker, unit := c.madeBy(match{ns: n}); pod != tt.pod || docker != tt.docker || unit != tt.unit {
@@ -268,7 +240,7 @@ func TestMadeBy(t *testing.T) {
 // in (busy-copy); a private copy it would not reach, and a copy nobody
 // pins is no reason for the unmount to fail.
 func TestBusyCopyAsked(t *testing.T) {
-	pin := []PinRef{{ProcRef: ProcRef{PID: 77, Comm: "sleep"}, MntNS: 9, Pin: "cwd", Path: "/srv/vol"}}
+	pin := []finding.PinRef{{ProcRef: finding.ProcRef{PID: 77, Comm: "sleep"}, MntNS: 9, Pin: "cwd", Path: "/srv/vol"}}
 	slave := "1 0 254:0 / / rw master:1 - ext4 /dev/vda rw\n2 1 7:0 / /srv/vol rw master:5 - ext4 /dev/loop0 rw\n"
 	peer := "1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw\n2 1 7:0 / /srv/vol rw shared:5 - ext4 /dev/loop0 rw\n"
 	otherGroup := "1 0 254:0 / / rw master:1 - ext4 /dev/vda rw\n2 1 7:0 / /srv/vol rw master:6 - ext4 /dev/loop0 rw\n"
@@ -285,7 +257,7 @@ func TestBusyCopyAsked(t *testing.T) {
 		{"not asked", ruleWorld{pins: pin, holder: slave}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			v, ok := tt.w.run(t, (*Correlator).busyCopyRule)
+			v, ok := tt.w.run(t, (*Correlator).ruleBusyCopy)
 			if ok != tt.want || (ok && !strings.Contains(v.summary, "an unmount of /srv/vol here propagates to the copy in mnt:[9]")) {
 				t.Errorf("matched %v (%q), want %v", ok, v.summary, tt.want)
 			}

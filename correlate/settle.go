@@ -9,6 +9,7 @@ import (
 	"github.com/moby/sys/mountinfo"
 
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
 )
 
@@ -16,7 +17,7 @@ import (
 // has settled if a copy is still there.
 type pendingLeak struct {
 	ev       *event.Event // the unmount
-	obj      Object
+	obj      finding.Object
 	id       identity
 	matches  []match  // the copies found right after the unmount
 	missing  []string // what could not be read then
@@ -211,7 +212,7 @@ func (c *Correlator) confirmLeak(p *pendingLeak, reread, failed bool) *leakRecor
 	}
 	still = append(still, c.mountedElsewhere(p, still)...)
 	found, pinErr := c.pinsFor(p.id, still, 0)
-	pins := map[uint32][]PinRef{}
+	pins := map[uint32][]finding.PinRef{}
 	for ns, refs := range found {
 		if holders[ns] {
 			pins[ns] = refs
@@ -241,7 +242,7 @@ func (c *Correlator) confirmLeak(p *pendingLeak, reread, failed bool) *leakRecor
 		return nil
 	}
 	a := &analysis{trigger: p.ev, leak: true, caller: p.ev.MntNS, id: p.id, pins: pins}
-	f := c.finding(KindLeak, p.ev, p.obj, a, still)
+	f := c.finding(finding.KindLeak, p.ev, p.obj, a, still)
 	f.Missing = append(f.Missing, missing...)
 	if pinErr != nil {
 		f.Missing = append(f.Missing, "the processes that pin it: "+pinErr.Error())
@@ -264,7 +265,7 @@ func (c *Correlator) confirmLeak(p *pendingLeak, reread, failed bool) *leakRecor
 // mapping on it (a file opened through /proc/HOLDER/root before the holder
 // exited) reaches it through that copy, wherever the process runs. An open
 // of the device itself (blockdev-fd) is no copy's.
-func (c *Correlator) pinsOfCopiesInNoTable(p *pendingLeak, found map[uint32][]PinRef, holders map[uint32]bool, still []match) map[uint32][]PinRef {
+func (c *Correlator) pinsOfCopiesInNoTable(p *pendingLeak, found map[uint32][]finding.PinRef, holders map[uint32]bool, still []match) map[uint32][]finding.PinRef {
 	gone := false
 	for _, m := range p.matches {
 		gone = gone || !hasMatchIn(still, m.ns.Ino)
@@ -272,7 +273,7 @@ func (c *Correlator) pinsOfCopiesInNoTable(p *pendingLeak, found map[uint32][]Pi
 	if !gone || p.id.dev == 0 || c.deviceMounted(p.id.dev) {
 		return nil
 	}
-	out := map[uint32][]PinRef{}
+	out := map[uint32][]finding.PinRef{}
 	for ns, refs := range found {
 		if holders[ns] {
 			continue

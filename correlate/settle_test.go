@@ -9,6 +9,7 @@ import (
 
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
 )
 
@@ -24,21 +25,21 @@ func TestLeakSettles(t *testing.T) {
 		pinned   bool // the holder's process keeps the copy busy (its cwd)
 		pinsErr  error
 		then     func(w *world)
-		want     []correlate.FindingKind
+		want     []finding.FindingKind
 	}{
 		{"the copy is detached a moment later", true, false, nil, func(w *world) { w.send(exitEv(90, "true", hostNS)) }, nil},
-		{"the copy stays", false, false, nil, func(w *world) { w.send(exitEv(90, "true", hostNS)) }, []correlate.FindingKind{correlate.KindLeak}},
+		{"the copy stays", false, false, nil, func(w *world) { w.send(exitEv(90, "true", hostNS)) }, []finding.FindingKind{finding.KindLeak}},
 		{"a failure on it before the teardown settled", false, false, nil, func(w *world) {
 			w.send(failEv(50, "mkfs.ext4", hostNS, 257, "/dev/loop0", int64(unix.EBUSY)))
-		}, []correlate.FindingKind{correlate.KindLeak, correlate.KindFailure}},
-		{"the events end before it settled", false, false, nil, func(w *world) { w.c.Flush() }, []correlate.FindingKind{correlate.KindLeak}},
+		}, []finding.FindingKind{finding.KindLeak, finding.KindFailure}},
+		{"the events end before it settled", false, false, nil, func(w *world) { w.c.Flush() }, []finding.FindingKind{finding.KindLeak}},
 		{"the events end, the copy detached", true, false, nil, func(w *world) { w.c.Flush() }, nil},
 		{"the copy is detached, a process keeps it busy", true, true, nil, func(w *world) { w.send(exitEv(90, "true", hostNS)) },
-			[]correlate.FindingKind{correlate.KindLeak}},
+			[]finding.FindingKind{finding.KindLeak}},
 		// Even root cannot read every process (this machine's PID 1): the
 		// pins of the others still count.
 		{"the copy is detached, a process keeps it busy, another cannot be read", true, true, &procfs.UnreadableError{Processes: 1},
-			func(w *world) { w.send(exitEv(90, "true", hostNS)) }, []correlate.FindingKind{correlate.KindLeak}},
+			func(w *world) { w.send(exitEv(90, "true", hostNS)) }, []finding.FindingKind{finding.KindLeak}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,11 +96,11 @@ func TestOneLeakPerTeardown(t *testing.T) {
 		t.Fatalf("%d findings, want one leak and the failure", len(w.findings))
 	}
 	leak, fail := w.findings[0], w.findings[1]
-	if leak.Kind != correlate.KindLeak || len(leak.Others) != 1 || leak.Others[0].Path != "/srv/rootfs" ||
+	if leak.Kind != finding.KindLeak || len(leak.Others) != 1 || leak.Others[0].Path != "/srv/rootfs" ||
 		!strings.Contains(leak.Line(), "LEAK /srv/vol (7:0) and 1 more of the same teardown (/srv/rootfs (0:50)) unmounted by containerd[40]") {
 		t.Errorf("want one leak naming /srv/vol and /srv/rootfs: %s", leak.Line())
 	}
-	if fail.Kind != correlate.KindFailure || fail.Leak == nil {
+	if fail.Kind != finding.KindFailure || fail.Leak == nil {
 		t.Errorf("the failure does not link to the leak: %s", fail.Line())
 	}
 }
@@ -144,7 +145,7 @@ func TestLeakDetachedBeforeItsUnmountIsRead(t *testing.T) {
 				}
 				t.Fatalf("%d findings, want %d", len(w.findings), tc.want)
 			}
-			if tc.want == 1 && (w.findings[0].Kind != correlate.KindLeak || len(w.findings[0].Holders) != 1 || !w.findings[0].Holders[0].Detached) {
+			if tc.want == 1 && (w.findings[0].Kind != finding.KindLeak || len(w.findings[0].Holders) != 1 || !w.findings[0].Holders[0].Detached) {
 				t.Errorf("want a leak with the detached copy as its holder: %s", w.findings[0].Line())
 			}
 		})

@@ -35,7 +35,7 @@ func TestStaleBindRuleCalls(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v, ok := ruleWorld{self: true, trigger: tt.trigger, caller: staleTable}.run(t, (*Correlator).staleBindRule)
+			v, ok := ruleWorld{self: true, trigger: tt.trigger, caller: staleTable}.run(t, (*Correlator).ruleStaleBind)
 			if ok != tt.stale {
 				t.Fatalf("stale bind %v (%q), want %v", ok, v.summary, tt.stale)
 			}

@@ -4,10 +4,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mntleak/mntleak/procfs"
 	"golang.org/x/sys/unix"
 
-	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/procfs"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // TestStaleBindSeenFromTheParent: runc's init, in the container's new
@@ -30,7 +30,7 @@ func TestStaleBindSeenFromTheParent(t *testing.T) {
 	w.proc.tables[hostNS] = bind("/pods/x/volumes/cfg/extra.ini//deleted") // the ConfigMap was updated
 	w.send(mountEv(1300, "runc", containerNS, src, "/rootfs/etc/extra.ini", "", unix.MS_BIND, -int64(unix.ENOENT)))
 	f := w.only()
-	if f.Kind != correlate.KindFailure || f.Cause != correlate.CauseStaleBind || len(f.Holders) != 1 {
+	if f.Kind != finding.KindFailure || f.Cause != finding.CauseStaleBind || len(f.Holders) != 1 {
 		t.Fatalf("want one stale-bind failure: %s", f.Line())
 	}
 	if h := f.Holders[0]; h.MntNS != hostNS || h.Self || h.Where != src {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
 )
 
@@ -43,7 +44,7 @@ func TestLeakLeadsWithThePodVolume(t *testing.T) {
 		t.Fatalf("%d findings, want one leak", len(w.findings))
 	}
 	f := w.findings[0]
-	if f.Kind != correlate.KindLeak || f.Object.Path != vol || len(f.Others) != 2 || f.Others[0].Path != rootfs || f.Others[1].Path != shm {
+	if f.Kind != finding.KindLeak || f.Object.Path != vol || len(f.Others) != 2 || f.Others[0].Path != rootfs || f.Others[1].Path != shm {
 		t.Errorf("want a leak leading with %s, then %s and %s:\n%s", vol, rootfs, shm, f.Line())
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // TestTeardownSettlesAfterItsLastUnmount: an event that comes between the
@@ -20,9 +20,9 @@ func TestTeardownSettlesAfterItsLastUnmount(t *testing.T) {
 	w.send(exitEv(22, "true", hostNS))
 	w.now = w.now.Add(time.Second)
 	w.send(exitEv(23, "true", hostNS))
-	var leaks []*correlate.Finding
+	var leaks []*finding.Finding
 	for _, f := range w.findings {
-		if f.Kind == correlate.KindLeak {
+		if f.Kind == finding.KindLeak {
 			leaks = append(leaks, f)
 		}
 	}

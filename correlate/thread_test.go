@@ -7,6 +7,7 @@ import (
 
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
 )
 
@@ -53,7 +54,7 @@ func TestThreadSetnsMakesNoMember(t *testing.T) {
 			f := w.only()
 			line := f.Line()
 			t.Log(line)
-			if f.Kind != correlate.KindLeak || f.Cause != correlate.CauseUnshare {
+			if f.Kind != finding.KindLeak || f.Cause != finding.CauseUnshare {
 				t.Errorf("%s finding, cause %q: want an unshare leak", f.Kind, f.Cause)
 			}
 			if !strings.Contains(line, tc.held) {

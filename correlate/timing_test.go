@@ -10,6 +10,7 @@ import (
 
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
 )
 
@@ -99,7 +100,7 @@ func TestRestartThroughAWrapper(t *testing.T) {
 	if len(w.findings) != 1 {
 		t.Fatalf("%d findings, want 1", len(w.findings))
 	}
-	if f := w.findings[0]; f.Cause != correlate.CauseMountflagsRestart || !strings.Contains(f.Line(), "dockerd was restarted") {
+	if f := w.findings[0]; f.Cause != finding.CauseMountflagsRestart || !strings.Contains(f.Line(), "dockerd was restarted") {
 		t.Errorf("cause %s, want mountflags-restart naming dockerd: %s", f.Cause, f.Line())
 	}
 }

@@ -1,10 +1,10 @@
 package correlate_test
 
 import (
+	"github.com/mntleak/mntleak/procfs"
 	"testing"
 
-	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/procfs"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // TestUnmountedObjectFromTheMountEvent: the correlator runs behind the
@@ -48,7 +48,7 @@ func TestUnmountedObjectFromTheMountEvent(t *testing.T) {
 				return
 			}
 			f := w.only()
-			if f.Kind != correlate.KindLeak || f.Object.Path != "/srv/vol" || f.Object.Dev.String() != "7:0" || len(f.Holders) != 1 {
+			if f.Kind != finding.KindLeak || f.Object.Path != "/srv/vol" || f.Object.Dev.String() != "7:0" || len(f.Holders) != 1 {
 				t.Fatalf("want one leak of /srv/vol (7:0) with one holder: %s", f.Line())
 			}
 			if h := f.Holders[0]; h.MntNS != holderNS || h.Where != "/srv/vol" {

@@ -3,10 +3,10 @@ package correlate_test
 import (
 	"testing"
 
+	"github.com/mntleak/mntleak/procfs"
 	"golang.org/x/sys/unix"
 
-	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/procfs"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // TestVanishedCopy: a namespace's private copy is gone from its table by
@@ -60,7 +60,7 @@ func TestVanishedCopy(t *testing.T) {
 				return
 			}
 			f := w.only()
-			if f.Kind != correlate.KindLeak || f.Object.Path != "/srv/vol" || len(f.Holders) != 1 {
+			if f.Kind != finding.KindLeak || f.Object.Path != "/srv/vol" || len(f.Holders) != 1 {
 				t.Fatalf("want one leak of /srv/vol with one holder: %s", f.Line())
 			}
 			if h := f.Holders[0]; h.MntNS != holderNS || h.Where != "/srv/vol" || !h.Detached {

@@ -6,11 +6,8 @@ import (
 	"time"
 
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 )
-
-// KindHeld is a finding made on demand (`mntleak why`): what holds an
-// object now, on a node where nothing failed in front of mntleak.
-const KindHeld FindingKind = "held"
 
 // Target is what `mntleak why` asks about: a path in mntleak's namespace
 // (a mountpoint, or a directory that fails to be removed), and/or a device.
@@ -32,7 +29,7 @@ type Target struct {
 // Why explains what holds a target now. Start must have taken the
 // snapshot (and Remember applied any persistent lineage first); now is the
 // time of the question. It returns nil when nothing holds the target.
-func (c *Correlator) Why(t Target, now time.Time) *Finding {
+func (c *Correlator) Why(t Target, now time.Time) *finding.Finding {
 	if now.After(c.now) {
 		c.now = now
 	}
@@ -45,7 +42,7 @@ func (c *Correlator) Why(t Target, now time.Time) *Finding {
 		return f
 	}
 	var id identity
-	obj := Object{Path: t.Path, Dev: t.Dev}
+	obj := finding.Object{Path: t.Path, Dev: t.Dev}
 	switch {
 	case t.Dev != 0 && t.Root != "":
 		id = identity{dev: t.Dev, root: t.Root, path: t.Path}
@@ -83,13 +80,13 @@ func (c *Correlator) Why(t Target, now time.Time) *Finding {
 		// alone had no holder, no cause and no fix.
 		return nil
 	}
-	f := c.finding(KindHeld, ev, obj, a, matches)
+	f := c.finding(finding.KindHeld, ev, obj, a, matches)
 	f.Missing = append(f.Missing, keptMissing...)
 	if pinErr != nil {
 		f.Missing = append(f.Missing, "the processes that pin it: "+pinErr.Error())
 	}
 	for i := range f.Holders {
-		f.Holders[i].Processes = slices.DeleteFunc(f.Holders[i].Processes, func(p ProcRef) bool { return t.Asker != 0 && p.PID == t.Asker })
+		f.Holders[i].Processes = slices.DeleteFunc(f.Holders[i].Processes, func(p finding.ProcRef) bool { return t.Asker != 0 && p.PID == t.Asker })
 	}
 	f.Evidence = f.Evidence[1:] // no call to cite
 	if !c.remembered {
@@ -102,7 +99,7 @@ func (c *Correlator) Why(t Target, now time.Time) *Finding {
 }
 
 // whyStale: a path that is a bind of a deleted file or directory.
-func (c *Correlator) whyStale(ev *event.Event) *Finding {
+func (c *Correlator) whyStale(ev *event.Event) *finding.Finding {
 	t := c.ledger.Table(ev.MntNS)
 	if t == nil || ev.Path == "" {
 		return nil
@@ -111,10 +108,10 @@ func (c *Correlator) whyStale(ev *event.Event) *Finding {
 	if m == nil || !strings.HasSuffix(m.Root, "//deleted") {
 		return nil
 	}
-	f := &Finding{
-		Kind: KindHeld, Time: ev.Time, Call: c.callOf(ev), Cause: CauseStaleBind, Inferred: c.bindOnto(ev.Path, ev.Time) == nil,
-		Object:  Object{Path: ev.Path, Dev: devOf(m), FSType: m.FSType, Root: m.Root},
-		Holders: []Holder{{MntNS: ev.MntNS, Self: true, Where: ev.Path, MountID: m.ID, Propagation: Propagation(m)}},
+	f := &finding.Finding{
+		Kind: finding.KindHeld, Time: ev.Time, Call: c.callOf(ev), Cause: finding.CauseStaleBind, Inferred: c.bindOnto(ev.Path, ev.Time) == nil,
+		Object:  finding.Object{Path: ev.Path, Dev: devOf(m), FSType: m.FSType, Root: m.Root},
+		Holders: []finding.Holder{{MntNS: ev.MntNS, Self: true, Where: ev.Path, MountID: m.ID, Propagation: Propagation(m)}},
 	}
 	f.Evidence = append(f.Evidence, factEvidence(mountFact(ev.MntNS, m)+": its source was deleted"))
 	if b := c.bindOnto(ev.Path, ev.Time); b != nil {
@@ -127,12 +124,12 @@ func (c *Correlator) whyStale(ev *event.Event) *Finding {
 
 // withoutPID drops the pins of process pid (0: none) and the namespaces
 // left with no pin.
-func withoutPID(pins map[uint32][]PinRef, pid int) map[uint32][]PinRef {
+func withoutPID(pins map[uint32][]finding.PinRef, pid int) map[uint32][]finding.PinRef {
 	if pid == 0 {
 		return pins
 	}
 	for ns, ps := range pins {
-		ps = slices.DeleteFunc(ps, func(p PinRef) bool { return p.PID == pid })
+		ps = slices.DeleteFunc(ps, func(p finding.PinRef) bool { return p.PID == pid })
 		if len(ps) == 0 {
 			delete(pins, ns)
 		} else {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
 )
 
@@ -32,7 +33,7 @@ func whyWorld(t *testing.T, remember bool) *correlate.Correlator {
 			hostNS: hostWithoutVol,
 			70:     "100 99 0:90 / / rw - overlay overlay rw\n101 100 254:0 / /host rw - ext4 /dev/vda rw\n102 101 7:0 / /host/srv/vol rw - ext4 /dev/loop0 rw\n",
 		}}
-	c := correlate.New(proc, correlate.Options{}, func(*correlate.Finding) {})
+	c := correlate.New(proc, correlate.Options{}, func(*finding.Finding) {})
 	if remember {
 		for _, ev := range history {
 			c.Remember(ev)
@@ -51,7 +52,7 @@ func TestWhyExplains(t *testing.T) {
 		if f == nil {
 			t.Fatal("nothing holds /dev/loop0")
 		}
-		if f.Kind != correlate.KindHeld || f.Cause != correlate.CauseRprivateBind || !holderNamed(f, "node_exporter") {
+		if f.Kind != finding.KindHeld || f.Cause != finding.CauseRprivateBind || !holderNamed(f, "node_exporter") {
 			t.Errorf("remember=%v: %s", remember, f.Line())
 		}
 		// From /proc alone the verdict is inferred; with the lineage it
@@ -66,39 +67,5 @@ func TestWhyExplains(t *testing.T) {
 	c := whyWorld(t, false)
 	if f := c.Why(correlate.Target{Path: "/etc"}, time.Now()); f != nil {
 		t.Errorf("/etc is held: %s", f.Line())
-	}
-}
-
-func TestAuditAndRisks(t *testing.T) {
-	c := whyWorld(t, false)
-	items := c.Audit("")
-	if len(items) != 1 || items[0].What != "block-device" || items[0].MntNS != 70 || items[0].Processes[0].Comm != "node_exporter" {
-		t.Errorf("audit %+v", items)
-	}
-	if got := c.Audit("/var/lib/other"); len(got) != 0 {
-		t.Errorf("audit below another prefix: %+v", got)
-	}
-	risks := c.Risks(correlate.RiskFacts{MayDetachMounts: 0, LiveRestore: true}, "")
-	var whats []string
-	for _, r := range risks {
-		whats = append(whats, r.What)
-	}
-	if strings.Join(whats, ",") != "may-detach-mounts,private-hostpath" {
-		t.Errorf("risks %v, want may-detach-mounts and private-hostpath", whats)
-	}
-	if r := c.Risks(correlate.RiskFacts{MayDetachMounts: -1}, "/nowhere"); len(r) != 0 {
-		t.Errorf("risks %+v with nothing risky in scope", r)
-	}
-	unit := correlate.UnitSetting{Unit: "docker.service", Setting: "MountFlags=slave", File: "/lib/systemd/system/docker.service"}
-	risks = c.Risks(correlate.RiskFacts{MayDetachMounts: -1, Units: []correlate.UnitSetting{unit}}, "")
-	if len(risks) != 2 || risks[0].What != "unit-mount-namespace" || risks[0].Where != unit.File ||
-		!strings.Contains(risks[0].Detail, "docker.service has MountFlags=slave") || !strings.Contains(risks[0].Fix, "remove MountFlags=slave from docker.service") {
-		t.Errorf("a runtime unit with a namespace of its own: %+v", risks)
-	}
-	if r := c.Risks(correlate.RiskFacts{MayDetachMounts: -1, Units: []correlate.UnitSetting{unit}}, "/nowhere"); len(r) != 0 {
-		t.Errorf("a unit reported below a path prefix: %+v", r)
-	}
-	if !correlate.LiveRestore(`{ "live-restore" : true }`, "") || !correlate.LiveRestore("", "dockerd --live-restore") || correlate.LiveRestore(`{"live-restore": false}`, "dockerd") {
-		t.Error("live-restore detection")
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
 )
 
@@ -145,7 +146,7 @@ type world struct {
 	t        *testing.T
 	proc     *fakeProc
 	c        *correlate.Correlator
-	findings []*correlate.Finding
+	findings []*finding.Finding
 	now      time.Time
 }
 
@@ -161,7 +162,7 @@ func newWorldOpts(t *testing.T, opts correlate.Options, procs []procfs.Process, 
 		opts.LeakSettle = -1 // leaks at once; TestLeakSettles covers the settling
 	}
 	w.proc = &fakeProc{procs: procs, tables: tables, host: hostNS, blocks: map[string]event.Dev{"/dev/loop0": event.MakeDev(7, 0)}}
-	w.c = correlate.New(w.proc, opts, func(f *correlate.Finding) { w.findings = append(w.findings, f) })
+	w.c = correlate.New(w.proc, opts, func(f *finding.Finding) { w.findings = append(w.findings, f) })
 	if err := w.c.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +223,7 @@ func failEv(pid int, comm string, ns uint32, nr int32, path string, errno int64)
 }
 
 // only returns the single finding, failing otherwise.
-func (w *world) only() *correlate.Finding {
+func (w *world) only() *finding.Finding {
 	w.t.Helper()
 	if len(w.findings) != 1 {
 		for _, f := range w.findings {

@@ -26,13 +26,13 @@ func TestBirthIDWhenTheCreatorLeft(t *testing.T) {
 	}
 	p := &pipeline{host: host, log: zap.NewNop()}
 	const gone = 1<<22 + 7 // above pid_max's default: no such process
-	if got := p.birthID(gone, h.MntNS); got != want {
+	if got := p.BirthID(gone, h.MntNS); got != want {
 		t.Errorf("birth id of mnt:[%d] whose creator %d is gone: %d, want %d (read through its process %d)", h.MntNS, gone, got, want, h.PID)
 	}
-	if got := p.birthID(h.PID, h.MntNS); got != want {
+	if got := p.BirthID(h.PID, h.MntNS); got != want {
 		t.Errorf("birth id of mnt:[%d] through its creator: %d, want %d", h.MntNS, got, want)
 	}
-	if got := p.birthID(gone, 1); got != 0 {
+	if got := p.BirthID(gone, 1); got != 0 {
 		t.Errorf("birth id of a namespace no process is in: %d, want 0", got)
 	}
 }

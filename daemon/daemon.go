@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/internal/logkey"
 	"github.com/mntleak/mntleak/metrics"
 	"github.com/mntleak/mntleak/procfs"
@@ -165,7 +166,7 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer, log *Log, reopen <-c
 // recorded with the events when there is a record, and every finding is
 // handed to submit (enriched, logged, counted and posted off the event
 // path: findings.go).
-func newCorrelator(p *pipeline, proc procfs.Proc, submit func(*correlate.Finding)) *correlate.Correlator {
+func newCorrelator(p *pipeline, proc procfs.Proc, submit func(*finding.Finding)) *correlate.Correlator {
 	if rec := p.sinks.rec; rec != nil {
 		proc = procfs.Recorder{Proc: proc, Write: func(r *procfs.Record) { p.fail(rec.WriteJSON(stream.ProcLine{Proc: r})) }}
 	}

@@ -4,11 +4,13 @@
 //
 // The event path, read top to bottom in pipeline.go: the tracer's reader
 // hands each event to pipeline.handle, on one goroutine, in kernel order;
-// it is enriched (a failure's executable; the device a teardown call
-// named, read from sysfs by package teardown), written to the record and the
-// persistent lineage (every event), printed when the filter selects it
-// (stream, journal), given to the correlator and counted. No stage waits
-// for an output: each slow output is a bounded queue with counted drops.
+// it is prepared in one step (correlate.Prepare, with the pipeline as its
+// Sources: a failure's executable, a new namespace's birth id, the device
+// a teardown call named, read from sysfs by package teardown), written to
+// the record and the persistent lineage (every event), printed when the
+// filter selects it (stream, journal), given to the correlator and
+// counted. No stage waits for an output: each slow output is a bounded
+// queue with counted drops.
 // The correlator's findings leave the event path at once: they are
 // queued, enriched with pod and container names, then logged, counted and
 // posted as Kubernetes Events on a goroutine of their own (findings.go,
@@ -20,7 +22,8 @@
 //     loopback listener of their own when asked, tracer, lineage,
 //     startup snapshot, read loop) and the hand-off of the tracer to the
 //     metrics goroutine.
-//   - pipeline.go: the event path.
+//   - pipeline.go: the event path, and the answers it gives the engine
+//     before an event is recorded (correlate.Sources).
 //   - sinks.go: the event stream, the record and their exit budget.
 //   - log.go: the logger on a queue in front of stderr, teed with the
 //     journal; findings are never dropped from it.

@@ -14,8 +14,8 @@ import (
 	"github.com/mntleak/mntleak/attribution/cri"
 	"github.com/mntleak/mntleak/attribution/docker"
 	"github.com/mntleak/mntleak/attribution/kubeapi"
-	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/enrich"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/internal/logkey"
 	"github.com/mntleak/mntleak/kubeevents"
 	"github.com/mntleak/mntleak/output"
@@ -102,7 +102,7 @@ func openFindings(ctx context.Context, cfg Config, p *pipeline, log *zap.Logger)
 		sync.Mutex
 		warned bool
 	}
-	out := func(f *correlate.Finding) {
+	out := func(f *finding.Finding) {
 		flog.Log(output.FindingLevel(f), f.Line(), output.FindingFields(f)...)
 		// Kept for mntleak release --finding ID.
 		if dir := cfg.StateDir; dir != "" {
@@ -131,7 +131,7 @@ func openFindings(ctx context.Context, cfg Config, p *pipeline, log *zap.Logger)
 }
 
 // submit hands a finding on; it never waits.
-func (fs *findings) submit(f *correlate.Finding) { fs.enricher.Submit(f) }
+func (fs *findings) submit(f *finding.Finding) { fs.enricher.Submit(f) }
 
 // close logs the findings still queued (within enrichCloseBudget) and
 // closes the runtimes' connections. Safe to call twice.

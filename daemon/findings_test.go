@@ -13,13 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mntleak/mntleak/internal/logkey"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/client-go/kubernetes/scheme"
 
-	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/internal/logkey"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // apiServer is an API server that knows one pod on node-1 and takes
@@ -104,11 +104,11 @@ current-context: c
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &correlate.Finding{Kind: correlate.KindFailure, Cause: correlate.CauseRprivateBind,
-		Call: correlate.Call{PID: 40, Comm: "kubelet", Syscall: "unlinkat", Errno: "EBUSY", MntNS: 1},
-		Object: correlate.Object{Path: "/var/lib/kubelet/pods/" + stuckUIDForEvents + "/volumes/kubernetes.io~empty-dir/data",
+	f := &finding.Finding{Kind: finding.KindFailure, Cause: finding.CauseRprivateBind,
+		Call: finding.Call{PID: 40, Comm: "kubelet", Syscall: "unlinkat", Errno: "EBUSY", MntNS: 1},
+		Object: finding.Object{Path: "/var/lib/kubelet/pods/" + stuckUIDForEvents + "/volumes/kubernetes.io~empty-dir/data",
 			FSType: "tmpfs"},
-		Holders: []correlate.Holder{{MntNS: 2, Where: "/x", Processes: []correlate.ProcRef{{PID: 50, Comm: "agent"}}}}}
+		Holders: []finding.Holder{{MntNS: 2, Where: "/x", Processes: []finding.ProcRef{{PID: 50, Comm: "agent"}}}}}
 	fs.submit(f)
 	start := time.Now()
 	fs.close()
@@ -161,9 +161,9 @@ func TestFindingsFromTwoGoroutines(t *testing.T) {
 			}
 			const n = 3000
 			for i := range n {
-				fs.submit(&correlate.Finding{Kind: correlate.KindFailure, Cause: correlate.CauseInUse,
-					Call:   correlate.Call{PID: uint32(1000 + i), Comm: "umount", Syscall: "umount2", Errno: "EBUSY", MntNS: 1},
-					Object: correlate.Object{Path: fmt.Sprintf("/mnt/%d", i)}})
+				fs.submit(&finding.Finding{Kind: finding.KindFailure, Cause: finding.CauseInUse,
+					Call:   finding.Call{PID: uint32(1000 + i), Comm: "umount", Syscall: "umount2", Errno: "EBUSY", MntNS: 1},
+					Object: finding.Object{Path: fmt.Sprintf("/mnt/%d", i)}})
 			}
 			fs.close()
 			if got := logs.FilterMessageSnippet("umount2").Len(); got != n {

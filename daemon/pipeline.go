@@ -41,27 +41,12 @@ func (p *pipeline) handle(ev *event.Event) {
 		return
 	}
 	correlating := p.corr != nil && !p.sinks.drainOnly()
-	// 1. Enrich: a failure's executable (its command line came from the kernel).
-	if correlating && correlate.WantsCommand(ev) {
-		if cmd, err := p.host.Command(int(ev.PID)); err == nil {
-			ev.Exe = cmd.Exe
-			if ev.Cmdline == "" {
-				ev.Cmdline = cmd.Cmdline
-			}
-		}
-	}
-	//    and the birth id of a namespace just created (its inode is
-	//    reused once it is gone; the persistent lineage keys it by both).
+	// 1. Prepare: what the engine needs of the event and the kernel did
+	//    not give (a failure's executable, a new namespace's birth id, a
+	//    teardown call's device), read now: by a replay it may be gone.
 	if correlating {
-		if pid, ino := correlate.NewNamespace(ev); ino != 0 {
-			ev.NewMntNSID = p.birthID(pid, ino)
-		}
-	}
-	//    and the device a teardown call named (rbd unmap, zram, dmsetup),
-	//    read from sysfs now: by a replay the device may be gone.
-	if correlating && p.devices != nil {
-		if err := p.devices.Enrich(ev); err != nil {
-			p.log.Warn("teardown call's device not named", zap.Error(err))
+		if err := correlate.Prepare(ev, p); err != nil {
+			p.log.Warn("event not fully prepared", zap.Error(err))
 		}
 	}
 	// 2. Record and persist: everything, before any filter.
@@ -105,13 +90,25 @@ func (p *pipeline) count(ev *event.Event) {
 		Mounts: sz.Mounts, Evicted: sz.Evicted})
 }
 
-// birthID is the id the kernel gave namespace ino (0 when it cannot be
+// Command is a process's executable and command line (correlate.Sources).
+func (p *pipeline) Command(pid int) (procfs.Command, error) { return p.host.Command(pid) }
+
+// Teardown names the device a teardown call named, from sysfs
+// (correlate.Sources); nothing without --correlate.
+func (p *pipeline) Teardown(ev *event.Event) error {
+	if p.devices == nil {
+		return nil
+	}
+	return p.devices.Enrich(ev)
+}
+
+// BirthID is the id the kernel gave namespace ino (0 when it cannot be
 // read), read through pid, the process the event says made it or was
 // born into it, or, when that one has left already (runc's
 // runc:[1:CHILD] unshares and exits at once), through a process in the
 // namespace now; each read checks the process is in ino. A scan of /proc,
 // only on a namespace's creation whose creator is gone.
-func (p *pipeline) birthID(pid int, ino uint32) uint64 {
+func (p *pipeline) BirthID(pid int, ino uint32) uint64 {
 	if got, id, err := p.host.MntNSID(pid); err == nil && got == ino {
 		return id
 	}

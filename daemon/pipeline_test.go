@@ -13,6 +13,7 @@ import (
 
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/internal/logkey"
 	"github.com/mntleak/mntleak/metrics"
 	"github.com/mntleak/mntleak/output"
@@ -148,7 +149,7 @@ func TestPipelineOnRecording(t *testing.T) {
 
 			// Record: every event, and the answers read; it replays to the same findings.
 			var replayed []string
-			if err := correlate.Replay(bytes.NewReader(recordBuf.Bytes()), "record", func(f *correlate.Finding) {
+			if err := correlate.Replay(bytes.NewReader(recordBuf.Bytes()), "record", func(f *finding.Finding) {
 				replayed = append(replayed, f.Line())
 			}); err != nil {
 				t.Fatalf("replay the pipeline's record: %v", err)

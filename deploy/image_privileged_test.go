@@ -12,8 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/audit"
 	"github.com/mntleak/mntleak/e2e/oraclecheck"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/internal/findinglog"
 	"github.com/mntleak/mntleak/internal/privtest"
 )
@@ -76,7 +77,7 @@ type logLine = findinglog.Line
 // from the pod: the object, the cause, every holding and its actor.
 type answer struct {
 	Exit     int
-	Cause    correlate.Cause
+	Cause    finding.Cause
 	Path     string
 	Dev      string
 	Holders  []string
@@ -85,7 +86,7 @@ type answer struct {
 
 func answerOf(t *testing.T, code int, out []byte) answer {
 	t.Helper()
-	var f correlate.Finding
+	var f finding.Finding
 	if err := json.Unmarshal(out, &f); err != nil {
 		t.Fatalf("why --json (exit %d): %v\n%s", code, err, out)
 	}
@@ -183,7 +184,7 @@ func TestImage(t *testing.T) {
 		t.Fatalf("mkfs.ext4 %s succeeded on a device a namespace still mounts: %s", dev, out)
 	}
 	busy := func(l logLine) bool {
-		return l.Logger == "correlate" && l.HolderPID == h.PID && l.Detail != nil && l.Detail.Kind == correlate.KindFailure && l.Detail.Object.Path == dev
+		return l.Logger == "correlate" && l.HolderPID == h.PID && l.Detail != nil && l.Detail.Kind == finding.KindFailure && l.Detail.Object.Path == dev
 	}
 	if !privtest.Poll(15*time.Second, func() bool { return has(busy) }) {
 		var found []string
@@ -209,7 +210,7 @@ func TestImage(t *testing.T) {
 	// the bind.
 	kept := keptDevice(t, node, dir)
 	keptBusy := func(l logLine) bool {
-		return l.Logger == "correlate" && l.Detail != nil && l.Detail.Kind == correlate.KindFailure && l.Detail.Object.Path == kept.dev &&
+		return l.Logger == "correlate" && l.Detail != nil && l.Detail.Kind == finding.KindFailure && l.Detail.Object.Path == kept.dev &&
 			len(l.Detail.Holders) == 1 && l.Detail.Holders[0].MntNS == kept.mntns && strings.Contains(l.Detail.Holders[0].KeptBy, kept.file)
 	}
 	if !privtest.Poll(15*time.Second, func() bool { return has(keptBusy) }) {
@@ -260,7 +261,7 @@ func TestImage(t *testing.T) {
 	auditOf := func(argv []string) []string {
 		c := exec.Command(argv[0], argv[1:]...)
 		out, _ := c.Output()
-		var items []correlate.AuditItem
+		var items []audit.Item
 		if err := json.Unmarshal(out, &items); err != nil {
 			t.Fatalf("%v: %v\n%s", argv, err, out)
 		}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // npdConfig is node-problem-detector's system-log monitor configuration,
@@ -35,13 +35,13 @@ func npdMatch(re *regexp.Regexp, buffer []string) bool {
 // goldenLines are the finding lines (the journal's MESSAGE) of every
 // recorded scenario's golden findings (their JSON form, made into lines as
 // the daemon does), by finding kind.
-func goldenLines(t *testing.T) map[correlate.FindingKind][]string {
+func goldenLines(t *testing.T) map[finding.FindingKind][]string {
 	t.Helper()
 	files, err := filepath.Glob("../testdata/scenarios/*/findings.golden")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no golden findings: %v", err)
 	}
-	out := map[correlate.FindingKind][]string{}
+	out := map[finding.FindingKind][]string{}
 	for _, file := range files {
 		f, err := os.Open(file)
 		if err != nil {
@@ -53,7 +53,7 @@ func goldenLines(t *testing.T) map[correlate.FindingKind][]string {
 			if !strings.HasPrefix(sc.Text(), "{") {
 				continue // the same findings as lines, after the JSON
 			}
-			var fd correlate.Finding
+			var fd finding.Finding
 			if err := json.Unmarshal(sc.Bytes(), &fd); err != nil {
 				t.Fatalf("%s: %v", file, err)
 			}
@@ -107,8 +107,8 @@ func TestNodeProblemDetector(t *testing.T) {
 		return got
 	}
 	lines := goldenLines(t)
-	t.Logf("%d leak and %d failure finding lines from the goldens", len(lines[correlate.KindLeak]), len(lines[correlate.KindFailure]))
-	for kind, want := range map[correlate.FindingKind]string{correlate.KindLeak: "MountLeaked", correlate.KindFailure: "MountBusy"} {
+	t.Logf("%d leak and %d failure finding lines from the goldens", len(lines[finding.KindLeak]), len(lines[finding.KindFailure]))
+	for kind, want := range map[finding.FindingKind]string{finding.KindLeak: "MountLeaked", finding.KindFailure: "MountBusy"} {
 		if len(lines[kind]) == 0 {
 			t.Fatalf("the goldens have no %s finding", kind)
 		}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/mntleak/mntleak/attribution"
-	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/finding"
 )
 
 const (
@@ -65,20 +65,20 @@ func (s table) trouble(ctx context.Context) error {
 	return nil
 }
 
-// finding is a leak of the emptyDir volume held in mnt:[2]: the caller
+// makeFinding is a leak of the emptyDir volume held in mnt:[2]: the caller
 // in no container, a member in containerID, a pin in pinID.
-func finding(path, where, containerID, pinID string) *correlate.Finding {
-	proc := correlate.ProcRef{PID: 50, Comm: "node_exporter", Container: containerID}
-	pin := correlate.PinRef{ProcRef: correlate.ProcRef{PID: 51, Comm: "sh", Container: pinID}, MntNS: 2, Pin: "cwd", Path: where}
-	return &correlate.Finding{Kind: correlate.KindLeak, Cause: correlate.CauseRprivateBind, Fix: "f",
-		Call:   correlate.Call{PID: 40, Comm: "umount", Syscall: "umount2", MntNS: 1},
-		Object: correlate.Object{Path: path, FSType: "tmpfs"},
-		Holders: []correlate.Holder{{MntNS: 2, Where: where, Processes: []correlate.ProcRef{proc}, Pins: []correlate.PinRef{pin},
-			Actor: &correlate.Actor{ProcRef: pin.ProcRef, Role: correlate.RolePinner, Pin: "cwd", Path: where}}}}
+func makeFinding(path, where, containerID, pinID string) *finding.Finding {
+	proc := finding.ProcRef{PID: 50, Comm: "node_exporter", Container: containerID}
+	pin := finding.PinRef{ProcRef: finding.ProcRef{PID: 51, Comm: "sh", Container: pinID}, MntNS: 2, Pin: "cwd", Path: where}
+	return &finding.Finding{Kind: finding.KindLeak, Cause: finding.CauseRprivateBind, Fix: "f",
+		Call:   finding.Call{PID: 40, Comm: "umount", Syscall: "umount2", MntNS: 1},
+		Object: finding.Object{Path: path, FSType: "tmpfs"},
+		Holders: []finding.Holder{{MntNS: 2, Where: where, Processes: []finding.ProcRef{proc}, Pins: []finding.PinRef{pin},
+			Actor: &finding.Actor{ProcRef: pin.ProcRef, Role: finding.RolePinner, Pin: "cwd", Path: where}}}}
 }
 
 // ext4 makes f's object a block device's filesystem.
-func ext4(f *correlate.Finding) *correlate.Finding {
+func ext4(f *finding.Finding) *finding.Finding {
 	f.Object.FSType = "ext4"
 	return f
 }
@@ -87,26 +87,26 @@ func TestFill(t *testing.T) {
 	tests := []struct {
 		name     string
 		src      table
-		f        *correlate.Finding
-		stuck    *correlate.StuckPod
+		f        *finding.Finding
+		stuck    *finding.StuckPod
 		member   string // the member's workload text
 		actor    string // the actor's (a pinner) workload text
 		problem  string // prefix of the enrichment field
 		noLookup bool
 	}{
-		{"a pod's volume held by a pod and a named container", table{}, finding(volPath, "/host"+volPath, exporterID, webID),
-			&correlate.StuckPod{UID: stuckUID, Name: "web-7f9c", Namespace: "default", Volume: "cache", VolumeType: "emptyDir",
+		{"a pod's volume held by a pod and a named container", table{}, makeFinding(volPath, "/host"+volPath, exporterID, webID),
+			&finding.StuckPod{UID: stuckUID, Name: "web-7f9c", Namespace: "default", Volume: "cache", VolumeType: "emptyDir",
 				VolumeText: "volume cache (emptyDir)", Tmpfs: true},
 			"pod monitoring/node-exporter-x2x (container node-exporter)", "container web (busybox)", "", false},
-		{"the copy through a hostPath names the pod", table{}, ext4(finding("/dev/zram1", "/rootfs"+volPath, webID, "")),
-			&correlate.StuckPod{UID: stuckUID, Name: "web-7f9c", Namespace: "default", Volume: "cache", VolumeType: "emptyDir",
+		{"the copy through a hostPath names the pod", table{}, ext4(makeFinding("/dev/zram1", "/rootfs"+volPath, webID, "")),
+			&finding.StuckPod{UID: stuckUID, Name: "web-7f9c", Namespace: "default", Volume: "cache", VolumeType: "emptyDir",
 				VolumeText: "volume cache (emptyDir)"},
 			"container web (busybox)", "", "", false},
-		{"an unknown container is no problem", table{}, finding("/srv/x", "/srv/x", unknownID, ""), nil, "", "", "", false},
-		{"a failing runtime", table{fail: true}, finding(volPath, volPath, exporterID, ""),
-			&correlate.StuckPod{UID: stuckUID, Volume: "cache", VolumeType: "emptyDir", VolumeText: "volume cache (emptyDir)", Tmpfs: true},
+		{"an unknown container is no problem", table{}, makeFinding("/srv/x", "/srv/x", unknownID, ""), nil, "", "", "", false},
+		{"a failing runtime", table{fail: true}, makeFinding(volPath, volPath, exporterID, ""),
+			&finding.StuckPod{UID: stuckUID, Volume: "cache", VolumeType: "emptyDir", VolumeText: "volume cache (emptyDir)", Tmpfs: true},
 			"", "", "failed: pod " + stuckUID + ": table: connection reset by peer (+1 more)", false},
-		{"a slow runtime", table{slow: true}, finding("/srv/x", "/srv/x", exporterID, ""), nil, "", "", "timed out: container " + exporterID, false},
+		{"a slow runtime", table{slow: true}, makeFinding("/srv/x", "/srv/x", exporterID, ""), nil, "", "", "timed out: container " + exporterID, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -143,7 +143,7 @@ func TestFill(t *testing.T) {
 // released.
 type collector struct {
 	mu    sync.Mutex
-	got   []*correlate.Finding
+	got   []*finding.Finding
 	hold  chan struct{}
 	first chan struct{} // closed when the first finding arrives
 	once  sync.Once
@@ -157,7 +157,7 @@ func newCollector(hold bool) *collector {
 	return c
 }
 
-func (c *collector) out(f *correlate.Finding) {
+func (c *collector) out(f *finding.Finding) {
 	c.once.Do(func() { close(c.first) })
 	if c.hold != nil && f.Enrichment == "" {
 		<-c.hold
@@ -167,10 +167,10 @@ func (c *collector) out(f *correlate.Finding) {
 	c.got = append(c.got, f)
 }
 
-func (c *collector) findings() []*correlate.Finding {
+func (c *collector) findings() []*finding.Finding {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]*correlate.Finding(nil), c.got...)
+	return append([]*finding.Finding(nil), c.got...)
 }
 
 // TestEnricherNeverWaits: Submit returns at once whatever the runtime and
@@ -182,7 +182,7 @@ func TestEnricherNeverWaits(t *testing.T) {
 	e.Start()
 	start := time.Now()
 	for i := range 6 {
-		f := finding(volPath, volPath, exporterID, "")
+		f := makeFinding(volPath, volPath, exporterID, "")
 		f.Call.PID = uint32(100 + i)
 		e.Submit(f)
 		if i == 0 {
@@ -219,7 +219,7 @@ func TestEnricherNeverWaits(t *testing.T) {
 		t.Errorf("enriched in order %v, want 100 101 102", order)
 	}
 	// After Close: handed on at once.
-	e.Submit(finding(volPath, volPath, "", ""))
+	e.Submit(makeFinding(volPath, volPath, "", ""))
 	if got := c.findings(); len(got) != 7 || got[6].Enrichment != "skipped: the daemon is stopping" {
 		t.Errorf("a finding after Close: %d handed on", len(got))
 	}
@@ -232,7 +232,7 @@ func TestCloseBudget(t *testing.T) {
 	e := New(Config{Timeout: time.Minute}, attribution.NewResolver(attribution.Options{Timeout: time.Minute}, table{slow: true}), nil, c.out)
 	e.Start()
 	for range 3 {
-		e.Submit(finding("/srv/x", "/srv/x", exporterID, ""))
+		e.Submit(makeFinding("/srv/x", "/srv/x", exporterID, ""))
 	}
 	start := time.Now()
 	e.Close(100 * time.Millisecond)
@@ -264,11 +264,11 @@ func TestReplayMatchesLive(t *testing.T) {
 		defer mu.Unlock()
 		lines = append(lines, b)
 	}
-	findings := func() []*correlate.Finding {
-		return []*correlate.Finding{
-			finding(volPath, "/host"+volPath, exporterID, webID),
-			finding("/srv/x", "/srv/x", unknownID, exporterID),
-			ext4(finding("/dev/zram1", "/rootfs"+volPath, webID, "")),
+	findings := func() []*finding.Finding {
+		return []*finding.Finding{
+			makeFinding(volPath, "/host"+volPath, exporterID, webID),
+			makeFinding("/srv/x", "/srv/x", unknownID, exporterID),
+			ext4(makeFinding("/dev/zram1", "/rootfs"+volPath, webID, "")),
 		}
 	}
 	c := newCollector(false)
@@ -281,7 +281,7 @@ func TestReplayMatchesLive(t *testing.T) {
 		e.Submit(f)
 	}
 	e.Close(5 * time.Second)
-	e.Submit(finding(volPath, volPath, webID, "")) // skipped: after Close
+	e.Submit(makeFinding(volPath, volPath, webID, "")) // skipped: after Close
 
 	answers := attribution.NewReplay()
 	for _, b := range lines {
@@ -295,7 +295,7 @@ func TestReplayMatchesLive(t *testing.T) {
 	if !ok {
 		t.Fatal("no settings recorded")
 	}
-	replayed := append(findings(), finding(volPath, volPath, webID, ""))
+	replayed := append(findings(), makeFinding(volPath, volPath, webID, ""))
 	got := c.findings()
 	for i, f := range replayed {
 		rp.Apply(f)
@@ -343,7 +343,7 @@ func (s *flaky) Pod(ctx context.Context, uid string) (attribution.Pod, error) {
 // the pod; a pod nobody named keeps its UID.
 func TestPodsNamedInTheFix(t *testing.T) {
 	const exporterUID, otherUID = "7d2c9a1e-3b4f-4c5d-8e6f-0a1b2c3d4e5f", "11111111-2222-3333-4444-555555555555"
-	f := finding("/srv/x", "/srv/x", exporterID, "")
+	f := makeFinding("/srv/x", "/srv/x", exporterID, "")
 	f.Summary = "held by the hostPath of pod " + exporterUID + " and pod " + otherUID
 	f.Fix = "mountPropagation: HostToContainer for the volume of pod " + exporterUID + "; restart it"
 	r := attribution.NewResolver(attribution.Options{Timeout: 50 * time.Millisecond}, table{})
@@ -359,7 +359,7 @@ func TestPodsNamedInTheFix(t *testing.T) {
 // TestResult: the metric's label for each enrichment field this package
 // writes.
 func TestResult(t *testing.T) {
-	skipped := &correlate.Finding{}
+	skipped := &finding.Finding{}
 	skip(skipped, Config{}, "queue full")
 	for _, tt := range []struct {
 		name       string
@@ -372,7 +372,7 @@ func TestResult(t *testing.T) {
 		{"skipped", skipped.Enrichment, "skipped"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Result(&correlate.Finding{Enrichment: tt.enrichment}); got != tt.want {
+			if got := Result(&finding.Finding{Enrichment: tt.enrichment}); got != tt.want {
 				t.Errorf("Result(%q) = %s, want %s", tt.enrichment, got, tt.want)
 			}
 		})

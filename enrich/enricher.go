@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/mntleak/mntleak/attribution"
-	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // Enricher fills findings on its own goroutine and hands them, in the
@@ -16,9 +16,9 @@ type Enricher struct {
 	cfg    Config
 	lookup attribution.Lookup
 	record func(*attribution.Record) // nil without a record
-	out    func(*correlate.Finding)
+	out    func(*finding.Finding)
 
-	in     chan *correlate.Finding
+	in     chan *finding.Finding
 	ctx    context.Context // canceled when Close's budget runs out
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -31,11 +31,11 @@ type Enricher struct {
 // New returns an Enricher asking lookup, writing what it was set up with
 // and (through lookup, when it is an attribution.Recorder) every answer to
 // record (nil for none), and handing each finding to out. Call Start.
-func New(cfg Config, lookup attribution.Lookup, record func(*attribution.Record), out func(*correlate.Finding)) *Enricher {
+func New(cfg Config, lookup attribution.Lookup, record func(*attribution.Record), out func(*finding.Finding)) *Enricher {
 	cfg.defaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &Enricher{cfg: cfg, lookup: lookup, record: record, out: out,
-		in: make(chan *correlate.Finding, cfg.Queue), ctx: ctx, cancel: cancel, done: make(chan struct{})}
+		in: make(chan *finding.Finding, cfg.Queue), ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	if record != nil {
 		record(&attribution.Record{Op: attribution.OpSettings, Node: cfg.Node, KubeletRoot: cfg.KubeletRoot})
 	}
@@ -58,7 +58,7 @@ func (e *Enricher) Start() {
 // Submit queues f; it never waits. With the queue full, or once Close was
 // called, f is handed on at once with what its paths tell, and its
 // enrichment field says why.
-func (e *Enricher) Submit(f *correlate.Finding) {
+func (e *Enricher) Submit(f *finding.Finding) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.n++
@@ -81,7 +81,7 @@ func (e *Enricher) Submit(f *correlate.Finding) {
 }
 
 // skip fills what needs no lookup and says why the rest was not asked.
-func skip(f *correlate.Finding, cfg Config, why string) {
+func skip(f *finding.Finding, cfg Config, why string) {
 	FillPaths(f, cfg)
 	f.Enrichment = prefixSkipped + why
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/mntleak/mntleak/attribution"
-	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/kubelet"
 )
 
@@ -42,10 +42,10 @@ func (c *Config) defaults() {
 // then each holder's processes, pins and actor), so a replay asks the same
 // questions in the same order. What could not be learned for another
 // reason than an unknown id is said in f.Enrichment.
-func Fill(ctx context.Context, f *correlate.Finding, cfg Config, lookup attribution.Lookup) {
+func Fill(ctx context.Context, f *finding.Finding, cfg Config, lookup attribution.Lookup) {
 	cfg.defaults()
 	FillPaths(f, cfg)
-	q := &questions{lookup: lookup, containers: map[string]*correlate.Workload{}, pods: map[string]*attribution.Pod{}}
+	q := &questions{lookup: lookup, containers: map[string]*finding.Workload{}, pods: map[string]*attribution.Pod{}}
 	if s := f.Stuck; s != nil {
 		if p := q.pod(ctx, s.UID); p != nil {
 			s.Name, s.Namespace = p.Name, p.Namespace
@@ -75,14 +75,14 @@ func Fill(ctx context.Context, f *correlate.Finding, cfg Config, lookup attribut
 // FillPaths is the part of Fill that needs no lookup: the node, and the
 // stuck pod (by UID) and its volume from the object's path or, failing
 // that, a holder's copy.
-func FillPaths(f *correlate.Finding, cfg Config) {
+func FillPaths(f *finding.Finding, cfg Config) {
 	cfg.defaults()
 	f.Node = cfg.Node
 	v, ok := stuckVolume(f, cfg.KubeletRoot)
 	if !ok {
 		return
 	}
-	f.Stuck = &correlate.StuckPod{UID: v.PodUID, Volume: v.Name, VolumeType: v.Type, VolumeText: v.Text(),
+	f.Stuck = &finding.StuckPod{UID: v.PodUID, Volume: v.Name, VolumeType: v.Type, VolumeText: v.Text(),
 		Tmpfs: f.Object.FSType == "tmpfs" && v.Name != ""}
 }
 
@@ -91,7 +91,7 @@ func FillPaths(f *correlate.Finding, cfg Config) {
 // another namespace), else another object of the same teardown (a leak
 // that names the sandbox's shm and the pod's volume), else any of them
 // seen through a hostPath.
-func stuckVolume(f *correlate.Finding, root string) (kubelet.Volume, bool) {
+func stuckVolume(f *finding.Finding, root string) (kubelet.Volume, bool) {
 	paths := []string{f.Object.Path}
 	for _, h := range f.Holders {
 		paths = append(paths, h.Where)
@@ -117,7 +117,7 @@ func stuckVolume(f *correlate.Finding, root string) (kubelet.Volume, bool) {
 // the errors that are not an unknown id.
 type questions struct {
 	lookup     attribution.Lookup
-	containers map[string]*correlate.Workload
+	containers map[string]*finding.Workload
 	pods       map[string]*attribution.Pod
 	errs       []error
 }
@@ -130,27 +130,27 @@ func (q *questions) failed(err error) {
 
 // name sets *w from the container id, or for a process in a pod's cgroup
 // without one, from the pod UID.
-func (q *questions) name(ctx context.Context, w **correlate.Workload, container, podUID string) {
+func (q *questions) name(ctx context.Context, w **finding.Workload, container, podUID string) {
 	switch {
 	case container != "":
 		*w = q.container(ctx, container)
 	case podUID != "":
 		if p := q.pod(ctx, podUID); p != nil {
-			*w = &correlate.Workload{Pod: p.Name, Namespace: p.Namespace, PodUID: p.UID}
+			*w = &finding.Workload{Pod: p.Name, Namespace: p.Namespace, PodUID: p.UID}
 		}
 	}
 }
 
-func (q *questions) container(ctx context.Context, id string) *correlate.Workload {
+func (q *questions) container(ctx context.Context, id string) *finding.Workload {
 	if w, ok := q.containers[id]; ok {
 		return w
 	}
 	c, err := q.lookup.Container(ctx, id)
-	var w *correlate.Workload
+	var w *finding.Workload
 	if err != nil {
 		q.failed(err)
 	} else {
-		w = &correlate.Workload{ContainerID: c.ID, Runtime: c.Runtime, Name: c.Name, Image: c.Image, Pod: c.Pod,
+		w = &finding.Workload{ContainerID: c.ID, Runtime: c.Runtime, Name: c.Name, Image: c.Image, Pod: c.Pod,
 			Namespace: c.Namespace, PodUID: c.PodUID, PodContainer: c.PodContainer, Sandbox: c.Sandbox}
 		if w.ContainerID == "" {
 			w.ContainerID = id
@@ -184,7 +184,7 @@ const (
 
 // Result is how f's enrichment went, as a metric's label: ok, timed_out,
 // skipped or failed.
-func Result(f *correlate.Finding) string {
+func Result(f *finding.Finding) string {
 	switch s := f.Enrichment; {
 	case s == "":
 		return "ok"

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/mntleak/mntleak/attribution"
-	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // Replayer fills replayed findings from a recording's attribution
@@ -27,7 +27,7 @@ func NewReplayer(answers *attribution.Replay) (r *Replayer, ok bool) {
 }
 
 // Apply fills the next replayed finding.
-func (r *Replayer) Apply(f *correlate.Finding) {
+func (r *Replayer) Apply(f *finding.Finding) {
 	r.n++
 	if why, ok := r.answers.Skipped(r.n); ok {
 		skip(f, r.cfg, why)

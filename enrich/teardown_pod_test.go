@@ -14,7 +14,7 @@ import (
 	"github.com/mntleak/mntleak/attribution"
 	"github.com/mntleak/mntleak/attribution/cri"
 	"github.com/mntleak/mntleak/attribution/kubeapi"
-	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // TestTeardownPodNamedByTheAPIServer: a pod's teardown left the sandbox's
@@ -31,11 +31,11 @@ func TestTeardownPodNamedByTheAPIServer(t *testing.T) {
 	lookup := attribution.NewResolver(attribution.Options{},
 		cri.New(filepath.Join(t.TempDir(), "no-such.sock")), kubeapi.New(client, "node-1"))
 	for _, lead := range []string{shm, volPath} {
-		f := finding(shm, shm, "", "")
-		f.Others = []correlate.Object{{Path: volPath, FSType: "tmpfs"}}
+		f := makeFinding(shm, shm, "", "")
+		f.Others = []finding.Object{{Path: volPath, FSType: "tmpfs"}}
 		if lead == volPath {
-			f = finding(volPath, volPath, "", "")
-			f.Others = []correlate.Object{{Path: shm, FSType: "tmpfs"}}
+			f = makeFinding(volPath, volPath, "", "")
+			f.Others = []finding.Object{{Path: shm, FSType: "tmpfs"}}
 		}
 		Fill(context.Background(), f, Config{Node: "node-1"}, lookup)
 		if f.Stuck == nil || f.Stuck.Name != "web-7f9c" || f.Stuck.Namespace != "shop" || f.Stuck.Volume != "cache" ||

@@ -2,20 +2,20 @@ package incidents
 
 import (
 	"flag"
+	"github.com/mntleak/mntleak/e2e/oraclecheck"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/e2e/oraclecheck"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // want is what one finding logged by the daemon must say.
 type want struct {
-	kind      correlate.FindingKind
-	cause     correlate.Cause
+	kind      finding.FindingKind
+	cause     finding.Cause
 	syscall   string
 	errno     string
 	actor     string // comm (prefix) of an event in the evidence: the leaking one
@@ -39,20 +39,20 @@ func TestIncidents(t *testing.T) {
 		// there is no leak to report (RHEL 7 fails the unlink instead).
 		{"1-netns-rbind.sh", []string{"/run/netns/cni-49ddd103-d374-1f86-7324-13abaeb9c910"}, nil, nil},
 		{"2-mountflags-restart.sh", nil, []want{
-			{kind: correlate.KindFailure, cause: correlate.CauseMountflagsRestart, syscall: "umount2", errno: "EINVAL", actor: "dockerd"},
+			{kind: finding.KindFailure, cause: finding.CauseMountflagsRestart, syscall: "umount2", errno: "EINVAL", actor: "dockerd"},
 		}, &releaseWant{from: 0, want: "released: mount"}},
 		{"3-node-exporter.sh", nil, []want{
-			{kind: correlate.KindLeak, cause: correlate.CauseRprivateBind, syscall: "umount2", actor: "runc:[2:INIT]", container: true},
-			{kind: correlate.KindFailure, cause: correlate.CauseRprivateBind, syscall: "openat", errno: "EBUSY", actor: "runc:[2:INIT]", container: true, linked: true},
-			{kind: correlate.KindFailure, cause: correlate.CauseRprivateBind, syscall: "write", errno: "EBUSY", actor: "runc:[2:INIT]", container: true, linked: true,
+			{kind: finding.KindLeak, cause: finding.CauseRprivateBind, syscall: "umount2", actor: "runc:[2:INIT]", container: true},
+			{kind: finding.KindFailure, cause: finding.CauseRprivateBind, syscall: "openat", errno: "EBUSY", actor: "runc:[2:INIT]", container: true, linked: true},
+			{kind: finding.KindFailure, cause: finding.CauseRprivateBind, syscall: "write", errno: "EBUSY", actor: "runc:[2:INIT]", container: true, linked: true,
 				operation: "zram hot_remove"},
 		}, &releaseWant{from: 0, want: "released: mount", freed: true}},
 		{"4-subpath-configmap.sh", nil, []want{
-			{kind: correlate.KindFailure, cause: correlate.CauseStaleBind, syscall: "mount", errno: "ENOENT", actor: "kubelet"},
+			{kind: finding.KindFailure, cause: finding.CauseStaleBind, syscall: "mount", errno: "ENOENT", actor: "kubelet"},
 		}, &releaseWant{from: 0, code: 1, want: "refused: not a leak (stale-bind)"}},
 		{"5-privatetmp.sh", nil, []want{
-			{kind: correlate.KindLeak, cause: correlate.CausePrivateTmp, syscall: "umount2", actor: "ntpd", unit: "ntpd.service"},
-			{kind: correlate.KindFailure, cause: correlate.CausePrivateTmp, syscall: "openat", errno: "EBUSY", unit: "ntpd.service", linked: true},
+			{kind: finding.KindLeak, cause: finding.CausePrivateTmp, syscall: "umount2", actor: "ntpd", unit: "ntpd.service"},
+			{kind: finding.KindFailure, cause: finding.CausePrivateTmp, syscall: "openat", errno: "EBUSY", unit: "ntpd.service", linked: true},
 		}, &releaseWant{from: 0, want: "released: mount", freed: true}},
 	}
 	for _, tt := range tests {
@@ -91,7 +91,7 @@ func check(t *testing.T, i int, l logged, w want, exp map[string]string) {
 		t.Errorf("finding %d: %s %s %s %s, want %s %s %s %s\n%s", i, f.Kind, f.Cause, f.Call.Syscall, f.Call.Errno,
 			w.kind, w.cause, w.syscall, w.errno, l.Msg)
 	}
-	if l.Level != map[correlate.FindingKind]string{correlate.KindLeak: "warn", correlate.KindFailure: "error"}[f.Kind] {
+	if l.Level != map[finding.FindingKind]string{finding.KindLeak: "warn", finding.KindFailure: "error"}[f.Kind] {
 		t.Errorf("finding %d logged at %s", i, l.Level)
 	}
 	// The holder: the namespace and process the script saw.
@@ -100,11 +100,11 @@ func check(t *testing.T, i int, l logged, w want, exp map[string]string) {
 		for _, h := range f.Holders {
 			okNS = okNS || strconv.FormatUint(uint64(h.MntNS), 10) == ns
 		}
-		if !okNS && !(f.Cause == correlate.CauseStaleBind && len(f.Holders) > 0 && f.Holders[0].MntNS == f.Call.MntNS) {
+		if !okNS && !(f.Cause == finding.CauseStaleBind && len(f.Holders) > 0 && f.Holders[0].MntNS == f.Call.MntNS) {
 			t.Errorf("finding %d names no holder in mnt:[%s]: %s", i, ns, l.Msg)
 		}
 	}
-	if pid := exp["holder_pid"]; pid != "" && f.Cause != correlate.CauseStaleBind {
+	if pid := exp["holder_pid"]; pid != "" && f.Cause != finding.CauseStaleBind {
 		if _, a := f.Actor(); a == nil || strconv.Itoa(a.PID) != pid {
 			t.Errorf("finding %d: actor (holder_pid) %+v, want pid %s: %s", i, a, pid, l.Msg)
 		}
@@ -118,7 +118,7 @@ func check(t *testing.T, i int, l logged, w want, exp map[string]string) {
 	}
 	// An EBUSY failure record carries argv from the kernel; for other calls
 	// (runc's init failing a mount) it is read at arrival, best effort.
-	if f.Kind == correlate.KindFailure && f.Call.Errno == "EBUSY" && f.Call.Cmdline == "" {
+	if f.Kind == finding.KindFailure && f.Call.Errno == "EBUSY" && f.Call.Cmdline == "" {
 		t.Errorf("finding %d: the failing call's command line was not captured", i)
 	}
 	if w.actor != "" {

@@ -7,14 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/k8slab"
+	"github.com/mntleak/mntleak/kubeevents"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/internal/privtest"
-	"github.com/mntleak/mntleak/k8slab"
-	"github.com/mntleak/mntleak/kubeevents"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // TestBidirectional (issue 15, scenario 1): a privileged pod with a
@@ -90,8 +90,8 @@ func TestBidirectional(t *testing.T) {
 			mountPath := "/kubelet" + strings.TrimPrefix(mounter.HostPath, k8slab.KubeletRoot)
 			for _, c := range []struct{ field, got, want string }{
 				{"level", f.Level, "error"},
-				{"finding", f.Finding, string(correlate.KindFailure)},
-				{"cause", f.Cause, correlate.CauseSharedPropagation.String()},
+				{"finding", f.Finding, string(finding.KindFailure)},
+				{"cause", f.Cause, finding.CauseSharedPropagation.String()},
 				{"syscall", f.Syscall, "unlinkat"},
 				{"errno", f.Errno, "EBUSY"},
 				{"path", f.Path, mounter.HostPath},
@@ -182,7 +182,7 @@ func leakComm(f logged) string {
 
 // leakEvent is the first event of f's evidence after the call: the one
 // leak_event names.
-func leakEvent(f logged) *correlate.EventRef {
+func leakEvent(f logged) *finding.EventRef {
 	for _, e := range f.Detail.Evidence[min(1, len(f.Detail.Evidence)):] {
 		if e.Event != nil {
 			return e.Event

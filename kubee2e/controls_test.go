@@ -5,12 +5,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/moby/sys/mountinfo"
-
-	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/internal/privtest"
 	"github.com/mntleak/mntleak/k8slab"
+	"github.com/moby/sys/mountinfo"
+
+	"github.com/mntleak/mntleak/finding"
 )
 
 // TestControls (issue 15, scenario 3): pods with Memory emptyDirs created
@@ -119,7 +119,7 @@ func TestControls(t *testing.T) {
 // elsewhere could reach it.
 func privateCopy(f logged, copied map[int][]*mountinfo.Info) error {
 	h, a := f.Detail.Actor()
-	if h == nil || a == nil || f.Finding != string(correlate.KindLeak) {
+	if h == nil || a == nil || f.Finding != string(finding.KindLeak) {
 		return fmt.Errorf("not a leak with a holding process")
 	}
 	ms, ok := copied[a.PID]

@@ -2,15 +2,15 @@ package kubee2e
 
 import (
 	"fmt"
+	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/k8slab"
+	"github.com/mntleak/mntleak/kubeevents"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/internal/privtest"
-	"github.com/mntleak/mntleak/k8slab"
-	"github.com/mntleak/mntleak/kubeevents"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // TestPinnedMemoryEmptyDir (issue 15, scenario 2): a privileged pod with
@@ -94,8 +94,8 @@ func TestPinnedMemoryEmptyDir(t *testing.T) {
 			rootfs := containerRootfs(agent.Containers["main"])
 			for _, c := range []struct{ field, got, want string }{
 				{"level", f.Level, "warn"},
-				{"finding", f.Finding, string(correlate.KindLeak)},
-				{"cause", f.Cause, correlate.CauseRprivateBind.String()},
+				{"finding", f.Finding, string(finding.KindLeak)},
+				{"cause", f.Cause, finding.CauseRprivateBind.String()},
 				{"syscall", f.Syscall, "umount2"},
 				{"path", f.Path, hostDir},
 				{"stuck_pod", f.StuckPod, "cache"},
@@ -108,7 +108,7 @@ func TestPinnedMemoryEmptyDir(t *testing.T) {
 				{"holder_container", f.HolderContainer, "main"},
 				{"holder_image", f.HolderImage, k8slab.BusyboxImage},
 				{"holder_pid", strconv.Itoa(f.HolderPID), strconv.Itoa(pid)},
-				{"holder_role", f.HolderRole, correlate.RolePinner},
+				{"holder_role", f.HolderRole, finding.RolePinner},
 				{"holder_mntns", "mnt:[" + strconv.FormatUint(uint64(f.HolderMntNS), 10) + "]", mntns},
 				{"node", f.Node, n.Name},
 				{"enrichment", f.Enrichment, ""},

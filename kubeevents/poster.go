@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-logr/logr"
+	"github.com/mntleak/mntleak/internal/logkey"
 	"go.uber.org/zap"
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
@@ -16,8 +17,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 
-	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/internal/logkey"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // Reasons and actions of the Events posted.
@@ -165,9 +165,9 @@ type post struct {
 }
 
 // Post posts f's Events; it never waits.
-func (p *Poster) Post(f *correlate.Finding) {
+func (p *Poster) Post(f *finding.Finding) {
 	posts := plan(f)
-	if len(posts) == 0 && (f.Kind == correlate.KindFailure || f.Kind == correlate.KindLeak) {
+	if len(posts) == 0 && (f.Kind == finding.KindFailure || f.Kind == finding.KindLeak) {
 		p.opts.Count(ResultNoPod)
 	}
 	note := Note(f.Line())
@@ -186,7 +186,7 @@ func (p *Poster) Post(f *correlate.Finding) {
 }
 
 // plan is the Events a finding posts: see the package's doc.
-func plan(f *correlate.Finding) []post {
+func plan(f *finding.Finding) []post {
 	var stuck, holder *corev1.ObjectReference
 	if s := f.Stuck; s != nil && s.Name != "" {
 		stuck = podRef(s.Namespace, s.Name, s.UID)
@@ -198,14 +198,14 @@ func plan(f *correlate.Finding) []post {
 		holder = nil // the pod holds its own volume: one Event on it
 	}
 	switch f.Kind {
-	case correlate.KindFailure:
+	case finding.KindFailure:
 		switch {
 		case stuck != nil:
 			return []post{{regarding: stuck, related: holder, reason: ReasonBusy, action: ActionBusy}}
 		case holder != nil:
 			return []post{{regarding: holder, reason: ReasonBusy, action: ActionBusy}}
 		}
-	case correlate.KindLeak:
+	case finding.KindLeak:
 		var out []post
 		if holder != nil {
 			out = append(out, post{regarding: holder, related: stuck, reason: ReasonLeaked, action: ActionLeaked})

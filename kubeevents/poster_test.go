@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/finding"
 )
 
 const (
@@ -48,21 +48,21 @@ func (c *counts) get(r string) int {
 	return c.n[r]
 }
 
-func finding(kind correlate.FindingKind, stuck bool, holder *correlate.Workload, cause correlate.Cause) *correlate.Finding {
-	f := &correlate.Finding{Kind: kind, Cause: cause, Fix: "mountPropagation: HostToContainer",
-		Call:   correlate.Call{PID: 40, Comm: "kubelet", Syscall: "unlinkat", Errno: "EBUSY", MntNS: 1},
-		Object: correlate.Object{Path: "/var/lib/kubelet/pods/" + stuckUID + "/volumes/kubernetes.io~empty-dir/cache", FSType: "tmpfs"},
-		Holders: []correlate.Holder{{MntNS: 2, Where: "/host/x",
-			Processes: []correlate.ProcRef{{PID: 50, Comm: "node_exporter", Workload: holder}}}}}
-	f.Holders[0].Actor = &correlate.Actor{ProcRef: f.Holders[0].Processes[0], Role: correlate.RoleMember}
+func makeFinding(kind finding.FindingKind, stuck bool, holder *finding.Workload, cause finding.Cause) *finding.Finding {
+	f := &finding.Finding{Kind: kind, Cause: cause, Fix: "mountPropagation: HostToContainer",
+		Call:   finding.Call{PID: 40, Comm: "kubelet", Syscall: "unlinkat", Errno: "EBUSY", MntNS: 1},
+		Object: finding.Object{Path: "/var/lib/kubelet/pods/" + stuckUID + "/volumes/kubernetes.io~empty-dir/cache", FSType: "tmpfs"},
+		Holders: []finding.Holder{{MntNS: 2, Where: "/host/x",
+			Processes: []finding.ProcRef{{PID: 50, Comm: "node_exporter", Workload: holder}}}}}
+	f.Holders[0].Actor = &finding.Actor{ProcRef: f.Holders[0].Processes[0], Role: finding.RoleMember}
 	if stuck {
-		f.Stuck = &correlate.StuckPod{UID: stuckUID, Name: "web-7f9c", Namespace: "default", Volume: "cache", VolumeType: "emptyDir",
+		f.Stuck = &finding.StuckPod{UID: stuckUID, Name: "web-7f9c", Namespace: "default", Volume: "cache", VolumeType: "emptyDir",
 			VolumeText: "volume cache (emptyDir)", Tmpfs: true}
 	}
 	return f
 }
 
-var exporter = &correlate.Workload{ContainerID: "c1", Name: "node-exporter", Pod: "node-exporter-x2x", Namespace: "monitoring",
+var exporter = &finding.Workload{ContainerID: "c1", Name: "node-exporter", Pod: "node-exporter-x2x", Namespace: "monitoring",
 	PodUID: holderUID, PodContainer: "node-exporter"}
 
 // eventsIn waits for n Events in the fake API (the broadcaster sends on
@@ -91,19 +91,19 @@ func eventsIn(t *testing.T, client *fake.Clientset, n int) []eventsv1.Event {
 func TestPost(t *testing.T) {
 	tests := []struct {
 		name string
-		f    *correlate.Finding
+		f    *finding.Finding
 		want []want // the Events, by the pod they regard
 	}{
-		{"a failure on a pod's volume: the stuck pod, related to the holder", finding(correlate.KindFailure, true, exporter, correlate.CauseRprivateBind),
+		{"a failure on a pod's volume: the stuck pod, related to the holder", makeFinding(finding.KindFailure, true, exporter, finding.CauseRprivateBind),
 			[]want{{"default/web-7f9c", stuckUID, "monitoring/node-exporter-x2x", ReasonBusy, ActionBusy}}},
-		{"a failure with no stuck pod: the holder pod", finding(correlate.KindFailure, false, exporter, correlate.CauseRprivateBind),
+		{"a failure with no stuck pod: the holder pod", makeFinding(finding.KindFailure, false, exporter, finding.CauseRprivateBind),
 			[]want{{"monitoring/node-exporter-x2x", holderUID, "", ReasonBusy, ActionBusy}}},
-		{"a leak: the holder pod, and the pod whose volume leaked", finding(correlate.KindLeak, true, exporter, correlate.CauseRprivateBind),
+		{"a leak: the holder pod, and the pod whose volume leaked", makeFinding(finding.KindLeak, true, exporter, finding.CauseRprivateBind),
 			[]want{{"monitoring/node-exporter-x2x", holderUID, "default/web-7f9c", ReasonLeaked, ActionLeaked},
 				{"default/web-7f9c", stuckUID, "monitoring/node-exporter-x2x", ReasonLeaked, ActionLeaked}}},
-		{"a Docker container holds it: the stuck pod alone", finding(correlate.KindFailure, true, &correlate.Workload{Name: "web", Image: "busybox"}, correlate.CauseInUse),
+		{"a Docker container holds it: the stuck pod alone", makeFinding(finding.KindFailure, true, &finding.Workload{Name: "web", Image: "busybox"}, finding.CauseInUse),
 			[]want{{"default/web-7f9c", stuckUID, "", ReasonBusy, ActionBusy}}},
-		{"no pod at all: nothing", finding(correlate.KindLeak, false, &correlate.Workload{Name: "web", Image: "busybox"}, correlate.CauseUnshare), nil},
+		{"no pod at all: nothing", makeFinding(finding.KindLeak, false, &finding.Workload{Name: "web", Image: "busybox"}, finding.CauseUnshare), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -140,7 +140,7 @@ type want struct {
 	regarding, uid, related, reason, action string
 }
 
-func (w want) check(t *testing.T, events []eventsv1.Event, f *correlate.Finding) {
+func (w want) check(t *testing.T, events []eventsv1.Event, f *finding.Finding) {
 	t.Helper()
 	for _, e := range events {
 		if e.Regarding.Namespace+"/"+e.Regarding.Name != w.regarding {
@@ -179,7 +179,7 @@ func TestDedupAndRate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close(0)
-	busy := finding(correlate.KindFailure, true, exporter, correlate.CauseRprivateBind)
+	busy := makeFinding(finding.KindFailure, true, exporter, finding.CauseRprivateBind)
 	for range 5 {
 		p.Post(busy) // kubelet retries the teardown: one Event
 	}
@@ -187,22 +187,22 @@ func TestDedupAndRate(t *testing.T) {
 		t.Fatalf("posted %d, deduplicated %d; want 1, 4", c.get(ResultPosted), c.get(ResultDeduplicated))
 	}
 	// Another cause is another Event; so is another holder.
-	p.Post(finding(correlate.KindFailure, true, exporter, correlate.CauseSharedPropagation))
+	p.Post(makeFinding(finding.KindFailure, true, exporter, finding.CauseSharedPropagation))
 	other := *exporter
 	other.Pod, other.PodUID = "fluentd-abc", "11111111-2222-4333-8444-555555555555"
-	p.Post(finding(correlate.KindFailure, true, &other, correlate.CauseRprivateBind))
+	p.Post(makeFinding(finding.KindFailure, true, &other, finding.CauseRprivateBind))
 	if c.get(ResultPosted) != 3 {
 		t.Fatalf("posted %d, want 3", c.get(ResultPosted))
 	}
 	// The bucket is empty: a fourth distinct one waits for a token.
 	third := other
 	third.Pod, third.PodUID = "x", "21111111-2222-4333-8444-555555555555"
-	p.Post(finding(correlate.KindFailure, true, &third, correlate.CauseRprivateBind))
+	p.Post(makeFinding(finding.KindFailure, true, &third, finding.CauseRprivateBind))
 	if c.get(ResultRateLimited) != 1 {
 		t.Fatalf("rate limited %d, want 1", c.get(ResultRateLimited))
 	}
 	now = now.Add(10 * time.Second)
-	p.Post(finding(correlate.KindFailure, true, &third, correlate.CauseRprivateBind))
+	p.Post(makeFinding(finding.KindFailure, true, &third, finding.CauseRprivateBind))
 	if c.get(ResultPosted) != 4 {
 		t.Fatalf("after one interval: posted %d, want 4", c.get(ResultPosted))
 	}
@@ -263,7 +263,7 @@ func TestAPIFailure(t *testing.T) {
 	for i := range 3 {
 		w := *exporter
 		w.Pod = "pod-" + string(rune('a'+i))
-		p.Post(finding(correlate.KindFailure, false, &w, correlate.CauseRprivateBind))
+		p.Post(makeFinding(finding.KindFailure, false, &w, finding.CauseRprivateBind))
 	}
 	if d := time.Since(start); d > 100*time.Millisecond {
 		t.Errorf("Post waited %v for a failing API server", d)
@@ -324,7 +324,7 @@ func TestClose(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p.Post(finding(correlate.KindFailure, true, exporter, correlate.CauseRprivateBind))
+			p.Post(makeFinding(finding.KindFailure, true, exporter, finding.CauseRprivateBind))
 			start := time.Now()
 			unsent := p.Close(tt.budget)
 			took := time.Since(start)
@@ -348,7 +348,7 @@ func TestClose(t *testing.T) {
 			if again := p.Close(tt.budget); again != unsent {
 				t.Errorf("Close again: %d, want %d", again, unsent)
 			}
-			p.Post(finding(correlate.KindLeak, true, exporter, correlate.CauseUnshare)) // after Close: nothing sent, no panic
+			p.Post(makeFinding(finding.KindLeak, true, exporter, finding.CauseUnshare)) // after Close: nothing sent, no panic
 		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 
+	"github.com/mntleak/mntleak/internal/privtest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,8 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // journalEntry is one of mntleak's finding entries in the guest's journal.
@@ -25,13 +25,13 @@ type journalEntry struct {
 	HolderNS  string `json:"MNTLEAK_HOLDER_MNTNS"`
 	Unit      string `json:"MNTLEAK_UNIT"`
 	Detail    string `json:"MNTLEAK_DETAIL"`
-	finding   correlate.Finding
+	finding   finding.Finding
 }
 
 // want is what one scenario must have made mntleak say.
 type want struct {
-	kind      correlate.FindingKind
-	cause     correlate.Cause
+	kind      finding.FindingKind
+	cause     finding.Cause
 	syscall   string
 	errno     string
 	operation string   // a teardown through a control file
@@ -75,15 +75,15 @@ func TestLabGuest(t *testing.T) {
 		want     []want
 	}{
 		{"1-privatetmp", []want{
-			{kind: correlate.KindLeak, cause: correlate.CausePrivateTmp, syscall: "umount2", names: []string{"unit"}},
-			{kind: correlate.KindFailure, cause: correlate.CausePrivateTmp, syscall: "openat", errno: "EBUSY", names: []string{"unit", "device"}},
+			{kind: finding.KindLeak, cause: finding.CausePrivateTmp, syscall: "umount2", names: []string{"unit"}},
+			{kind: finding.KindFailure, cause: finding.CausePrivateTmp, syscall: "openat", errno: "EBUSY", names: []string{"unit", "device"}},
 		}},
 		{"2-mountflags-restart", []want{
-			{kind: correlate.KindFailure, cause: correlate.CauseMountflagsRestart, syscall: "umount2", errno: "EINVAL",
+			{kind: finding.KindFailure, cause: finding.CauseMountflagsRestart, syscall: "umount2", errno: "EINVAL",
 				names: []string{"unit", "old_ns", "new_ns"}},
 		}},
 		{"3-devicemapper", []want{
-			{kind: correlate.KindFailure, cause: correlate.CauseUnshare, syscall: "ioctl", errno: "EBUSY", operation: "dmsetup remove labdm",
+			{kind: finding.KindFailure, cause: finding.CauseUnshare, syscall: "ioctl", errno: "EBUSY", operation: "dmsetup remove labdm",
 				names: []string{"unit", "device"}},
 		}},
 	}

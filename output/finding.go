@@ -1,17 +1,17 @@
 package output
 
 import (
+	"github.com/mntleak/mntleak/internal/logkey"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/internal/logkey"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // WriteFinding queues one finding, its JSON or its human line. A finding
 // is never dropped for want of room: findings are rare and each one is the
 // point of the daemon.
-func (w *Writer) WriteFinding(f *correlate.Finding) error {
+func (w *Writer) WriteFinding(f *finding.Finding) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.scratch.Reset()
@@ -28,8 +28,8 @@ func (w *Writer) WriteFinding(f *correlate.Finding) error {
 
 // FindingLevel is the level a finding is logged at: error for a failure,
 // warning for a leak as it forms.
-func FindingLevel(f *correlate.Finding) zapcore.Level {
-	if f.Kind == correlate.KindLeak {
+func FindingLevel(f *finding.Finding) zapcore.Level {
+	if f.Kind == finding.KindLeak {
 		return zapcore.WarnLevel
 	}
 	return zapcore.ErrorLevel
@@ -37,7 +37,7 @@ func FindingLevel(f *correlate.Finding) zapcore.Level {
 
 // FindingFields are the structured fields a finding is logged with; the
 // message is its human line.
-func FindingFields(f *correlate.Finding) []zap.Field {
+func FindingFields(f *finding.Finding) []zap.Field {
 	fields := []zap.Field{
 		zap.String(logkey.Finding, string(f.Kind)),
 		zap.String(logkey.FindingID, f.ID()),

@@ -1,11 +1,11 @@
 package output
 
 import (
+	"github.com/mntleak/mntleak/internal/logkey"
 	"testing"
 	"time"
 
-	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/internal/logkey"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // TestFindingFieldsIncomplete: a finding whose evidence overlaps lost
@@ -15,15 +15,15 @@ func TestFindingFieldsIncomplete(t *testing.T) {
 	at := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name       string
-		incomplete *correlate.Incomplete
+		incomplete *finding.Incomplete
 		want       int64 // -1: no field
 	}{
 		{"complete", nil, -1},
-		{"events lost", &correlate.Incomplete{Lost: 42, From: at.Add(-time.Second), To: at}, 42},
+		{"events lost", &finding.Incomplete{Lost: 42, From: at.Add(-time.Second), To: at}, 42},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := &correlate.Finding{Kind: correlate.KindFailure, Call: correlate.Call{Syscall: "umount2", Errno: "EINVAL", Time: at},
+			f := &finding.Finding{Kind: finding.KindFailure, Call: finding.Call{Syscall: "umount2", Errno: "EINVAL", Time: at},
 				Incomplete: tt.incomplete}
 			got := int64(-1)
 			for _, fd := range FindingFields(f) {

@@ -1,16 +1,16 @@
 package output
 
 import (
+	"github.com/mntleak/mntleak/internal/logkey"
 	"go.uber.org/zap"
 
-	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/internal/logkey"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // podFields are a finding's fields in pod terms (journald:
 // MNTLEAK_STUCK_POD, MNTLEAK_HOLDER_POD, MNTLEAK_NODE, ...): each only
 // when known.
-func podFields(f *correlate.Finding) []zap.Field {
+func podFields(f *finding.Finding) []zap.Field {
 	var fields []zap.Field
 	add := func(key, val string) {
 		if val != "" {

@@ -1,38 +1,38 @@
 package output
 
 import (
-	"testing"
-
-	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/internal/journald"
 	"github.com/mntleak/mntleak/internal/logkey"
+	"testing"
+
+	"github.com/mntleak/mntleak/finding"
 )
 
 // TestPodFields: the pod terms are fields (journald's MNTLEAK_STUCK_POD
 // and the rest), present only when known.
 func TestPodFields(t *testing.T) {
-	pod := &correlate.Workload{ContainerID: "c1", Name: "node-exporter", Image: "node-exporter:v1", Pod: "node-exporter-x2x",
+	pod := &finding.Workload{ContainerID: "c1", Name: "node-exporter", Image: "node-exporter:v1", Pod: "node-exporter-x2x",
 		Namespace: "monitoring", PodUID: "u2", PodContainer: "node-exporter"}
-	docker := &correlate.Workload{ContainerID: "c2", Runtime: "docker", Name: "web", Image: "busybox"}
-	finding := func(w *correlate.Workload, stuck *correlate.StuckPod) *correlate.Finding {
-		p := correlate.ProcRef{PID: 5, Comm: "sleep", Workload: w}
-		return &correlate.Finding{Kind: correlate.KindLeak, Node: "node-1", Stuck: stuck,
-			Holders: []correlate.Holder{{MntNS: 2, Processes: []correlate.ProcRef{p}, Actor: &correlate.Actor{ProcRef: p, Role: correlate.RoleMember}}}}
+	docker := &finding.Workload{ContainerID: "c2", Runtime: "docker", Name: "web", Image: "busybox"}
+	makeFinding := func(w *finding.Workload, stuck *finding.StuckPod) *finding.Finding {
+		p := finding.ProcRef{PID: 5, Comm: "sleep", Workload: w}
+		return &finding.Finding{Kind: finding.KindLeak, Node: "node-1", Stuck: stuck,
+			Holders: []finding.Holder{{MntNS: 2, Processes: []finding.ProcRef{p}, Actor: &finding.Actor{ProcRef: p, Role: finding.RoleMember}}}}
 	}
-	stuck := &correlate.StuckPod{UID: "u1", Name: "web-7f9c", Namespace: "default", Volume: "cache", VolumeType: "emptyDir"}
+	stuck := &finding.StuckPod{UID: "u1", Name: "web-7f9c", Namespace: "default", Volume: "cache", VolumeType: "emptyDir"}
 	tests := []struct {
 		name string
-		f    *correlate.Finding
+		f    *finding.Finding
 		want map[string]string // journald field → value; others must be absent
 	}{
-		{"stuck pod held by a pod", finding(pod, stuck), map[string]string{
+		{"stuck pod held by a pod", makeFinding(pod, stuck), map[string]string{
 			"MNTLEAK_STUCK_POD": "web-7f9c", "MNTLEAK_STUCK_NAMESPACE": "default", "MNTLEAK_STUCK_POD_UID": "u1",
 			"MNTLEAK_STUCK_VOLUME": "cache", "MNTLEAK_STUCK_VOLUME_TYPE": "emptyDir", "MNTLEAK_HOLDER_POD": "node-exporter-x2x",
 			"MNTLEAK_HOLDER_NAMESPACE": "monitoring", "MNTLEAK_HOLDER_CONTAINER": "node-exporter", "MNTLEAK_HOLDER_IMAGE": "node-exporter:v1",
 			"MNTLEAK_NODE": "node-1"}},
-		{"a Docker container", finding(docker, nil), map[string]string{
+		{"a Docker container", makeFinding(docker, nil), map[string]string{
 			"MNTLEAK_HOLDER_CONTAINER": "web", "MNTLEAK_HOLDER_IMAGE": "busybox", "MNTLEAK_NODE": "node-1"}},
-		{"nothing known", finding(nil, nil), map[string]string{"MNTLEAK_NODE": "node-1"}},
+		{"nothing known", makeFinding(nil, nil), map[string]string{"MNTLEAK_NODE": "node-1"}},
 	}
 	keys := []string{logkey.StuckPod, logkey.StuckNamespace, logkey.StuckPodUID, logkey.StuckVolume, logkey.StuckVolumeType,
 		logkey.HolderPod, logkey.HolderNamespace, logkey.HolderContainer, logkey.HolderImage, logkey.Node, logkey.Enrichment}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/mntleak/mntleak/event"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,8 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // gate is a destination that blocks every write until opened, like a pipe
@@ -118,7 +118,7 @@ func TestWriterFindingsNotDropped(t *testing.T) {
 	dst := newGate()
 	w := NewWriterOptions(dst, Text, nil, Options{QueueBytes: 4 << 10})
 	storm(t, w, 1000, 1)
-	f := &correlate.Finding{Kind: correlate.KindLeak, Object: correlate.Object{Path: "/var/lib/finding-kept"}}
+	f := &finding.Finding{Kind: finding.KindLeak, Object: finding.Object{Path: "/var/lib/finding-kept"}}
 	if err := w.WriteFinding(f); err != nil {
 		t.Fatal(err)
 	}

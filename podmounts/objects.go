@@ -12,6 +12,7 @@ import (
 
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/kubelet"
 )
 
@@ -158,9 +159,9 @@ func (in Input) objectOf(m *mountinfo.Info, root, podDir string, onNode bool) (O
 		return Object{}, false
 	}
 	if base == "shm" {
-		o.Kind, o.Text = KindShm, "the sandbox's shm ("+correlate.ShortID(id)+")"
+		o.Kind, o.Text = KindShm, "the sandbox's shm ("+finding.ShortID(id)+")"
 	} else {
-		o.Kind, o.Text = KindRootfs, "container "+correlate.ShortID(id)+"'s rootfs"
+		o.Kind, o.Text = KindRootfs, "container "+finding.ShortID(id)+"'s rootfs"
 	}
 	return o, true
 }

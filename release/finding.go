@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // CheckFinding refuses a finding given to release --finding that cannot
@@ -15,7 +15,7 @@ import (
 // differs from the finding the daemon kept under its id (kept: nil when
 // the state dir has none). It never makes a finding trusted: the copy it
 // names is proven a leak from live state all the same.
-func CheckFinding(f, kept *correlate.Finding, booted time.Time) error {
+func CheckFinding(f, kept *finding.Finding, booted time.Time) error {
 	if !f.Time.IsZero() && f.Time.Before(booted) {
 		return &NotLeak{fmt.Sprintf("the finding is from a previous boot: it was made at %s, the machine booted at %s; its namespaces and mount ids name other things now",
 			f.Time.UTC().Format(time.RFC3339), booted.UTC().Format(time.RFC3339))}
@@ -31,7 +31,7 @@ func CheckFinding(f, kept *correlate.Finding, booted time.Time) error {
 
 // findingDiff names the first of what a verdict rests on that differs
 // between a given finding and the kept one, or "".
-func findingDiff(f, kept *correlate.Finding) string {
+func findingDiff(f, kept *finding.Finding) string {
 	switch {
 	case f.Cause != kept.Cause:
 		return "cause " + f.Cause.String() + ", kept " + kept.Cause.String()

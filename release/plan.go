@@ -1,12 +1,12 @@
 package release
 
 import (
+	"github.com/mntleak/mntleak/event"
 	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // Step is one copy to detach.
@@ -29,9 +29,9 @@ type Step struct {
 	Proof string   `json:"proof,omitempty"`
 	Below []string `json:"below,omitempty"`
 	// Pins are the processes working in the copy (only with --force).
-	Pins []correlate.PinRef `json:"pins,omitempty"`
+	Pins []finding.PinRef `json:"pins,omitempty"`
 	// Stays is what keeps running: the namespace's processes.
-	Stays []correlate.ProcRef `json:"stays,omitempty"`
+	Stays []finding.ProcRef `json:"stays,omitempty"`
 }
 
 // Refusal is a copy left alone, why, and what the user could do.
@@ -50,9 +50,9 @@ type Plan struct {
 
 // Make plans the release of a finding's holders. host is the host's mount
 // namespace and self the caller's: neither is ever acted in.
-func Make(f *correlate.Finding, host, self uint32, force bool) Plan {
+func Make(f *finding.Finding, host, self uint32, force bool) Plan {
 	var p Plan
-	if !f.Cause.IsLeak() && f.Cause != correlate.CauseBusyCopy && f.Cause != correlate.CauseUnknown {
+	if !f.Cause.Releasable() {
 		p.Refused = append(p.Refused, Refusal{Reason: "not a leak (" + f.Cause.String() + ")", Hint: f.Fix})
 		return p
 	}
@@ -82,9 +82,9 @@ func Make(f *correlate.Finding, host, self uint32, force bool) Plan {
 		}
 		// A process holding the namespace's nsfs file open keeps the
 		// namespace, not the copy: it keeps running, untouched.
-		inCopy, stays := []correlate.PinRef(nil), h.Processes
+		inCopy, stays := []finding.PinRef(nil), h.Processes
 		for _, pin := range h.Pins {
-			if pin.Pin == correlate.PinNSFD {
+			if pin.Pin == finding.PinNSFD {
 				stays = append(slices.Clone(stays), pin.ProcRef)
 			} else {
 				inCopy = append(inCopy, pin)

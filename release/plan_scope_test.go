@@ -4,13 +4,13 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // memberHolder is a copy in mnt:[9] at /srv/vol, a member of the
 // namespace known, nothing working in the copy.
-func memberHolder() correlate.Holder {
-	return correlate.Holder{MntNS: 9, Where: "/srv/vol", MountID: 85, Processes: []correlate.ProcRef{{PID: 20, Comm: "agent"}}}
+func memberHolder() finding.Holder {
+	return finding.Holder{MntNS: 9, Where: "/srv/vol", MountID: 85, Processes: []finding.ProcRef{{PID: 20, Comm: "agent"}}}
 }
 
 // TestMakeActsOnLeaksOnly: release detaches a leaked copy, a copy that
@@ -20,19 +20,19 @@ func memberHolder() correlate.Holder {
 // finding's own fix as the hint.
 func TestMakeActsOnLeaksOnly(t *testing.T) {
 	for _, tt := range []struct {
-		cause correlate.Cause
+		cause finding.Cause
 		acts  bool
 	}{
-		{correlate.CauseUnshare, true},
-		{correlate.CauseBusyCopy, true},
-		{correlate.CauseUnknown, true},
-		{correlate.CauseInUse, false},
-		{correlate.CauseStaleBind, false},
-		{correlate.CauseInvalid, false},
+		{finding.CauseUnshare, true},
+		{finding.CauseBusyCopy, true},
+		{finding.CauseUnknown, true},
+		{finding.CauseInUse, false},
+		{finding.CauseStaleBind, false},
+		{finding.CauseInvalid, false},
 	} {
 		t.Run(tt.cause.String(), func(t *testing.T) {
-			f := &correlate.Finding{Cause: tt.cause, Fix: "the finding's fix", Object: correlate.Object{Path: "/srv/vol"},
-				Holders: []correlate.Holder{memberHolder()}}
+			f := &finding.Finding{Cause: tt.cause, Fix: "the finding's fix", Object: finding.Object{Path: "/srv/vol"},
+				Holders: []finding.Holder{memberHolder()}}
 			p := Make(f, 1, 2, false)
 			if tt.acts {
 				if len(p.Steps) != 1 || len(p.Refused) != 0 {
@@ -51,7 +51,7 @@ func TestMakeActsOnLeaksOnly(t *testing.T) {
 // TestMakeEntersThroughAMember: a namespace with a member and no nsfs
 // bind is entered through that member's /proc/PID/ns/mnt.
 func TestMakeEntersThroughAMember(t *testing.T) {
-	f := &correlate.Finding{Cause: correlate.CauseUnshare, Object: correlate.Object{Path: "/srv/vol"}, Holders: []correlate.Holder{memberHolder()}}
+	f := &finding.Finding{Cause: finding.CauseUnshare, Object: finding.Object{Path: "/srv/vol"}, Holders: []finding.Holder{memberHolder()}}
 	p := Make(f, 1, 2, false)
 	if len(p.Steps) != 1 || p.Steps[0].Enter != "/proc/20/ns/mnt" {
 		t.Fatalf("plan %+v, want one step entered through /proc/20/ns/mnt", p)

@@ -1,10 +1,10 @@
 package variants
 
 import (
+	"github.com/mntleak/mntleak/internal/privtest"
 	"testing"
 
-	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // TestControlCheckSeesAFalseLeak: a control's check (control, as every
@@ -17,15 +17,15 @@ import (
 func TestControlCheckSeesAFalseLeak(t *testing.T) {
 	const dev, vol, ns = "/dev/loop9", "/tmp/cell/vol", 4026532999
 	objs := objects{paths: []string{dev, vol}, ns: []uint32{ns}}
-	falseLeaks := map[string]*correlate.Finding{
-		"on the mount point": {Kind: correlate.KindLeak, Cause: correlate.CauseUnshare, Call: correlate.Call{Syscall: "umount2"},
-			Object: correlate.Object{Path: vol}, Holders: []correlate.Holder{{MntNS: 4026532111}}, Fix: "stop it"},
-		"on the device": {Kind: correlate.KindFailure, Cause: correlate.CauseUnknown, Call: correlate.Call{Syscall: "openat"},
-			Object: correlate.Object{Path: dev}, Fix: "look"},
-		"naming only the holder namespace": {Kind: correlate.KindLeak, Cause: correlate.CauseUnshare, Call: correlate.Call{Syscall: "umount2"},
-			Object: correlate.Object{Path: "/elsewhere"}, Holders: []correlate.Holder{{MntNS: ns}}, Fix: "stop it"},
-		"as one more object of a teardown": {Kind: correlate.KindLeak, Cause: correlate.CauseUnshare, Call: correlate.Call{Syscall: "umount2"},
-			Object: correlate.Object{Path: "/elsewhere"}, Others: []correlate.Object{{Path: vol}}, Fix: "stop it"},
+	falseLeaks := map[string]*finding.Finding{
+		"on the mount point": {Kind: finding.KindLeak, Cause: finding.CauseUnshare, Call: finding.Call{Syscall: "umount2"},
+			Object: finding.Object{Path: vol}, Holders: []finding.Holder{{MntNS: 4026532111}}, Fix: "stop it"},
+		"on the device": {Kind: finding.KindFailure, Cause: finding.CauseUnknown, Call: finding.Call{Syscall: "openat"},
+			Object: finding.Object{Path: dev}, Fix: "look"},
+		"naming only the holder namespace": {Kind: finding.KindLeak, Cause: finding.CauseUnshare, Call: finding.Call{Syscall: "umount2"},
+			Object: finding.Object{Path: "/elsewhere"}, Holders: []finding.Holder{{MntNS: ns}}, Fix: "stop it"},
+		"as one more object of a teardown": {Kind: finding.KindLeak, Cause: finding.CauseUnshare, Call: finding.Call{Syscall: "umount2"},
+			Object: finding.Object{Path: "/elsewhere"}, Others: []finding.Object{{Path: vol}}, Fix: "stop it"},
 	}
 	for name, leak := range falseLeaks {
 		t.Run(name, func(t *testing.T) {
@@ -50,9 +50,9 @@ func TestControlCheckSeesAFalseLeak(t *testing.T) {
 		})
 	}
 	t.Run("nothing about the control", func(t *testing.T) {
-		other := &correlate.Finding{Kind: correlate.KindLeak, Cause: correlate.CauseUnshare, Call: correlate.Call{Syscall: "umount2", MntNS: 4026531840},
-			Object: correlate.Object{Path: "/tmp/cell/vol2"}, Holders: []correlate.Holder{{MntNS: 4026532111}}, Fix: "stop it"}
-		l := &live{settleWait: func(testing.TB) {}, findings: []*correlate.Finding{other}}
+		other := &finding.Finding{Kind: finding.KindLeak, Cause: finding.CauseUnshare, Call: finding.Call{Syscall: "umount2", MntNS: 4026531840},
+			Object: finding.Object{Path: "/tmp/cell/vol2"}, Holders: []finding.Holder{{MntNS: 4026532111}}, Fix: "stop it"}
+		l := &live{settleWait: func(testing.TB) {}, findings: []*finding.Finding{other}}
 		if r := privtest.Record(t, func(tb testing.TB) { control(tb, l, objs) }); r.Failed() {
 			t.Errorf("the control's check fails on a finding about something else: %v", r.Reports())
 		}

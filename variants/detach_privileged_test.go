@@ -1,6 +1,7 @@
 package variants
 
 import (
+	"github.com/mntleak/mntleak/internal/privtest"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -8,8 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // TestDetachedCopies: a successful rmdir of a mountpoint detaches its
@@ -48,7 +48,7 @@ func TestDetachedCopies(t *testing.T) {
 			node.Run(t, "umount", vol)
 			node.Run(t, "umount", vol2)
 			privtest.AfterLeakSettle(t)
-			if l.wait(dev, vol, 3*time.Second, func(f *correlate.Finding) bool { return f.Kind == correlate.KindLeak }) == nil {
+			if l.wait(dev, vol, 3*time.Second, func(f *finding.Finding) bool { return f.Kind == finding.KindLeak }) == nil {
 				t.Fatalf("no leak finding for %s", vol)
 			}
 			node.Run(t, "rmdir", vol) // detaches the copies at vol, in both namespaces
@@ -57,10 +57,10 @@ func TestDetachedCopies(t *testing.T) {
 			if err := mkfs.Run(); err == nil {
 				t.Fatal("mkfs.ext4 succeeded on a device a private copy keeps mounted")
 			}
-			f := l.wait(dev, vol, 5*time.Second, func(f *correlate.Finding) bool {
-				return f.Kind == correlate.KindFailure && f.Call.Syscall == "openat"
+			f := l.wait(dev, vol, 5*time.Second, func(f *finding.Finding) bool {
+				return f.Kind == finding.KindFailure && f.Call.Syscall == "openat"
 			})
-			check(t, f, correlate.CauseUnshare, holder{pid: younger.PID, ns: younger.MntNS}, correlate.RoleMember)
+			check(t, f, finding.CauseUnshare, holder{pid: younger.PID, ns: younger.MntNS}, finding.RoleMember)
 			if f == nil {
 				return
 			}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // objects are what a cell made: its paths and devices, and the holder
@@ -21,7 +21,7 @@ type objects struct {
 // names reports whether f names one of the objects: its object or one it
 // names besides (Others), the missing bind source, or a holder, the call's
 // namespace or a cited event in one of the namespaces.
-func (o objects) names(f *correlate.Finding) bool {
+func (o objects) names(f *finding.Finding) bool {
 	paths := []string{f.Object.Path, f.Object.Source}
 	for _, other := range f.Others {
 		paths = append(paths, other.Path, other.Source)
@@ -63,7 +63,7 @@ func control(t testing.TB, l *live, o objects) {
 }
 
 // noFinding: no finding of any kind names the objects.
-func noFinding(t testing.TB, all []*correlate.Finding, o objects) {
+func noFinding(t testing.TB, all []*finding.Finding, o objects) {
 	t.Helper()
 	for _, f := range all {
 		if o.names(f) {
@@ -78,9 +78,9 @@ func noFinding(t testing.TB, all []*correlate.Finding, o objects) {
 // the namespace is cited or the namespace is said to be inferred (made
 // before tracing).
 type expected struct {
-	kind     correlate.FindingKind
+	kind     finding.FindingKind
 	syscall  string
-	cause    correlate.Cause
+	cause    finding.Cause
 	holder   holder // pid 0: no process is named
 	role     string
 	inferred bool // else the event that made holder.ns is cited
@@ -98,9 +98,9 @@ func (w expected) String() string {
 
 // exactFindings checks that the findings about the objects are exactly
 // want, one each, in any order; each is checked whole (expect).
-func exactFindings(t testing.TB, all []*correlate.Finding, o objects, want []expected) {
+func exactFindings(t testing.TB, all []*finding.Finding, o objects, want []expected) {
 	t.Helper()
-	var got []*correlate.Finding
+	var got []*finding.Finding
 	for _, f := range all {
 		if o.names(f) {
 			got = append(got, f)
@@ -109,9 +109,9 @@ func exactFindings(t testing.TB, all []*correlate.Finding, o objects, want []exp
 	used := make([]bool, len(got))
 	ok := len(got) == len(want)
 	for _, w := range want {
-		i := slices.IndexFunc(got, func(f *correlate.Finding) bool { return f.Kind == w.kind && f.Call.Syscall == w.syscall })
+		i := slices.IndexFunc(got, func(f *finding.Finding) bool { return f.Kind == w.kind && f.Call.Syscall == w.syscall })
 		for i >= 0 && used[i] {
-			next := slices.IndexFunc(got[i+1:], func(f *correlate.Finding) bool { return f.Kind == w.kind && f.Call.Syscall == w.syscall })
+			next := slices.IndexFunc(got[i+1:], func(f *finding.Finding) bool { return f.Kind == w.kind && f.Call.Syscall == w.syscall })
 			if next < 0 {
 				i = -1
 				break
@@ -138,7 +138,7 @@ func exactFindings(t testing.TB, all []*correlate.Finding, o objects, want []exp
 }
 
 // expect checks one finding against what the cell calls for.
-func expect(t testing.TB, f *correlate.Finding, w expected) {
+func expect(t testing.TB, f *finding.Finding, w expected) {
 	t.Helper()
 	hd, a := f.Actor()
 	switch {

@@ -18,6 +18,7 @@ import (
 	"github.com/mntleak/mntleak/e2e/oracle"
 	"github.com/mntleak/mntleak/e2e/oraclecheck"
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/internal/privtest"
 	"github.com/mntleak/mntleak/procfs"
 	"github.com/mntleak/mntleak/tracer"
@@ -26,7 +27,7 @@ import (
 // live is a tracer and a correlator running for one cell.
 type live struct {
 	mu         sync.Mutex
-	findings   []*correlate.Finding
+	findings   []*finding.Finding
 	stop       func()             // ends tracing and flushes the correlator (nil once done)
 	settleWait func(t testing.TB) // the settle window (privtest.AfterLeakSettle)
 	t          *testing.T
@@ -36,7 +37,7 @@ type live struct {
 func startTracing(t *testing.T) *live {
 	t.Helper()
 	l := &live{t: t, oracle: oraclecheck.New(t), settleWait: privtest.AfterLeakSettle}
-	corr := correlate.New(procfs.Host{}, correlate.Options{}, func(f *correlate.Finding) {
+	corr := correlate.New(procfs.Host{}, correlate.Options{}, func(f *finding.Finding) {
 		l.oracle.Witness(f)
 		l.mu.Lock()
 		l.findings = append(l.findings, f)
@@ -96,17 +97,17 @@ func (l *live) settle(t testing.TB, control bool) {
 }
 
 // all returns every finding so far.
-func (l *live) all() []*correlate.Finding {
+func (l *live) all() []*finding.Finding {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]*correlate.Finding(nil), l.findings...)
+	return append([]*finding.Finding(nil), l.findings...)
 }
 
 // about returns the findings on the cell's device or mount point, each
 // checked against the oracle's answer taken when it arrived.
-func (l *live) about(dev, vol string) []*correlate.Finding {
+func (l *live) about(dev, vol string) []*finding.Finding {
 	l.mu.Lock()
-	var out []*correlate.Finding
+	var out []*finding.Finding
 	for _, f := range l.findings {
 		if f.Object.Path == dev || f.Object.Path == vol {
 			out = append(out, f)
@@ -154,8 +155,8 @@ func volumeTarget(t *testing.T, node privtest.Node, dev, vol string) oracle.Targ
 }
 
 // wait returns the first finding about the cell that match accepts.
-func (l *live) wait(dev, vol string, d time.Duration, match func(*correlate.Finding) bool) *correlate.Finding {
-	var found *correlate.Finding
+func (l *live) wait(dev, vol string, d time.Duration, match func(*finding.Finding) bool) *finding.Finding {
+	var found *finding.Finding
 	privtest.Poll(d, func() bool {
 		for _, f := range l.about(dev, vol) {
 			if match(f) {
@@ -176,7 +177,7 @@ type holder struct {
 
 // check asserts the verdict: cause, the process named (pid, role), its
 // namespace, and a fix that names only live processes the finding holds.
-func check(t testing.TB, f *correlate.Finding, cause correlate.Cause, h holder, role string) {
+func check(t testing.TB, f *finding.Finding, cause finding.Cause, h holder, role string) {
 	t.Helper()
 	if f == nil {
 		t.Fatalf("no finding; want %s naming pid %d in mnt:[%d]", cause, h.pid, h.ns)
@@ -197,7 +198,7 @@ var procInFix = regexp.MustCompile(`([^:\s])\[(\d+)\]|-t (\d+)|/proc/(\d+)/`)
 // has its pid now), and it names the process to act on (actor; 0: no
 // process, the fix names none: a namespace no process runs in, a unit to
 // restart).
-func checkFixPIDs(t testing.TB, f *correlate.Finding, actor int) {
+func checkFixPIDs(t testing.TB, f *finding.Finding, actor int) {
 	t.Helper()
 	named := map[int]bool{}
 	for _, h := range f.Holders {
@@ -233,7 +234,7 @@ func checkFixPIDs(t testing.TB, f *correlate.Finding, actor int) {
 
 // createdBy reports whether the finding cites the event that made
 // namespace ns (its unshare, or its CLONE_NEWNS child).
-func createdBy(f *correlate.Finding, ns uint32) bool {
+func createdBy(f *finding.Finding, ns uint32) bool {
 	for _, e := range f.Evidence {
 		if e.Event != nil && (e.Event.Kind == "unshare" || e.Event.Kind == "newns_fork") &&
 			(e.Event.MntNS == ns || strings.Contains(e.Event.Summary, "mnt:["+strconv.Itoa(int(ns))+"]")) {

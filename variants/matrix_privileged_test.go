@@ -1,6 +1,7 @@
 package variants
 
 import (
+	"github.com/mntleak/mntleak/internal/privtest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,8 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // How the holder namespace is made.
@@ -255,8 +255,8 @@ func runCell(t *testing.T, c cell) {
 			t.Fatalf("umount of %s succeeded with a busy copy", vol)
 		}
 		l.settle(t, false)
-		exactFindings(t, l.all(), objs, []expected{{kind: correlate.KindFailure, syscall: "umount2", cause: correlate.CauseBusyCopy,
-			holder: m.holder, role: correlate.RolePinner, inferred: c.maker == byPredates, fix: m.holder.pid}})
+		exactFindings(t, l.all(), objs, []expected{{kind: finding.KindFailure, syscall: "umount2", cause: finding.CauseBusyCopy,
+			holder: m.holder, role: finding.RolePinner, inferred: c.maker == byPredates, fix: m.holder.pid}})
 	case c.control():
 		if umountErr != nil {
 			t.Fatalf("umount of %s: %v", vol, umountErr)
@@ -287,16 +287,16 @@ func runCell(t *testing.T, c cell) {
 // (a device: a tmpfs has none).
 func leak(t *testing.T, c cell, m made, mkfs func() error) []expected {
 	noProcess := c.hold == bind || c.hold == nsfd
-	cause := correlate.CauseUnshare
+	cause := finding.CauseUnshare
 	switch {
 	case c.maker == byUnitStyle:
-		cause = correlate.CausePrivateTmp
+		cause = finding.CausePrivateTmp
 	case noProcess && c.maker == byPredates:
-		cause = correlate.CauseUnknown // nothing says who made it
+		cause = finding.CauseUnknown // nothing says who made it
 	}
-	role := correlate.RoleMember
+	role := finding.RoleMember
 	if c.pinned() || c.hold == nsfd {
-		role = correlate.RolePinner
+		role = finding.RolePinner
 	}
 	if c.hold == bind {
 		role = ""
@@ -312,7 +312,7 @@ func leak(t *testing.T, c cell, m made, mkfs func() error) []expected {
 	case c.timing == forked || c.timing == joined:
 		fix = m.member
 	}
-	one := expected{kind: correlate.KindLeak, syscall: "umount2", cause: cause, holder: m.holder, role: role, inferred: c.maker == byPredates, fix: fix}
+	one := expected{kind: finding.KindLeak, syscall: "umount2", cause: cause, holder: m.holder, role: role, inferred: c.maker == byPredates, fix: fix}
 	var want []expected
 	if !noProcess { // a namespace no process runs in: the failure explains it
 		want = append(want, one)
@@ -321,7 +321,7 @@ func leak(t *testing.T, c cell, m made, mkfs func() error) []expected {
 		if err := mkfs(); err == nil {
 			t.Fatal("mkfs.ext4 succeeded on a device a copy keeps mounted")
 		}
-		one.kind, one.syscall = correlate.KindFailure, "openat"
+		one.kind, one.syscall = finding.KindFailure, "openat"
 		want = append(want, one)
 	}
 	return want
@@ -331,7 +331,7 @@ func leak(t *testing.T, c cell, m made, mkfs func() error) []expected {
 // namespace is named by the bind that keeps it; a slave namespace is not
 // told to use slave propagation; the private root is pointed at; the pid
 // another program has now is not named.
-func verdict(t *testing.T, c cell, m made, f *correlate.Finding) {
+func verdict(t *testing.T, c cell, m made, f *finding.Finding) {
 	t.Helper()
 	if c.hold == bind && (len(f.Holders) == 0 || !strings.Contains(f.Holders[0].KeptBy, "bind of its nsfs file")) {
 		t.Errorf("want mnt:[%d] kept by its bind:\n%s", m.ns, f.Line())

@@ -1,6 +1,7 @@
 package variants
 
 import (
+	"github.com/mntleak/mntleak/internal/privtest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,8 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // TestSharedPropagationHolder builds the shape seen on a real kubelet: a
@@ -71,8 +71,8 @@ func TestSharedPropagationHolder(t *testing.T) {
 			if err := rmdir.Run(); err == nil {
 				t.Fatalf("rmdir %s succeeded with a mount on it", volume)
 			}
-			f := l.wait(volume, volume, 5*time.Second, func(f *correlate.Finding) bool {
-				return f.Kind == correlate.KindFailure && f.Call.Syscall == "rmdir"
+			f := l.wait(volume, volume, 5*time.Second, func(f *finding.Finding) bool {
+				return f.Kind == finding.KindFailure && f.Call.Syscall == "rmdir"
 			})
 			if f == nil {
 				t.Fatal("no finding for the rmdir")
@@ -80,7 +80,7 @@ func TestSharedPropagationHolder(t *testing.T) {
 			t.Log(f.Line())
 			h, a := f.Actor()
 			switch {
-			case f.Cause != correlate.CauseSharedPropagation:
+			case f.Cause != finding.CauseSharedPropagation:
 				t.Errorf("cause %s, want shared-propagation:\n%s", f.Cause, f.Line())
 			case tt.pluginEnd:
 				if a != nil {
@@ -90,11 +90,11 @@ func TestSharedPropagationHolder(t *testing.T) {
 					t.Errorf("fix does not say to unmount it on the node: %s", f.Fix)
 				}
 			case tt.mounterEnd:
-				if a == nil || a.PID != plugin.PID || a.Role != correlate.RoleMember || h.MntNS != plugin.MntNS {
+				if a == nil || a.PID != plugin.PID || a.Role != finding.RoleMember || h.MntNS != plugin.MntNS {
 					t.Errorf("want member %d in mnt:[%d]; actor %+v:\n%s", plugin.PID, plugin.MntNS, a, f.Line())
 				}
 			default:
-				if a == nil || a.PID != mounter.Process.Pid || a.Role != correlate.RoleMounter || h.MntNS != plugin.MntNS {
+				if a == nil || a.PID != mounter.Process.Pid || a.Role != finding.RoleMounter || h.MntNS != plugin.MntNS {
 					t.Errorf("want mounter %d in mnt:[%d]; actor %+v:\n%s", mounter.Process.Pid, plugin.MntNS, a, f.Line())
 				}
 				if !strings.Contains(f.Fix, "nsenter -t "+strconv.Itoa(mounter.Process.Pid)+" -m umount") {

@@ -1,12 +1,12 @@
 package variants
 
 import (
+	"github.com/mntleak/mntleak/internal/privtest"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // TestOneLeakPerTeardown: a container's teardown unmounts its rootfs and
@@ -28,9 +28,9 @@ func TestOneLeakPerTeardown(t *testing.T) {
 	node.Run(t, "sh", "-c", "umount "+rootfs+" && umount "+vol)
 	privtest.AfterLeakSettle(t)
 	time.Sleep(500 * time.Millisecond)
-	var leaks []*correlate.Finding
+	var leaks []*finding.Finding
 	for _, f := range append(l.about(rootfs, rootfs), l.about(vol, vol)...) {
-		if f.Kind == correlate.KindLeak {
+		if f.Kind == finding.KindLeak {
 			leaks = append(leaks, f)
 		}
 	}
@@ -41,7 +41,7 @@ func TestOneLeakPerTeardown(t *testing.T) {
 		t.Fatalf("%d leak findings, want one for the teardown", len(leaks))
 	}
 	f := leaks[0]
-	check(t, f, correlate.CauseUnshare, holder{pid: h.PID, ns: h.MntNS}, correlate.RoleMember)
+	check(t, f, finding.CauseUnshare, holder{pid: h.PID, ns: h.MntNS}, finding.RoleMember)
 	// The volume leads, the rootfs follows (the objects a user cares
 	// about first, whatever order the unmounts came in).
 	if len(f.Others) != 1 || f.Object.Path != vol || f.Others[0].Path != rootfs {

@@ -9,7 +9,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mntleak/mntleak/audit"
 	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/nodeconf"
 	"github.com/mntleak/mntleak/nodeview"
 	"github.com/mntleak/mntleak/procfs"
@@ -46,13 +48,13 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 	for _, p := range problems {
 		fmt.Fprintf(stderr, "mntleak audit: node configuration not read: %s\n", p)
 	}
-	corr := correlate.New(host, correlate.Options{}, func(*correlate.Finding) {})
+	corr := correlate.New(host, correlate.Options{}, func(*finding.Finding) {})
 	if err := corr.Start(); err != nil {
 		fmt.Fprintf(stderr, "mntleak audit: snapshot of /proc: %v\n", err)
 		return exitError
 	}
-	items := corr.Audit(*prefix)
-	items = append(items, corr.Risks(facts, *prefix)...)
+	items := audit.Leaks(corr, *prefix)
+	items = append(items, audit.Risks(corr, facts, *prefix)...)
 	leaks := 0
 	for _, it := range items {
 		if it.Kind == "leak" {
@@ -61,7 +63,7 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 	}
 	if *asJSON {
 		if items == nil {
-			items = []correlate.AuditItem{}
+			items = []audit.Item{}
 		}
 		b, _ := json.Marshal(items)
 		fmt.Fprintln(stdout, string(b))
@@ -87,8 +89,8 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 // riskFacts reads the node settings the risk checks need, from the
 // node's files as the view sees them (the node's, from a pod with
 // hostPID), and says which configuration files could not be used.
-func riskFacts(host procfs.Host, view nodeview.View) (correlate.RiskFacts, []string) {
-	f := correlate.RiskFacts{MayDetachMounts: -1}
+func riskFacts(host procfs.Host, view nodeview.View) (audit.RiskFacts, []string) {
+	f := audit.RiskFacts{MayDetachMounts: -1}
 	// A sysctl of the kernel, the same from every namespace.
 	if b, err := os.ReadFile("/proc/sys/fs/may_detach_mounts"); err == nil {
 		if v, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
@@ -107,10 +109,10 @@ func riskFacts(host procfs.Host, view nodeview.View) (correlate.RiskFacts, []str
 	}
 	conf := nodeconf.Read(view, cmdlines)
 	f.LiveRestore = conf.LiveRestore
-	f.BindRoots = append(correlate.DefaultBindRoots(), conf.DockerRoot, conf.ContainerdRoot, conf.KubeletRoot)
+	f.BindRoots = append(audit.DefaultBindRoots(), conf.DockerRoot, conf.ContainerdRoot, conf.KubeletRoot)
 	f.CSIDirs = []string{conf.KubeletRoot + "/plugins", conf.KubeletRoot + "/plugins_registry"}
 	for _, u := range conf.Units {
-		f.Units = append(f.Units, correlate.UnitSetting{Unit: u.Name, Setting: u.Setting, File: u.File})
+		f.Units = append(f.Units, audit.UnitSetting{Unit: u.Name, Setting: u.Setting, File: u.File})
 	}
 	return f, conf.Problems
 }

@@ -11,25 +11,25 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/audit"
 	"github.com/mntleak/mntleak/internal/privtest"
 )
 
 // auditOf runs the real `mntleak audit --json` below prefix.
-func auditOf(t *testing.T, bin, prefix string) (int, []correlate.AuditItem) {
+func auditOf(t *testing.T, bin, prefix string) (int, []audit.Item) {
 	t.Helper()
 	cmd := exec.Command(bin, "audit", "--json", "--path-prefix", prefix)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	_ = cmd.Run()
-	var items []correlate.AuditItem
+	var items []audit.Item
 	if err := json.Unmarshal(stdout.Bytes(), &items); err != nil {
 		t.Fatalf("audit: exit %d, stdout %q, stderr %q", cmd.ProcessState.ExitCode(), stdout.String(), stderr.String())
 	}
 	return cmd.ProcessState.ExitCode(), items
 }
 
-func hasItem(items []correlate.AuditItem, kind, what string, pid int) bool {
+func hasItem(items []audit.Item, kind, what string, pid int) bool {
 	for _, it := range items {
 		if it.Kind != kind || it.What != what {
 			continue

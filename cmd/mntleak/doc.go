@@ -10,7 +10,8 @@
 //
 // This package holds only flags, their checks, signal handling and exit
 // codes; the daemon's pipeline is package daemon, the explanations are
-// package correlate.
+// package correlate, audit's checks package audit, and a finding's
+// types and wording package finding.
 //
 // Files: main.go (commands, exit codes), trace.go, replay.go, why.go,
 // audit.go, version.go, release.go (each command's flags and wiring),

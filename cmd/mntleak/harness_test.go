@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mntleak/mntleak/internal/privtest"
 	"golang.org/x/sys/unix"
 
-	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // The storm: the test binary re-executed inside `unshare -m` (a private
@@ -148,13 +148,13 @@ func rssBytes(t *testing.T, pid int) int64 {
 
 // findingOn waits for the daemon's first finding whose object is path and
 // returns it.
-func findingOn(t *testing.T, d *privtest.Daemon, path string) *correlate.Finding {
+func findingOn(t *testing.T, d *privtest.Daemon, path string) *finding.Finding {
 	t.Helper()
-	var f *correlate.Finding
+	var f *finding.Finding
 	d.Logs.Wait(t, "finding on "+path, func(s string) bool {
 		var l struct {
-			Logger string             `json:"logger"`
-			Detail *correlate.Finding `json:"detail"`
+			Logger string           `json:"logger"`
+			Detail *finding.Finding `json:"detail"`
 		}
 		if json.Unmarshal([]byte(s), &l) == nil && l.Logger == "correlate" && l.Detail != nil && l.Detail.Object.Path == path {
 			f = l.Detail

@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mntleak/mntleak/internal/privtest"
 	"golang.org/x/sys/unix"
 
-	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // holdWatch samples, until stopped, what a daemon could pin: the mount
@@ -226,8 +226,8 @@ func TestForgedLogLines(t *testing.T) {
 	privtest.AfterLeakSettle(t) // the leak is reported once the teardown has settled
 	jsonLine := d.Logs.Wait(t, "leak finding", func(s string) bool { return strings.Contains(s, `"finding":"leak"`) && strings.Contains(s, "FAKE") })
 	var rec struct {
-		Msg    string             `json:"msg"`
-		Detail *correlate.Finding `json:"detail"`
+		Msg    string           `json:"msg"`
+		Detail *finding.Finding `json:"detail"`
 	}
 	if err := json.Unmarshal([]byte(jsonLine), &rec); err != nil || rec.Detail == nil {
 		t.Fatalf("finding is not JSON with a detail: %v: %s", err, jsonLine)

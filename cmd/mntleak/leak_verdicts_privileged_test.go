@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/internal/findinglog"
 	"github.com/mntleak/mntleak/internal/privtest"
+	"golang.org/x/sys/unix"
+
+	"github.com/mntleak/mntleak/finding"
 )
 
 // settledFindings lets the daemon's pending leaks settle, stops it (a stop
@@ -102,7 +102,7 @@ func TestLeakKeptAtAnotherPath(t *testing.T) {
 			}
 			l := found[0]
 			f := l.Detail
-			if f.Kind != correlate.KindLeak || f.Object.Path != vol || f.Cause != correlate.CauseUnshare ||
+			if f.Kind != finding.KindLeak || f.Object.Path != vol || f.Cause != finding.CauseUnshare ||
 				l.HolderPID != h.PID || l.HolderRole != "member" || l.HolderMntNS != h.MntNS ||
 				len(f.Holders) != 1 || f.Holders[0].MntNS != h.MntNS || f.Holders[0].Where != own {
 				t.Errorf("want a leak on %s [cause: unshare] held by sleep[%d] (member) in mnt:[%d] at %s; got:\n%s",
@@ -164,7 +164,7 @@ func TestDetachedNetnsKeptByAnOpenFile(t *testing.T) {
 	pinned := len(f.Holders) == 1 && len(f.Holders[0].Pins) == 1 && f.Holders[0].Pins[0].PID == h.PID &&
 		f.Holders[0].Pins[0].Pin == "fd" && f.Holders[0].Pins[0].Path == netns &&
 		f.Holders[0].Pins[0].FD != nil && *f.Holders[0].Pins[0].FD == 7
-	if f.Kind != correlate.KindLeak || f.Object.Path != file || l.HolderPID != h.PID || l.HolderRole != "pinner" ||
+	if f.Kind != finding.KindLeak || f.Object.Path != file || l.HolderPID != h.PID || l.HolderRole != "pinner" ||
 		l.HolderMntNS != h.MntNS || !pinned || !strings.Contains(l.Msg, "sleep["+strconv.Itoa(h.PID)+"] fd 7 "+netns) {
 		t.Errorf("want a leak on %s held by sleep[%d] fd 7 %s (pinner) in mnt:[%d]; got:\n%s", file, h.PID, netns, h.MntNS, lines(found))
 	}

@@ -9,10 +9,11 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/e2e/oraclecheck"
 	"github.com/mntleak/mntleak/internal/findinglog"
 	"github.com/mntleak/mntleak/internal/privtest"
+
+	"github.com/mntleak/mntleak/finding"
 )
 
 // podFinding is a finding line of the daemon's JSON log, with its pod
@@ -32,7 +33,7 @@ func podFindings(d *privtest.Daemon, dir string) []podFinding {
 }
 
 // waitPodFinding waits for a finding of kind about dir.
-func waitPodFinding(t *testing.T, d *privtest.Daemon, dir string, kind correlate.FindingKind) podFinding {
+func waitPodFinding(t *testing.T, d *privtest.Daemon, dir string, kind finding.FindingKind) podFinding {
 	t.Helper()
 	var found podFinding
 	ok := d.Logs.Within(15e9, func(string) bool {
@@ -107,14 +108,14 @@ func TestStuckPodVolume(t *testing.T) {
 	if out, err := exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", "rmdir", vol).CombinedOutput(); err == nil {
 		t.Fatalf("rmdir of a mounted volume succeeded: %s", out)
 	}
-	busy := waitPodFinding(t, d, vol, correlate.KindFailure)
+	busy := waitPodFinding(t, d, vol, finding.KindFailure)
 
 	// A namespace made after the mount pins its copy; the unmount leaves
 	// the copy, and its data, behind.
 	holder := node.StartHolder(t, "private", "cd "+vol)
 	node.Run(t, "umount", vol)
 	privtest.AfterLeakSettle(t)
-	leak := waitPodFinding(t, d, vol, correlate.KindLeak)
+	leak := waitPodFinding(t, d, vol, finding.KindLeak)
 	d.Stop(t)
 
 	tests := []struct {
@@ -206,7 +207,7 @@ func TestNamedDockerContainer(t *testing.T) {
 	}
 
 	t.Run("source", func(t *testing.T) { checkDockerSource(t, w+"/docker.sock", exp) })
-	leak := waitPodFinding(t, d, w+"/src/vol", correlate.KindLeak)
+	leak := waitPodFinding(t, d, w+"/src/vol", finding.KindLeak)
 	finish()
 	if d.Exited() {
 		t.Fatalf("the daemon exited before it was stopped:\n%s", strings.Join(d.Logs.All(), "\n"))

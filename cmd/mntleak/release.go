@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/internal/journald"
 	"github.com/mntleak/mntleak/nodeview"
 	"github.com/mntleak/mntleak/procfs"
@@ -54,7 +55,7 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	explicit := *mntns != 0 || *mountID != 0
-	var given *correlate.Finding
+	var given *finding.Finding
 	if *fromFinding != "" {
 		if explicit || fs.NArg() != 0 {
 			fmt.Fprintln(stderr, "mntleak release: --finding goes alone, without a target or --mntns/--mount-id")
@@ -68,12 +69,12 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 		given = f
 		if err := checkFinding(f, *stateDir, &checker); err != nil {
 			r := release.Refusal{Reason: err.Error(), Hint: "run mntleak why on the object for a finding about the machine as it is now"}
-			fmt.Fprintf(stdout, "refused: %s; %s\n", correlate.Escape(r.Reason), r.Hint)
+			fmt.Fprintf(stdout, "refused: %s; %s\n", finding.Escape(r.Reason), r.Hint)
 			logAction(actionRecord{Result: "refused", Refuse: &r})
 			return exitError
 		}
 		if r, refused := refuseFinding(f); refused {
-			fmt.Fprintf(stdout, "refused: %s; %s\n", r.Reason, correlate.Escape(r.Hint))
+			fmt.Fprintf(stdout, "refused: %s; %s\n", r.Reason, finding.Escape(r.Hint))
 			logAction(actionRecord{Result: "refused", Refuse: &r})
 			return exitError
 		}
@@ -149,9 +150,9 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 	for i := range plan.Refused {
 		r := plan.Refused[i]
 		if r.MntNS == 0 {
-			fmt.Fprintf(stdout, "refused: %s; %s\n", r.Reason, correlate.Escape(r.Hint))
+			fmt.Fprintf(stdout, "refused: %s; %s\n", r.Reason, finding.Escape(r.Hint))
 		} else {
-			fmt.Fprintf(stdout, "refused: mnt:[%d] at %s: %s; %s\n", r.MntNS, correlate.Escape(r.Where), correlate.Escape(r.Reason), correlate.Escape(r.Hint))
+			fmt.Fprintf(stdout, "refused: mnt:[%d] at %s: %s; %s\n", r.MntNS, finding.Escape(r.Where), finding.Escape(r.Reason), finding.Escape(r.Hint))
 		}
 		logAction(actionRecord{Result: "refused", Refuse: &r})
 	}
@@ -171,12 +172,12 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 			if release.IsNotLeak(err) {
 				result = "refused" // proven otherwise at the moment of acting
 			}
-			fmt.Fprintf(stdout, "%s: mnt:[%d] at %s: %s\n", result, s.MntNS, correlate.Escape(s.Where), correlate.Escape(err.Error()))
+			fmt.Fprintf(stdout, "%s: mnt:[%d] at %s: %s\n", result, s.MntNS, finding.Escape(s.Where), finding.Escape(err.Error()))
 			logAction(actionRecord{Result: result, Step: &s, Error: err.Error()})
 			code = exitError
 			continue
 		}
-		fmt.Fprintf(stdout, "released: mount %d at %s is gone from mnt:[%d]\n", s.MountID, correlate.Escape(s.Where), s.MntNS)
+		fmt.Fprintf(stdout, "released: mount %d at %s is gone from mnt:[%d]\n", s.MountID, finding.Escape(s.Where), s.MntNS)
 		logAction(actionRecord{Result: "released", Step: &s})
 	}
 	if !*apply {
@@ -185,7 +186,7 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
-func names(ps []correlate.ProcRef) string {
+func names(ps []finding.ProcRef) string {
 	if len(ps) == 0 {
 		return "nothing"
 	}
@@ -198,7 +199,7 @@ func names(ps []correlate.ProcRef) string {
 		if i > 0 {
 			out += ", "
 		}
-		out += correlate.Escape(p.Comm) + "[" + strconv.Itoa(p.PID) + "]"
+		out += finding.Escape(p.Comm) + "[" + strconv.Itoa(p.PID) + "]"
 	}
 	return out
 }

@@ -9,9 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/release"
 	"github.com/mntleak/mntleak/state"
+
+	"github.com/mntleak/mntleak/finding"
 )
 
 // newChecker is the leak prover release uses: live tables, and the
@@ -38,12 +39,12 @@ func newChecker(stateDir string) (release.Checker, error) {
 // checkFinding refuses a finding from another boot, or one that differs
 // from the one the daemon kept under its id; a busy-copy finding the
 // daemon kept gives the checker its failed unmount as evidence.
-func checkFinding(f *correlate.Finding, stateDir string, c *release.Checker) error {
+func checkFinding(f *finding.Finding, stateDir string, c *release.Checker) error {
 	booted, err := release.BootTime()
 	if err != nil {
 		return err
 	}
-	var kept *correlate.Finding
+	var kept *finding.Finding
 	if stateDir != "" {
 		b, err := state.LookupFinding(stateDir, f.ID())
 		switch {
@@ -58,7 +59,7 @@ func checkFinding(f *correlate.Finding, stateDir string, c *release.Checker) err
 	if err := release.CheckFinding(f, kept, booted); err != nil {
 		return err
 	}
-	if kept != nil && kept.Cause == correlate.CauseBusyCopy && kept.Call.Errno != "" {
+	if kept != nil && kept.Cause == finding.CauseBusyCopy && kept.Call.Errno != "" {
 		c.FailedUnmount = fmt.Sprintf("%s by %s[%d] at %s: %s, kept by the daemon as finding %s", kept.Call.Syscall, kept.Call.Comm, kept.Call.PID,
 			kept.Call.Time.UTC().Format(time.RFC3339Nano), kept.Call.Errno, f.ID())
 	}
@@ -93,20 +94,20 @@ func identify(c release.Checker, p release.Plan) (release.Plan, bool) {
 // identities, the proof, and what happens to the processes.
 func printStep(w io.Writer, s release.Step) {
 	fmt.Fprintf(w, "plan: detach mount %d (unique %d) at %s in mnt:[%d] (born id %d; entering through %s); keeps running: %s\n",
-		s.MountID, s.Unique, correlate.Escape(s.Where), s.MntNS, s.NSID, s.Enter, names(s.Stays))
-	fmt.Fprintf(w, "  leak: %s\n", correlate.Escape(s.Proof))
+		s.MountID, s.Unique, finding.Escape(s.Where), s.MntNS, s.NSID, s.Enter, names(s.Stays))
+	fmt.Fprintf(w, "  leak: %s\n", finding.Escape(s.Proof))
 	if len(s.Below) > 0 {
-		fmt.Fprintf(w, "  detached with it: %s\n", correlate.Escape(strings.Join(s.Below, ", ")))
+		fmt.Fprintf(w, "  detached with it: %s\n", finding.Escape(strings.Join(s.Below, ", ")))
 	}
 	for _, p := range s.Pins {
-		fmt.Fprintf(w, "  loses its %s into the detached tree (keeps running): %s[%s] %s\n", p.Pin, correlate.Escape(p.Comm), strconv.Itoa(p.PID), correlate.Escape(p.Path))
+		fmt.Fprintf(w, "  loses its %s into the detached tree (keeps running): %s[%s] %s\n", p.Pin, finding.Escape(p.Comm), strconv.Itoa(p.PID), finding.Escape(p.Path))
 	}
 }
 
 // sameGeneration refuses a finding whose namespace's inode was taken by a
 // namespace born since: the daemon's ledger (when there is one) recorded
 // the birth id of the finding's namespace.
-func sameGeneration(f *correlate.Finding, c release.Checker, ns uint32) error {
+func sameGeneration(f *finding.Finding, c release.Checker, ns uint32) error {
 	if c.Ledger == nil {
 		return nil
 	}

@@ -10,21 +10,22 @@ import (
 	"os"
 	"regexp"
 
-	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/release"
 	"github.com/mntleak/mntleak/state"
+
+	"github.com/mntleak/mntleak/finding"
 )
 
 // readFinding reads the one finding r holds, in any of the forms mntleak
 // writes one: the finding itself (why --json, the "detail" of a log line),
 // a line of the daemon's JSON log, or an entry of journalctl -o json (its
 // MNTLEAK_DETAIL field).
-func readFinding(r io.Reader) (*correlate.Finding, error) {
+func readFinding(r io.Reader) (*finding.Finding, error) {
 	b, err := io.ReadAll(io.LimitReader(r, 4<<20))
 	if err != nil {
 		return nil, err
 	}
-	var found []*correlate.Finding
+	var found []*finding.Finding
 	for _, line := range bytes.Split(b, []byte("\n")) {
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
@@ -49,11 +50,11 @@ func readFinding(r io.Reader) (*correlate.Finding, error) {
 
 // parseFinding is the finding one JSON line holds, or nil for a log line
 // that is not one.
-func parseFinding(line []byte) (*correlate.Finding, error) {
+func parseFinding(line []byte) (*finding.Finding, error) {
 	var shapes struct {
-		Finding correlate.FindingKind `json:"finding"`
-		Detail  json.RawMessage       `json:"detail"`
-		Journal string                `json:"MNTLEAK_DETAIL"`
+		Finding finding.FindingKind `json:"finding"`
+		Detail  json.RawMessage     `json:"detail"`
+		Journal string              `json:"MNTLEAK_DETAIL"`
 	}
 	if err := json.Unmarshal(line, &shapes); err != nil {
 		return nil, fmt.Errorf("not a JSON finding: %w", err)
@@ -67,11 +68,11 @@ func parseFinding(line []byte) (*correlate.Finding, error) {
 	case shapes.Finding == "":
 		return nil, nil
 	}
-	var f correlate.Finding
+	var f finding.Finding
 	if err := json.Unmarshal(raw, &f); err != nil {
 		return nil, fmt.Errorf("not a JSON finding: %w", err)
 	}
-	if f.Kind != correlate.KindLeak && f.Kind != correlate.KindFailure {
+	if f.Kind != finding.KindLeak && f.Kind != finding.KindFailure {
 		return nil, nil
 	}
 	return &f, nil
@@ -83,7 +84,7 @@ var findingID = regexp.MustCompile(`^[0-9a-f]{12}$`)
 // openFinding reads the finding in file, on stdin for "-", or, for an id
 // (the finding_id of a log line, MNTLEAK_FINDING_ID of a journal entry)
 // that names no file, the one the daemon kept in its state dir.
-func openFinding(file, stateDir string) (*correlate.Finding, error) {
+func openFinding(file, stateDir string) (*finding.Finding, error) {
 	if file == "-" {
 		return readFinding(os.Stdin)
 	}
@@ -106,9 +107,9 @@ func openFinding(file, stateDir string) (*correlate.Finding, error) {
 }
 
 // refuseFinding says why a finding's object is not released, from the
-// finding alone: a cause that is not a leak.
-func refuseFinding(f *correlate.Finding) (release.Refusal, bool) {
-	if f.Cause.IsLeak() || f.Cause == correlate.CauseBusyCopy || f.Cause == correlate.CauseUnknown {
+// finding alone: a cause release does not act on (finding.Cause.Releasable).
+func refuseFinding(f *finding.Finding) (release.Refusal, bool) {
+	if f.Cause.Releasable() {
 		return release.Refusal{}, false
 	}
 	return release.Refusal{Reason: "not a leak (" + f.Cause.String() + ")", Hint: f.Fix}, true
@@ -116,7 +117,7 @@ func refuseFinding(f *correlate.Finding) (release.Refusal, bool) {
 
 // releaseCopy is the copy a finding's release command names: its primary
 // holder's namespace and mount id (0 when it carries no command).
-func releaseCopy(f *correlate.Finding) (uint32, int) {
+func releaseCopy(f *finding.Finding) (uint32, int) {
 	if f.Release == "" || len(f.Holders) == 0 {
 		return 0, 0
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/mntleak/mntleak/attribution"
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/enrich"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/output"
 	"github.com/mntleak/mntleak/stream"
 )
@@ -73,7 +74,7 @@ func runReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	answers := attribution.NewReplay()
 	var replayer *enrich.Replayer
 	started := false
-	if err := correlate.ReplayWith(in, name, func(fd *correlate.Finding) {
+	if err := correlate.ReplayWith(in, name, func(fd *finding.Finding) {
 		if !started {
 			started = true
 			replayer, _ = enrich.NewReplayer(answers)

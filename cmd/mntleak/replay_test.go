@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // TestReplayRecordedScenario: replay of a stream recorded from a real run
@@ -26,11 +26,11 @@ func TestReplayRecordedScenario(t *testing.T) {
 		t.Fatalf("%d findings, want 2:\n%s", len(lines), stdout.String())
 	}
 	for _, l := range lines {
-		var f correlate.Finding
+		var f finding.Finding
 		if err := json.Unmarshal([]byte(l), &f); err != nil {
 			t.Fatal(err)
 		}
-		if f.Cause != correlate.CauseRprivateBind {
+		if f.Cause != finding.CauseRprivateBind {
 			t.Errorf("cause %s, want rprivate-bind", f.Cause)
 		}
 	}

@@ -13,8 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/internal/privtest"
+
+	"github.com/mntleak/mntleak/finding"
 )
 
 // TestInodeReuseAcrossRestart: the kernel gives a dead mount namespace's
@@ -62,7 +63,7 @@ func TestInodeReuseAcrossRestart(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	_ = cmd.Run()
-	var f correlate.Finding
+	var f finding.Finding
 	if err := json.Unmarshal(stdout.Bytes(), &f); err != nil {
 		t.Fatalf("why %s: %v; stdout %q, stderr %q", dev, err, stdout.String(), stderr.String())
 	}
@@ -115,9 +116,9 @@ func reuseInode(t *testing.T, ino uint32, waiting []*waiter) *waiter {
 	return nil
 }
 
-func checkNotInherited(t *testing.T, what string, f *correlate.Finding, ns uint32, pid int, creator string) {
+func checkNotInherited(t *testing.T, what string, f *finding.Finding, ns uint32, pid int, creator string) {
 	t.Helper()
-	var h *correlate.Holder
+	var h *finding.Holder
 	for i := range f.Holders {
 		if f.Holders[i].MntNS == ns {
 			h = &f.Holders[i]

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/audit"
 	"github.com/mntleak/mntleak/internal/privtest"
 )
 
@@ -81,7 +81,7 @@ func TestDangerousBinds(t *testing.T) {
 			for _, it := range items {
 				if it.Kind == "risk" && it.What == "private-hostpath" && it.Where == dst {
 					got = append(got, it.Detail)
-					if !hasItem([]correlate.AuditItem{it}, "risk", "private-hostpath", h.PID) {
+					if !hasItem([]audit.Item{it}, "risk", "private-hostpath", h.PID) {
 						t.Errorf("the item does not name the namespace's process %d: %+v", h.PID, it)
 					}
 				}

@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/internal/privtest"
+	"golang.org/x/sys/unix"
+
+	"github.com/mntleak/mntleak/finding"
 )
 
 // TestTraceBinary runs `mntleak trace` as a user would: filtered by comm,
@@ -218,7 +218,7 @@ func TestRestartKeepsLineage(t *testing.T) {
 	privtest.AfterLeakSettle(t)
 	leak := findingOn(t, second, vol)
 	second.Stop(t)
-	if leak.Cause != correlate.CauseRprivateBind || leak.Inferred {
+	if leak.Cause != finding.CauseRprivateBind || leak.Inferred {
 		t.Fatalf("cause %s inferred=%v: %s", leak.Cause, leak.Inferred, leak.Line())
 	}
 	cited := false

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/nodeview"
 	"github.com/mntleak/mntleak/procfs"
 	"github.com/mntleak/mntleak/state"
@@ -100,9 +101,9 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 			}{false, vis.Complete(), vis.Text(), view.Kind})
 			fmt.Fprintln(stdout, string(b))
 		} else if vis.Blind() {
-			fmt.Fprintf(stdout, "nothing found holding %s among what could be read\n", correlate.Escape(fs.Arg(0)))
+			fmt.Fprintf(stdout, "nothing found holding %s among what could be read\n", finding.Escape(fs.Arg(0)))
 		} else {
-			fmt.Fprintf(stdout, "nothing holds %s\n", correlate.Escape(fs.Arg(0)))
+			fmt.Fprintf(stdout, "nothing holds %s\n", finding.Escape(fs.Arg(0)))
 		}
 		if vis.Blind() {
 			return exitBlind
@@ -125,7 +126,7 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 
 // why takes one snapshot of /proc (one mountinfo per namespace), applies the
 // persistent lineage when there is one, and explains the target.
-func why(t correlate.Target, stateDir string) (*correlate.Finding, error) {
+func why(t correlate.Target, stateDir string) (*finding.Finding, error) {
 	corr, err := snapshot(stateDir)
 	if err != nil {
 		return nil, err
@@ -136,7 +137,7 @@ func why(t correlate.Target, stateDir string) (*correlate.Finding, error) {
 // snapshot is a correlator that has read /proc once, after the persistent
 // lineage in stateDir ("" for none) when there is one.
 func snapshot(stateDir string) (*correlate.Correlator, error) {
-	corr := correlate.New(procfs.Host{}, correlate.Options{}, func(*correlate.Finding) {})
+	corr := correlate.New(procfs.Host{}, correlate.Options{}, func(*finding.Finding) {})
 	if stateDir != "" {
 		if boot, err := state.BootID(); err == nil {
 			events, _, err := state.Load(stateDir, boot)

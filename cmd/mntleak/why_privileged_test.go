@@ -10,14 +10,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mntleak/mntleak/internal/privtest"
 	"golang.org/x/sys/unix"
 
-	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // whyOf runs the real `mntleak why --json` and decodes its finding.
-func whyOf(t *testing.T, bin, target string) (int, *correlate.Finding) {
+func whyOf(t *testing.T, bin, target string) (int, *finding.Finding) {
 	t.Helper()
 	cmd := exec.Command(bin, "why", "--json", "--state-dir", "", target)
 	var stdout, stderr bytes.Buffer
@@ -27,14 +27,14 @@ func whyOf(t *testing.T, bin, target string) (int, *correlate.Finding) {
 	if code == exitOK {
 		return code, nil
 	}
-	var f correlate.Finding
+	var f finding.Finding
 	if err := json.Unmarshal(stdout.Bytes(), &f); err != nil {
 		t.Fatalf("why %s: exit %d, stdout %q, stderr %q", target, code, stdout.String(), stderr.String())
 	}
 	return code, &f
 }
 
-func namesPID(f *correlate.Finding, ns uint32, pid int) bool {
+func namesPID(f *finding.Finding, ns uint32, pid int) bool {
 	for _, h := range f.Holders {
 		for _, p := range h.Processes {
 			if p.PID == pid && (ns == 0 || h.MntNS == ns) {
@@ -66,7 +66,7 @@ func TestWhyOnRealLeaks(t *testing.T) {
 				t.Errorf("why %s: exit %d, %+v", target, code, f)
 				continue
 			}
-			if f.Cause != correlate.CauseUnshare || !f.Inferred {
+			if f.Cause != finding.CauseUnshare || !f.Inferred {
 				t.Errorf("why %s: cause %s inferred=%v", target, f.Cause, f.Inferred)
 			}
 		}
@@ -83,7 +83,7 @@ func TestWhyOnRealLeaks(t *testing.T) {
 		node.Run(t, "umount", mnt)
 		node.Run(t, "rmdir", mnt) // detaches the holder's copy
 		code, f := whyOf(t, bin, devStr)
-		if code != exitError || f == nil || !namesPID(f, 0, h.PID) || f.Cause != correlate.CauseBusyCopy {
+		if code != exitError || f == nil || !namesPID(f, 0, h.PID) || f.Cause != finding.CauseBusyCopy {
 			t.Fatalf("why %s: exit %d, %+v", devStr, code, f)
 		}
 		if strings.Contains(f.Line(), "still mounted") {
@@ -118,7 +118,7 @@ func TestWhyOnRealLeaks(t *testing.T) {
 		privtest.Mount(t, a, b, "", unix.MS_BIND, "")
 		os.Remove(a)
 		code, f := whyOf(t, bin, b)
-		if code != exitError || f == nil || f.Cause != correlate.CauseStaleBind || !strings.Contains(f.Summary, a) {
+		if code != exitError || f == nil || f.Cause != finding.CauseStaleBind || !strings.Contains(f.Summary, a) {
 			t.Fatalf("why %s: exit %d, %+v", b, code, f)
 		}
 	})

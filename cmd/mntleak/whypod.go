@@ -22,6 +22,7 @@ import (
 	"github.com/mntleak/mntleak/attribution/kubeapi"
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/enrich"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/internal/podref"
 	"github.com/mntleak/mntleak/kubeevents"
 	"github.com/mntleak/mntleak/kubelet"
@@ -222,8 +223,8 @@ type heldObject struct {
 	// Holding are the namespaces whose copy keeps the object (the
 	// finding's other holders are the node's, mntleak's, the pod's own or
 	// copies the node's unmount reaches).
-	Holding []uint32           `json:"holding"`
-	Finding *correlate.Finding `json:"finding"`
+	Holding []uint32         `json:"holding"`
+	Finding *finding.Finding `json:"finding"`
 }
 
 // heldObjects asks the correlator about each object and keeps those held
@@ -260,8 +261,8 @@ func heldObjects(ctx context.Context, corr *correlate.Correlator, objects []podm
 // reaches (a peer of the node's mount, or its slave), not one where only
 // the pod's own processes run and pin it (a running pod uses its volumes).
 // A mount nested in a volume is held by every namespace that has it.
-func holdingNamespaces(f *correlate.Finding, o podmounts.Object, in podmounts.Input, view nodeview.View) []uint32 {
-	podProc := func(p correlate.ProcRef) bool {
+func holdingNamespaces(f *finding.Finding, o podmounts.Object, in podmounts.Input, view nodeview.View) []uint32 {
+	podProc := func(p finding.ProcRef) bool {
 		return p.Pod == in.UID || (p.Container != "" && slices.Contains(in.ContainerIDs, p.Container))
 	}
 	var out []uint32
@@ -295,11 +296,11 @@ func holdingNamespaces(f *correlate.Finding, o podmounts.Object, in podmounts.In
 // runs in a pod (its hostPaths are HostToContainer: the node's unmount
 // reaches them; `kubectl exec` and the DaemonSet share that namespace),
 // and a release command aimed at one.
-func withoutMntleak(f *correlate.Finding, view nodeview.View) {
+func withoutMntleak(f *finding.Finding, view nodeview.View) {
 	if view.Self == view.MntNS {
 		return
 	}
-	f.Holders = slices.DeleteFunc(f.Holders, func(h correlate.Holder) bool { return h.MntNS == view.Self })
+	f.Holders = slices.DeleteFunc(f.Holders, func(h finding.Holder) bool { return h.MntNS == view.Self })
 	if strings.Contains(f.Release, " --mntns "+strconv.FormatUint(uint64(view.Self), 10)+" ") {
 		f.Release = ""
 	}
@@ -307,7 +308,7 @@ func withoutMntleak(f *correlate.Finding, view nodeview.View) {
 
 // receivesUnmount reports whether h's copy is in the peer group of the
 // node's mount of o, or a slave of it: the node's unmount reaches it.
-func receivesUnmount(h correlate.Holder, o podmounts.Object) bool {
+func receivesUnmount(h finding.Holder, o podmounts.Object) bool {
 	if o.PeerGroup == 0 || h.Where == "" {
 		return false
 	}
@@ -351,7 +352,7 @@ func printPodAnswer(w io.Writer, a whyPodArgs, objects []podmounts.Object, held 
 		if !o.OnNode {
 			where = " (gone from the node's namespace; a copy remains)"
 		}
-		fmt.Fprintf(w, "  %s at %s%s\n", o.Text, correlate.Escape(o.Path), where)
+		fmt.Fprintf(w, "  %s at %s%s\n", o.Text, finding.Escape(o.Path), where)
 	}
 	for _, h := range held {
 		fmt.Fprintf(w, "\n%s is held:\n%s", h.Object.Text, h.Finding.Report())

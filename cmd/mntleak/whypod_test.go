@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/nodeview"
 	"github.com/mntleak/mntleak/podmounts"
 )
@@ -56,17 +56,17 @@ func TestWhyPodParsed(t *testing.T) {
 // processes; a mount nested in a volume counts every namespace.
 func TestHoldingNamespaces(t *testing.T) {
 	const uid = "0f3c2a9e-1b2c-4d5e-8f90-123456789abc"
-	own := correlate.ProcRef{PID: 10, Pod: uid}
-	other := correlate.ProcRef{PID: 20, Pod: "11111111-2222-4333-8444-555555555555"}
-	host := correlate.ProcRef{PID: 30}
-	f := &correlate.Finding{Holders: []correlate.Holder{
+	own := finding.ProcRef{PID: 10, Pod: uid}
+	other := finding.ProcRef{PID: 20, Pod: "11111111-2222-4333-8444-555555555555"}
+	host := finding.ProcRef{PID: 30}
+	f := &finding.Finding{Holders: []finding.Holder{
 		{MntNS: 1, Self: true, Where: "/v", Propagation: "shared:2"},
-		{MntNS: 2, Where: "/host/v", Propagation: "shared:2", Processes: []correlate.ProcRef{other}},                // a peer
-		{MntNS: 3, Where: "/v", Propagation: "master:2", Processes: []correlate.ProcRef{host}},                      // a slave
-		{MntNS: 4, Where: "/data", Propagation: "private", Processes: []correlate.ProcRef{own}},                     // the pod itself
-		{MntNS: 5, Where: "/v", Propagation: "master:2", Processes: []correlate.ProcRef{{PID: 40}}},                 // mntleak's
-		{MntNS: 6, Where: "/host/v", Propagation: "private", Processes: []correlate.ProcRef{other}},                 // holds it
-		{MntNS: 7, Where: "/v", Propagation: "shared:9", Pins: []correlate.PinRef{{ProcRef: own}, {ProcRef: host}}}, // holds it
+		{MntNS: 2, Where: "/host/v", Propagation: "shared:2", Processes: []finding.ProcRef{other}},                // a peer
+		{MntNS: 3, Where: "/v", Propagation: "master:2", Processes: []finding.ProcRef{host}},                      // a slave
+		{MntNS: 4, Where: "/data", Propagation: "private", Processes: []finding.ProcRef{own}},                     // the pod itself
+		{MntNS: 5, Where: "/v", Propagation: "master:2", Processes: []finding.ProcRef{{PID: 40}}},                 // mntleak's
+		{MntNS: 6, Where: "/host/v", Propagation: "private", Processes: []finding.ProcRef{other}},                 // holds it
+		{MntNS: 7, Where: "/v", Propagation: "shared:9", Pins: []finding.PinRef{{ProcRef: own}, {ProcRef: host}}}, // holds it
 	}}
 	view := nodeview.View{Kind: nodeview.NodeRoot, MntNS: 1, Self: 5}
 	in := podmounts.Input{UID: uid}

@@ -10,11 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/internal/journald/journaldtest"
 	"github.com/mntleak/mntleak/internal/privtest"
 	"github.com/mntleak/mntleak/k8slab"
 	"github.com/mntleak/mntleak/kubeevents"
+
+	"github.com/mntleak/mntleak/finding"
 )
 
 // The release, its namespace and the scenario's namespaces.
@@ -144,7 +145,7 @@ func TestChartInstalledOnTheNode(t *testing.T) {
 	privtest.AfterLeakSettle(t)
 	var f logged
 	leak := func(l logged) bool {
-		if l.Logger == "correlate" && l.Finding == string(correlate.KindLeak) && l.HolderPID == pid {
+		if l.Logger == "correlate" && l.Finding == string(finding.KindLeak) && l.HolderPID == pid {
 			f = l
 			return true
 		}

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/internal/privtest"
 	"github.com/mntleak/mntleak/k8slab"
 	"github.com/mntleak/mntleak/procfs"
@@ -202,8 +202,8 @@ type podAnswer struct {
 		Object struct {
 			Text, Path string
 		} `json:"object"`
-		Holding []uint32          `json:"holding"`
-		Finding correlate.Finding `json:"finding"`
+		Holding []uint32        `json:"holding"`
+		Finding finding.Finding `json:"finding"`
 	} `json:"held"`
 }
 

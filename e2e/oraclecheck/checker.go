@@ -2,6 +2,8 @@ package oraclecheck
 
 import (
 	"fmt"
+	"github.com/mntleak/mntleak/e2e/oracle"
+	"github.com/mntleak/mntleak/internal/findinglog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,9 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/e2e/oracle"
-	"github.com/mntleak/mntleak/internal/findinglog"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // EnvLog names the file each test appends its count of comparisons to.
@@ -26,8 +26,8 @@ type Checker struct {
 	snapMu   sync.Mutex // one snapshot at a time; a fresh one serves every finding before it
 	last     *oracle.Snapshot
 	pending  sync.WaitGroup
-	witness  map[*correlate.Finding]chan oracle.Answer
-	checked  map[*correlate.Finding]bool
+	witness  map[*finding.Finding]chan oracle.Answer
+	checked  map[*finding.Finding]bool
 	lines    map[string]bool
 	compared int
 	disagree int
@@ -37,8 +37,8 @@ type Checker struct {
 // New returns the test's checker; at the test's end it appends its counts
 // to the file $MNTLEAK_ORACLE_LOG names (when set).
 func New(t testing.TB) *Checker {
-	c := &Checker{t: t, witness: map[*correlate.Finding]chan oracle.Answer{},
-		checked: map[*correlate.Finding]bool{}, lines: map[string]bool{}}
+	c := &Checker{t: t, witness: map[*finding.Finding]chan oracle.Answer{},
+		checked: map[*finding.Finding]bool{}, lines: map[string]bool{}}
 	t.Cleanup(func() {
 		c.pending.Wait()
 		c.appendCounts()
@@ -48,7 +48,7 @@ func New(t testing.TB) *Checker {
 
 // Witness starts the snapshot for a finding that has just arrived (call it
 // from the correlator's callback: it does not block the event path).
-func (c *Checker) Witness(f *correlate.Finding) {
+func (c *Checker) Witness(f *finding.Finding) {
 	arrived := time.Now()
 	ch := make(chan oracle.Answer, 1)
 	c.mu.Lock()
@@ -88,7 +88,7 @@ func (c *Checker) snapshotSince(t time.Time) (*oracle.Snapshot, error) {
 
 // Check compares the test's finding f with the oracle's answer taken when
 // it arrived (now, if it was not witnessed), and fails t on a disagreement.
-func (c *Checker) Check(t testing.TB, f *correlate.Finding) {
+func (c *Checker) Check(t testing.TB, f *finding.Finding) {
 	t.Helper()
 	c.mu.Lock()
 	if c.checked[f] {

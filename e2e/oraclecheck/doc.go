@@ -1,6 +1,6 @@
 // Package oraclecheck compares the findings of the privileged tests with
 // the oracle (package e2e/oracle): the one place that turns a
-// correlate.Finding (or a finding read back from the daemon's log) into the
+// finding.Finding (or a finding read back from the daemon's log) into the
 // oracle's FindingFacts, takes the snapshot when a finding arrives, fails
 // the test on a disagreement printing both the finding and the oracle's
 // answer, checks a control's object is held by nothing after its teardown,

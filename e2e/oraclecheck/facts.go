@@ -1,14 +1,14 @@
 package oraclecheck
 
 import (
-	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/e2e/oracle"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/internal/findinglog"
 )
 
 // Facts is what finding f claims, in the oracle's terms; ok is false for
 // a finding about no device (nothing the oracle can look up).
-func Facts(f *correlate.Finding) (oracle.FindingFacts, bool) {
+func Facts(f *finding.Finding) (oracle.FindingFacts, bool) {
 	if f.Object.Dev == 0 {
 		return oracle.FindingFacts{}, false
 	}
@@ -21,7 +21,7 @@ func Facts(f *correlate.Finding) (oracle.FindingFacts, bool) {
 	}
 	// An nsfs object is one namespace's file; a stale bind is the bind of
 	// one deleted file: both are the mounts of that root, not the device.
-	if f.Object.FSType == "nsfs" || f.Cause == correlate.CauseStaleBind {
+	if f.Object.FSType == "nsfs" || f.Cause == finding.CauseStaleBind {
 		ff.Target.Root = f.Object.Root
 	}
 	if f.Object.Path != "" {

@@ -1,14 +1,14 @@
 package oraclecheck
 
 import (
+	"github.com/mntleak/mntleak/e2e/oracle"
+	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/internal/findinglog"
 	"reflect"
 	"testing"
 	"time"
 
-	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/e2e/oracle"
-	"github.com/mntleak/mntleak/event"
-	"github.com/mntleak/mntleak/internal/findinglog"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // TestFacts: what a finding claims, in the oracle's terms: the device,
@@ -17,13 +17,13 @@ import (
 // finding about no device.
 func TestFacts(t *testing.T) {
 	call := time.Unix(100, 0)
-	f := &correlate.Finding{Kind: correlate.KindLeak, Cause: correlate.CauseUnshare,
-		Call:   correlate.Call{Time: call, PID: 9, MntNS: 1},
-		Object: correlate.Object{Path: "/vol", Dev: event.MakeDev(7, 3), FSType: "ext4", Root: "/"},
-		Holders: []correlate.Holder{
-			{MntNS: 2, Where: "/vol", Also: []string{"/other"}, Processes: []correlate.ProcRef{{PID: 20}, {PID: 21}},
-				Pins:  []correlate.PinRef{{ProcRef: correlate.ProcRef{PID: 30}, Pin: "cwd"}},
-				Actor: &correlate.Actor{ProcRef: correlate.ProcRef{PID: 30}, Role: correlate.RolePinner, Pin: "cwd"}},
+	f := &finding.Finding{Kind: finding.KindLeak, Cause: finding.CauseUnshare,
+		Call:   finding.Call{Time: call, PID: 9, MntNS: 1},
+		Object: finding.Object{Path: "/vol", Dev: event.MakeDev(7, 3), FSType: "ext4", Root: "/"},
+		Holders: []finding.Holder{
+			{MntNS: 2, Where: "/vol", Also: []string{"/other"}, Processes: []finding.ProcRef{{PID: 20}, {PID: 21}},
+				Pins:  []finding.PinRef{{ProcRef: finding.ProcRef{PID: 30}, Pin: "cwd"}},
+				Actor: &finding.Actor{ProcRef: finding.ProcRef{PID: 30}, Role: finding.RolePinner, Pin: "cwd"}},
 			{MntNS: 3, Exited: call, Detached: true},
 		}}
 	got, ok := Facts(f)
@@ -40,11 +40,11 @@ func TestFacts(t *testing.T) {
 	if got, _ := Facts(f); got.Target.Root != "net:[4026532300]" {
 		t.Errorf("nsfs object: target %v, want by its root", got.Target)
 	}
-	f.Object.FSType, f.Cause, f.Object.Root = "ext4", correlate.CauseStaleBind, "/f//deleted"
+	f.Object.FSType, f.Cause, f.Object.Root = "ext4", finding.CauseStaleBind, "/f//deleted"
 	if got, _ := Facts(f); got.Target.Root != "/f//deleted" {
 		t.Errorf("stale bind: target %v, want by its root", got.Target)
 	}
-	if _, ok := Facts(&correlate.Finding{Kind: correlate.KindFailure}); ok {
+	if _, ok := Facts(&finding.Finding{Kind: finding.KindFailure}); ok {
 		t.Error("a finding about no device is checkable")
 	}
 	l := findinglog.Line{Msg: "line", Detail: f}

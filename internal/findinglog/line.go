@@ -3,7 +3,7 @@
 // one type with the finding's fields under their log keys
 // (internal/logkey), and the parsing every such test needs. Not for
 // programs: a log line is for people and journald; a finding's data is
-// correlate.Finding (its JSON is the line's detail).
+// finding.Finding (its JSON is the line's detail).
 //
 // Files:
 //   - line.go: Line, Parse, Findings.
@@ -14,38 +14,38 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // Line is one line of the daemon's JSON log; for a finding, its fields.
 type Line struct {
-	Level           string             `json:"level"`
-	Logger          string             `json:"logger"`
-	Msg             string             `json:"msg"`
-	Finding         string             `json:"finding"`
-	FindingID       string             `json:"finding_id"`
-	Cause           string             `json:"cause"`
-	Syscall         string             `json:"syscall"`
-	Errno           string             `json:"errno"`
-	Path            string             `json:"path"`
-	HolderPID       int                `json:"holder_pid"`
-	HolderComm      string             `json:"holder_comm"`
-	HolderRole      string             `json:"holder_role"`
-	HolderMntNS     uint32             `json:"holder_mntns"`
-	Container       string             `json:"container"`
-	LeakEvent       string             `json:"leak_event"`
-	StuckPod        string             `json:"stuck_pod"`
-	StuckNamespace  string             `json:"stuck_namespace"`
-	StuckPodUID     string             `json:"stuck_pod_uid"`
-	StuckVolume     string             `json:"stuck_volume"`
-	StuckVolumeType string             `json:"stuck_volume_type"`
-	HolderPod       string             `json:"holder_pod"`
-	HolderNamespace string             `json:"holder_namespace"`
-	HolderContainer string             `json:"holder_container"`
-	HolderImage     string             `json:"holder_image"`
-	Node            string             `json:"node"`
-	Enrichment      string             `json:"enrichment"`
-	Detail          *correlate.Finding `json:"detail"`
+	Level           string           `json:"level"`
+	Logger          string           `json:"logger"`
+	Msg             string           `json:"msg"`
+	Finding         string           `json:"finding"`
+	FindingID       string           `json:"finding_id"`
+	Cause           string           `json:"cause"`
+	Syscall         string           `json:"syscall"`
+	Errno           string           `json:"errno"`
+	Path            string           `json:"path"`
+	HolderPID       int              `json:"holder_pid"`
+	HolderComm      string           `json:"holder_comm"`
+	HolderRole      string           `json:"holder_role"`
+	HolderMntNS     uint32           `json:"holder_mntns"`
+	Container       string           `json:"container"`
+	LeakEvent       string           `json:"leak_event"`
+	StuckPod        string           `json:"stuck_pod"`
+	StuckNamespace  string           `json:"stuck_namespace"`
+	StuckPodUID     string           `json:"stuck_pod_uid"`
+	StuckVolume     string           `json:"stuck_volume"`
+	StuckVolumeType string           `json:"stuck_volume_type"`
+	HolderPod       string           `json:"holder_pod"`
+	HolderNamespace string           `json:"holder_namespace"`
+	HolderContainer string           `json:"holder_container"`
+	HolderImage     string           `json:"holder_image"`
+	Node            string           `json:"node"`
+	Enrichment      string           `json:"enrichment"`
+	Detail          *finding.Finding `json:"detail"`
 	// Raw is the line as logged.
 	Raw string `json:"-"`
 }

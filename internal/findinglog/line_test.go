@@ -6,24 +6,24 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mntleak/mntleak/output"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/output"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // TestFindingRoundTrip: a finding logged with output's fields (as the
 // daemon logs it) reads back with every field Line has for it, and the
 // lines that are not findings are told apart.
 func TestFindingRoundTrip(t *testing.T) {
-	f := &correlate.Finding{Kind: correlate.KindFailure, Cause: correlate.CauseRprivateBind,
-		Call:   correlate.Call{PID: 40, Comm: "mkfs.ext4", Syscall: "openat", Errno: "EBUSY", MntNS: 1},
-		Object: correlate.Object{Path: "/dev/loop0"},
-		Holders: []correlate.Holder{{MntNS: 2, Where: "/x",
-			Processes: []correlate.ProcRef{{PID: 50, Comm: "node_exporter"}}}},
+	f := &finding.Finding{Kind: finding.KindFailure, Cause: finding.CauseRprivateBind,
+		Call:   finding.Call{PID: 40, Comm: "mkfs.ext4", Syscall: "openat", Errno: "EBUSY", MntNS: 1},
+		Object: finding.Object{Path: "/dev/loop0"},
+		Holders: []finding.Holder{{MntNS: 2, Where: "/x",
+			Processes: []finding.ProcRef{{PID: 50, Comm: "node_exporter"}}}},
 		Node: "node-1"}
-	f.Holders[0].Actor = &correlate.Actor{ProcRef: f.Holders[0].Processes[0], Role: correlate.RoleMember}
+	f.Holders[0].Actor = &finding.Actor{ProcRef: f.Holders[0].Processes[0], Role: finding.RoleMember}
 	core, logs := observer.New(zap.InfoLevel)
 	zap.New(core).Named("correlate").Log(output.FindingLevel(f), f.Line(), output.FindingFields(f)...)
 	entry := logs.All()[0]

@@ -1,4 +1,4 @@
-package correlate
+package finding
 
 import (
 	"strconv"
@@ -38,14 +38,14 @@ func (f *Finding) Report() string {
 		b.endLine()
 		// The pinners first (the actor leads), then the namespace's members.
 		for _, pp := range pinners(h.Pins) {
-			b.WriteString("    " + procName(pp[0].Comm, pp[0].PID) + ": " + pinSummary(pp))
+			b.WriteString("    " + ProcName(pp[0].Comm, pp[0].PID) + ": " + pinSummary(pp))
 			b.endLine()
 		}
 		for _, p := range h.Processes {
 			if len(h.Pins) > 0 {
-				b.WriteString("    in the namespace: " + procList([]ProcRef{p}, 1))
+				b.WriteString("    in the namespace: " + ProcList([]ProcRef{p}, 1))
 			} else {
-				b.WriteString("    held by " + procList([]ProcRef{p}, 1) + " (namespace member)")
+				b.WriteString("    held by " + ProcList([]ProcRef{p}, 1) + " (namespace member)")
 			}
 			b.endLine()
 		}
@@ -53,7 +53,7 @@ func (f *Finding) Report() string {
 	b.WriteString("cause: " + f.Cause.String())
 	b.endLine()
 	if f.Leak != nil {
-		b.WriteString("leak seen at " + clock(f.Leak.Time))
+		b.WriteString("leak seen at " + Clock(f.Leak.Time))
 		b.endLine()
 	}
 	b.WriteString("fix: " + f.Fix)

@@ -1,4 +1,4 @@
-package correlate
+package finding
 
 import (
 	"slices"
@@ -199,4 +199,12 @@ func (f *Finding) NamePods() {
 		f.Summary = strings.ReplaceAll(f.Summary, "pod "+uid, "pod "+names[uid])
 		f.Fix = strings.ReplaceAll(f.Fix, "pod "+uid, "pod "+names[uid])
 	}
+}
+
+// ShortID is the 12-character form docker prints.
+func ShortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
 }

@@ -1,4 +1,4 @@
-package correlate
+package finding
 
 import (
 	"crypto/sha256"
@@ -11,14 +11,17 @@ import (
 	"github.com/mntleak/mntleak/event"
 )
 
-// FindingKind says whether a finding explains a failure or reports a leak
-// as it forms.
+// FindingKind says whether a finding explains a failure, reports a leak
+// as it forms, or answers `mntleak why`.
 type FindingKind string
 
 // Finding kinds.
 const (
 	KindFailure FindingKind = "failure" // a syscall failed because of a holder
 	KindLeak    FindingKind = "leak"    // an unmount left a copy behind elsewhere
+	// KindHeld is a finding made on demand (`mntleak why`): what holds an
+	// object now, on a node where nothing failed in front of mntleak.
+	KindHeld FindingKind = "held"
 )
 
 // Finding is one verdict: the call, who holds its object, why, and the fix.
@@ -133,8 +136,9 @@ type Holder struct {
 	// holder_pid of the log fields, the first process after "held by" in
 	// the line): nil when no live process holds it.
 	Actor *Actor `json:"actor,omitempty"`
-	// mounter is the pid among Processes that made the mount (0: none).
-	mounter int
+	// Mounter is the pid among Processes that made the mount (0: none):
+	// it words the holder's line, and is not a field of the record.
+	Mounter int `json:"-"`
 }
 
 // Actor roles: how the named process holds the copy.
@@ -173,15 +177,15 @@ func (f *Finding) Actor() (*Holder, *Actor) {
 	return nil, nil
 }
 
-// actor picks the process a holder is named by: the first process pinning
+// ChooseActor picks the process a holder is named by: the first process pinning
 // the copy; when nothing pins it, the oldest live member of the namespace;
 // none for a namespace whose processes have all left.
-func (h *Holder) actor() *Actor {
+func (h *Holder) ChooseActor() *Actor {
 	switch {
 	case len(h.Pins) > 0:
 		p := h.Pins[0]
 		return &Actor{ProcRef: p.ProcRef, Role: RolePinner, Pin: p.Pin, Path: p.Path}
-	case len(h.Processes) > 0 && h.Exited.IsZero() && h.Processes[0].PID == h.mounter:
+	case len(h.Processes) > 0 && h.Exited.IsZero() && h.Processes[0].PID == h.Mounter:
 		return &Actor{ProcRef: h.Processes[0], Role: RoleMounter}
 	case len(h.Processes) > 0 && h.Exited.IsZero():
 		return &Actor{ProcRef: h.Processes[0], Role: RoleMember}
@@ -218,9 +222,9 @@ type PinRef struct {
 	FD *int `json:"fd,omitempty"`
 }
 
-// how says how the process pins the object: its kind, the descriptor's
+// How says how the process pins the object: its kind, the descriptor's
 // number for an open file, and the path ("cwd /srv", "fd 7 net:[4026532290]").
-func (p PinRef) how() string {
+func (p PinRef) How() string {
 	s := p.Pin
 	if p.FD != nil {
 		s += " " + strconv.Itoa(*p.FD)
@@ -274,4 +278,24 @@ func (f *Finding) Check() error {
 		return nil
 	}
 	return fmt.Errorf("%s finding on %s: %s", f.Kind, f.Object.describe(), strings.Join(wrong, ", "))
+}
+
+// Incomplete says that events were lost while a finding's evidence formed:
+// the leaking event, or a later one that would change the verdict, may be
+// among them.
+type Incomplete struct {
+	Lost uint64    `json:"lost"`
+	From time.Time `json:"from,omitzero"` // zero: since tracing started
+	To   time.Time `json:"to"`
+}
+
+// Text is the note a finding's line carries for lost events.
+func (in *Incomplete) Text() string {
+	s := "evidence may be incomplete: " + strconv.FormatUint(in.Lost, 10) + " events lost"
+	if !in.From.IsZero() && !in.From.Equal(in.To) {
+		s += " between " + Clock(in.From) + " and " + Clock(in.To)
+	} else {
+		s += " by " + Clock(in.To)
+	}
+	return s
 }

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // staleBind explains mount/move_mount ENOENT when the source is a bind
@@ -64,20 +65,20 @@ func (c *Correlator) staleBind(ev *event.Event) {
 	}
 	a := &analysis{trigger: ev, caller: ev.MntNS}
 	v := c.classify(a, match{ns: c.lineage.Get(holderNS), table: c.ledger.Table(holderNS), mount: m, where: src, self: holderNS == ev.MntNS})
-	f := &Finding{
-		Kind: KindFailure, Time: ev.Time, Call: c.callOf(ev),
-		Object:  Object{Path: firstNonEmpty(ev.Target, ev.ToPath), Source: src, Dev: devOf(m), FSType: m.FSType, Root: m.Root},
-		Holders: []Holder{{MntNS: holderNS, Self: holderNS == ev.MntNS, Where: src, MountID: m.ID, Propagation: Propagation(m)}},
+	f := &finding.Finding{
+		Kind: finding.KindFailure, Time: ev.Time, Call: c.callOf(ev),
+		Object:  finding.Object{Path: firstNonEmpty(ev.Target, ev.ToPath), Source: src, Dev: devOf(m), FSType: m.FSType, Root: m.Root},
+		Holders: []finding.Holder{{MntNS: holderNS, Self: holderNS == ev.MntNS, Where: src, MountID: m.ID, Propagation: Propagation(m)}},
 		Cause:   v.cause, Summary: v.summary, Fix: v.fix, Inferred: v.inferred,
 		Missing: append(missing, v.missing...),
 	}
-	f.Evidence = append([]Evidence{eventEvidence(ev, "the call: "+eventSummary(ev))}, v.evidence...)
+	f.Evidence = append([]finding.Evidence{eventEvidence(ev, "the call: "+eventSummary(ev))}, v.evidence...)
 	c.report(f)
 }
 
-// staleBindRule: a mount or move_mount failed with ENOENT because its
+// ruleStaleBind: a mount or move_mount failed with ENOENT because its
 // source is a bind whose file was deleted (mountinfo: //deleted).
-func (c *Correlator) staleBindRule(a *analysis, m match) (verdict, bool) {
+func (c *Correlator) ruleStaleBind(a *analysis, m match) (verdict, bool) {
 	ev := a.trigger
 	if (ev.Kind != event.KindMount && ev.Kind != event.KindMoveMount) || !failedWith(ev, unix.ENOENT) ||
 		m.mount == nil || !strings.HasSuffix(m.mount.Root, "//deleted") {
@@ -87,7 +88,7 @@ func (c *Correlator) staleBindRule(a *analysis, m match) (verdict, bool) {
 	bound := ""
 	if b := c.bindOnto(m.where, ev.Time); b != nil {
 		v.evidence = append(v.evidence, eventEvidence(b, "the stale bind: "+eventSummary(b)))
-		bound = "; bound by " + procName(b.Comm, int(b.PID)) + " at " + clock(b.Time) + " from " + b.Source
+		bound = "; bound by " + finding.ProcName(b.Comm, int(b.PID)) + " at " + finding.Clock(b.Time) + " from " + b.Source
 	} else {
 		v.inferred = true
 	}

@@ -1,4 +1,4 @@
-package correlate
+package finding
 
 import (
 	"strconv"
@@ -38,9 +38,9 @@ func (f *Finding) Line() string {
 			b.WriteString(" and " + strconv.Itoa(len(f.Others)) + " more of the same teardown (" + strings.Join(others, ", ") + ")")
 		}
 		b.WriteString(" unmounted by ")
-		b.WriteString(procName(f.Call.Comm, int(f.Call.PID)))
+		b.WriteString(ProcName(f.Call.Comm, int(f.Call.PID)))
 		b.WriteString(" in ")
-		b.WriteString(nsName(f.Call.MntNS))
+		b.WriteString(NSName(f.Call.MntNS))
 	} else {
 		b.WriteString(f.Call.Errno)
 		b.WriteByte(' ')
@@ -48,7 +48,7 @@ func (f *Finding) Line() string {
 		b.WriteByte(' ')
 		b.WriteString(f.Object.describe())
 		b.WriteString(" by ")
-		b.WriteString(procName(f.Call.Comm, int(f.Call.PID)))
+		b.WriteString(ProcName(f.Call.Comm, int(f.Call.PID)))
 		if t := f.Call.Workload.Text(); t != "" {
 			b.WriteString(" (" + t + ")")
 		}
@@ -64,7 +64,7 @@ func (f *Finding) Line() string {
 	}
 	if f.Leak != nil {
 		b.WriteString("; leak seen at ")
-		b.WriteString(clock(f.Leak.Time))
+		b.WriteString(Clock(f.Leak.Time))
 	}
 	if f.Inferred {
 		// From /proc alone: no event was seen happen. For why, that is
@@ -81,7 +81,7 @@ func (f *Finding) Line() string {
 		b.WriteByte(')')
 	}
 	if f.Incomplete != nil {
-		b.WriteString(" (" + f.Incomplete.text() + ")")
+		b.WriteString(" (" + f.Incomplete.Text() + ")")
 	}
 	// The cause's slug on every line, so a line can be grepped or
 	// matched to the docs without the JSON.
@@ -122,13 +122,13 @@ func (f *Finding) holderText() string {
 func (h *Holder) place(elsewhere string) string {
 	switch {
 	case h.Where == "" && len(h.Pins) > 0 && h.Detached:
-		return "kept busy in " + nsName(h.MntNS) + ", whose copy the kernel detached"
+		return "kept busy in " + NSName(h.MntNS) + ", whose copy the kernel detached"
 	case h.Where == "" && len(h.Pins) > 0:
-		return "kept busy in " + nsName(h.MntNS)
+		return "kept busy in " + NSName(h.MntNS)
 	case h.Self:
-		return "mounted in the caller's own namespace " + nsName(h.MntNS)
+		return "mounted in the caller's own namespace " + NSName(h.MntNS)
 	}
-	return elsewhere + nsName(h.MntNS)
+	return elsewhere + NSName(h.MntNS)
 }
 
 func (h *Holder) text() string {
@@ -152,9 +152,9 @@ func (h *Holder) text() string {
 	switch {
 	case !h.Exited.IsZero():
 		// Gone: its pids may be other programs' now, never an actor.
-		b.WriteString(", whose last process left at " + clock(h.Exited))
+		b.WriteString(", whose last process left at " + Clock(h.Exited))
 		if len(h.Processes) > 0 {
-			b.WriteString(" (it ran " + procList(h.Processes, 3) + ")")
+			b.WriteString(" (it ran " + ProcList(h.Processes, 3) + ")")
 		}
 	case len(h.Pins) > 0:
 		// The pinner first: the process that keeps the copy busy.
@@ -164,16 +164,16 @@ func (h *Holder) text() string {
 				pins = append(pins, "+"+strconv.Itoa(len(h.Pins)-3)+" more")
 				break
 			}
-			pins = append(pins, procName(p.Comm, p.PID)+workloadTag(p.ProcRef)+" "+p.how())
+			pins = append(pins, ProcName(p.Comm, p.PID)+workloadTag(p.ProcRef)+" "+p.How())
 		}
 		b.WriteString(", held by " + strings.Join(pins, ", "))
 		if len(h.Processes) > 0 {
-			b.WriteString(" in a namespace kept by " + procList(h.Processes, 3))
+			b.WriteString(" in a namespace kept by " + ProcList(h.Processes, 3))
 		}
 	case len(h.Processes) > 0:
 		b.WriteString(", held by ")
-		b.WriteString(procList(h.Processes, 3))
-		if h.mounter != 0 && h.Processes[0].PID == h.mounter {
+		b.WriteString(ProcList(h.Processes, 3))
+		if h.Mounter != 0 && h.Processes[0].PID == h.Mounter {
 			b.WriteString(" (namespace members, the first made the mount; nothing pins the copy)")
 		} else {
 			b.WriteString(" (namespace members; nothing pins the copy)")
@@ -182,27 +182,33 @@ func (h *Holder) text() string {
 	return b.String()
 }
 
-func procList(procs []ProcRef, max int) string {
+// ProcList names up to max processes, with their container or unit
+// ("sleep[3990] (container 5f2c…), +2 more").
+func ProcList(procs []ProcRef, max int) string {
 	parts := make([]string, 0, len(procs))
 	for i, p := range procs {
 		if i == max {
 			parts = append(parts, "+"+strconv.Itoa(len(procs)-max)+" more")
 			break
 		}
-		parts = append(parts, procName(p.Comm, p.PID)+procTag(p))
+		parts = append(parts, ProcName(p.Comm, p.PID)+procTag(p))
 	}
 	return strings.Join(parts, ", ")
 }
 
-func procName(comm string, pid int) string {
+// ProcName is a process as a finding names it: comm[pid].
+func ProcName(comm string, pid int) string {
 	return comm + "[" + strconv.Itoa(pid) + "]"
 }
 
-func nsName(ino uint32) string {
+// NSName is a mount namespace as a finding names it: mnt:[ino].
+func NSName(ino uint32) string {
 	return "mnt:[" + strconv.FormatUint(uint64(ino), 10) + "]"
 }
 
-func clock(t time.Time) string {
+// Clock is a time as a finding prints it (UTC, to the millisecond; "?"
+// when unknown).
+func Clock(t time.Time) string {
 	if t.IsZero() {
 		return "?"
 	}

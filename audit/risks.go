@@ -1,7 +1,10 @@
-package correlate
+package audit
 
 import (
 	"strings"
+
+	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // RiskFacts are the node settings Risks looks at besides /proc.
@@ -52,7 +55,7 @@ func (f RiskFacts) dangerousSource(src string) (string, bool) {
 		}
 	}
 	for _, d := range csi {
-		if src == d || under(src, d) {
+		if src == d || correlate.Under(src, d) {
 			return "the CSI plugin directory " + src, true
 		}
 	}
@@ -61,10 +64,10 @@ func (f RiskFacts) dangerousSource(src string) (string, bool) {
 
 // Risks reports configuration that makes leaks, from the snapshot Start
 // took and the facts given.
-func (c *Correlator) Risks(f RiskFacts, prefix string) []AuditItem {
-	var items []AuditItem
+func Risks(c *correlate.Correlator, f RiskFacts, prefix string) []Item {
+	var items []Item
 	if f.MayDetachMounts == 0 {
-		items = append(items, AuditItem{Kind: "risk", What: "may-detach-mounts",
+		items = append(items, Item{Kind: "risk", What: "may-detach-mounts",
 			Detail: "fs.may_detach_mounts=0: removing a mountpoint that another namespace still has mounted fails with EBUSY (the seeds' unlinkat/rmdir errors)",
 			Fix:    "sysctl -w fs.may_detach_mounts=1 (dockerd sets it at start; containerd does not)"})
 	}
@@ -72,37 +75,37 @@ func (c *Correlator) Risks(f RiskFacts, prefix string) []AuditItem {
 		if prefix != "" {
 			break // a unit is not below a path
 		}
-		items = append(items, AuditItem{Kind: "risk", What: "unit-mount-namespace", Where: u.File,
+		items = append(items, Item{Kind: "risk", What: "unit-mount-namespace", Where: u.File,
 			Detail: u.Unit + " has " + u.Setting + " (" + u.File + "): the runtime gets a mount namespace of its own, and a restart with live containers strands their mounts in it",
 			Fix:    "remove " + u.Setting + " from " + u.Unit + " (a drop-in in /etc/systemd/system/" + u.Unit + ".d/ that resets it), then restart it once no container runs"})
 	}
-	var firstContainer *Member
-	for _, n := range c.lineage.Live() {
+	var firstContainer *correlate.Member
+	for _, n := range c.Lineage().Live() {
 		members := n.Members()
 		for i := range members {
-			if ContainerID(members[i].Cgroup) != "" && (firstContainer == nil || members[i].StartTime < firstContainer.StartTime) {
+			if correlate.ContainerID(members[i].Cgroup) != "" && (firstContainer == nil || members[i].StartTime < firstContainer.StartTime) {
 				m := members[i]
 				firstContainer = &m
 			}
 		}
 	}
-	for _, n := range c.lineage.Live() {
-		t := c.ledger.Table(n.Ino)
-		if t == nil || n.Ino == c.hostNS {
+	for _, n := range c.Lineage().Live() {
+		t := c.Ledger().Table(n.Ino)
+		if t == nil || n.Ino == c.HostNS() {
 			continue
 		}
 		members := n.Members()
-		var procs []ProcRef
+		var procs []finding.ProcRef
 		for _, m := range members {
-			procs = append(procs, m.ref())
+			procs = append(procs, m.Ref())
 		}
 		// Binds of /, /var, /run, /dev, the runtimes' and the kubelet's
 		// roots or a CSI plugin's directory without propagation.
 		for _, m := range t.Mounts {
-			if m.Mountpoint == "/" || !IsPrivate(m) || (prefix != "" && !under(m.Mountpoint, prefix)) {
+			if m.Mountpoint == "/" || !correlate.IsPrivate(m) || (prefix != "" && !correlate.Under(m.Mountpoint, prefix)) {
 				continue
 			}
-			src, ok := c.bindSource(n, m)
+			src, ok := c.BindSource(n, m)
 			if !ok {
 				continue
 			}
@@ -110,23 +113,23 @@ func (c *Correlator) Risks(f RiskFacts, prefix string) []AuditItem {
 			if !ok {
 				continue
 			}
-			items = append(items, AuditItem{Kind: "risk", What: "private-hostpath", MntNS: n.Ino, Where: m.Mountpoint, Processes: procs,
-				Detail: nsName(n.Ino) + " binds " + what + " at " + m.Mountpoint + " with no propagation: everything the host unmounts below it stays mounted there",
+			items = append(items, Item{Kind: "risk", What: "private-hostpath", MntNS: n.Ino, Where: m.Mountpoint, Processes: procs,
+				Detail: finding.NSName(n.Ino) + " binds " + what + " at " + m.Mountpoint + " with no propagation: everything the host unmounts below it stays mounted there",
 				Fix:    "mount it with mountPropagation: HostToContainer (rslave), or docker run -v SRC:DST:rslave"})
 		}
 		// A PrivateTmp unit started after containers copied their mounts.
 		if tmp := t.At("/tmp"); tmp != nil && firstContainer != nil && len(members) > 0 {
-			if unit := PrivateTmpUnit(tmp.Root); unit != "" && members[0].StartTime > firstContainer.StartTime {
-				items = append(items, AuditItem{Kind: "risk", What: "privatetmp-after-containers", MntNS: n.Ino, Where: "/tmp", Processes: procs,
-					Detail: unit + " (PrivateTmp) started after containers were running, so " + nsName(n.Ino) + " holds copies of their mounts",
+			if unit := correlate.PrivateTmpUnit(tmp.Root); unit != "" && members[0].StartTime > firstContainer.StartTime {
+				items = append(items, Item{Kind: "risk", What: "privatetmp-after-containers", MntNS: n.Ino, Where: "/tmp", Processes: procs,
+					Detail: unit + " (PrivateTmp) started after containers were running, so " + finding.NSName(n.Ino) + " holds copies of their mounts",
 					Fix:    "restart " + unit + " after container churn, or keep container storage shared so unmounts reach its slave namespace"})
 			}
 		}
 		// A container runtime in a namespace of its own, with live-restore.
 		for _, m := range members {
 			if m.Comm == "dockerd" && f.LiveRestore {
-				items = append(items, AuditItem{Kind: "risk", What: "mountflags-live-restore", MntNS: n.Ino, Processes: []ProcRef{m.ref()},
-					Detail: "dockerd runs in a mount namespace of its own (" + nsName(n.Ino) + ", MountFlags=slave) with live-restore: a restart strands its mounts with the surviving shims",
+				items = append(items, Item{Kind: "risk", What: "mountflags-live-restore", MntNS: n.Ino, Processes: []finding.ProcRef{m.Ref()},
+					Detail: "dockerd runs in a mount namespace of its own (" + finding.NSName(n.Ino) + ", MountFlags=slave) with live-restore: a restart strands its mounts with the surviving shims",
 					Fix:    "remove MountFlags=slave from docker.service, or disable live-restore"})
 			}
 		}

@@ -1,16 +1,15 @@
 package correlate
 
 import (
-	"time"
-
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 )
 
-// sharedPropagationRule: the blocking mount was made in another namespace and
+// ruleSharedPropagation: the blocking mount was made in another namespace and
 // reached this one through a shared peer group.
-func (c *Correlator) sharedPropagationRule(a *analysis, m match) (verdict, bool) {
+func (c *Correlator) ruleSharedPropagation(a *analysis, m match) (verdict, bool) {
 	if !m.self || m.mount == nil || (!IsShared(m.mount) && !IsSlave(m.mount)) {
 		return verdict{}, false
 	}
@@ -33,20 +32,20 @@ func (c *Correlator) sharedPropagationRule(a *analysis, m match) (verdict, bool)
 		if !found {
 			continue
 		}
-		v := verdict{cause: CauseSharedPropagation, made: ev}
+		v := verdict{cause: finding.CauseSharedPropagation, made: ev}
 		v.evidence = append(v.evidence, eventEvidence(ev, "mounted elsewhere: "+eventSummary(ev)),
-			factEvidence(mountFact(a.caller, m.mount)+": in a shared peer group with "+nsName(ev.MntNS)))
-		v.summary = procName(ev.Comm, int(ev.PID)) + " in " + nsName(ev.MntNS) + " mounted " + ev.Target + " at " + clock(ev.Time) +
+			factEvidence(mountFact(a.caller, m.mount)+": in a shared peer group with "+finding.NSName(ev.MntNS)))
+		v.summary = finding.ProcName(ev.Comm, int(ev.PID)) + " in " + finding.NSName(ev.MntNS) + " mounted " + ev.Target + " at " + finding.Clock(ev.Time) +
 			"; it propagated to " + m.where + " here through the shared peer group (" + Propagation(m.mount) + ": Bidirectional / rshared)"
 		n := c.lineage.Get(ev.MntNS)
 		if n == nil {
 			// Nothing runs there any more: the copy here is all that is left.
-			v.summary += "; " + nsName(ev.MntNS) + " is gone since"
+			v.summary += "; " + finding.NSName(ev.MntNS) + " is gone since"
 			where := m.where
 			if callerTable != nil && callerTable.At(a.id.path) != nil {
 				where = a.id.path // the path that failed, where it shows here too
 			}
-			v.fix = "umount " + where + " here: " + nsName(ev.MntNS) + ", which mounted it, is gone and cannot clean it up; " +
+			v.fix = "umount " + where + " here: " + finding.NSName(ev.MntNS) + ", which mounted it, is gone and cannot clean it up; " +
 				"the container that publishes mounts (mountPropagation Bidirectional) must unmount them before it exits"
 			return v, true
 		}
@@ -61,7 +60,7 @@ func (c *Correlator) sharedPropagationRule(a *analysis, m match) (verdict, bool)
 				pid = itoa(mem.PID)
 			}
 		}
-		v.fix = "unmount it in " + nsName(ev.MntNS) + " where it was mounted (nsenter -t " + pid + " -m umount " + ev.Target +
+		v.fix = "unmount it in " + finding.NSName(ev.MntNS) + " where it was mounted (nsenter -t " + pid + " -m umount " + ev.Target +
 			"; the container must clean up its Bidirectional mounts), or use mountPropagation HostToContainer if the container need not publish mounts"
 		return v, true
 	}
@@ -73,24 +72,6 @@ func (c *Correlator) sharedPropagationRule(a *analysis, m match) (verdict, bool)
 func (c *Correlator) lastTableOf(ns uint32) *Table {
 	if n := c.lineage.LastDead(ns, c.now.Add(-c.opts.Retention)); n != nil {
 		return n.LastTable
-	}
-	return nil
-}
-
-// mountEventFor returns the last successful mount that made the object,
-// before t when t is set. A propagation change (mount --make-shared) or a
-// remount of the path made nothing: it is not that mount.
-func (c *Correlator) mountEventFor(id identity, before time.Time) *event.Event {
-	hist := c.ledger.History()
-	for i := len(hist) - 1; i >= 0; i-- {
-		ev := hist[i]
-		if ev.Kind != event.KindMount || ev.Ret != 0 || (!before.IsZero() && !ev.Time.Before(before)) ||
-			ev.Flags&madeNothing != 0 {
-			continue
-		}
-		if ev.Target == id.path && id.path != "" {
-			return ev
-		}
 	}
 	return nil
 }

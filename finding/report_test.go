@@ -1,29 +1,29 @@
-package correlate_test
+package finding_test
 
 import (
+	"github.com/mntleak/mntleak/event"
 	"strings"
 	"testing"
 
-	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // TestReport: why's report has a headline with counts, a line per
 // holding namespace and one per process (its pins by kind), the cause and
 // the fix; nothing is cut to "+N more".
 func TestReport(t *testing.T) {
-	pin := func(pid int, comm, kind, path string) correlate.PinRef {
-		return correlate.PinRef{ProcRef: correlate.ProcRef{PID: pid, Comm: comm}, MntNS: 70, Pin: kind, Path: path}
+	pin := func(pid int, comm, kind, path string) finding.PinRef {
+		return finding.PinRef{ProcRef: finding.ProcRef{PID: pid, Comm: comm}, MntNS: 70, Pin: kind, Path: path}
 	}
-	f := &correlate.Finding{
-		Kind: correlate.KindHeld, Cause: correlate.CauseInUse, Fix: "stop those processes or move them off /srv, then retry",
-		Object: correlate.Object{Path: "/srv", Dev: event.MakeDev(7, 0)},
-		Holders: []correlate.Holder{
-			{MntNS: 70, Self: true, Where: "/srv", Propagation: "private", Pins: []correlate.PinRef{
+	f := &finding.Finding{
+		Kind: finding.KindHeld, Cause: finding.CauseInUse, Fix: "stop those processes or move them off /srv, then retry",
+		Object: finding.Object{Path: "/srv", Dev: event.MakeDev(7, 0)},
+		Holders: []finding.Holder{
+			{MntNS: 70, Self: true, Where: "/srv", Propagation: "private", Pins: []finding.PinRef{
 				pin(10, "sh", "cwd", "/srv"), pin(11, "tail", "fd", "/srv/a.log"), pin(10, "sh", "fd", "/srv/b"),
 				pin(11, "tail", "fd", "/srv/c.log"), pin(12, "sleep", "root", "/srv"),
 			}},
-			{MntNS: 80, Where: "/host/srv", Propagation: "master:3", Processes: []correlate.ProcRef{{PID: 20, Comm: "node_exporter", Unit: "ne.service"}}},
+			{MntNS: 80, Where: "/host/srv", Propagation: "master:3", Processes: []finding.ProcRef{{PID: 20, Comm: "node_exporter", Unit: "ne.service"}}},
 		},
 	}
 	want := "HELD /srv (7:0): 2 namespaces, 4 processes\n" +
@@ -44,14 +44,14 @@ func TestReport(t *testing.T) {
 // why answer reconstructed from /proc says its history is unknown, not
 // that the namespace predates tracing (no daemon may ever have run).
 func TestLineNamesCause(t *testing.T) {
-	for _, c := range correlate.Causes() {
-		f := &correlate.Finding{Kind: correlate.KindFailure, Cause: c, Fix: "x", Object: correlate.Object{Path: "/srv"}}
+	for _, c := range finding.Causes() {
+		f := &finding.Finding{Kind: finding.KindFailure, Cause: c, Fix: "x", Object: finding.Object{Path: "/srv"}}
 		if line := f.Line(); !strings.Contains(line, "[cause: "+c.String()+"]. Fix: x") {
 			t.Errorf("%s: line lacks its slug: %s", c, line)
 		}
 	}
-	held := &correlate.Finding{Kind: correlate.KindHeld, Cause: correlate.CauseUnshare, Inferred: true, Object: correlate.Object{Path: "/srv"}}
-	leak := &correlate.Finding{Kind: correlate.KindLeak, Cause: correlate.CauseUnshare, Inferred: true, Object: correlate.Object{Path: "/srv"}}
+	held := &finding.Finding{Kind: finding.KindHeld, Cause: finding.CauseUnshare, Inferred: true, Object: finding.Object{Path: "/srv"}}
+	leak := &finding.Finding{Kind: finding.KindLeak, Cause: finding.CauseUnshare, Inferred: true, Object: finding.Object{Path: "/srv"}}
 	if line := held.Line(); !strings.Contains(line, "(inferred: no recorded history)") || strings.Contains(line, "predates tracing") {
 		t.Errorf("why's inferred line: %s", line)
 	}

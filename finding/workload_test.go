@@ -1,38 +1,38 @@
-package correlate_test
+package finding_test
 
 import (
+	"github.com/mntleak/mntleak/event"
 	"strings"
 	"testing"
 
-	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // TestLineInPodTerms: a finding with a pod or a named container reads in pod
 // terms first, then says what it says without them; processes are named
 // with their workload instead of a bare container id.
 func TestLineInPodTerms(t *testing.T) {
-	exporter := &correlate.Workload{ContainerID: "3f1c0e6e8b8a4f4d", Runtime: "cri", Name: "node-exporter", Pod: "node-exporter-x2x",
+	exporter := &finding.Workload{ContainerID: "3f1c0e6e8b8a4f4d", Runtime: "cri", Name: "node-exporter", Pod: "node-exporter-x2x",
 		Namespace: "monitoring", PodUID: "7d2c9a1e", PodContainer: "node-exporter"}
-	web := &correlate.Workload{ContainerID: "5f2c7a9d0b1e", Runtime: "docker", Name: "web", Image: "busybox"}
-	sandbox := &correlate.Workload{ContainerID: "9a8b", Pod: "web-7f9c", Namespace: "default", Sandbox: true}
-	stuck := &correlate.StuckPod{UID: "0f3c2a4e-5b6d-4e7f-8a9b-1c2d3e4f5a6b", Name: "web-7f9c", Namespace: "default",
+	web := &finding.Workload{ContainerID: "5f2c7a9d0b1e", Runtime: "docker", Name: "web", Image: "busybox"}
+	sandbox := &finding.Workload{ContainerID: "9a8b", Pod: "web-7f9c", Namespace: "default", Sandbox: true}
+	stuck := &finding.StuckPod{UID: "0f3c2a4e-5b6d-4e7f-8a9b-1c2d3e4f5a6b", Name: "web-7f9c", Namespace: "default",
 		Volume: "cache", VolumeType: "emptyDir", VolumeText: "volume cache (emptyDir)", Tmpfs: true}
 	path := "/var/lib/kubelet/pods/0f3c2a4e-5b6d-4e7f-8a9b-1c2d3e4f5a6b/volumes/kubernetes.io~empty-dir/cache"
-	failure := func(w *correlate.Workload, s *correlate.StuckPod) *correlate.Finding {
-		return &correlate.Finding{Kind: correlate.KindFailure, Cause: correlate.CauseRprivateBind, Fix: "fix it",
-			Call:   correlate.Call{PID: 40, Comm: "kubelet", Syscall: "unlinkat", Errno: "EBUSY", MntNS: 1},
-			Object: correlate.Object{Path: path, FSType: "tmpfs"}, Stuck: s,
-			Holders: []correlate.Holder{{MntNS: 2, Where: "/host" + path,
-				Processes: []correlate.ProcRef{{PID: 50, Comm: "node_exporter", Container: "3f1c0e6e8b8a4f4d", Workload: w}},
-				Actor:     &correlate.Actor{ProcRef: correlate.ProcRef{PID: 50, Comm: "node_exporter", Container: "3f1c0e6e8b8a4f4d", Workload: w}, Role: correlate.RoleMember}}}}
+	failure := func(w *finding.Workload, s *finding.StuckPod) *finding.Finding {
+		return &finding.Finding{Kind: finding.KindFailure, Cause: finding.CauseRprivateBind, Fix: "fix it",
+			Call:   finding.Call{PID: 40, Comm: "kubelet", Syscall: "unlinkat", Errno: "EBUSY", MntNS: 1},
+			Object: finding.Object{Path: path, FSType: "tmpfs"}, Stuck: s,
+			Holders: []finding.Holder{{MntNS: 2, Where: "/host" + path,
+				Processes: []finding.ProcRef{{PID: 50, Comm: "node_exporter", Container: "3f1c0e6e8b8a4f4d", Workload: w}},
+				Actor:     &finding.Actor{ProcRef: finding.ProcRef{PID: 50, Comm: "node_exporter", Container: "3f1c0e6e8b8a4f4d", Workload: w}, Role: finding.RoleMember}}}}
 	}
-	leak := func(w *correlate.Workload, s *correlate.StuckPod) *correlate.Finding {
+	leak := func(w *finding.Workload, s *finding.StuckPod) *finding.Finding {
 		f := failure(w, s)
-		f.Kind, f.Call.Syscall, f.Call.Errno, f.Call.Comm = correlate.KindLeak, "umount2", "", "umount"
+		f.Kind, f.Call.Syscall, f.Call.Errno, f.Call.Comm = finding.KindLeak, "umount2", "", "umount"
 		h := &f.Holders[0]
-		h.Pins = []correlate.PinRef{{ProcRef: correlate.ProcRef{PID: 51, Comm: "sh", Workload: w}, MntNS: 2, Pin: "cwd", Path: "/host" + path}}
-		h.Actor = &correlate.Actor{ProcRef: h.Pins[0].ProcRef, Role: correlate.RolePinner, Pin: "cwd", Path: "/host" + path}
+		h.Pins = []finding.PinRef{{ProcRef: finding.ProcRef{PID: 51, Comm: "sh", Workload: w}, MntNS: 2, Pin: "cwd", Path: "/host" + path}}
+		h.Actor = &finding.Actor{ProcRef: h.Pins[0].ProcRef, Role: finding.RolePinner, Pin: "cwd", Path: "/host" + path}
 		return f
 	}
 	uidOnly := *stuck
@@ -41,7 +41,7 @@ func TestLineInPodTerms(t *testing.T) {
 	noVolume.Volume, noVolume.VolumeType, noVolume.VolumeText = "", "", ""
 	tests := []struct {
 		name   string
-		f      *correlate.Finding
+		f      *finding.Finding
 		prefix string   // the line starts with it
 		has    []string // and says these
 		hasNot []string
@@ -59,7 +59,7 @@ func TestLineInPodTerms(t *testing.T) {
 			"pod default/web-7f9c: leaked, held by pod default/web-7f9c (sandbox): LEAK ", nil, nil},
 		{"no stuck pod, a holder pod", failure(exporter, nil),
 			"held by pod monitoring/node-exporter-x2x (container node-exporter): EBUSY unlinkat ", nil, nil},
-		{"only a container id: the line as before", failure(&correlate.Workload{ContainerID: "3f1c0e6e8b8a4f4d"}, nil),
+		{"only a container id: the line as before", failure(&finding.Workload{ContainerID: "3f1c0e6e8b8a4f4d"}, nil),
 			"EBUSY unlinkat " + path + " by kubelet[40]: still mounted in mnt:[2]",
 			[]string{"held by node_exporter[50] (container 3f1c0e6e8b8a) (namespace members"}, []string{"pod "}},
 	}
@@ -89,10 +89,10 @@ func TestLineInPodTerms(t *testing.T) {
 // TestPodTermsEscaped: names from a runtime are untrusted: a label with a
 // newline cannot split the line.
 func TestPodTermsEscaped(t *testing.T) {
-	f := &correlate.Finding{Kind: correlate.KindFailure, Call: correlate.Call{PID: 1, Comm: "x", Syscall: "umount2", Errno: "EBUSY"},
-		Object:  correlate.Object{Path: "/a", Dev: event.MakeDev(7, 0)},
-		Holders: []correlate.Holder{{MntNS: 2, Where: "/a", Processes: []correlate.ProcRef{{PID: 3, Comm: "y", Workload: &correlate.Workload{Name: "evil\nINFO forged", Image: "i"}}}}}}
-	f.Holders[0].Actor = &correlate.Actor{ProcRef: f.Holders[0].Processes[0], Role: correlate.RoleMember}
+	f := &finding.Finding{Kind: finding.KindFailure, Call: finding.Call{PID: 1, Comm: "x", Syscall: "umount2", Errno: "EBUSY"},
+		Object:  finding.Object{Path: "/a", Dev: event.MakeDev(7, 0)},
+		Holders: []finding.Holder{{MntNS: 2, Where: "/a", Processes: []finding.ProcRef{{PID: 3, Comm: "y", Workload: &finding.Workload{Name: "evil\nINFO forged", Image: "i"}}}}}}
+	f.Holders[0].Actor = &finding.Actor{ProcRef: f.Holders[0].Processes[0], Role: finding.RoleMember}
 	if line := f.Line(); strings.Contains(line, "\n") || !strings.HasPrefix(line, "held by container evil") {
 		t.Errorf("line %q", line)
 	}

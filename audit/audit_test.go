@@ -1,0 +1,79 @@
+package audit_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/moby/sys/mountinfo"
+
+	"github.com/mntleak/mntleak/audit"
+	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/finding"
+	"github.com/mntleak/mntleak/procfs"
+)
+
+const hostNS = 4026531840
+
+// leakedNode is a correlator's snapshot of a node where a monitoring
+// container (mnt:[70]) binds / privately at /host and holds a copy of
+// /dev/loop0's mount, which the host no longer has.
+func leakedNode(t *testing.T) *correlate.Correlator {
+	t.Helper()
+	cid := "5f2c0e1a9b8d7c6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e"
+	table := func(text string) []*mountinfo.Info {
+		ms, err := mountinfo.GetMountsFromReader(strings.NewReader(text), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ms
+	}
+	proc := procfs.NewReplay()
+	proc.Add(&procfs.Record{Op: procfs.OpHostNS, MntNS: hostNS})
+	proc.Add(&procfs.Record{Op: procfs.OpProcesses, Processes: []procfs.Process{
+		{PID: 1, StartTime: 10, Comm: "systemd", MntNS: hostNS},
+		{PID: 1500, PPID: 1, StartTime: 15000, Comm: "node_exporter", MntNS: 70, Cgroup: "/docker/" + cid},
+	}})
+	proc.Add(&procfs.Record{Op: procfs.OpMountinfo, PID: 1, MntNS: hostNS,
+		Mounts: table("1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw\n2 1 0:5 / /tmp rw shared:2 - tmpfs tmpfs rw\n")})
+	proc.Add(&procfs.Record{Op: procfs.OpMountinfo, PID: 1500, MntNS: 70,
+		Mounts: table("100 99 0:90 / / rw - overlay overlay rw\n101 100 254:0 / /host rw - ext4 /dev/vda rw\n102 101 7:0 / /host/srv/vol rw - ext4 /dev/loop0 rw\n")})
+	c := correlate.New(proc, correlate.Options{}, func(*finding.Finding) {})
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestLeaksAndRisks(t *testing.T) {
+	c := leakedNode(t)
+	items := audit.Leaks(c, "")
+	if len(items) != 1 || items[0].What != "block-device" || items[0].MntNS != 70 || items[0].Processes[0].Comm != "node_exporter" {
+		t.Errorf("audit %+v", items)
+	}
+	if got := audit.Leaks(c, "/var/lib/other"); len(got) != 0 {
+		t.Errorf("audit below another prefix: %+v", got)
+	}
+	risks := audit.Risks(c, audit.RiskFacts{MayDetachMounts: 0, LiveRestore: true}, "")
+	var whats []string
+	for _, r := range risks {
+		whats = append(whats, r.What)
+	}
+	if strings.Join(whats, ",") != "may-detach-mounts,private-hostpath" {
+		t.Errorf("risks %v, want may-detach-mounts and private-hostpath", whats)
+	}
+	if r := audit.Risks(c, audit.RiskFacts{MayDetachMounts: -1}, "/nowhere"); len(r) != 0 {
+		t.Errorf("risks %+v with nothing risky in scope", r)
+	}
+	unit := audit.UnitSetting{Unit: "docker.service", Setting: "MountFlags=slave", File: "/lib/systemd/system/docker.service"}
+	risks = audit.Risks(c, audit.RiskFacts{MayDetachMounts: -1, Units: []audit.UnitSetting{unit}}, "")
+	if len(risks) != 2 || risks[0].What != "unit-mount-namespace" || risks[0].Where != unit.File ||
+		!strings.Contains(risks[0].Detail, "docker.service has MountFlags=slave") || !strings.Contains(risks[0].Fix, "remove MountFlags=slave from docker.service") {
+		t.Errorf("a runtime unit with a namespace of its own: %+v", risks)
+	}
+	if r := audit.Risks(c, audit.RiskFacts{MayDetachMounts: -1, Units: []audit.UnitSetting{unit}}, "/nowhere"); len(r) != 0 {
+		t.Errorf("a unit reported below a path prefix: %+v", r)
+	}
+	if !audit.LiveRestore(`{ "live-restore" : true }`, "") || !audit.LiveRestore("", "dockerd --live-restore") || audit.LiveRestore(`{"live-restore": false}`, "dockerd") {
+		t.Error("live-restore detection")
+	}
+}

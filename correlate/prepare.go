@@ -1,0 +1,70 @@
+package correlate
+
+import (
+	"fmt"
+
+	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/procfs"
+)
+
+// Sources answer what the engine needs of an event that the kernel did
+// not give, asked as the event arrives, before it is recorded: by the
+// time a finding names them the process may be gone (a failing
+// mkfs.ext4, runc's child), the namespace's inode reused, the device
+// detached. The daemon answers from /proc and sysfs; a replay asks
+// nothing, the record holds the answers.
+type Sources interface {
+	// Command is a process's executable and command line.
+	Command(pid int) (procfs.Command, error)
+	// BirthID is the id the kernel gave mount namespace ino, read through
+	// pid (0 when it cannot be read).
+	BirthID(pid int, ino uint32) uint64
+	// Teardown sets ev.Teardown when ev is a failing teardown call (rbd
+	// unmap, zram, dmsetup) whose device it can name; the error says why
+	// a teardown call's device could not be named.
+	Teardown(ev *event.Event) error
+}
+
+// Prepare is the one step before an event is recorded and handed to
+// Handle: it fills in, from src, a failure's (or a namespace creator's)
+// executable, the birth id of a namespace just created (the persistent
+// lineage keys a namespace by its inode and that id), and the device a
+// teardown call named. The event is usable whatever it returns; the
+// error names what could not be filled in.
+func Prepare(ev *event.Event, src Sources) error {
+	if wantsCommand(ev) {
+		if cmd, err := src.Command(int(ev.PID)); err == nil {
+			ev.Exe = cmd.Exe
+			if ev.Cmdline == "" {
+				ev.Cmdline = cmd.Cmdline
+			}
+		}
+	}
+	if pid, ino := newNamespace(ev); ino != 0 {
+		ev.NewMntNSID = src.BirthID(pid, ino)
+	}
+	if err := src.Teardown(ev); err != nil {
+		return fmt.Errorf("name the device of %s %s: %w", ev.Syscall, ev.Path, err)
+	}
+	return nil
+}
+
+// wantsCommand reports whether the command of an event's process should
+// be captured when the event arrives: the process may be gone by the time
+// a finding names it (a failing mkfs.ext4, the unshare of a daemon).
+func wantsCommand(ev *event.Event) bool {
+	return isTrigger(ev) || ev.Kind == event.KindUnshare || ev.Kind == event.KindNewNSFork
+}
+
+// newNamespace returns, for an event that created a mount namespace (an
+// unshare, a CLONE_NEWNS child), a process in it and its inode: the
+// namespace's birth id is read through that process when the event arrives.
+func newNamespace(ev *event.Event) (pid int, ino uint32) {
+	switch {
+	case ev.Kind == event.KindUnshare && ev.Ret == 0 && ev.MntNSAfter != ev.MntNSBefore:
+		return int(ev.PID), ev.MntNSAfter
+	case ev.Kind == event.KindNewNSFork:
+		return int(ev.ChildPID), ev.ChildMntNS
+	}
+	return 0, 0
+}

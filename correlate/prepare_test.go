@@ -1,0 +1,59 @@
+package correlate_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/procfs"
+)
+
+// askedSources answers Prepare and notes what it was asked.
+type askedSources struct {
+	commands []int
+	births   [][2]uint64
+	teardown error
+}
+
+func (s *askedSources) Command(pid int) (procfs.Command, error) {
+	s.commands = append(s.commands, pid)
+	return procfs.Command{Exe: "/usr/sbin/mkfs.ext4", Cmdline: "mkfs.ext4 /dev/loop3"}, nil
+}
+
+func (s *askedSources) BirthID(pid int, ino uint32) uint64 {
+	s.births = append(s.births, [2]uint64{uint64(pid), uint64(ino)})
+	return 77
+}
+
+func (s *askedSources) Teardown(*event.Event) error { return s.teardown }
+
+// Prepare asks only what the event needs: a failure's command, a new
+// namespace's birth id (through the process in it), and it names the call
+// whose teardown device could not be named.
+func TestPrepareAsksWhatTheEventNeeds(t *testing.T) {
+	busy := &event.Event{Kind: event.KindFailure, PID: 12, Syscall: "openat", Ret: -int64(unix.EBUSY)}
+	src := &askedSources{}
+	if err := correlate.Prepare(busy, src); err != nil || busy.Exe != "/usr/sbin/mkfs.ext4" || busy.Cmdline != "mkfs.ext4 /dev/loop3" ||
+		len(src.commands) != 1 || len(src.births) != 0 {
+		t.Errorf("a failure: err %v, exe %q cmdline %q, asked commands %v births %v", err, busy.Exe, busy.Cmdline, src.commands, src.births)
+	}
+	mount := &event.Event{Kind: event.KindMount, PID: 13, Ret: 0}
+	src = &askedSources{}
+	if err := correlate.Prepare(mount, src); err != nil || mount.Exe != "" || len(src.commands) != 0 || len(src.births) != 0 {
+		t.Errorf("a mount that worked: err %v, exe %q, asked commands %v births %v", err, mount.Exe, src.commands, src.births)
+	}
+	fork := &event.Event{Kind: event.KindNewNSFork, PID: 14, ChildPID: 15, ChildMntNS: 4026532290}
+	src = &askedSources{}
+	if err := correlate.Prepare(fork, src); err != nil || fork.NewMntNSID != 77 || len(src.births) != 1 || src.births[0] != [2]uint64{15, 4026532290} {
+		t.Errorf("a CLONE_NEWNS child: err %v, birth id %d, asked %v", err, fork.NewMntNSID, src.births)
+	}
+	write := &event.Event{Kind: event.KindFailure, PID: 16, Syscall: "write", Path: "/sys/bus/rbd/remove", Ret: -int64(unix.EBUSY)}
+	src = &askedSources{teardown: errors.New("read /sys/bus/rbd/devices/3/major: no such file")}
+	if err := correlate.Prepare(write, src); err == nil || !strings.Contains(err.Error(), "write /sys/bus/rbd/remove") || !errors.Is(err, src.teardown) {
+		t.Errorf("a teardown device not named: err %v, want it naming the call", err)
+	}
+}

@@ -1,0 +1,155 @@
+package finding
+
+import "fmt"
+
+// Cause is why an object is still held. The set is closed: the engine's
+// rule table (correlate/rules.go, one rule_<slug>.go per cause) concludes
+// exactly one per holding. The causes are declared in that table's order:
+// the first whose evidence is there wins, and a finding leads with the
+// holding whose cause comes first.
+type Cause int
+
+// Causes, in the rule table's order. The zero value is invalid. What each
+// one takes and gives is its row of causeTable.
+const (
+	CauseInvalid Cause = iota
+	// mount/move_mount ENOENT: the source is a bind of a file or directory
+	// that was deleted (subPath of an updated ConfigMap). Not a leak.
+	CauseStaleBind
+	// A propagated copy in another namespace is busy (a cwd or fd in it).
+	CauseBusyCopy
+	// A mount made in another namespace propagated into the caller's through
+	// a shared peer group (Bidirectional / rshared) and now blocks it.
+	CauseSharedPropagation
+	// No leak: the object is mounted or open in the caller's own namespace.
+	CauseInUse
+	// The holder namespace is a PrivateTmp=yes unit's, taken after the
+	// object was mounted.
+	CausePrivateTmp
+	// The object sits under a recursive bind whose copy is private: a
+	// container's hostPath / (mountPropagation None).
+	CauseRprivateBind
+	// A daemon started by systemd into a slave namespace (MountFlags=slave)
+	// was restarted into a newer one; survivors (containerd-shim under
+	// live-restore) keep the old namespace and its mounts.
+	CauseMountflagsRestart
+	// The copy was taken while its parent mount was private.
+	CausePrivateParent
+	// A generic private namespace keeps a copy; its creator is named.
+	CauseUnshare
+	// Not enough evidence; the finding says what is missing.
+	CauseUnknown
+	causeMax
+)
+
+// CauseInfo is a cause's row of the cause table: its properties, as the
+// line, release, docs/causes.md and the README read them.
+type CauseInfo struct {
+	Slug string // its name on every line: [cause: SLUG]
+	// Leak: the mount leaked into another namespace (not a plain busy
+	// mount, a stale bind, or a copy nothing more is known of).
+	Leak bool
+	// Releasable: `mntleak release` may detach the copy a finding of this
+	// cause names (a leak, a busy copy, or an unknown copy: the copy is
+	// elsewhere, and release proves the rest from the kernel).
+	Releasable bool
+	// Needs is the evidence the rule reads, and Fix the fix it gives, in
+	// words (a verdict has the exact text): docs/causes.md's columns.
+	Needs, Fix string
+}
+
+// causeTable has one row per cause, in the rule table's order.
+var causeTable = [...]CauseInfo{
+	CauseInvalid: {Slug: "invalid"},
+	CauseStaleBind: {Slug: "stale-bind",
+		Needs: "a mount or move_mount that failed with ENOENT; the source is a mount in the caller's namespace (or the one it was copied from) whose root mountinfo shows as //deleted",
+		Fix:   "unmount the stale bind and bind the current file again; prefer whole-volume ConfigMap mounts over subPath"},
+	CauseBusyCopy: {Slug: "busy-copy", Releasable: true,
+		Needs: "an umount2 that failed with EBUSY (or why/release asked where the caller has it mounted, of a copy that is a peer or slave of the caller's mount); a copy in another namespace, and a process whose cwd, root, fd or mapping lies in it",
+		Fix:   "stop that process or move it off the copy, then retry (or unmount lazily)"},
+	CauseSharedPropagation: {Slug: "shared-propagation", Leak: true, Releasable: true,
+		Needs: "the object is mounted in the caller's namespace in a shared or slave peer group; a successful mount of it made in another namespace",
+		Fix:   "unmount it where it was mounted; HostToContainer instead of Bidirectional"},
+	CauseInUse: {Slug: "in-use",
+		Needs: "the object is mounted or busy in the caller's own namespace (its own cwd, or a process there)",
+		Fix:   "cd out / stop the processes there / unmount it first, then retry"},
+	CausePrivateTmp: {Slug: "private-tmp", Leak: true, Releasable: true,
+		Needs: "the holder namespace's /tmp is a bind of /tmp/systemd-private-*-UNIT-*/tmp",
+		Fix:   "restart UNIT; keep the mounts shared or slave, or start UNIT before the containers"},
+	CauseRprivateBind: {Slug: "rprivate-bind", Leak: true, Releasable: true,
+		Needs: "the copy lies under a private bind in the holder whose source is a directory of the namespace it came from (a container's hostPath); the rbind and make-private events when traced",
+		Fix:   "mountPropagation HostToContainer (docker -v SRC:DST:rslave); restart the container"},
+	CauseMountflagsRestart: {Slug: "mountflags-restart", Leak: true, Releasable: true,
+		Needs: "the caller runs in a namespace its daemon made by unshare; the holder is an older namespace made by the same daemon (creator or past member), created before the caller's",
+		Fix:   "remove MountFlags=slave from the daemon's unit; nsenter -t SURVIVOR -m umount PATH"},
+	CausePrivateParent: {Slug: "private-parent", Leak: true, Releasable: true,
+		Needs: "the copy's parent mount is private in the holder; the parent namespace made it private (mount MS_PRIVATE or mount_setattr) before the holder was copied",
+		Fix:   "keep the parent shared or slave before namespaces are copied; restart the holder's processes"},
+	CauseUnshare: {Slug: "unshare", Leak: true, Releasable: true,
+		Needs: "the holder namespace's creator is known: its unshare/clone event, or its oldest process from /proc",
+		Fix:   "restart the creator and the processes in the namespace; create namespaces with slave propagation"},
+	CauseUnknown: {Slug: "unknown", Releasable: true,
+		Needs: "nothing more than the copy itself",
+		Fix:   "nsenter into the namespace and unmount the copy"},
+}
+
+// Info is the cause's row of the cause table (the zero CauseInfo for a
+// value outside it).
+func (c Cause) Info() CauseInfo {
+	if c >= 0 && c < causeMax {
+		return causeTable[c]
+	}
+	return CauseInfo{}
+}
+
+func (c Cause) String() string {
+	if c >= 0 && c < causeMax {
+		return causeTable[c].Slug
+	}
+	return fmt.Sprintf("cause(%d)", int(c))
+}
+
+// IsLeak reports whether the cause means a mount leaked into another
+// namespace (as opposed to a plain busy mount or a stale bind).
+func (c Cause) IsLeak() bool { return c.Info().Leak }
+
+// Releasable reports whether `mntleak release` may act on a finding of
+// this cause: the copy it names is elsewhere (release proves the rest).
+func (c Cause) Releasable() bool { return c.Info().Releasable }
+
+// MarshalText implements encoding.TextMarshaler.
+func (c Cause) MarshalText() ([]byte, error) {
+	if c <= CauseInvalid || c >= causeMax {
+		return nil, fmt.Errorf("invalid cause %d", int(c))
+	}
+	return []byte(c.String()), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (c *Cause) UnmarshalText(b []byte) error {
+	cause, err := ParseCause(string(b))
+	if err != nil {
+		return err
+	}
+	*c = cause
+	return nil
+}
+
+// ParseCause returns the cause named s.
+func ParseCause(s string) (Cause, error) {
+	for c := CauseInvalid + 1; c < causeMax; c++ {
+		if causeTable[c].Slug == s {
+			return c, nil
+		}
+	}
+	return CauseInvalid, fmt.Errorf("unknown cause %q", s)
+}
+
+// Causes lists every valid cause.
+func Causes() []Cause {
+	out := make([]Cause, 0, causeMax-1)
+	for c := CauseInvalid + 1; c < causeMax; c++ {
+		out = append(out, c)
+	}
+	return out
+}

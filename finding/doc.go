@@ -1,0 +1,23 @@
+// Package finding is mntleak's finding model: what a verdict says and how
+// it is written for people. The engine (package correlate) makes
+// findings; the sinks (output, enrich, kubeevents, the journal), release
+// and the CLI read and render them; none of them needs the engine for it.
+// Nothing here refers to the correlator: a Finding is plain data, and its
+// rendering is a pure function of it.
+//
+// Files:
+//   - cause.go: Cause, its slugs, IsLeak, ParseCause, Causes.
+//   - finding.go: Finding, its kinds (failure, leak, held), its parts
+//     (Call, Object, Holder, Actor, ProcRef, PinRef, Evidence, EventRef,
+//     LeakRef, Incomplete), its id, Check (what makes one unfit to show),
+//     and the process a holder is named by (ChooseActor).
+//   - line.go: its one-line form, the only place a finding is rendered
+//     as a line, and the wording of processes, namespaces and times
+//     (ProcName, ProcList, NSName, Clock).
+//   - report.go: the form `mntleak why` prints.
+//   - workload.go: the pod and container names a finding carries once
+//     enriched (package enrich, off the event path), the pod terms its
+//     line starts with, NamePods (a pod named by UID, by its name), and
+//     ShortID (a container id as docker prints it).
+//   - escape.go: Escape, untrusted strings made safe for one line.
+package finding
