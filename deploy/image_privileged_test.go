@@ -14,8 +14,8 @@ import (
 
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/e2e/oraclecheck"
-	"github.com/mntleak/mntleak/internal/findinglog"
-	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/e2e/testkit/findinglog"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(privtest.Main(m)) }

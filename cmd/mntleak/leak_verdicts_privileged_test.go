@@ -13,8 +13,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/internal/findinglog"
-	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/e2e/testkit/findinglog"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 )
 
 // settledFindings lets the daemon's pending leaks settle, stops it (a stop

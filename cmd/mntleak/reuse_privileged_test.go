@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 )
 
 // TestInodeReuseAcrossRestart: the kernel gives a dead mount namespace's

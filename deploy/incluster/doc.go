@@ -9,7 +9,7 @@
 // Service) under the chart's RBAC, the findings sent to a journald of the
 // test's own through the chart's journal socket. It holds tests only.
 //
-// Files: main_test.go (TestMain: k8slab.Main), chart_test.go
+// Files: main_test.go (TestMain: k8snode.Main), chart_test.go
 // (TestChartInstalledOnTheNode), lab_test.go (the image, helm, the pod's
 // log, Events and metrics read back).
 package incluster

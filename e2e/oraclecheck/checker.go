@@ -11,7 +11,7 @@ import (
 
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/e2e/oracle"
-	"github.com/mntleak/mntleak/internal/findinglog"
+	"github.com/mntleak/mntleak/e2e/testkit/findinglog"
 )
 
 // EnvLog names the file each test appends its count of comparisons to.

@@ -3,7 +3,7 @@ package oraclecheck
 import (
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/e2e/oracle"
-	"github.com/mntleak/mntleak/internal/findinglog"
+	"github.com/mntleak/mntleak/e2e/testkit/findinglog"
 )
 
 // Facts is what finding f claims, in the oracle's terms; ok is false for

@@ -7,8 +7,8 @@ import (
 
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/e2e/oracle"
+	"github.com/mntleak/mntleak/e2e/testkit/findinglog"
 	"github.com/mntleak/mntleak/event"
-	"github.com/mntleak/mntleak/internal/findinglog"
 )
 
 // TestFacts: what a finding claims, in the oracle's terms: the device,
