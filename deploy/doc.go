@@ -20,5 +20,5 @@
 // image_privileged_test.go (the image built, loaded by docker and ctr,
 // run as the DaemonSet runs it against a leak made on the host and a
 // device held by a namespace no process runs in). The chart installed
-// with helm on the real node of k8slab is the subpackage incluster.
+// with helm on the real node of e2e/k8snode is the subpackage incluster.
 package deploy

@@ -1,4 +1,4 @@
-// Package kubelet reads what a path under the kubelet's root directory
+// Package kubeletpath reads what a path under the kubelet's root directory
 // says: which pod it belongs to, and which of the pod's volumes (its name
 // and type) it is. It is pure string work: nothing is read from disk, so a
 // replay reaches the same answer as the live daemon.

@@ -1,5 +1,5 @@
 // Package incluster installs the Helm chart on the real single-node
-// Kubernetes of the test suite (k8slab) and checks that the DaemonSet's
+// Kubernetes of the test suite (e2e/k8snode) and checks that the DaemonSet's
 // pod reports a leak reproduced on the node, the way a cluster runs it:
 // the image built here (deploy/image/image.sh tar) imported into the
 // node's containerd, `helm install` with the real helm CLI against the

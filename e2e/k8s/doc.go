@@ -1,5 +1,5 @@
-// Package kubee2e runs the real mntleak daemon against a real single-node
-// Kubernetes (k8slab) and checks what it says about the pod scenarios of
+// Package k8s runs the real mntleak daemon against a real single-node
+// Kubernetes (e2e/k8snode) and checks what it says about the pod scenarios of
 // issue 15: each finding's pod fields (the stuck pod and its volume, the
 // holder pod and container, the holder's pid and role), cause, leaking
 // event and fix, the same fields in the journal (a journald of the test's

@@ -148,7 +148,7 @@ func writeBlock(t *testing.T, name, body string) {
 }
 
 // TestDocs: docs/incidents.md has every block the scenarios write, each
-// filled by a run (go test -update ./kubee2e rewrites them), in order.
+// filled by a run (go test -update ./e2e/k8s rewrites them), in order.
 func TestDocs(t *testing.T) {
 	if *update {
 		t.Skip("the scenarios of this run write the blocks")
@@ -168,7 +168,7 @@ func TestDocs(t *testing.T) {
 		case i < at:
 			t.Errorf("%s: block %s out of order", docsPath, name)
 		case !strings.Contains(doc[i:j], "What mntleak logs"):
-			t.Errorf("%s: block %s is empty (go test -update ./kubee2e fills it)", docsPath, name)
+			t.Errorf("%s: block %s is empty (go test -update ./e2e/k8s fills it)", docsPath, name)
 		default:
 			at = j
 		}

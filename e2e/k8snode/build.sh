@@ -1,7 +1,7 @@
 #!/bin/bash
 # build.sh [VERSION] — build the node's Kubernetes binaries from the Go module proxy into the cache
 # (/var/cache/mntleak-k8s/v$VERSION/bin): kube-apiserver, kube-controller-manager, kube-scheduler,
-# kubelet, kubectl and crimini (k8slab/_crimini, a small CRI client), plus the two local images
+# kubelet, kubectl and crimini (e2e/k8snode/_crimini, a small CRI client), plus the two local images
 # (images.sh). A no-op (well under a second) when the cache's stamp matches: the version, the
 # commands, crimini's source and images.sh. The first build takes 5 min on 2 idle cores (17 min
 # measured with four other agents' builds and tests running).

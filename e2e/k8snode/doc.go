@@ -1,4 +1,4 @@
-// Package k8slab is a real single-node Kubernetes for the test suite, and
+// Package k8snode is a real single-node Kubernetes for the test suite, and
 // the scenarios of issue 15 reproduced on it: etcd (Debian), kube-apiserver,
 // kube-controller-manager, kube-scheduler, kubelet and kubectl v1.37.2
 // (built from the k8s.io/kubernetes Go module), Debian's containerd 1.6 with
@@ -49,10 +49,10 @@
 // nothing to a Ready node with its default ServiceAccount 10-12 s; down.sh
 // 2.6 s without pods, 6 s with two; RSS etcd 47 + apiserver 284 +
 // controller-manager 121 + scheduler 71 + containerd 52 + kubelet 89 MiB.
-// go test -race ./k8slab: 98 s in all (node up 10.7 s, down 3.4 s):
+// go test -race ./e2e/k8snode: 98 s in all (node up 10.7 s, down 3.4 s):
 // TestControls 22.8 s (three cases of five pods), TestDownUp 19 s,
 // TestPinnedMemoryEmptyDir 16.1 s, TestBidirectionalStuckPod 14.9 s,
-// TestControllers 5.2 s, TestImportImage 4.9 s. The incidents tests (their
+// TestControllers 5.2 s, TestImportImage 4.9 s. The e2e/docker tests (their
 // own dockerd and containerd) pass with the node up.
 //
 // Files: node.go (Main, Up, Down, the fixed paths), kubectl.go (Node's

@@ -28,7 +28,7 @@ func (m Manifest) YAML() []byte {
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
 	if err := enc.Encode(m.object); err != nil { // only structs of strings, ints and bools go in
-		panic(fmt.Sprintf("k8slab: marshal %s %s/%s: %v", m.Kind, m.Namespace, m.Name, err))
+		panic(fmt.Sprintf("k8snode: marshal %s %s/%s: %v", m.Kind, m.Namespace, m.Name, err))
 	}
 	return b.Bytes()
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 )
 
-// The node's fixed places (k8slab/env.sh says the same).
+// The node's fixed places (env.sh says the same).
 const (
 	// Version is the Kubernetes release the node runs (build.sh's default).
 	Version = "1.37.2"
@@ -48,10 +48,10 @@ type Node struct {
 	Name       string // the node's name (the host name, lower case)
 	Kubeconfig string // an admin (system:masters) kubeconfig
 	LogDir     string // the daemons' logs: kubelet.log, containerd.log, ...
-	Dir        string // k8slab/, where the scripts are
+	Dir        string // e2e/k8snode/, where the scripts are
 }
 
-// scriptDir is the directory of this file: k8slab/ with its scripts.
+// scriptDir is the directory of this file: e2e/k8snode/ with its scripts.
 func scriptDir() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Dir(file)
@@ -70,7 +70,7 @@ func Main(m *testing.M) int {
 	}
 	lock, err := lockNode()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "k8slab: %v\n", err)
+		fmt.Fprintf(os.Stderr, "k8snode: %v\n", err)
 		return 1
 	}
 	defer lock.Close()
@@ -79,16 +79,16 @@ func Main(m *testing.M) int {
 	adoptOrphan()
 	if out, err := script(context.Background(), "build.sh"); err != nil {
 		// Up fails each test that needs the node with this.
-		fmt.Fprintf(os.Stderr, "k8slab: build.sh: %v\n%s", err, tail(out, 30))
+		fmt.Fprintf(os.Stderr, "k8snode: build.sh: %v\n%s", err, tail(out, 30))
 	}
 	code := privtest.Main(m)
 	if owned() {
 		start := time.Now()
 		if out, err := script(context.Background(), "down.sh"); err != nil {
-			fmt.Fprintf(os.Stderr, "k8slab: down.sh: %v\n%s", err, out)
+			fmt.Fprintf(os.Stderr, "k8snode: down.sh: %v\n%s", err, out)
 			code = 1
 		} else if testing.Verbose() {
-			fmt.Printf("k8slab: node down in %.1fs\n", time.Since(start).Seconds())
+			fmt.Printf("k8snode: node down in %.1fs\n", time.Since(start).Seconds())
 		}
 	}
 	return code
@@ -106,7 +106,7 @@ func lockNode() (*os.File, error) {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
 	if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
-		fmt.Fprintf(os.Stderr, "k8slab: waiting for another test binary's node (%s)\n", path)
+		fmt.Fprintf(os.Stderr, "k8snode: waiting for another test binary's node (%s)\n", path)
 		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
 			f.Close()
 			return nil, fmt.Errorf("lock %s: %w", path, err)
@@ -137,7 +137,7 @@ func adoptOrphan() {
 		return // alive: cannot be, with the lock held, unless pids wrapped
 	}
 	if err := os.WriteFile(file, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
-		fmt.Fprintf(os.Stderr, "k8slab: adopt the node of a dead test binary: %v\n", err)
+		fmt.Fprintf(os.Stderr, "k8snode: adopt the node of a dead test binary: %v\n", err)
 	}
 }
 
@@ -168,10 +168,10 @@ func Up(t testing.TB) *Node {
 	start := time.Now()
 	out, err := script(ctx, "up.sh")
 	if err != nil {
-		t.Fatalf("k8slab: up.sh: %v\n%s", err, out)
+		t.Fatalf("k8snode: up.sh: %v\n%s", err, out)
 	}
 	if d := time.Since(start); d > time.Second {
-		t.Logf("k8slab: node up in %.1fs:\n%s", d.Seconds(), out)
+		t.Logf("k8snode: node up in %.1fs:\n%s", d.Seconds(), out)
 	}
 	n := &Node{
 		Name:       nodeName(t),
@@ -181,7 +181,7 @@ func Up(t testing.TB) *Node {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("k8slab: events and pods at failure:\n%s", n.Events(t))
+			t.Logf("k8snode: events and pods at failure:\n%s", n.Events(t))
 		}
 	})
 	return n
@@ -195,7 +195,7 @@ func (n *Node) Down(t testing.TB) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if out, err := script(ctx, "down.sh"); err != nil {
-		t.Fatalf("k8slab: down.sh: %v\n%s", err, out)
+		t.Fatalf("k8snode: down.sh: %v\n%s", err, out)
 	}
 }
 
@@ -208,7 +208,7 @@ func nodeName(t testing.TB) string {
 	return strings.ToLower(h)
 }
 
-// script runs one of k8slab's scripts and returns its combined output.
+// script runs one of the node's scripts and returns its combined output.
 func script(ctx context.Context, name string, args ...string) (string, error) {
 	path := filepath.Join(scriptDir(), name)
 	cmd := exec.CommandContext(ctx, path, args...)

@@ -9,9 +9,9 @@ t0=$(date +%s%N)
 ts() { printf '[%5.1fs] %s\n' "$(( ($(date +%s%N) - t0) / 1000000 ))e-3" "$*"; }
 fail() { echo "k8s-node up: $*" >&2; exit 1; }
 for c in kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl crimini; do
-  [ -x "$BIN/$c" ] || fail "$BIN/$c missing: run k8slab/build.sh (make k8s-node) first"
+  [ -x "$BIN/$c" ] || fail "$BIN/$c missing: run e2e/k8snode/build.sh (make k8s-node) first"
 done
-[ -f "$IMG/pause.tar" ] && [ -f "$IMG/busybox.tar" ] || fail "images missing in $IMG: run k8slab/build.sh"
+[ -f "$IMG/pause.tar" ] && [ -f "$IMG/busybox.tar" ] || fail "images missing in $IMG: run e2e/k8snode/build.sh"
 for c in etcd containerd runc ctr iptables openssl curl; do command -v $c >/dev/null || fail "$c not found (make deps)"; done
 [ -x /usr/lib/cni/bridge ] || fail "/usr/lib/cni/bridge not found: install containernetworking-plugins (make deps)"
 

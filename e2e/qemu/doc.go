@@ -1,4 +1,4 @@
-// Package lab runs mntleak on a second kernel with real systemd: a QEMU
+// Package qemu runs mntleak on a second kernel with real systemd: a QEMU
 // guest (Debian bookworm, systemd as PID 1, Debian's 6.1 cloud kernel with
 // device-mapper, kprobes and fentry) booted on this machine, TCG when KVM is
 // not usable. The guest installs mntleak with its own unit from deploy/,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# lab/lab.sh: the QEMU lab. Boots the cached Debian guest (real systemd as
+# e2e/qemu/lab.sh: the QEMU lab. Boots the cached Debian guest (real systemd as
 # PID 1, Debian's 6.1 kernel) with a payload disk at /lab: mntleak, its
 # systemd unit, and the guest scenarios; the guest runs them from
 # lab-test.service, writes /lab/out and powers off.

@@ -4,7 +4,7 @@
 // slave namespace laid out like a PrivateTmp=yes unit's: its /tmp bound
 // from a directory named as systemd names it, made by unshare — no
 // systemd runs here; real systemd units are exercised in the lab's guest,
-// lab/), how it holds the
+// e2e/qemu/), how it holds the
 // copy (a member, a cwd, an open file, a mapping, a root, a child left
 // behind, in a user namespace of its own; or no process at all, kept by a
 // bind of its nsfs file or by a process holding it open), the propagation
@@ -23,7 +23,7 @@
 // copy (TestControlCheckSeesAFalseLeak proves that check can fail).
 //
 // It has no code of its own: the tests start the tracer and the correlator
-// in-process (privileged; see internal/privtest).
+// in-process (privileged; see e2e/testkit/privtest).
 //
 // Files:
 //   - matrix_privileged_test.go: the cells, the kernel's verdict for each,

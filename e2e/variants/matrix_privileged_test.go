@@ -24,7 +24,7 @@ const (
 	// named as systemd names a PrivateTmp=yes unit's
 	// (systemd-private-…-NAME.service-…/tmp), made by unshare; systemd
 	// does not run here (PID 1 is not systemd). Real systemd units are
-	// exercised in the lab's guest (lab/: TestLabGuest, 1-privatetmp).
+	// exercised in the lab's guest (e2e/qemu/: TestLabGuest, 1-privatetmp).
 	byUnitStyle = "privatetmp-unit-style"
 )
 

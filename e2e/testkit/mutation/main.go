@@ -1,5 +1,5 @@
 // Command mutation turns the JSON results of gremlins (make mutation,
-// internal/mutation/run.sh) into the markdown of docs/mutation.md: one row
+// e2e/testkit/mutation/run.sh) into the markdown of docs/mutation.md: one row
 // per file with its killed, lived, not covered, timed out and not viable
 // mutants, its efficacy (killed over killed and lived) and its coverage
 // (killed and lived over those and the not covered), the killed mutants
@@ -8,7 +8,7 @@
 // mutant that lived or was not covered, by file:line:column. Run it from
 // the module's root: the sources are read to find the string +.
 //
-//	go run ./internal/mutation bin/mutation/correlate.json bin/mutation/release.json
+//	go run ./e2e/testkit/mutation bin/mutation/correlate.json bin/mutation/release.json
 //
 // Each file is named for its package (run.sh writes correlate.json,
 // release.json; a/b.json is package a/b), and gremlins names the files

@@ -94,5 +94,5 @@ cd "$root"
 
 set --
 for pkg in $PKGS; do set -- "$@" "$OUT/$(printf %s "$pkg" | tr / _).json"; done
-$GO run ./internal/mutation "$@" > "$OUT/summary.md"
+$GO run ./e2e/testkit/mutation "$@" > "$OUT/summary.md"
 cat "$OUT/summary.md"

@@ -13,7 +13,7 @@ import (
 // whose mount point names mntleak, loop devices backed by a test's image,
 // the test binaries' and scenarios' directories, Go tests' temporary
 // directories (a run killed mid-test leaves them). make test compares it
-// before and after the whole run (internal/leftovers).
+// before and after the whole run (e2e/testkit/leftovers).
 func Leftovers() []string {
 	var out []string
 	if f, err := os.Open("/proc/self/mountinfo"); err == nil {
