@@ -61,7 +61,9 @@
 //     (the stale-bind rule).
 //   - cause.go: Cause and its slugs; finding.go: Finding, its parts and
 //     its id; line.go: its one-line form, the only place a finding is
-//     rendered as a line; report.go: the form `mntleak why` prints; workload.go: the
+//     rendered as a line; escape.go: Escape, what a line prints of a
+//     path or a name (control characters, non-UTF-8, bidi overrides as Go
+//     escapes); report.go: the form `mntleak why` prints; workload.go: the
 //     pod and container names a finding carries once enriched (package
 //     enrich, off the event path), the pod terms its line starts with, and
 //     NamePods (a pod the correlator named by UID, by its name).

@@ -14,8 +14,9 @@
 //   - node-problem-detector/: the system-log monitor that turns mntleak's
 //     journal findings into a MountLeak node condition and events.
 //
-// Tests: deploy_test.go (the unit, the shipped DaemonSet, the Vagrantfile),
+// Files: deploy_test.go (the unit, the shipped DaemonSet, the Vagrantfile),
 // chart_test.go (helm lint, the manifest equals the chart, the values),
+// engine_test.go (a Docker Engine and a containerd of the test's own),
 // npd_test.go (the monitor's patterns on the goldens' finding lines),
 // image_privileged_test.go (the image built, loaded by docker and ctr,
 // run as the DaemonSet runs it against a leak made on the host and a

@@ -1,8 +1,3 @@
-// Package journaldtest runs a systemd-journald of a test's own: a journal
-// namespace (systemd-journald NAME), listening at
-// /run/systemd/journal.NAME/socket and read with journalctl
-// --namespace=NAME, so that tests never touch the host's journal, nor each
-// other's when packages run in parallel.
 package journaldtest
 
 import (
