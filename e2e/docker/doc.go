@@ -8,6 +8,7 @@
 // incidents_privileged_test.go (TestIncidents, TestControlChurn, and
 // TestIncidentDocs: docs/incidents.md shows every script as it runs),
 // release_test.go (what mntleak release must do at each incident's release
-// point); scripts/lib.sh (a Docker Engine of the incident's own) and one
+// point); scripts/lib.sh (a Docker Engine of the incident's own, on
+// e2e/scenarios/common.sh, the helpers every seed script shares) and one
 // script per incident, control-churn.sh the control.
 package docker

@@ -16,7 +16,8 @@
 //   - image.sh: the guest image (mmdebstrap + mkfs.ext4 -d).
 //   - lab.sh: image (build when stale) and run (payload disk, boot,
 //     timeout, results read back with debugfs).
-//   - guest/run.sh: lab-test.service in the guest; guest/lib.sh and
+//   - guest/run.sh: lab-test.service in the guest; guest/lib.sh (on
+//     e2e/scenarios/common.sh, which lab.sh copies into the payload) and
 //     guest/scenarios/*.sh: the scenarios, each recording what the test
 //     must find (NAME.expect).
 //   - lab_privileged_test.go: TestLabGuest, the assertions per scenario.

@@ -44,7 +44,7 @@ run() {
 	install -m 0755 "$bin" "$work/payload/mntleak"
 	install -m 0644 "$here/../../deploy/systemd/mntleak.service" "$work/payload/mntleak.service"
 	install -m 0755 "$here/guest/run.sh" "$work/payload/run.sh"
-	cp -r "$here/guest/scenarios" "$here/guest/lib.sh" "$work/payload/"
+	cp -r "$here/guest/scenarios" "$here/guest/lib.sh" "$here/../scenarios/common.sh" "$work/payload/"
 	mkfs.ext4 -q -F -L lab -d "$work/payload" "$work/payload.img" 256M
 	qemu-img create -q -f qcow2 -F raw -b "$C/root.img" "$work/root.qcow2"
 	k=$(debugfs -R "ls -p /boot" "$C/root.img" 2>/dev/null | grep -o 'vmlinuz-[^/]*' | head -1)

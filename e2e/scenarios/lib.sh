@@ -23,9 +23,8 @@ if [ -z "${MNTLEAK_NODE:-}" ]; then
 	exit $rc
 fi
 
-PIDS=()
-LOOPS=()
-ZRAMS=()
+source "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/common.sh"
+
 cleanup() {
 	set +e
 	# Under the end-to-end test, the state is kept a moment for the oracle
@@ -48,42 +47,4 @@ cleanup() {
 trap cleanup EXIT
 
 mkdir -p "$W/bin"
-# fakebin NAME SOURCE: a copy of SOURCE whose comm is NAME.
-fakebin() { cp "$(command -v "$2")" "$W/bin/$1"; }
-
-# bg CMD...: start in the background and remember the pid for cleanup.
-bg() { "$@" & PIDS+=($!); }
-
-# loopdev SIZE_MIB: an ext4 image on a fresh loop device, left in $LOOPDEV
-# (not printed: a $(...) subshell would lose it from the cleanup list).
-loopdev() {
-	truncate -s "${1}M" "$W/disk.img"
-	mkfs.ext4 -q -F "$W/disk.img"
-	LOOPDEV=$(losetup --find --show "$W/disk.img")
-	LOOPS+=("$LOOPDEV")
-	expect device "$LOOPDEV"
-}
-
-# zramdev SIZE_MIB: an ext4 filesystem on a fresh zram disk (a stand-in for
-# an rbd device: its teardown is a sysfs write too); its id in $ZRAMID.
-zramdev() {
-	ZRAMID=$(cat /sys/class/zram-control/hot_add)
-	ZRAMS+=("$ZRAMID")
-	echo "$((${1} << 20))" >"/sys/block/zram$ZRAMID/disksize"
-	mkfs.ext4 -q -F "/dev/zram$ZRAMID"
-	expect device "/dev/zram$ZRAMID"
-}
-
-# expect KEY VALUE: tells the end-to-end test (MNTLEAK_EXPECT names a file)
-# what the finding must name: holder_pid, holder_ns.
-expect() { if [ -n "${MNTLEAK_EXPECT:-}" ]; then echo "$1=$2" >>"$MNTLEAK_EXPECT"; fi; }
-
-# nsof PID: the inode of PID's mount namespace.
-nsof() { readlink "/proc/$1/ns/mnt" | tr -dc 0-9; }
 expect node_ns "$(nsof $$)"
-
-# settle: let the tracer see the events in order before the next step.
-settle() { sleep "${1:-0.3}"; }
-
-# wait_file PATH: wait until a background actor signals readiness.
-wait_file() { for _ in $(seq 100); do [ -e "$1" ] && return 0; sleep 0.05; done; echo "timeout waiting for $1" >&2; return 1; }

@@ -23,13 +23,8 @@ DK=/usr/bin/docker
 export DOCKER_HOST=unix://$W/docker.sock
 IMG=mntleak/busybox
 DOCKERD=
-PIDS=()
-LOOPS=()
-ZRAMS=()
-
-expect() { if [ -n "${MNTLEAK_EXPECT:-}" ]; then echo "$1=$2" >>"$MNTLEAK_EXPECT"; fi; }
-nsof() { readlink "/proc/$1/ns/mnt" | tr -dc 0-9; }
-settle() { sleep "${1:-0.5}"; }
+SETTLE=0.5
+source "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../../scenarios/common.sh"
 
 # dockerd_start [slave]: start dockerd as systemd would; with "slave", as a
 # unit with MountFlags=slave does (a new mount namespace, / made slave).
@@ -49,34 +44,6 @@ dockerd_start() {
 	return 1
 }
 
-# image: a busybox-static image, made with docker import (no registry here).
-image() {
-	local root=$W/image
-	mkdir -p "$root/bin" "$root/etc" "$root/tmp"
-	cp "$(command -v busybox)" "$root/bin/busybox"
-	for a in $(busybox --list); do [ "$a" = busybox ] || ln -sf busybox "$root/bin/$a"; done
-	tar -C "$root" -c . | "$DK" import --change 'ENV PATH=/bin' - "$IMG" >/dev/null
-}
-
-# loopdev SIZE_MIB: an ext4 image on a loop device, in $LOOPDEV.
-loopdev() {
-	truncate -s "${1}M" "$W/disk.img"
-	mkfs.ext4 -q -F "$W/disk.img"
-	LOOPDEV=$(losetup --find --show "$W/disk.img")
-	LOOPS+=("$LOOPDEV")
-	expect device "$LOOPDEV"
-}
-
-# zramdev SIZE_MIB: an ext4 filesystem on a fresh zram disk, id in $ZRAMID:
-# a stand-in for an rbd device, whose teardown is a sysfs write too.
-zramdev() {
-	ZRAMID=$(cat /sys/class/zram-control/hot_add)
-	ZRAMS+=("$ZRAMID")
-	echo "$((${1} << 20))" >"/sys/block/zram$ZRAMID/disksize"
-	mkfs.ext4 -q -F "/dev/zram$ZRAMID"
-	expect device "/dev/zram$ZRAMID"
-}
-
 # release_point [CMD...]: with MNTLEAK_RELEASE set (a directory), the test
 # releases the leak now with mntleak release: the script says it is ready,
 # waits for the test, then runs CMD, the operation that failed, and records
@@ -89,9 +56,6 @@ release_point() {
 	[ $# -gt 0 ] || return 0
 	if "$@"; then expect after_release ok; else expect after_release failed; fi
 }
-
-# fakebin NAME SOURCE: a copy of SOURCE whose comm is NAME.
-fakebin() { mkdir -p "$W/bin" && cp "$(command -v "$2")" "$W/bin/$1"; }
 
 cleanup() {
 	set +e
