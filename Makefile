@@ -9,10 +9,10 @@ PKGS     := ./...
 # Debian packages: clang/llvm/libbpf-dev/bpftool regenerate the BPF objects;
 # util-linux, e2fsprogs and coreutils are what the privileged tests drive;
 # docker.io (dockerd, containerd, runc), busybox-static and iproute2 are the
-# real components of the incident reproductions (incidents/).
-# qemu-system-x86, qemu-utils and mmdebstrap run the lab guest (lab/).
+# real components of the incident reproductions (e2e/docker/).
+# qemu-system-x86, qemu-utils and mmdebstrap run the lab guest (e2e/qemu/).
 # containerd, runc, etcd-server, containernetworking-plugins, iptables,
-# conntrack, socat, openssl, curl and gcc run the Kubernetes node (k8slab/).
+# conntrack, socat, openssl, curl and gcc run the Kubernetes node (e2e/k8snode/).
 APT_PKGS := clang llvm libbpf-dev bpftool util-linux mount e2fsprogs coreutils docker.io busybox-static iproute2 ruby qemu-system-x86 qemu-utils mmdebstrap \
 	containerd runc etcd-server containernetworking-plugins iptables conntrack socat openssl curl gcc
 APT_CMDS := clang llvm-strip bpftool losetup unshare nsenter pivot_root mkfs.ext4 blockdev dockerd docker containerd runc busybox ip ruby qemu-system-x86_64 qemu-img mmdebstrap debugfs \
@@ -42,11 +42,11 @@ LEFTOVERS := bin/.leftovers-before
 ORACLE_LOG := $(CURDIR)/bin/oracle.log
 RERUNS    := $(CURDIR)/bin/.reruns
 test: deps lint check-generated
-	@mkdir -p bin && $(GO) run ./internal/leftovers save $(LEFTOVERS) && : > $(ORACLE_LOG) && : >$(RERUNS)
+	@mkdir -p bin && $(GO) run ./e2e/testkit/leftovers save $(LEFTOVERS) && : > $(ORACLE_LOG) && : >$(RERUNS)
 	@rc=0; MNTLEAK_ORACLE_LOG=$(ORACLE_LOG) MNTLEAK_RERUNS=$(RERUNS) $(GO) test -race -count=1 -timeout 30m $(PKGS) || rc=$$?; \
 	$(MAKE) -s oracle-total; \
 	n=$$(grep -c . $(RERUNS)); if [ "$$n" -eq 0 ]; then echo "reruns: 0"; else echo "reruns: $$n ($$(paste -sd';' $(RERUNS) | sed 's/;/; /g'))"; fi; \
-	$(GO) run ./internal/leftovers check $(LEFTOVERS) || rc=1; exit $$rc
+	$(GO) run ./e2e/testkit/leftovers check $(LEFTOVERS) || rc=1; exit $$rc
 
 ## oracle-total: the oracle's comparisons of the last make test, in one line.
 oracle-total:
@@ -98,7 +98,7 @@ check-generated: generate
 ## settle.go" narrows it; the JSON and the table go to bin/mutation
 ## (docs/mutation.md: how to read it, the scores, the equivalent mutants).
 mutation:
-	GO=$(GO) internal/mutation/run.sh
+	GO=$(GO) e2e/testkit/mutation/run.sh
 
 ## fuzz: every fuzz target for FUZZTIME (their seeds also run in make test).
 FUZZTIME ?= 30s
@@ -107,30 +107,30 @@ fuzz:
 	@for t in $(FUZZ_TARGETS); do name=$${t%%:*}; pkg=$${t#*:}; echo "== $$name $$pkg"; \
 		$(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) $$pkg || exit 1; done
 
-## lab: the QEMU lab (lab/): a Debian guest with real systemd and the 6.1
+## lab: the QEMU lab (e2e/qemu/): a Debian guest with real systemd and the 6.1
 ## kernel runs the systemd and device-mapper seeds under mntleak's own unit
 ## (about 2.5 minutes under TCG; the image is cached in /var/cache/mntleak-lab
-## and rebuilt when lab/image.sh changes). make test runs it too.
+## and rebuilt when e2e/qemu/image.sh changes). make test runs it too.
 lab: deps
-	$(GO) test -count=1 -v -run '^TestLabGuest$$' ./lab
+	$(GO) test -count=1 -v -run '^TestLabGuest$$' ./e2e/qemu
 
-## k8s-node: a real single-node Kubernetes (k8slab/): builds what the cache
+## k8s-node: a real single-node Kubernetes (e2e/k8snode/): builds what the cache
 ## (/var/cache/mntleak-k8s/v<version>) lacks from the Go module proxy (5 min
 ## on 2 idle cores the first time, well under a second after), then starts
 ## etcd, the API server, controller-manager, scheduler, containerd and the
 ## kubelet (12 s to a Ready node). KUBECONFIG=/var/lib/mntleak-k8s/etc/admin.kubeconfig
 k8s-node: deps
-	k8slab/build.sh
-	k8slab/up.sh
+	e2e/k8snode/build.sh
+	e2e/k8snode/up.sh
 
 ## k8s-node-down: delete the pods through the kubelet, stop the node and
 ## remove every trace of it (mounts, bridge, iptables chains, sysctls, state).
 k8s-node-down:
-	k8slab/down.sh
+	e2e/k8snode/down.sh
 
 ## k8s-events: the node's Events and pods, and the kubelet's last log lines.
 k8s-events:
-	k8slab/events.sh -l
+	e2e/k8snode/events.sh -l
 
 ## lab-vagrant: the Vagrant lab VMs for other kernels (needs Vagrant and VirtualBox on the host).
 lab-vagrant:

@@ -21,7 +21,8 @@
 // threads.go, procstat.go and stats.go (CPU time, medians), filechurn.go,
 // storm.go and stormworker.go, docker.go, crowd.go, procs.go, memory.go
 // (the workloads), daemon.go and bpftrace.go (the tracers as children),
-// node.go (the private node namespace), machine.go, report.go and
+// node.go (the private node namespace), tracefs.go (tracefs mounted for
+// bpftrace when it is not), machine.go, report.go and
 // markdown.go (the table and docs/BENCHMARKS.md), soak.go and
 // soakreport.go (make soak).
 package bench

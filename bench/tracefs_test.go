@@ -6,8 +6,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/internal/nsthread"
-	"github.com/mntleak/mntleak/internal/privtest"
 )
 
 // TestEnsureTracefs: on a machine without tracefs (a fresh one: bpftrace

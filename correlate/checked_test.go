@@ -7,14 +7,14 @@ import (
 	"testing"
 
 	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/finding"
-	"github.com/mntleak/mntleak/internal/privtest"
 )
 
 // replayScenario replays a recorded scenario and reads its facts.
 func replayScenario(t *testing.T, name string) ([]*finding.Finding, *facts) {
 	t.Helper()
-	path := filepath.Join("../testdata/scenarios", name, "stream.jsonl")
+	path := filepath.Join("../e2e/scenarios", name, "stream.jsonl")
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)

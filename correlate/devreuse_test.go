@@ -16,7 +16,7 @@ import (
 // TestReusedDeviceNumber: a tmpfs (a pod's Memory emptyDir) is unmounted
 // while another namespace has a copy, which the kernel detaches a moment
 // later; before the teardown settles, a failure hits a newer tmpfs that
-// got the freed device number (measured on the k8slab node: another
+// got the freed device number (measured on the e2e/k8snode node: another
 // program's tmpfs took 0:39 within 200 ms and failed with EBUSY). That
 // failure is not on the leaked filesystem: the leak is not confirmed by
 // it, and once settled with nothing left, never reported. The same

@@ -23,7 +23,7 @@
 // Adding a cause: its constant and its row (slug, leak, releasable, the
 // evidence it needs, its fix) in finding/cause.go, at its place in the
 // order; its rule in rule_<slug>.go and its row in rules.go; a scenario
-// under testdata/scenarios. docs/causes.md is written from the row (go
+// under e2e/scenarios. docs/causes.md is written from the row (go
 // test ./finding -run TestCausesDoc -update), and go test ./finding fails
 // until the README lists it.
 //

@@ -15,9 +15,9 @@ import (
 
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/e2e/oraclecheck"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/finding"
-	"github.com/mntleak/mntleak/internal/privtest"
 	"github.com/mntleak/mntleak/procfs"
 	"github.com/mntleak/mntleak/teardown"
 	"github.com/mntleak/mntleak/tracer"
@@ -63,7 +63,7 @@ func TestCausesEndToEnd(t *testing.T) {
 	}
 }
 
-// runScenario runs testdata/scenarios/NAME/run.sh under a live tracer and
+// runScenario runs e2e/scenarios/NAME/run.sh under a live tracer and
 // correlator and returns the findings, what the scenario expects, the
 // facts its events recorded, and how many events the tracer lost.
 func runScenario(t *testing.T, name string) ([]*finding.Finding, map[string]string, *facts, uint64) {
@@ -112,7 +112,7 @@ func runScenario(t *testing.T, name string) ([]*finding.Finding, map[string]stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join("..", "testdata", "scenarios", name, "run.sh"))
+	cmd := exec.Command(filepath.Join("..", "e2e", "scenarios", name, "run.sh"))
 	// MNTLEAK_HOLD: the scenario's state stays 2.5 s before its cleanup,
 	// for the oracle to check the last findings (a leak's settles 2 s).
 	cmd.Env = append(os.Environ(), "MNTLEAK_EXPECT="+expFile, "MNTLEAK_HOLD=2.5")

@@ -1,14 +1,15 @@
 package correlate_test
 
 import (
-	"github.com/mntleak/mntleak/event"
-	"github.com/mntleak/mntleak/stream"
 	"os"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/stream"
 
 	"github.com/mntleak/mntleak/finding"
 )

@@ -13,7 +13,7 @@ import (
 // TestEveryGoldenFindingIsFit: no recorded finding carries cause
 // "invalid" or an empty fix (Finding.Check), in its JSON or its line.
 func TestEveryGoldenFindingIsFit(t *testing.T) {
-	goldens, err := filepath.Glob(filepath.Join("..", "testdata", "scenarios", "*", "findings.golden"))
+	goldens, err := filepath.Glob(filepath.Join("..", "e2e", "scenarios", "*", "findings.golden"))
 	if err != nil || len(goldens) == 0 {
 		t.Fatalf("no goldens: %v", err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/mntleak/mntleak/finding"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/scenarios/*/findings.golden from the recorded streams")
+var update = flag.Bool("update", false, "rewrite e2e/scenarios/*/findings.golden from the recorded streams")
 
 // expectation is what one finding of a scenario must say, whatever the
 // golden file holds: -update cannot bless a wrong verdict (writeGolden
@@ -130,13 +130,13 @@ var scenarios = map[string][]expectation{
 }
 
 func TestGolden(t *testing.T) {
-	dirs, _ := filepath.Glob("../testdata/scenarios/*/stream.jsonl")
+	dirs, _ := filepath.Glob("../e2e/scenarios/*/stream.jsonl")
 	if len(dirs) != len(scenarios) {
 		t.Errorf("%d recorded streams, %d scenarios with expectations", len(dirs), len(scenarios))
 	}
 	for name, want := range scenarios {
 		t.Run(name, func(t *testing.T) {
-			dir := filepath.Join("../testdata/scenarios", name)
+			dir := filepath.Join("../e2e/scenarios", name)
 			f, err := os.Open(filepath.Join(dir, "stream.jsonl"))
 			if err != nil {
 				t.Fatal(err)
@@ -268,7 +268,7 @@ func actorNamed(f *finding.Finding, comm string) bool {
 // walked in its own order once put a namespace's past members in a
 // different order from one replay to the next).
 func TestReplayIsStable(t *testing.T) {
-	streams, _ := filepath.Glob("../testdata/scenarios/*/stream.jsonl")
+	streams, _ := filepath.Glob("../e2e/scenarios/*/stream.jsonl")
 	if len(streams) == 0 {
 		t.Fatal("no recorded streams")
 	}

@@ -25,7 +25,7 @@ var recordedUnreadable = regexp.MustCompile(`,"unreadable":[0-9]+`)
 // scenario gives the same findings, byte for byte, less that note; a
 // finding carries it exactly when its search met such a process.
 func TestUnreadableNoteIsRecorded(t *testing.T) {
-	streams, _ := filepath.Glob("../testdata/scenarios/*/stream.jsonl")
+	streams, _ := filepath.Glob("../e2e/scenarios/*/stream.jsonl")
 	if len(streams) == 0 {
 		t.Fatal("no recorded streams")
 	}

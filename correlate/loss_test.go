@@ -1,11 +1,12 @@
 package correlate_test
 
 import (
-	"github.com/mntleak/mntleak/event"
-	"github.com/mntleak/mntleak/procfs"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/procfs"
 
 	"github.com/mntleak/mntleak/finding"
 )

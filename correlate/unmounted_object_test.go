@@ -1,8 +1,9 @@
 package correlate_test
 
 import (
-	"github.com/mntleak/mntleak/procfs"
 	"testing"
+
+	"github.com/mntleak/mntleak/procfs"
 
 	"github.com/mntleak/mntleak/finding"
 )

@@ -68,7 +68,7 @@ func TestPipelineOnRecording(t *testing.T) {
 		{"busy-copy", event.Filter{Comms: []string{"nothing-has-this-name"}}},
 	} {
 		t.Run(tt.scenario, func(t *testing.T) {
-			dir := filepath.Join("..", "testdata", "scenarios", tt.scenario)
+			dir := filepath.Join("..", "e2e", "scenarios", tt.scenario)
 			startup, steps := readRecording(t, filepath.Join(dir, "stream.jsonl"))
 
 			var streamBuf, recordBuf bytes.Buffer

@@ -13,7 +13,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 )
 
 // helm runs deploy/helm/helm.sh (which builds the helm CLI into its cache

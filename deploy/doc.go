@@ -16,11 +16,12 @@
 //   - krew/mntleak.yaml: the krew plugin manifest of kubectl-mntleak
 //     (cmd/kubectl-mntleak).
 //
-// Tests: deploy_test.go (the unit, the shipped DaemonSet, the Vagrantfile),
+// Files: deploy_test.go (the unit, the shipped DaemonSet, the Vagrantfile),
 // chart_test.go (helm lint, the manifest equals the chart, the values),
+// engine_test.go (a Docker Engine and a containerd of the test's own),
 // krew_test.go (the plugin manifest), npd_test.go (the monitor's patterns on the goldens' finding lines),
 // image_privileged_test.go (the image built, loaded by docker and ctr,
 // run as the DaemonSet runs it against a leak made on the host and a
 // device held by a namespace no process runs in). The chart installed
-// with helm on the real node of k8slab is the subpackage incluster.
+// with helm on the real node of e2e/k8snode is the subpackage incluster.
 package deploy

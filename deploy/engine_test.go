@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 )
 
 // engine is a Docker Engine of the test's own: dockerd with its data root,

@@ -14,9 +14,9 @@ import (
 
 	"github.com/mntleak/mntleak/audit"
 	"github.com/mntleak/mntleak/e2e/oraclecheck"
+	"github.com/mntleak/mntleak/e2e/testkit/findinglog"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/finding"
-	"github.com/mntleak/mntleak/internal/findinglog"
-	"github.com/mntleak/mntleak/internal/privtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(privtest.Main(m)) }

@@ -37,7 +37,7 @@ func npdMatch(re *regexp.Regexp, buffer []string) bool {
 // the daemon does), by finding kind.
 func goldenLines(t *testing.T) map[finding.FindingKind][]string {
 	t.Helper()
-	files, err := filepath.Glob("../testdata/scenarios/*/findings.golden")
+	files, err := filepath.Glob("../e2e/scenarios/*/findings.golden")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no golden findings: %v", err)
 	}

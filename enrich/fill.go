@@ -9,7 +9,7 @@ import (
 
 	"github.com/mntleak/mntleak/attribution"
 	"github.com/mntleak/mntleak/finding"
-	"github.com/mntleak/mntleak/kubelet"
+	"github.com/mntleak/mntleak/kubeletpath"
 )
 
 // Config is what enrichment knows of the node.
@@ -33,7 +33,7 @@ func (c *Config) defaults() {
 		c.Queue = 256
 	}
 	if c.KubeletRoot == "" {
-		c.KubeletRoot = kubelet.DefaultRoot
+		c.KubeletRoot = kubeletpath.DefaultRoot
 	}
 }
 
@@ -91,7 +91,7 @@ func FillPaths(f *finding.Finding, cfg Config) {
 // another namespace), else another object of the same teardown (a leak
 // that names the sandbox's shm and the pod's volume), else any of them
 // seen through a hostPath.
-func stuckVolume(f *finding.Finding, root string) (kubelet.Volume, bool) {
+func stuckVolume(f *finding.Finding, root string) (kubeletpath.Volume, bool) {
 	paths := []string{f.Object.Path}
 	for _, h := range f.Holders {
 		paths = append(paths, h.Where)
@@ -100,7 +100,7 @@ func stuckVolume(f *finding.Finding, root string) (kubelet.Volume, bool) {
 	for _, o := range f.Others {
 		paths = append(paths, o.Path)
 	}
-	for _, find := range []func(string, string) (kubelet.Volume, bool){kubelet.Parse, kubelet.Find} {
+	for _, find := range []func(string, string) (kubeletpath.Volume, bool){kubeletpath.Parse, kubeletpath.Find} {
 		for _, p := range paths {
 			if p == "" {
 				continue
@@ -110,7 +110,7 @@ func stuckVolume(f *finding.Finding, root string) (kubelet.Volume, bool) {
 			}
 		}
 	}
-	return kubelet.Volume{}, false
+	return kubeletpath.Volume{}, false
 }
 
 // questions asks each container id and pod UID once per finding and keeps

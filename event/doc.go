@@ -8,7 +8,7 @@
 // bpf2go-generated types.
 //
 // Files: event.go (Event, Kind, Teardown), decode.go (the binary records, length
-// checked), names.go (syscall, errno and flag names), syscalls_<arch>.go
-// (generated number-to-name tables), text.go (the one-line text form),
+// checked), names.go (syscall, errno and flag names), syscalls_amd64.go and
+// syscalls_arm64.go (generated number-to-name tables), text.go (the one-line text form),
 // filter.go (--pid, --comm, --mntns).
 package event

@@ -1,9 +1,10 @@
 package finding_test
 
 import (
-	"github.com/mntleak/mntleak/event"
 	"strings"
 	"testing"
+
+	"github.com/mntleak/mntleak/event"
 
 	"github.com/mntleak/mntleak/finding"
 )

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 )
 
 // TestDetectOnTheNode: on the node (this test's root is PID 1's) the view

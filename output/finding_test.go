@@ -1,9 +1,10 @@
 package output
 
 import (
-	"github.com/mntleak/mntleak/internal/logkey"
 	"testing"
 	"time"
+
+	"github.com/mntleak/mntleak/internal/logkey"
 
 	"github.com/mntleak/mntleak/finding"
 )

@@ -1,9 +1,10 @@
 package output
 
 import (
+	"testing"
+
 	"github.com/mntleak/mntleak/internal/journald"
 	"github.com/mntleak/mntleak/internal/logkey"
-	"testing"
 
 	"github.com/mntleak/mntleak/finding"
 )

@@ -5,13 +5,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"github.com/mntleak/mntleak/event"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mntleak/mntleak/event"
 
 	"github.com/mntleak/mntleak/finding"
 )

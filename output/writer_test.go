@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/event"
-	"github.com/mntleak/mntleak/internal/privtest"
 )
 
 type closeCounter struct {

@@ -13,7 +13,7 @@ import (
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/finding"
-	"github.com/mntleak/mntleak/kubelet"
+	"github.com/mntleak/mntleak/kubeletpath"
 )
 
 // Kind is what an object is to the pod.
@@ -113,7 +113,7 @@ func Find(in Input) []Object {
 		}
 	}
 	for _, dir := range in.VolumeDirs {
-		if v, ok := kubelet.Parse(root, dir); ok && v.PodUID == in.UID && v.Name != "" {
+		if v, ok := kubeletpath.Parse(root, dir); ok && v.PodUID == in.UID && v.Name != "" {
 			add(Object{Kind: volumeKind(v), Text: v.Text(), Path: dir, OnNode: true})
 		}
 	}
@@ -134,7 +134,7 @@ func (in Input) objectOf(m *mountinfo.Info, root, podDir string, onNode bool) (O
 	if onNode {
 		o.PeerGroup = peerGroup(m)
 	}
-	if v, ok := kubelet.Find(root, m.Mountpoint); ok && v.PodUID == in.UID && v.Name != "" {
+	if v, ok := kubeletpath.Find(root, m.Mountpoint); ok && v.PodUID == in.UID && v.Name != "" {
 		o.Kind, o.Text = volumeKind(v), v.Text()
 		// Named by where the node has (had) it.
 		i := strings.LastIndex(m.Mountpoint, "/pods/"+in.UID+"/")
@@ -166,7 +166,7 @@ func (in Input) objectOf(m *mountinfo.Info, root, podDir string, onNode bool) (O
 	return o, true
 }
 
-func volumeKind(v kubelet.Volume) Kind {
+func volumeKind(v kubeletpath.Volume) Kind {
 	if v.SubPath {
 		return KindSubPath
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 )
 
 // TestMntNSIDAndNSFDs: a namespace's birth id tells two namespaces apart

@@ -1,10 +1,11 @@
 package release
 
 import (
-	"github.com/mntleak/mntleak/event"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/mntleak/mntleak/event"
 
 	"github.com/mntleak/mntleak/finding"
 )

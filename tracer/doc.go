@@ -33,5 +33,7 @@
 // Files: tracer.go (New, Run, Stats, Close), preflight.go and features.go
 // (what the kernel offers), memlock.go (RLIMIT_MEMLOCK on older kernels),
 // load.go, attach.go, buffer.go, reorder.go, lost.go, walk.go, clock.go,
-// gen.go and the generated <object>_<arch>_bpfel.{go,o}.
+// arch_amd64.go and arch_arm64.go (the kernel's syscall function names),
+// gen.go and the generated *_bpfel.go with their .o (dispatch, failure,
+// mount, newmount, nsproc; x86 and arm64).
 package tracer

@@ -9,8 +9,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/event"
-	"github.com/mntleak/mntleak/internal/privtest"
 )
 
 // TestRmdirMountpointBusy: rmdir(8) of a mountpoint in the caller's own

@@ -9,8 +9,8 @@ import (
 	"github.com/cilium/ebpf/link"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/event"
-	"github.com/mntleak/mntleak/internal/privtest"
 )
 
 // TestOnlySysExitHooked: the tracer attaches exactly three programs, each

@@ -10,7 +10,7 @@ import (
 	"github.com/cilium/ebpf"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 )
 
 // TestLoadBuffers loads the objects for each buffer and checks what the

@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/event"
-	"github.com/mntleak/mntleak/internal/privtest"
 )
 
 // TestMountEvents performs real mount(2) calls and checks every decoded field.

@@ -9,8 +9,8 @@ import (
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/event"
-	"github.com/mntleak/mntleak/internal/privtest"
 )
 
 // mountIDAt returns the id of the mount at path in this process's

@@ -10,8 +10,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/event"
-	"github.com/mntleak/mntleak/internal/privtest"
 )
 
 // nsOf parses the inode out of "mnt:[4026532290]".

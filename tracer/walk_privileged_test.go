@@ -9,7 +9,7 @@ import (
 	"github.com/cilium/ebpf"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 )
 
 // walkPrograms are the programs that walk paths, by name.

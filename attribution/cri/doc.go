@@ -10,5 +10,5 @@
 // start after mntleak): the first of the candidate paths that exists.
 // With none there, every call says attribution.ErrUnavailable.
 //
-// Files: cri.go (Source).
+// Files: cri.go (Source), pods.go (PodUID: a pod sandbox's UID by namespace and name).
 package cri

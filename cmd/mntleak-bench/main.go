@@ -1,6 +1,3 @@
-// Command mntleak-bench measures mntleak's cost and responsiveness next to
-// no tracer, an empty BPF program and bpftrace; see bench/ and
-// docs/BENCHMARKS.md.
 package main
 
 import (

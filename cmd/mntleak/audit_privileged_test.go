@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/audit"
-	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 )
 
 // auditOf runs the real `mntleak audit --json` below prefix.

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/finding"

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mntleak/mntleak/e2e/testkit/journaldtest"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/internal/journald"
-	"github.com/mntleak/mntleak/internal/journald/journaldtest"
-	"github.com/mntleak/mntleak/internal/privtest"
 )
 
 // busyUmount makes a failure for the daemon to explain: a tmpfs at mnt in

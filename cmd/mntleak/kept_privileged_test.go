@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 )
 
 // TestNamespaceKeptByABindLive: `unshare --mount=FILE` leaves a mount

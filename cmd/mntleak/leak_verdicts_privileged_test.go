@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mntleak/mntleak/internal/findinglog"
-	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/e2e/testkit/findinglog"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/finding"

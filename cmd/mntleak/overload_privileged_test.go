@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/mntleak/mntleak/daemon"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/event"
-	"github.com/mntleak/mntleak/internal/privtest"
 )
 
 // stormRate (bind/umount pairs a second, some 4 events each) outruns a

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/mntleak/mntleak/e2e/oraclecheck"
-	"github.com/mntleak/mntleak/internal/findinglog"
-	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/e2e/testkit/findinglog"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 
 	"github.com/mntleak/mntleak/finding"
 )
@@ -154,7 +154,7 @@ func TestStuckPodVolume(t *testing.T) {
 
 // TestNamedDockerContainer: on a Docker-only node a leak held by a
 // container is told by the container's name and image, asked from a real
-// Docker Engine (testdata/named-container.sh, with incidents' lib.sh); the
+// Docker Engine (testdata/named-container.sh, with e2e/docker's lib.sh); the
 // docker Source answers about a container, a cri-dockerd style pod
 // container, a pod UID and an unknown id; the recording replays to the
 // same lines without asking the Engine.

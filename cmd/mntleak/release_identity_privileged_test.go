@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 )
 
 // TestNewestCopyNeedsTheLedger: a copy that is the newest mount its

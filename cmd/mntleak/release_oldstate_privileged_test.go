@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 )
 
 // TestOldStateDirFindingRefused (issue 26's matrix: a finding from an old

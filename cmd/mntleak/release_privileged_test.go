@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 )
 
 // TestRelease builds a leak for real and releases it: the dry run changes

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 )
 
 // refusalCase is one healthy mount that release --apply must leave alone:
@@ -191,7 +191,7 @@ func laterMount(t *testing.T, node privtest.Node, dir string) {
 // emptyDir) are each refused by release --apply --force, named by
 // namespace and mount id as a finding's command names a copy; the
 // container keeps running and its volume keeps its data. A stand-in for a
-// pod's volume on the k8slab node: the same mounts, made by Docker.
+// pod's volume on the e2e/k8snode node: the same mounts, made by Docker.
 func TestContainerMountsRefused(t *testing.T) {
 	privtest.Require(t)
 	privtest.RequireCommands(t, "dockerd", "busybox", "nsenter", "findmnt")
@@ -250,7 +250,7 @@ func mountLine(t *testing.T, pid int, path string) (string, int) {
 	return line, id
 }
 
-// startScript runs a testdata script built on incidents' lib.sh (working
+// startScript runs a testdata script built on e2e/docker's lib.sh (working
 // in w), waits for its expectations' ready=1 and returns them; at cleanup
 // it tells the script to tear down ($W/done) and waits for it.
 func startScript(t *testing.T, script, w string) map[string]string {

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mntleak/mntleak/internal/journald/journaldtest"
-	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/e2e/testkit/journaldtest"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 )
 
 // TestBusyAndKeptCopiesReleased releases, with what the daemon's finding carries, the

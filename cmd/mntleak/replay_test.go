@@ -16,7 +16,7 @@ import (
 // TestReplayRecordedScenario: replay of a stream recorded from a real run
 // prints its findings, as JSON or one line each.
 func TestReplayRecordedScenario(t *testing.T) {
-	stream := filepath.Join("..", "..", "testdata", "scenarios", "seed002-node-exporter", "stream.jsonl")
+	stream := filepath.Join("..", "..", "e2e", "scenarios", "seed002-node-exporter", "stream.jsonl")
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"replay", "--format", "json", stream}, &stdout, &stderr); code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr.String())
@@ -92,7 +92,7 @@ func TestReplayBadInput(t *testing.T) {
 // the line number, exit 0); `replay -` reads standard input; -h prints the
 // usage once.
 func TestReplayTruncatedAndStdin(t *testing.T) {
-	whole, err := os.ReadFile(filepath.Join("..", "..", "testdata", "scenarios", "seed002-node-exporter", "stream.jsonl"))
+	whole, err := os.ReadFile(filepath.Join("..", "..", "e2e", "scenarios", "seed002-node-exporter", "stream.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

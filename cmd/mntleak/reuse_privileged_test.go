@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 
 	"github.com/mntleak/mntleak/finding"
 )

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/mntleak/mntleak/audit"
-	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 )
 
 // ensureDir makes dir (and its missing parents) if it is not there, and

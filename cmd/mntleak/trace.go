@@ -19,7 +19,7 @@ import (
 	"github.com/mntleak/mntleak/attribution/docker"
 	"github.com/mntleak/mntleak/daemon"
 	"github.com/mntleak/mntleak/internal/journald"
-	"github.com/mntleak/mntleak/kubelet"
+	"github.com/mntleak/mntleak/kubeletpath"
 	"github.com/mntleak/mntleak/metrics"
 	"github.com/mntleak/mntleak/output"
 	"github.com/mntleak/mntleak/state"
@@ -73,7 +73,7 @@ func parseTraceFlags(args []string, stdoutTTY, stderrTTY bool, stderr io.Writer)
 		strings.Join(cri.DefaultSockets, ", ")+" that exists), a path, or \"\" for none")
 	fs.StringVar(&d.DockerSocket, "docker-socket", docker.DefaultSocket, "Docker Engine socket asked for container names (\"\" for none)")
 	fs.DurationVar(&d.RuntimeTimeout, "runtime-timeout", 2*time.Second, "timeout of each question to a runtime or the API server (findings are logged with what is known after it)")
-	fs.StringVar(&d.KubeletRoot, "kubelet-root", kubelet.DefaultRoot, "the kubelet's --root-dir: a path under ROOT/pods/UID/ names the pod and volume it belongs to")
+	fs.StringVar(&d.KubeletRoot, "kubelet-root", kubeletpath.DefaultRoot, "the kubelet's --root-dir: a path under ROOT/pods/UID/ names the pod and volume it belongs to")
 	fs.StringVar(&d.NodeName, "node-name", hostname(), "this node's name (the node field of findings, the reportingInstance of Events, the pods asked from the API server)")
 	fs.StringVar(&d.Kubeconfig, "kubeconfig", "", "kubeconfig file: ask the API server for pod names (and, with --k8s-events, post Events); the in-cluster config with --k8s-events alone")
 	fs.BoolVar(&d.K8sEvents, "k8s-events", true, "post findings as Kubernetes Events (events.k8s.io/v1) on the stuck pod and the holder pod; by default wherever the API server can be reached (--kubeconfig, or the in-cluster config in a pod with a ServiceAccount token); =false: never")

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/event"
-	"github.com/mntleak/mntleak/internal/privtest"
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/finding"

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 )
 
 // whyText runs the real `mntleak why` (text form, no persistent lineage)

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mntleak/mntleak/internal/privtest"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/finding"

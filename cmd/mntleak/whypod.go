@@ -25,7 +25,7 @@ import (
 	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/internal/podref"
 	"github.com/mntleak/mntleak/kubeevents"
-	"github.com/mntleak/mntleak/kubelet"
+	"github.com/mntleak/mntleak/kubeletpath"
 	"github.com/mntleak/mntleak/nodeview"
 	"github.com/mntleak/mntleak/podmounts"
 	"github.com/mntleak/mntleak/procfs"
@@ -59,7 +59,7 @@ func parseWhyPod(args []string, stderr io.Writer) (whyPodArgs, int, bool) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&a.uid, "pod-uid", "", "the pod's UID (a pod gone from the API server); NAMESPACE/NAME is then optional")
 	fs.StringVar(&a.kubeconfig, "kubeconfig", "", "kubeconfig file to find the pod's UID (in a pod: the in-cluster config); else the runtime is asked")
-	fs.StringVar(&a.kubeletRoot, "kubelet-root", kubelet.DefaultRoot, "the kubelet's --root-dir")
+	fs.StringVar(&a.kubeletRoot, "kubelet-root", kubeletpath.DefaultRoot, "the kubelet's --root-dir")
 	criSocket := fs.String("cri-socket", "auto", "CRI runtime socket (the pod's sandbox and containers, names): auto, a path, or \"\" for none")
 	fs.StringVar(&a.stateDir, "state-dir", "/var/lib/mntleak", "persistent lineage of a daemon, if any: cite recorded events instead of inferring")
 	fs.BoolVar(&a.json, "json", false, "print the objects and the findings as JSON")

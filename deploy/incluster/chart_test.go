@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mntleak/mntleak/internal/journald/journaldtest"
-	"github.com/mntleak/mntleak/internal/privtest"
-	"github.com/mntleak/mntleak/k8slab"
+	"github.com/mntleak/mntleak/e2e/k8snode"
+	"github.com/mntleak/mntleak/e2e/testkit/journaldtest"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/kubeevents"
 
 	"github.com/mntleak/mntleak/finding"
@@ -36,7 +36,7 @@ const (
 // its own ServiceAccount token under the chart's RBAC; helm uninstall
 // leaves no pod, RBAC object or mount behind, and the image goes too.
 func TestChartInstalledOnTheNode(t *testing.T) {
-	n := k8slab.Up(t)
+	n := k8snode.Up(t)
 	privtest.RequireCommands(t, "dockerd", "docker", "ctr", "unshare", "/lib/systemd/systemd-journald", "journalctl")
 	dir := t.TempDir()
 	v := version(t)
@@ -49,7 +49,7 @@ func TestChartInstalledOnTheNode(t *testing.T) {
 	state := privtest.Mkdir(t, filepath.Join(dir, "state"))
 	// Every hostPath the chart mounts HostToContainer, on a shared mount
 	// as on a real node.
-	for _, p := range []string{"/sys/kernel/btf", j.Socket, state, k8slab.KubeletRoot, k8slab.ContainerdSocket} {
+	for _, p := range []string{"/sys/kernel/btf", j.Socket, state, k8snode.KubeletRoot, k8snode.ContainerdSocket} {
 		shareHostPath(t, p)
 	}
 
@@ -72,15 +72,15 @@ func TestChartInstalledOnTheNode(t *testing.T) {
 		"--set", "events.enabled=true",
 		"--set", "journald.socket="+j.Socket,
 		"--set", "stateDir="+state,
-		"--set", "kubeletDir="+k8slab.KubeletRoot,
-		"--set", "criSocket="+k8slab.ContainerdSocket); err != nil {
+		"--set", "kubeletDir="+k8snode.KubeletRoot,
+		"--set", "criSocket="+k8snode.ContainerdSocket); err != nil {
 		t.Fatal(err)
 	}
 
 	// The DaemonSet controller makes the pod, the scheduler places it.
 	selector := "app.kubernetes.io/instance=" + release
 	var p pod
-	if !privtest.Poll(k8slab.PodStart, func() bool {
+	if !privtest.Poll(k8snode.PodStart, func() bool {
 		ps := pods(t, n, ns, selector)
 		if len(ps) == 1 {
 			p = ps[0]
@@ -88,7 +88,7 @@ func TestChartInstalledOnTheNode(t *testing.T) {
 		return len(ps) == 1 && p.Status.Phase == "Running" && p.ready()
 	}) {
 		desc, _ := n.KubectlErr(nil, "describe", "pods", "-n", ns, "-l", selector)
-		t.Fatalf("no Ready pod of the DaemonSet within %v:\n%s", k8slab.PodStart, desc)
+		t.Fatalf("no Ready pod of the DaemonSet within %v:\n%s", k8snode.PodStart, desc)
 	}
 	t.Logf("helm install to a Ready pod: %v", time.Since(start).Round(100*time.Millisecond))
 	owner := p.Metadata.OwnerReferences
@@ -132,10 +132,10 @@ func TestChartInstalledOnTheNode(t *testing.T) {
 	// deleted and goes, the copy stays.
 	n.CreateNamespace(t, shop)
 	n.CreateNamespace(t, agents)
-	work := k8slab.MemoryEmptyDirPod(shop, "cache")
+	work := k8snode.MemoryEmptyDirPod(shop, "cache")
 	n.Apply(t, work.Manifest)
 	cache := n.WaitPodRunning(t, shop, work.Name)
-	holder := k8slab.Pinner(agents, "node-agent", work, cache.UID)
+	holder := k8snode.Pinner(agents, "node-agent", work, cache.UID)
 	n.Apply(t, holder.Manifest)
 	agent := n.WaitPodRunning(t, agents, holder.Name)
 	pid := n.ContainerPID(t, agents, holder.Name, "main")
@@ -245,7 +245,7 @@ func TestChartInstalledOnTheNode(t *testing.T) {
 	if out, err := n.KubectlErr(nil, "auth", "can-i", "create", "events.events.k8s.io", "--as=system:serviceaccount:"+ns+":"+release, "-n", shop); strings.TrimSpace(out) != "no" {
 		t.Errorf("the ServiceAccount may still create Events after helm uninstall: %q (%v)", out, err)
 	}
-	left, err := k8slab.MountsNaming(p.Metadata.UID)
+	left, err := k8snode.MountsNaming(p.Metadata.UID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
 // Package incluster installs the Helm chart on the real single-node
-// Kubernetes of the test suite (k8slab) and checks that the DaemonSet's
+// Kubernetes of the test suite (e2e/k8snode) and checks that the DaemonSet's
 // pod reports a leak reproduced on the node, the way a cluster runs it:
 // the image built here (deploy/image/image.sh tar) imported into the
 // node's containerd, `helm install` with the real helm CLI against the
@@ -18,7 +18,7 @@
 // an object held only by namespaces no pod runs in (checked against the
 // kernel) is another test's, logged and not counted.
 //
-// Files: main_test.go (TestMain: k8slab.Main), chart_test.go
+// Files: main_test.go (TestMain: k8snode.Main), chart_test.go
 // (TestChartInstalledOnTheNode), lab_test.go (the image, helm, the pod's
 // log, Events and metrics read back), plugin_test.go
 // (TestPluginOnTheNode), plugin_lab_test.go (the binaries built and run,

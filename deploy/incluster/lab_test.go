@@ -17,8 +17,8 @@ import (
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
-	"github.com/mntleak/mntleak/internal/findinglog"
-	"github.com/mntleak/mntleak/k8slab"
+	"github.com/mntleak/mntleak/e2e/k8snode"
+	"github.com/mntleak/mntleak/e2e/testkit/findinglog"
 )
 
 // repo is the repository's top, from this package's directory.
@@ -80,7 +80,7 @@ func processesNaming(s string) []int {
 // cache) run against the node's API server.
 type helm struct{ bin, kubeconfig string }
 
-func newHelm(t *testing.T, n *k8slab.Node) helm {
+func newHelm(t *testing.T, n *k8snode.Node) helm {
 	t.Helper()
 	out, err := exec.Command(filepath.Join(repo, "deploy", "helm", "helm.sh"), "path").Output()
 	if err != nil {
@@ -138,7 +138,7 @@ func (p pod) ready() bool {
 }
 
 // pods lists the pods of ns with the label selector.
-func pods(t *testing.T, n *k8slab.Node, ns, selector string) []pod {
+func pods(t *testing.T, n *k8snode.Node, ns, selector string) []pod {
 	t.Helper()
 	var list struct {
 		Items []pod `json:"items"`
@@ -154,7 +154,7 @@ func pods(t *testing.T, n *k8slab.Node, ns, selector string) []pod {
 type logged = findinglog.Line
 
 // podLog is the daemon's log lines in the pod's log so far.
-func podLog(t *testing.T, n *k8slab.Node, ns, name string) []logged {
+func podLog(t *testing.T, n *k8snode.Node, ns, name string) []logged {
 	t.Helper()
 	out, err := n.KubectlErr(nil, "logs", "-n", ns, name)
 	if err != nil {
@@ -190,7 +190,7 @@ type event struct {
 }
 
 // mntleakEvents lists the Events of ns that mntleak reported.
-func mntleakEvents(t *testing.T, n *k8slab.Node, ns string) []event {
+func mntleakEvents(t *testing.T, n *k8snode.Node, ns string) []event {
 	t.Helper()
 	var list struct {
 		Items []event `json:"items"`

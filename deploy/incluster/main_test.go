@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/mntleak/mntleak/k8slab"
+	"github.com/mntleak/mntleak/e2e/k8snode"
 )
 
-func TestMain(m *testing.M) { os.Exit(k8slab.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(k8snode.Main(m)) }

@@ -17,9 +17,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/mntleak/mntleak/e2e/k8snode"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/finding"
-	"github.com/mntleak/mntleak/internal/privtest"
-	"github.com/mntleak/mntleak/k8slab"
 	"github.com/mntleak/mntleak/procfs"
 )
 
@@ -78,7 +78,7 @@ func runCommand(t *testing.T, bin string, args ...string) result {
 // viewerKubeconfig makes a ServiceAccount that may get and list pods and
 // list nodes but not exec (removed at cleanup), and returns a kubeconfig
 // with its token: the plugin's exec must be refused, and said so.
-func viewerKubeconfig(t *testing.T, n *k8slab.Node) string {
+func viewerKubeconfig(t *testing.T, n *k8snode.Node) string {
 	t.Helper()
 	rbac := []byte(`apiVersion: v1
 kind: ServiceAccount
@@ -124,12 +124,12 @@ subjects: [{kind: ServiceAccount, name: plugin-viewer, namespace: kube-system}]
 // installChart installs the chart with its defaults (Events on) and this
 // node's paths, waits for the DaemonSet's pod to trace, and uninstalls it
 // at cleanup. It returns the pod.
-func installChart(t *testing.T, n *k8slab.Node, state string) pod {
+func installChart(t *testing.T, n *k8snode.Node, state string) pod {
 	t.Helper()
 	v := version(t)
 	archive := buildArchive(t, privtest.Mkdir(t, filepath.Join(t.TempDir(), "build")))
 	n.ImportImage(t, archive, "docker.io/library/mntleak:"+v)
-	for _, p := range []string{"/sys/kernel/btf", state, k8slab.KubeletRoot, k8slab.ContainerdSocket} {
+	for _, p := range []string{"/sys/kernel/btf", state, k8snode.KubeletRoot, k8snode.ContainerdSocket} {
 		shareHostPath(t, p)
 	}
 	h := newHelm(t, n)
@@ -145,13 +145,13 @@ func installChart(t *testing.T, n *k8slab.Node, state string) pod {
 		"--set-string", "image.tag="+v,
 		"--set", "journald.enabled=false",
 		"--set", "stateDir="+state,
-		"--set", "kubeletDir="+k8slab.KubeletRoot,
-		"--set", "criSocket="+k8slab.ContainerdSocket); err != nil {
+		"--set", "kubeletDir="+k8snode.KubeletRoot,
+		"--set", "criSocket="+k8snode.ContainerdSocket); err != nil {
 		t.Fatal(err)
 	}
 	selector := "app.kubernetes.io/instance=" + release
 	var p pod
-	if !privtest.Poll(k8slab.PodStart, func() bool {
+	if !privtest.Poll(k8snode.PodStart, func() bool {
 		ps := pods(t, n, ns, selector)
 		if len(ps) == 1 {
 			p = ps[0]
@@ -159,7 +159,7 @@ func installChart(t *testing.T, n *k8slab.Node, state string) pod {
 		return len(ps) == 1 && p.Status.Phase == "Running" && p.ready()
 	}) {
 		desc, _ := n.KubectlErr(nil, "describe", "pods", "-n", ns, "-l", selector)
-		t.Fatalf("no Ready pod of the DaemonSet within %v:\n%s", k8slab.PodStart, desc)
+		t.Fatalf("no Ready pod of the DaemonSet within %v:\n%s", k8snode.PodStart, desc)
 	}
 	tracing := func() bool {
 		for _, l := range podLog(t, n, ns, p.Metadata.Name) {

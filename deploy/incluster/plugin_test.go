@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/mntleak/mntleak/internal/privtest"
-	"github.com/mntleak/mntleak/k8slab"
+	"github.com/mntleak/mntleak/e2e/k8snode"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/kubeevents"
 )
 
@@ -38,7 +38,7 @@ const (
 // ranked before csi-node's by the correlator; logged, not asserted (see
 // the report of issue 29).
 func TestPluginOnTheNode(t *testing.T) {
-	n := k8slab.Up(t)
+	n := k8snode.Up(t)
 	privtest.RequireCommands(t, "dockerd", "docker", "ctr", "go")
 	dir := t.TempDir()
 	mntleakBin := buildCommand(t, dir, "mntleak")
@@ -46,31 +46,31 @@ func TestPluginOnTheNode(t *testing.T) {
 
 	n.CreateNamespace(t, plugShop)
 	n.CreateNamespace(t, plugStorage)
-	calm := k8slab.EmptyDirPod(plugShop, "calm")
+	calm := k8snode.EmptyDirPod(plugShop, "calm")
 	n.Apply(t, calm.Manifest)
-	victim := k8slab.EmptyDirPod(plugShop, "web")
+	victim := k8snode.EmptyDirPod(plugShop, "web")
 	n.Apply(t, victim.Manifest)
 	web := n.WaitPodRunning(t, plugShop, victim.Name)
 	calmPod := n.WaitPodRunning(t, plugShop, calm.Name)
-	mounter := k8slab.BidirectionalMounter(plugStorage, "csi-node", victim, web.UID)
+	mounter := k8snode.BidirectionalMounter(plugStorage, "csi-node", victim, web.UID)
 	// Runs before web's cleanup: a test stopped half-way leaves no stuck pod.
 	t.Cleanup(func() { _ = unix.Unmount(mounter.HostPath, unix.MNT_DETACH) })
 	n.Apply(t, mounter.Manifest)
 	n.WaitPodRunning(t, plugStorage, mounter.Name)
 	holderPID := n.ContainerPID(t, plugStorage, mounter.Name, "main")
 	privtest.WaitFor(t, 20*time.Second, "tmpfs at "+mounter.HostPath+" on the node", func() bool {
-		ms, err := k8slab.MountsUnder(1, mounter.HostPath)
+		ms, err := k8snode.MountsUnder(1, mounter.HostPath)
 		return err == nil && len(ms) == 1 && ms[0].FSType == "tmpfs"
 	})
 	// The oracle: the kernel shows the tmpfs in csi-node's namespace too.
-	inHolder := "/kubelet" + strings.TrimPrefix(mounter.HostPath, k8slab.KubeletRoot)
-	if ms, err := k8slab.MountsUnder(holderPID, inHolder); err != nil || len(ms) != 1 {
+	inHolder := "/kubelet" + strings.TrimPrefix(mounter.HostPath, k8snode.KubeletRoot)
+	if ms, err := k8snode.MountsUnder(holderPID, inHolder); err != nil || len(ms) != 1 {
 		t.Fatalf("csi-node's namespace (pid %d) has %d mounts at %s (%v), want the tmpfs", holderPID, len(ms), inHolder, err)
 	}
 	if !n.DeletePod(t, plugShop, victim.Name, false) {
 		t.Fatalf("pod %s/web: no deletionTimestamp after its deletion", plugShop)
 	}
-	nsLink, err := k8slab.MountNS(holderPID)
+	nsLink, err := k8snode.MountNS(holderPID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,10 +114,10 @@ func TestPluginOnTheNode(t *testing.T) {
 	calmLast := fmt.Sprintf("nothing holds pod %s/calm's mounts", plugShop)
 
 	// On the node, no daemon: from /proc alone (no state dir).
-	nodeArgs := []string{"why", "pod", "--json", "--kubeconfig", n.Kubeconfig, "--cri-socket", k8slab.ContainerdSocket, "--kubelet-root", k8slab.KubeletRoot, "--state-dir="}
+	nodeArgs := []string{"why", "pod", "--json", "--kubeconfig", n.Kubeconfig, "--cri-socket", k8snode.ContainerdSocket, "--kubelet-root", k8snode.KubeletRoot, "--state-dir="}
 	checkStuck(runCommand(t, mntleakBin, append(nodeArgs, plugShop+"/web")...), "why pod on the node, no daemon")
 	checkCalm(runCommand(t, mntleakBin, append(nodeArgs, plugShop+"/calm")...), "why pod on the node, no daemon")
-	checkStuck(runCommand(t, mntleakBin, "why", "pod", "--json", "--pod-uid", web.UID, "--cri-socket=", "--kubelet-root", k8slab.KubeletRoot, "--state-dir="),
+	checkStuck(runCommand(t, mntleakBin, "why", "pod", "--json", "--pod-uid", web.UID, "--cri-socket=", "--kubelet-root", k8snode.KubeletRoot, "--state-dir="),
 		"why pod --pod-uid, no API server, no runtime")
 	if r := runCommand(t, mntleakBin, append(nodeArgs, plugShop+"/nope")...); r.code != 1 ||
 		!strings.HasPrefix(r.stderr, "mntleak why pod: pod "+plugShop+"/nope not found (the API server has no pod "+plugShop+"/nope") {

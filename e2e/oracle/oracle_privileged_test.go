@@ -12,8 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/e2e/oracle"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/internal/nsthread"
-	"github.com/mntleak/mntleak/internal/privtest"
 )
 
 // Every case builds its state in a node namespace of its own (no other

@@ -2,14 +2,15 @@ package oraclecheck
 
 import (
 	"fmt"
-	"github.com/mntleak/mntleak/e2e/oracle"
-	"github.com/mntleak/mntleak/internal/findinglog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mntleak/mntleak/e2e/oracle"
+	"github.com/mntleak/mntleak/e2e/testkit/findinglog"
 
 	"github.com/mntleak/mntleak/finding"
 )

@@ -2,8 +2,8 @@ package oraclecheck
 
 import (
 	"github.com/mntleak/mntleak/e2e/oracle"
+	"github.com/mntleak/mntleak/e2e/testkit/findinglog"
 	"github.com/mntleak/mntleak/finding"
-	"github.com/mntleak/mntleak/internal/findinglog"
 )
 
 // Facts is what finding f claims, in the oracle's terms; ok is false for

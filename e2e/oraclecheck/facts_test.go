@@ -1,12 +1,13 @@
 package oraclecheck
 
 import (
-	"github.com/mntleak/mntleak/e2e/oracle"
-	"github.com/mntleak/mntleak/event"
-	"github.com/mntleak/mntleak/internal/findinglog"
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/mntleak/mntleak/e2e/oracle"
+	"github.com/mntleak/mntleak/e2e/testkit/findinglog"
+	"github.com/mntleak/mntleak/event"
 
 	"github.com/mntleak/mntleak/finding"
 )

@@ -13,4 +13,8 @@
 // deadline per send: a journald that is stopped or slow never blocks the
 // logger's caller; what does not fit is dropped and counted. The socket is
 // a parameter (Socket), so that a journal namespace can be the target.
+//
+// Files: core.go (the zap core: NewCore, its queues and their drops),
+// send.go (the native protocol, the socket and the deadline per send).
+// The tests use a journald of their own (e2e/testkit/journaldtest).
 package journald

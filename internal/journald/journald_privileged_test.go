@@ -9,9 +9,9 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/mntleak/mntleak/e2e/testkit/journaldtest"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/internal/journald"
-	"github.com/mntleak/mntleak/internal/journald/journaldtest"
-	"github.com/mntleak/mntleak/internal/privtest"
 )
 
 func newTee(t *testing.T, j *journaldtest.Journal) (*zap.Logger, *journald.Core, *privtest.SyncBuffer) {

@@ -12,8 +12,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/internal/nsthread"
-	"github.com/mntleak/mntleak/internal/privtest"
 )
 
 // envChild makes the test binary, re-executed, run enter on the mount

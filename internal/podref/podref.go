@@ -1,9 +1,3 @@
-// Package podref reads the names of pods a person types: NAMESPACE/NAME,
-// pod/NAME, and pod UIDs, with Kubernetes' own rules for the names
-// (k8s.io/apimachinery's validation), so `mntleak why pod` and the kubectl
-// plugin refuse the same bad input with the same line.
-//
-// Files: podref.go.
 package podref
 
 import (
@@ -12,7 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/mntleak/mntleak/kubelet"
+	"github.com/mntleak/mntleak/kubeletpath"
 )
 
 // Ref is a pod by namespace and name.
@@ -61,7 +55,7 @@ func check(ns, name string) error {
 
 // CheckUID says what is wrong with a pod UID, nil when it is one.
 func CheckUID(uid string) error {
-	if !kubelet.IsPodUID(uid) {
+	if !kubeletpath.IsPodUID(uid) {
 		return fmt.Errorf("%q: want a pod UID (8-4-4-4-12 hex digits)", uid)
 	}
 	return nil

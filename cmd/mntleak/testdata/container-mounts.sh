@@ -4,7 +4,7 @@
 # kubelet mounts an emptyDir, bound into a container (named web) whose cwd
 # is elsewhere. Nothing here is a leak. Reports KEY=VALUE lines, then waits
 # for $W/done before tearing down.
-source "$(dirname "$(readlink -f "$0")")/../../../incidents/scripts/lib.sh"
+source "$(dirname "$(readlink -f "$0")")/../../../e2e/docker/scripts/lib.sh"
 dockerd_start
 image
 

@@ -4,7 +4,7 @@
 # Docker default) is unmounted on the node; the container keeps its copy.
 # A second container is labelled as cri-dockerd labels a pod's container.
 # Reports KEY=VALUE lines, then waits for $W/done before tearing down.
-source "$(dirname "$(readlink -f "$0")")/../../../incidents/scripts/lib.sh"
+source "$(dirname "$(readlink -f "$0")")/../../../e2e/docker/scripts/lib.sh"
 dockerd_start
 image
 

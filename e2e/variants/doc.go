@@ -1,0 +1,55 @@
+// Package variants holds the variant matrix: the seed situations built for
+// real on this kernel in every combination of how the holder namespace is
+// made (unshare, clone(CLONE_NEWNS), setns into it, made before tracing, a
+// slave namespace laid out like a PrivateTmp=yes unit's: its /tmp bound
+// from a directory named as systemd names it, made by unshare — no
+// systemd runs here; real systemd units are exercised in the lab's guest,
+// e2e/qemu/), how it holds the
+// copy (a member, a cwd, an open file, a mapping, a root, a child left
+// behind, in a user namespace of its own; or no process at all, kept by a
+// bind of its nsfs file or by a process holding it open), the propagation
+// it gets (private, slave, shared; the copy's own flag against its
+// parent's; a parent made private in the holder or on the node), and the
+// timing (the holder exits just before the failure, its creator's pid is
+// another program's by then, the pinner is forked after tracing began),
+// plus churn controls of a healthy node. Each cell lets its teardown
+// settle (the leak settle window for a control, then the correlator is
+// flushed) and asserts exactly the findings the kernel's behaviour calls
+// for about its device, mount point and holder namespace, each whole: the
+// cause, the process named (pid, role) and its namespace, the event that
+// made the namespace (or that it is inferred), a fix that names the
+// process to act on and only live processes the finding holds; and no
+// finding at all for the controls where the kernel itself releases the
+// copy (TestControlCheckSeesAFalseLeak proves that check can fail).
+//
+// It has no code of its own: the tests start the tracer and the correlator
+// in-process (privileged; see e2e/testkit/privtest).
+//
+// Files:
+//   - matrix_privileged_test.go: the cells, the kernel's verdict for each,
+//     and their assertions.
+//   - holders_privileged_test.go: how a cell makes and holds its holder
+//     namespace; a pid given to another program (ns_last_pid).
+//   - churn_privileged_test.go: the churn controls (containers torn down
+//     next to a private service, namespace churn, double unmounts, an
+//     unmount and rmdir at once).
+//   - live_privileged_test.go: the tracer and correlator of a cell (settle:
+//     wait, stop, flush), and the checks of a verdict (the pids a fix
+//     names are live holders; every finding of the cell agrees with the
+//     oracle, e2e/oracle, read as it arrived; a control's volume is held
+//     by nothing after it).
+//   - expect_privileged_test.go: a cell's objects, the exact findings it
+//     expects (exactFindings), and a control's check (noFinding).
+//   - control_test.go: the control's check fails on a false leak, also
+//     one the correlator reports only when flushed (no root needed).
+//   - detach_privileged_test.go: copies the kernel detaches on rmdir of
+//     their mountpoint (no event says so): a later failure never cites one,
+//     and a detached copy still pinned is named as such, with its pinner.
+//   - teardown_privileged_test.go: a teardown that leaves two copies in
+//     one namespace is one leak finding naming both.
+//   - shared_privileged_test.go: a mount a Bidirectional pod made into
+//     another pod's volume directory: the finding names the namespace and
+//     the process that made it, not the kubelet's own namespace.
+//   - holder_test.go: TestMain, the clone(CLONE_NEWNS) helper and the
+//     mounter helper (a process that mounts and stays).
+package variants

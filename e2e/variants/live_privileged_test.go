@@ -1,0 +1,245 @@
+package variants
+
+import (
+	"context"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+	"golang.org/x/sys/unix"
+
+	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/e2e/oracle"
+	"github.com/mntleak/mntleak/e2e/oraclecheck"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
+	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
+	"github.com/mntleak/mntleak/procfs"
+	"github.com/mntleak/mntleak/tracer"
+)
+
+// live is a tracer and a correlator running for one cell.
+type live struct {
+	mu         sync.Mutex
+	findings   []*finding.Finding
+	stop       func()             // ends tracing and flushes the correlator (nil once done)
+	settleWait func(t testing.TB) // the settle window (privtest.AfterLeakSettle)
+	t          *testing.T
+	oracle     *oraclecheck.Checker // every finding of the cell is checked against the kernel's state
+}
+
+func startTracing(t *testing.T) *live {
+	t.Helper()
+	l := &live{t: t, oracle: oraclecheck.New(t), settleWait: privtest.AfterLeakSettle}
+	corr := correlate.New(procfs.Host{}, correlate.Options{}, func(f *finding.Finding) {
+		l.oracle.Witness(f)
+		l.mu.Lock()
+		l.findings = append(l.findings, f)
+		l.mu.Unlock()
+	})
+	self := uint32(os.Getpid())
+	tr, err := tracer.New(tracer.Config{Sink: func(ev *event.Event) {
+		// As the daemon does (daemon/pipeline.go): the test's own events
+		// are the correlator's reads (a thread entering a namespace to read
+		// its table), not a process joining it.
+		if ev.PID != self {
+			corr.Handle(ev)
+		}
+	}}, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := corr.Start(); err != nil {
+		tr.Close()
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- tr.Run(ctx) }()
+	l.stop = func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		corr.Flush()
+		tr.Close()
+	}
+	t.Cleanup(func() {
+		if l.stop != nil {
+			l.stop()
+		}
+	})
+	return l
+}
+
+// settle waits until any finding about what the cell did could have been
+// made, and makes it: with control, out the leak settle window (a leak is
+// held back 2 s, then confirmed if its copy is still there); then the
+// last events reach the correlator, tracing ends and the correlator is
+// flushed (every leak still pending is reported as it stands). After it,
+// the findings are all there is.
+func (l *live) settle(t testing.TB, control bool) {
+	t.Helper()
+	if control {
+		l.settleWait(t)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if l.stop != nil {
+		l.stop()
+		l.stop = nil
+	}
+}
+
+// all returns every finding so far.
+func (l *live) all() []*finding.Finding {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]*finding.Finding(nil), l.findings...)
+}
+
+// about returns the findings on the cell's device or mount point, each
+// checked against the oracle's answer taken when it arrived.
+func (l *live) about(dev, vol string) []*finding.Finding {
+	l.mu.Lock()
+	var out []*finding.Finding
+	for _, f := range l.findings {
+		if f.Object.Path == dev || f.Object.Path == vol {
+			out = append(out, f)
+		}
+	}
+	l.mu.Unlock()
+	for _, f := range out {
+		l.oracle.Check(l.t, f)
+	}
+	return out
+}
+
+// controlDevices asserts, for each block device among a churn control's
+// objects (a tmpfs has no name left to look it up by after its teardown),
+// that the oracle finds it held nowhere.
+func (l *live) controlDevices(t *testing.T, o objects) {
+	t.Helper()
+	for _, p := range o.paths {
+		var st unix.Stat_t
+		if unix.Stat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFBLK {
+			continue
+		}
+		target, err := oracle.PathTarget(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.oracle.Control(t, target, slices.DeleteFunc(slices.Clone(o.paths), func(q string) bool { return q == p }))
+	}
+}
+
+// volumeTarget is what the oracle looks up for a cell's volume: the loop
+// device, or a tmpfs's superblock seen through the node's root (read while
+// it is mounted).
+func volumeTarget(t *testing.T, node privtest.Node, dev, vol string) oracle.Target {
+	t.Helper()
+	path := dev
+	if dev == vol {
+		path = "/proc/" + strconv.Itoa(node.PID) + "/root" + vol
+	}
+	target, err := oracle.PathTarget(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return target
+}
+
+// wait returns the first finding about the cell that match accepts.
+func (l *live) wait(dev, vol string, d time.Duration, match func(*finding.Finding) bool) *finding.Finding {
+	var found *finding.Finding
+	privtest.Poll(d, func() bool {
+		for _, f := range l.about(dev, vol) {
+			if match(f) {
+				found = f
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+// holder is the process a cell's verdict must name, and its namespace.
+type holder struct {
+	pid int
+	ns  uint32
+}
+
+// check asserts the verdict: cause, the process named (pid, role), its
+// namespace, and a fix that names only live processes the finding holds.
+func check(t testing.TB, f *finding.Finding, cause finding.Cause, h holder, role string) {
+	t.Helper()
+	if f == nil {
+		t.Fatalf("no finding; want %s naming pid %d in mnt:[%d]", cause, h.pid, h.ns)
+	}
+	hd, a := f.Actor()
+	if f.Cause != cause || a == nil || a.PID != h.pid || a.Role != role || hd.MntNS != h.ns || f.Fix == "" {
+		t.Errorf("want %s naming pid %d (%s) in mnt:[%d]; got %s, actor %+v:\n%s", cause, h.pid, role, h.ns, f.Cause, a, f.Line())
+	}
+	checkFixPIDs(t, f, h.pid)
+}
+
+// procInFix is a process named in a fix: "name[pid]" (not "mnt:[inode]"),
+// "nsenter -t PID", "/proc/PID/".
+var procInFix = regexp.MustCompile(`([^:\s])\[(\d+)\]|-t (\d+)|/proc/(\d+)/`)
+
+// checkFixPIDs: every pid a fix names is a live process the finding names
+// as holding the object (never one that exited or another program that
+// has its pid now), and it names the process to act on (actor; 0: no
+// process, the fix names none: a namespace no process runs in, a unit to
+// restart).
+func checkFixPIDs(t testing.TB, f *finding.Finding, actor int) {
+	t.Helper()
+	named := map[int]bool{}
+	for _, h := range f.Holders {
+		if !h.Exited.IsZero() {
+			continue
+		}
+		for _, p := range h.Processes {
+			named[p.PID] = true
+		}
+		for _, p := range h.Pins {
+			named[p.PID] = true
+		}
+	}
+	inFix := map[int]bool{}
+	for _, m := range procInFix.FindAllStringSubmatch(f.Fix, -1) {
+		pid, _ := strconv.Atoi(m[2] + m[3] + m[4])
+		inFix[pid] = true
+		if actor == 0 {
+			t.Errorf("the fix names pid %d, want none: %s", pid, f.Fix)
+		}
+		if !named[pid] {
+			t.Errorf("the fix names pid %d, which holds nothing here: %s", pid, f.Fix)
+			continue
+		}
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err != nil {
+			t.Errorf("the fix names pid %d, which has exited: %s", pid, f.Fix)
+		}
+	}
+	if actor != 0 && !inFix[actor] {
+		t.Errorf("the fix does not name pid %d, the process to act on: %s", actor, f.Fix)
+	}
+}
+
+// createdBy reports whether the finding cites the event that made
+// namespace ns (its unshare, or its CLONE_NEWNS child).
+func createdBy(f *finding.Finding, ns uint32) bool {
+	for _, e := range f.Evidence {
+		if e.Event != nil && (e.Event.Kind == "unshare" || e.Event.Kind == "newns_fork") &&
+			(e.Event.MntNS == ns || strings.Contains(e.Event.Summary, "mnt:["+strconv.Itoa(int(ns))+"]")) {
+			return true
+		}
+	}
+	return false
+}
