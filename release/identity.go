@@ -138,12 +138,15 @@ func (c Checker) Identify(s *Step) error {
 		}
 	}
 	if unique == 0 {
+		if prev, ok := ReleasedMount(LockDir, id, s.MountID, s.Where); ok {
+			return &NotLeak{prev.String()}
+		}
 		return &NotLeak{fmt.Sprintf("mnt:[%d] (id %d) has no mount %d at %s", ino, id, s.MountID, s.Where)}
 	}
 	p, err := c.prove(ino, id, unique)
 	if err != nil {
-		if prev := releasedBy(LockDir, id, unique); prev != "" {
-			return &NotLeak{fmt.Sprintf("mount %d (unique %d) is gone from mnt:[%d]: %s", s.MountID, unique, ino, prev)}
+		if prev, ok := released(LockDir, id, unique); ok {
+			return &NotLeak{prev.String()}
 		}
 		return err
 	}

@@ -100,7 +100,9 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 		}
 		if target, err = release.CopyTarget(uint32(*mntns), *mountID); err != nil {
 			// Gone or changed since it was planned: nothing is done.
-			fmt.Fprintf(stdout, "refused: %v\n", err)
+			if !saidReleased(stdout, logAction, uint32(*mntns), *mountID, 0) {
+				fmt.Fprintf(stdout, "refused: %v\n", err)
+			}
 			return exitError
 		}
 		if given != nil && target.Dev != given.Object.Dev {
@@ -126,7 +128,9 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	if f == nil {
-		fmt.Fprintln(stdout, "nothing holds it: nothing to release")
+		if !saidReleased(stdout, logAction, uint32(*mntns), *mountID, target.Dev) {
+			fmt.Fprintln(stdout, "nothing holds it: nothing to release")
+		}
 		return exitError
 	}
 	host, err := procfs.Host{}.HostNS()
@@ -156,6 +160,9 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 		logAction(actionRecord{Result: "refused", Refuse: &r})
 	}
 	if len(plan.Steps) == 0 {
+		if len(plan.Refused) == 0 && explicit && saidReleased(stdout, logAction, uint32(*mntns), *mountID, 0) {
+			return exitError
+		}
 		fmt.Fprintln(stdout, "nothing to release")
 		return exitError
 	}

@@ -63,7 +63,8 @@ func TestNewestCopyNeedsTheLedger(t *testing.T) {
 // A leaked copy released, then its mount id reused by a new mount in the
 // same namespace: the same command is refused and the new mount keeps its
 // data. Two releases of one copy at once: one detaches it, the other is
-// refused.
+// refused naming it, and so is every release of the copy afterwards, by
+// namespace and mount id or by device.
 func TestActsOnlyOnTheProvenMount(t *testing.T) {
 	privtest.Require(t)
 	privtest.RequireCommands(t, "unshare", "nsenter", "mount", "umount", "findmnt")
@@ -130,7 +131,7 @@ func TestActsOnlyOnTheProvenMount(t *testing.T) {
 	})
 	t.Run("two releases at once", func(t *testing.T) {
 		r := &refusalRig{node: privtest.StartNode(t), dir: t.TempDir(), bin: bin}
-		h, _ := r.provableLeak(t)
+		h, dev := r.provableLeak(t)
 		args := []string{"--mntns", ns(h.MntNS), "--mount-id", strconv.Itoa(copyID(t, h.PID, filepath.Join(r.dir, "vol")))}
 		var wg sync.WaitGroup
 		outs, codes := make([]string, 2), make([]int, 2)
@@ -142,23 +143,42 @@ func TestActsOnlyOnTheProvenMount(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		released := 0
-		for i := range 2 {
-			if codes[i] == exitOK && strings.Contains(outs[i], "released: mount") {
-				released++
-			} else if codes[i] == exitOK || strings.Contains(outs[i], "released:") {
-				// The loser did not act. What it says depends on when it
-				// looked: the copy gone already ("nothing holds it", "has
-				// no mount"), or under the lock, the first one's note.
-				t.Errorf("release %d: exit %d, acted or said it did:\n%s", i, codes[i], outs[i])
-			} else {
-				t.Logf("release %d did not act: %s", i, strings.TrimSpace(outs[i]))
-			}
-		}
-		if released != 1 {
+		if released := judgeRace(t, h.MntNS, outs, codes); released != 1 {
 			t.Errorf("%d releases detached the copy, want 1:\n%s\n%s", released, outs[0], outs[1])
 		}
+		// Later, by every form: the copy is gone, and each says who took it.
+		for _, again := range [][]string{args, {dev}} {
+			out, code := run(t, r, again...)
+			if code != exitError || !saysReleasedBefore(out, h.MntNS) {
+				t.Errorf("release %v after the copy was released: exit %d, want %d and who released it:\n%s", again, code, exitError, out)
+			}
+		}
 	})
+}
+
+// judgeRace counts the releases of one copy in mnt:[ns] that detached it;
+// every other one must not have acted and must say that another release
+// took the copy.
+func judgeRace(t *testing.T, ns uint32, outs []string, codes []int) int {
+	t.Helper()
+	released := 0
+	for i, out := range outs {
+		switch {
+		case codes[i] == exitOK && strings.Contains(out, "released: mount "):
+			released++
+		case codes[i] != exitOK && !strings.Contains(out, "released: ") && saysReleasedBefore(out, ns):
+		default:
+			t.Errorf("release %d: exit %d, neither released nor refused naming the release that took the copy:\n%s", i, codes[i], out)
+		}
+	}
+	return released
+}
+
+// saysReleasedBefore reports whether release's output says the copy in
+// mnt:[ns] is gone because another release detached it.
+func saysReleasedBefore(out string, ns uint32) bool {
+	return strings.Contains(out, "refused: ") && strings.Contains(out, " is gone from mnt:["+strconv.FormatUint(uint64(ns), 10)+"]") &&
+		strings.Contains(out, ": released by mntleak[")
 }
 
 // reuseMountID mounts tmpfs with data in pid's namespace, one after the

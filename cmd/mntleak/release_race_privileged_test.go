@@ -77,21 +77,7 @@ func TestDaemonReadsWhileReleasing(t *testing.T) {
 	wg.Wait()
 	close(done)
 	t.Logf("mkfs.ext4 failed %d times while the releases ran", <-failures)
-	released := 0
-	for i, out := range outs {
-		switch {
-		case codes[i] == exitOK && strings.Contains(out, "released: mount "+strconv.Itoa(id)):
-			released++
-		// Did not act: what it says depends on when it looked (the copy
-		// gone already: "nothing holds it", "has no mount"; under the
-		// lock: the first one's note).
-		case codes[i] != exitOK && !strings.Contains(out, "released:"):
-			t.Logf("release %d did not act: %s", i, strings.TrimSpace(out))
-		default:
-			t.Errorf("release %d: exit %d, neither released nor refused:\n%s", i, codes[i], out)
-		}
-	}
-	if released != 1 {
+	if released := judgeRace(t, h.MntNS, outs, codes); released != 1 {
 		t.Errorf("%d releases detached the copy, want 1", released)
 	}
 	if strings.Contains(privtest.Run(t, "nsenter", "-t", strconv.Itoa(h.PID), "-m", "--", "findmnt", "-n", "-r", "-o", "TARGET"), vol+"\n") {
