@@ -138,6 +138,10 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mntleak release: %v\n", err)
 		return exitError
 	}
+	if err := keptBusyCopy(f, *stateDir, &checker); err != nil {
+		fmt.Fprintf(stderr, "mntleak release: %v\n", err)
+		return exitError
+	}
 	if f.Cause.IsLeak() && !f.Inferred {
 		checker.Verdict = "the verdict now: " + f.Cause.String() + ": " + f.Summary
 	}

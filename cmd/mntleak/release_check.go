@@ -60,10 +60,55 @@ func checkFinding(f *correlate.Finding, stateDir string, c *release.Checker) err
 		return err
 	}
 	if kept != nil && kept.Cause == correlate.CauseBusyCopy && kept.Call.Errno != "" {
-		c.FailedUnmount = fmt.Sprintf("%s by %s[%d] at %s: %s, kept by the daemon as finding %s", kept.Call.Syscall, kept.Call.Comm, kept.Call.PID,
-			kept.Call.Time.UTC().Format(time.RFC3339Nano), kept.Call.Errno, f.ID())
+		c.FailedUnmount = failedUnmount(kept, f.ID())
 	}
 	return nil
+}
+
+// failedUnmount is the evidence a busy-copy finding the daemon kept under
+// id gives: the unmount that failed because of the copy.
+func failedUnmount(kept *correlate.Finding, id string) string {
+	return fmt.Sprintf("%s by %s[%d] at %s: %s, kept by the daemon as finding %s", kept.Call.Syscall, kept.Call.Comm, kept.Call.PID,
+		kept.Call.Time.UTC().Format(time.RFC3339Nano), kept.Call.Errno, id)
+}
+
+// keptBusyCopy gives the checker, for a copy the live finding f calls
+// busy, the failed unmount of the newest busy-copy finding the daemon kept
+// in stateDir this boot about the same object and the same copy (its
+// namespace, of the birth id the ledger recorded then, and its mount id
+// and mount point), however the target was named. The proof still checks
+// that the copy receives propagation from the origin's mount there.
+func keptBusyCopy(f *correlate.Finding, stateDir string, c *release.Checker) error {
+	if f.Cause != correlate.CauseBusyCopy || c.FailedUnmount != "" || stateDir == "" {
+		return nil
+	}
+	booted, err := release.BootTime()
+	if err != nil {
+		return err
+	}
+	return state.FindingsWith(stateDir, `"cause":"busy-copy"`, func(id string, b []byte) {
+		kept, err := readFinding(bytes.NewReader(b))
+		if err != nil || kept.Cause != correlate.CauseBusyCopy || kept.Call.Errno == "" || kept.Object.Dev != f.Object.Dev || kept.Time.Before(booted) {
+			return
+		}
+		for _, h := range f.Holders {
+			if keptHolder(kept, h) && sameGeneration(kept, *c, h.MntNS) == nil {
+				c.FailedUnmount = failedUnmount(kept, id)
+				return
+			}
+		}
+	})
+}
+
+// keptHolder reports whether finding kept names copy h: its namespace,
+// mount id and mount point.
+func keptHolder(kept *correlate.Finding, h correlate.Holder) bool {
+	for _, k := range kept.Holders {
+		if k.MntNS == h.MntNS && k.MountID == h.MountID && k.Where == h.Where && h.MountID != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // identify binds every step to the kernel's identities and proves its copy
