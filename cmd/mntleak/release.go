@@ -31,6 +31,8 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 	force := fs.Bool("force", false, "detach copies that processes work in (they keep what they have open and lose the path)")
 	mntns := fs.Uint("mntns", 0, "with --mount-id: the namespace of the copy (its inode, as mnt:[INODE] shows)")
 	mountID := fs.Int("mount-id", 0, "with --mntns: the copy's mount id in that namespace")
+	mntnsID := fs.Uint64("mntns-id", 0, "with --mntns: the namespace's birth id a plan showed (born id); refused when the live namespace was born with another (its inode was reused)")
+	uniqueID := fs.Uint64("unique-id", 0, "with --mount-id: the mount's unique id a plan showed; refused when the mount id names another mount now")
 	stateDir := fs.String("state-dir", "/var/lib/mntleak", "persistent lineage of a daemon, if any")
 	journalSocket := fs.String("journald-socket", journald.SocketPath, "the journal's native socket, where every action is logged (MNTLEAK_ACTION=release); \"\" for none")
 	fromFinding := fs.String("finding", "", "release what a finding names: its id (finding_id, MNTLEAK_FINDING_ID; looked up in --state-dir), or a file (- for stdin) holding one finding as the daemon logs it (JSON log line, journalctl -o json entry, or why --json)")
@@ -86,6 +88,9 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 	case explicit && (*mntns == 0 || *mountID == 0 || fs.NArg() != 0):
 		fmt.Fprintln(stderr, "mntleak release: --mntns and --mount-id go together, without a target")
 		return exitUsage
+	case !explicit && (*mntnsID != 0 || *uniqueID != 0):
+		fmt.Fprintln(stderr, "mntleak release: --mntns-id and --unique-id go with the copy they name: --mntns and --mount-id, or a finding's")
+		return exitUsage
 	case !explicit && fs.NArg() != 1:
 		fmt.Fprintln(stderr, "mntleak release: want exactly one PATH, DEVICE or MAJOR:MINOR, or --mntns and --mount-id")
 		return exitUsage
@@ -97,6 +102,10 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintf(stdout, "refused: %v\n", err)
 				return exitError
 			}
+		}
+		if err := sameBirth(uint32(*mntns), *mntnsID); err != nil {
+			fmt.Fprintf(stdout, "refused: %v\n", err)
+			return exitError
 		}
 		if target, err = release.CopyTarget(uint32(*mntns), *mountID); err != nil {
 			// Gone or changed since it was planned: nothing is done.
@@ -148,6 +157,9 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 	plan := release.Make(f, host, self, *force)
 	if explicit {
 		plan = plan.Only(uint32(*mntns), *mountID)
+		for i := range plan.Steps {
+			plan.Steps[i].NSID, plan.Steps[i].Unique = *mntnsID, *uniqueID // the plan's, checked by identify
+		}
 	}
 	code := exitOK
 	plan, failed := identify(checker, plan)
@@ -191,6 +203,9 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 		logAction(actionRecord{Result: "released", Step: &s})
 	}
 	if !*apply {
+		for _, s := range plan.Steps {
+			fmt.Fprintf(stdout, "to act on exactly this copy: mntleak release --mntns %d --mount-id %d --mntns-id %d --unique-id %d --apply\n", s.MntNS, s.MountID, s.NSID, s.Unique)
+		}
 		fmt.Fprintln(stdout, "dry run: nothing changed (--apply to act)")
 	}
 	return code

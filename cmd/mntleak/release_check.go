@@ -189,3 +189,20 @@ func saidReleased(stdout io.Writer, logAction func(actionRecord), ns uint32, id 
 	}
 	return len(took) > 0
 }
+
+// sameBirth refuses namespace inode ns when the target names its birth id
+// (want, a plan's; 0: none) and the live namespace with that inode was
+// born with another: the daemon's ledger is not needed for that.
+func sameBirth(ns uint32, want uint64) error {
+	if want == 0 {
+		return nil
+	}
+	born, file, err := release.BirthID(ns)
+	if err != nil {
+		return err
+	}
+	if born != want {
+		return &release.NotLeak{Reason: release.ReusedInode(ns, born, file, want)}
+	}
+	return nil
+}

@@ -109,6 +109,7 @@ func TestActsOnlyOnTheProvenMount(t *testing.T) {
 		f := r.why(t, dev)
 		f["finding"] = "leak" // as the daemon logs one
 		line, _ := json.Marshal(f)
+		exactly := planned(t, r, "--mntns", ns(h.MntNS), "--mount-id", strconv.Itoa(copyID(t, h.PID, filepath.Join(r.dir, "vol"))))
 		_ = h.Cmd.Process.Kill()
 		_ = h.Cmd.Wait()
 		// A new namespace takes the inode: a healthy one, copied from
@@ -121,6 +122,11 @@ func TestActsOnlyOnTheProvenMount(t *testing.T) {
 		out, code := runIn(t, string(line), "-t", strconv.Itoa(r.node.PID), "-m", "--", bin, "release", "--journald-socket", "", "--state-dir", "", "--apply", "--force", "--finding", "-")
 		if code != exitError || !strings.Contains(out, "refused: ") || strings.Contains(out, "released:") {
 			t.Fatalf("a finding about the dead namespace's inode: exit %d, want %d and refused:\n%s", code, exitError, out)
+		}
+		// The plan's identities, without a ledger: the birth id differs.
+		out, code = runIn(t, "", append([]string{"-t", strconv.Itoa(r.node.PID), "-m", "--", bin}, append(exactly, "--journald-socket", "", "--state-dir", "", "--force")...)...)
+		if code != exitError || !strings.Contains(out, "refused: mnt:["+ns(h.MntNS)+"] was born with id ") || !strings.Contains(out, ": the inode was reused") {
+			t.Fatalf("the plan's identities for the dead namespace's inode: exit %d, want %d and refused naming both birth ids:\n%s", code, exitError, out)
 		}
 		if after := table(); after != before {
 			t.Errorf("the new namespace's table changed:\n%s\nbecame\n%s", before, after)
@@ -154,6 +160,22 @@ func TestActsOnlyOnTheProvenMount(t *testing.T) {
 			}
 		}
 	})
+}
+
+// planned is the command a dry run of release with args prints to act on
+// exactly the copy it planned (its namespace's birth id and its unique
+// id), as arguments of mntleak.
+func planned(t *testing.T, r *refusalRig, args ...string) []string {
+	t.Helper()
+	out, code := runIn(t, "", append([]string{"-t", strconv.Itoa(r.node.PID), "-m", "--", r.bin, "release", "--journald-socket", "", "--state-dir", ""}, args...)...)
+	const prefix = "to act on exactly this copy: mntleak "
+	for _, line := range strings.Split(out, "\n") {
+		if cmd, ok := strings.CutPrefix(line, prefix); ok && code == exitOK {
+			return strings.Fields(cmd)
+		}
+	}
+	t.Fatalf("the dry run names no identities to act on: exit %d:\n%s", code, out)
+	return nil
 }
 
 // judgeRace counts the releases of one copy in mnt:[ns] that detached it;

@@ -136,7 +136,7 @@ func TestRelease(t *testing.T) {
 	})
 	t.Run("bad input", func(t *testing.T) {
 		for _, args := range [][]string{{"release"}, {"release", "--mntns", "5"}, {"release", "--mount-id", "3", "--mntns", "4", "/x"}, {"release", "/no/such/path"},
-			{"release", "--finding", "0123456789ab", "--state-dir", t.TempDir()}, {"release", "--finding", "/etc/hostname"}, {"release", "--finding", "-", "/x"}} {
+			{"release", "--finding", "0123456789ab", "--state-dir", t.TempDir()}, {"release", "--finding", "/etc/hostname"}, {"release", "--finding", "-", "/x"}, {"release", "--mntns-id", "5", "/x"}} {
 			if code := run(args[1:], new(bytes.Buffer), new(bytes.Buffer)); code != exitUsage && args[0] == "release" {
 				cmd := exec.Command(bin, args...)
 				cmd.Run()
