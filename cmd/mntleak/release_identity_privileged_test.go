@@ -27,7 +27,7 @@ func TestNewestCopyNeedsTheLedger(t *testing.T) {
 	dir := t.TempDir()
 	stateDir := filepath.Join(dir, "state")
 	d := privtest.StartDaemon(t, nil, "--journald", "off", "--state-dir", stateDir)
-	r := &refusalRig{node: privtest.StartNode(t), dir: dir, bin: bin}
+	r := &releaseRig{node: privtest.StartNode(t), dir: dir, bin: bin}
 	vol := privtest.Mkdir(t, filepath.Join(dir, "vol"))
 	r.node.Run(t, "mount", "-t", "tmpfs", "vol", vol)
 	r.node.Run(t, "sh", "-c", "echo data >"+vol+"/file")
@@ -35,21 +35,18 @@ func TestNewestCopyNeedsTheLedger(t *testing.T) {
 	r.node.Run(t, "umount", vol)
 	own := r.ownTmpfs(t)
 	time.Sleep(1500 * time.Millisecond) // the state log is flushed every second
-	in := func(state string, args ...string) []string {
-		return append([]string{"-t", strconv.Itoa(r.node.PID), "-m", "--", bin, "release", "--journald-socket", "", "--state-dir", state}, args...)
-	}
 	copyArgs := []string{"--mntns", ns(h.MntNS), "--mount-id", strconv.Itoa(copyID(t, h.PID, vol))}
 	ownArgs := []string{"--apply", "--mntns", ns(own.MntNS), "--mount-id", strconv.Itoa(copyID(t, own.PID, r.path))}
 
-	out, code := runIn(t, "", in("", append([]string{"--apply"}, copyArgs...)...)...)
+	out, code := r.release(t, "", "", append([]string{"--apply"}, copyArgs...)...)
 	if code != exitError || !strings.Contains(out, "cannot prove mount") {
 		t.Fatalf("without the ledger: exit %d, want %d and the proof it lacks:\n%s", code, exitError, out)
 	}
-	out, code = runIn(t, "", in(stateDir, ownArgs...)...)
+	out, code = r.release(t, "", stateDir, ownArgs...)
 	if code != exitError || !strings.Contains(out, "cannot prove mount") || r.data(t) != "data\n" {
 		t.Fatalf("the namespace's own tmpfs, with the ledger: exit %d, want %d, refused, its data kept:\n%s", code, exitError, out)
 	}
-	out, code = runIn(t, "", in(stateDir, append([]string{"--apply"}, copyArgs...)...)...)
+	out, code = r.release(t, "", stateDir, append([]string{"--apply"}, copyArgs...)...)
 	if code != exitOK || !strings.Contains(out, "the daemon's ledger: unshare[") || !strings.Contains(out, "unmounted "+vol) || !strings.Contains(out, "released: mount") {
 		t.Fatalf("with the ledger: exit %d, want %d, the recorded creation and unmount cited, released:\n%s", code, exitOK, out)
 	}
@@ -69,14 +66,14 @@ func TestActsOnlyOnTheProvenMount(t *testing.T) {
 	privtest.Require(t)
 	privtest.RequireCommands(t, "unshare", "nsenter", "mount", "umount", "findmnt")
 	bin := privtest.Binary(t)
-	run := func(t *testing.T, r *refusalRig, args ...string) (string, int) {
-		return runIn(t, "", append([]string{"-t", strconv.Itoa(r.node.PID), "-m", "--", bin, "release", "--journald-socket", "", "--state-dir", "", "--apply"}, args...)...)
+	run := func(t *testing.T, r *releaseRig, args ...string) (string, int) {
+		return r.release(t, "", "", append([]string{"--apply"}, args...)...)
 	}
 	t.Run("a mount id reused", func(t *testing.T) {
 		// Another process on the machine may take the freed id first:
 		// the setup (not the verdict) is tried again, at most 3 times.
 		for round := range 3 {
-			r := &refusalRig{node: privtest.StartNode(t), dir: t.TempDir(), bin: bin}
+			r := newRig(t, bin)
 			h, _ := r.provableLeak(t)
 			id := copyID(t, h.PID, filepath.Join(r.dir, "vol"))
 			args := []string{"--mntns", ns(h.MntNS), "--mount-id", strconv.Itoa(id)}
@@ -100,7 +97,7 @@ func TestActsOnlyOnTheProvenMount(t *testing.T) {
 		t.Fatal("the freed mount id was never reused in the holder")
 	})
 	t.Run("a namespace inode reused", func(t *testing.T) {
-		r := &refusalRig{node: privtest.StartNode(t), dir: t.TempDir(), bin: bin}
+		r := newRig(t, bin)
 		var waiting []*waiter
 		for range 40 {
 			waiting = append(waiting, startWaiter(t, r.node.PID))
@@ -119,7 +116,7 @@ func TestActsOnlyOnTheProvenMount(t *testing.T) {
 			return privtest.Run(t, "nsenter", "-t", strconv.Itoa(reused.pid), "-m", "--", "findmnt", "-n", "-r", "-o", "ID,SOURCE,TARGET")
 		}
 		before := table()
-		out, code := runIn(t, string(line), "-t", strconv.Itoa(r.node.PID), "-m", "--", bin, "release", "--journald-socket", "", "--state-dir", "", "--apply", "--force", "--finding", "-")
+		out, code := r.release(t, string(line), "", "--apply", "--force", "--finding", "-")
 		if code != exitError || !strings.Contains(out, "refused: ") || strings.Contains(out, "released:") {
 			t.Fatalf("a finding about the dead namespace's inode: exit %d, want %d and refused:\n%s", code, exitError, out)
 		}
@@ -136,7 +133,7 @@ func TestActsOnlyOnTheProvenMount(t *testing.T) {
 		}
 	})
 	t.Run("two releases at once", func(t *testing.T) {
-		r := &refusalRig{node: privtest.StartNode(t), dir: t.TempDir(), bin: bin}
+		r := newRig(t, bin)
 		h, dev := r.provableLeak(t)
 		args := []string{"--mntns", ns(h.MntNS), "--mount-id", strconv.Itoa(copyID(t, h.PID, filepath.Join(r.dir, "vol")))}
 		var wg sync.WaitGroup
@@ -165,9 +162,9 @@ func TestActsOnlyOnTheProvenMount(t *testing.T) {
 // planned is the command a dry run of release with args prints to act on
 // exactly the copy it planned (its namespace's birth id and its unique
 // id), as arguments of mntleak.
-func planned(t *testing.T, r *refusalRig, args ...string) []string {
+func planned(t *testing.T, r *releaseRig, args ...string) []string {
 	t.Helper()
-	out, code := runIn(t, "", append([]string{"-t", strconv.Itoa(r.node.PID), "-m", "--", r.bin, "release", "--journald-socket", "", "--state-dir", ""}, args...)...)
+	out, code := r.release(t, "", "", args...)
 	const prefix = "to act on exactly this copy: mntleak "
 	for _, line := range strings.Split(out, "\n") {
 		if cmd, ok := strings.CutPrefix(line, prefix); ok && code == exitOK {

@@ -88,8 +88,7 @@ func TestRelease(t *testing.T) {
 			if syscall.Kill(h.PID, 0) != nil {
 				t.Error("the holder did not keep running")
 			}
-			mkfs := exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", "mkfs.ext4", "-q", "-F", dev)
-			mkfsErr := mkfs.Run()
+			mkfsErr := mkfsIn(node, dev)
 			if tt.released != (mkfsErr == nil) {
 				t.Errorf("mkfs.ext4 after release: %v (released %v)", mkfsErr, tt.released)
 			}
@@ -114,7 +113,7 @@ func TestRelease(t *testing.T) {
 		if out, err := exec.Command("nsenter", append(in, args...)...).CombinedOutput(); err != nil {
 			t.Fatalf("%s: %v\n%s", f.Release, err, out)
 		}
-		if err := exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", "mkfs.ext4", "-q", "-F", dev).Run(); err != nil {
+		if err := mkfsIn(node, dev); err != nil {
 			t.Errorf("mkfs.ext4 after %s --apply: %v", f.Release, err)
 		}
 	})

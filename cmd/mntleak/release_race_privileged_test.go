@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -31,16 +30,11 @@ func TestDaemonReadsWhileReleasing(t *testing.T) {
 	stateDir := filepath.Join(dir, "state")
 	d := privtest.StartDaemon(t, nil, "--journald", "off", "--state-dir", stateDir)
 	dev := privtest.LoopDevice(t, 16)
-	vol := privtest.Mkdir(t, filepath.Join(dir, "vol"))
-	node := privtest.StartNode(t)
-	node.Run(t, "mount", dev, vol)
-	laterMount(t, node, dir)
-	h := node.StartHolder(t, "private", "cd /")
-	node.Run(t, "umount", vol)
+	r := newRig(t, bin)
+	h, _ := r.leakOf(t, dev)
+	vol := filepath.Join(r.dir, "vol")
 	id := copyID(t, h.PID, vol)
-	mkfs := func() error {
-		return exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", "mkfs.ext4", "-q", "-F", dev).Run()
-	}
+	mkfs := func() error { return mkfsIn(r.node, dev) }
 	if mkfs() == nil {
 		t.Fatal("mkfs.ext4 on the leaked device succeeded before the release")
 	}
@@ -63,15 +57,14 @@ func TestDaemonReadsWhileReleasing(t *testing.T) {
 			}
 		}
 	}()
-	args := []string{"-t", strconv.Itoa(node.PID), "-m", "--", bin, "release", "--journald-socket", "", "--state-dir", stateDir, "--apply",
-		"--mntns", ns(h.MntNS), "--mount-id", strconv.Itoa(id)}
+	args := []string{"--apply", "--mntns", ns(h.MntNS), "--mount-id", strconv.Itoa(id)}
 	var wg sync.WaitGroup
 	outs, codes := make([]string, 3), make([]int, 3)
 	for i := range outs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			outs[i], codes[i] = runIn(t, "", args...)
+			outs[i], codes[i] = r.release(t, "", stateDir, args...)
 		}()
 	}
 	wg.Wait()

@@ -125,9 +125,7 @@ func TestBusyAndKeptCopiesReleased(t *testing.T) {
 		h := node.StartHolder(t, "private", "true")
 		node.Run(t, "umount", leaked)
 		id := strconv.Itoa(copyID(t, h.PID, leaked))
-		in := []string{"-t", strconv.Itoa(node.PID), "-m", "--", bin, "release", "--state-dir", "", "--journald-socket", "",
-			"--mntns", strconv.FormatUint(uint64(h.MntNS), 10), "--mount-id", id}
-		out, code := runIn(t, "", append(in, "--apply")...)
+		out, code := releaseIn(t, strconv.Itoa(node.PID), bin, "", "", "--apply", "--mntns", ns(h.MntNS), "--mount-id", id)
 		if code != exitOK || !strings.Contains(out, "released: mount "+id+" at "+leaked) {
 			t.Fatalf("--apply: exit %d, want the copy of %s released:\n%s", code, leaked, out)
 		}
@@ -149,9 +147,7 @@ func TestBusyAndKeptCopiesReleased(t *testing.T) {
 		node.Run(t, "touch", file)
 		node.KeepNamespace(t, file)
 		node.Run(t, "umount", vol)
-		mkfs := func() error {
-			return exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", "mkfs.ext4", "-q", "-F", dev).Run()
-		}
+		mkfs := func() error { return mkfsIn(node, dev) }
 		if mkfs() == nil {
 			t.Fatal("mkfs.ext4 on a device a kept namespace has mounted succeeded")
 		}
@@ -198,9 +194,7 @@ func TestBusyAndKeptCopiesReleased(t *testing.T) {
 		_ = h.Cmd.Process.Kill()
 		_ = h.Cmd.Wait()
 		node.Run(t, "umount", vol)
-		mkfs := func() error {
-			return exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", "mkfs.ext4", "-q", "-F", dev).Run()
-		}
+		mkfs := func() error { return mkfsIn(node, dev) }
 		if mkfs() == nil {
 			t.Fatal("mkfs.ext4 on a device a namespace held open has mounted succeeded")
 		}
