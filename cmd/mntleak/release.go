@@ -137,8 +137,13 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	if f == nil {
-		if !saidReleased(stdout, logAction, uint32(*mntns), *mountID, target.Dev) {
+		// By a copy: who released it, if one did. By a device: nothing
+		// holds it, and the releases of its copies, if any.
+		if !explicit || !saidReleased(stdout, logAction, uint32(*mntns), *mountID, 0) {
 			fmt.Fprintln(stdout, "nothing holds it: nothing to release")
+		}
+		if !explicit {
+			saidReleased(stdout, logAction, 0, 0, target.Dev)
 		}
 		return exitError
 	}
