@@ -109,7 +109,7 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 		}
 		if target, err = release.CopyTarget(uint32(*mntns), *mountID); err != nil {
 			// Gone or changed since it was planned: nothing is done.
-			if !saidReleased(stdout, logAction, uint32(*mntns), *mountID, 0) {
+			if !saidReleased(stdout, logAction, uint32(*mntns), *mountID) {
 				fmt.Fprintf(stdout, "refused: %v\n", err)
 			}
 			return exitError
@@ -138,12 +138,13 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 	}
 	if f == nil {
 		// By a copy: who released it, if one did. By a device: nothing
-		// holds it, and the releases of its copies, if any.
-		if !explicit || !saidReleased(stdout, logAction, uint32(*mntns), *mountID, 0) {
+		// holds it, and the last release of a copy of that device number
+		// (an anonymous one, tmpfs's, is reused: its time tells).
+		if !explicit || !saidReleased(stdout, logAction, uint32(*mntns), *mountID) {
 			fmt.Fprintln(stdout, "nothing holds it: nothing to release")
 		}
-		if !explicit {
-			saidReleased(stdout, logAction, 0, 0, target.Dev)
+		if took := release.ReleasedDevice(release.LockDir, target.Dev); !explicit && target.Dev != 0 && len(took) > 0 {
+			fmt.Fprintf(stdout, "last released: %s\n", correlate.Escape(took[len(took)-1].String()))
 		}
 		return exitError
 	}
@@ -181,7 +182,7 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 		logAction(actionRecord{Result: "refused", Refuse: &r})
 	}
 	if len(plan.Steps) == 0 {
-		if len(plan.Refused) == 0 && explicit && saidReleased(stdout, logAction, uint32(*mntns), *mountID, 0) {
+		if len(plan.Refused) == 0 && explicit && saidReleased(stdout, logAction, uint32(*mntns), *mountID) {
 			return exitError
 		}
 		fmt.Fprintln(stdout, "nothing to release")

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/mntleak/mntleak/correlate"
-	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/release"
 	"github.com/mntleak/mntleak/state"
 )
@@ -163,31 +162,23 @@ func sameGeneration(f *correlate.Finding, c release.Checker, ns uint32) error {
 	return c.Ledger.Generation(ns, f.Time, born)
 }
 
-// saidReleased says, when a look found the target's copy gone, that a
-// release took it, from the records releases keep under release.LockDir:
-// of mount id in the namespace with inode ns (--mntns/--mount-id, by its
-// birth id now), or else of every copy of device dev. It reports whether
-// it found one.
-func saidReleased(stdout io.Writer, logAction func(actionRecord), ns uint32, id int, dev event.Dev) bool {
-	var took []release.Record
-	switch {
-	case id != 0:
-		born, _, err := release.BirthID(ns)
-		if err != nil {
-			return false // the namespace is gone too: what CopyTarget says
-		}
-		if r, ok := release.ReleasedMount(release.LockDir, born, id, ""); ok {
-			took = append(took, r)
-		}
-	case dev != 0:
-		took = release.ReleasedDevice(release.LockDir, dev)
+// saidReleased says, when a look found the copy named by --mntns/--mount-id
+// gone (mount id in the namespace with inode ns, by its birth id now),
+// that a release took it, from the records releases keep under
+// release.LockDir. It reports whether it found one.
+func saidReleased(stdout io.Writer, logAction func(actionRecord), ns uint32, id int) bool {
+	born, _, err := release.BirthID(ns)
+	if err != nil {
+		return false // the namespace is gone too: what CopyTarget says
 	}
-	for _, r := range took {
-		refusal := release.Refusal{MntNS: r.MntNS, Where: r.Where, Reason: r.String(), Hint: "nothing left to release"}
-		fmt.Fprintf(stdout, "refused: %s\n", correlate.Escape(refusal.Reason))
-		logAction(actionRecord{Result: "refused", Refuse: &refusal})
+	took, ok := release.ReleasedMount(release.LockDir, born, id, "")
+	if !ok {
+		return false
 	}
-	return len(took) > 0
+	refusal := release.Refusal{MntNS: took.MntNS, Where: took.Where, Reason: took.String(), Hint: "nothing left to release"}
+	fmt.Fprintf(stdout, "refused: %s\n", correlate.Escape(refusal.Reason))
+	logAction(actionRecord{Result: "refused", Refuse: &refusal})
+	return true
 }
 
 // sameBirth refuses namespace inode ns when the target names its birth id

@@ -149,12 +149,15 @@ func TestActsOnlyOnTheProvenMount(t *testing.T) {
 		if released := judgeRace(t, h.MntNS, outs, codes); released != 1 {
 			t.Errorf("%d releases detached the copy, want 1:\n%s\n%s", released, outs[0], outs[1])
 		}
-		// Later, by every form: the copy is gone, and each says who took it.
-		for _, again := range [][]string{args, {dev}} {
-			out, code := run(t, r, again...)
-			if code != exitError || !saysReleasedBefore(out, h.MntNS) {
-				t.Errorf("release %v after the copy was released: exit %d, want %d and who released it:\n%s", again, code, exitError, out)
-			}
+		// Later: the copy is gone, and the same command says who took it;
+		// by the device, that nothing holds it and the last release of it.
+		if out, code := run(t, r, args...); code != exitError || !saysReleasedBefore(out, h.MntNS) {
+			t.Errorf("release %v after the copy was released: exit %d, want %d and who released it:\n%s", args, code, exitError, out)
+		}
+		out, code := run(t, r, dev)
+		if code != exitError || !strings.HasPrefix(out, "nothing holds it: nothing to release\nlast released: mount "+args[3]+" (unique ") ||
+			!strings.Contains(out, " is gone from mnt:["+ns(h.MntNS)+"]") {
+			t.Errorf("release %s after the copy was released: exit %d, want %d, nothing holds it, and the last release:\n%s", dev, code, exitError, out)
 		}
 	})
 }
