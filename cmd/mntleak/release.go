@@ -97,25 +97,8 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 	}
 	var target correlate.Target
 	if explicit {
-		if given != nil {
-			if err := sameGeneration(given, checker, uint32(*mntns)); err != nil {
-				fmt.Fprintf(stdout, "refused: %v\n", err)
-				return exitError
-			}
-		}
-		if err := sameBirth(uint32(*mntns), *mntnsID); err != nil {
-			fmt.Fprintf(stdout, "refused: %v\n", err)
-			return exitError
-		}
-		if target, err = release.CopyTarget(uint32(*mntns), *mountID); err != nil {
-			// Gone or changed since it was planned: nothing is done.
-			if !saidReleased(stdout, logAction, uint32(*mntns), *mountID) {
-				fmt.Fprintf(stdout, "refused: %v\n", err)
-			}
-			return exitError
-		}
-		if given != nil && target.Dev != given.Object.Dev {
-			fmt.Fprintf(stdout, "refused: the finding differs from the live state: its object is %s, mount %d in mnt:[%d] is %s now\n", given.Object.Dev, *mountID, *mntns, target.Dev)
+		var ok bool
+		if target, ok = copyTarget(stdout, logAction, given, checker, uint32(*mntns), *mountID, *mntnsID); !ok {
 			return exitError
 		}
 	} else if given != nil {
@@ -188,10 +171,50 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "nothing to release")
 		return exitError
 	}
-	for i := range plan.Steps {
-		s := plan.Steps[i]
+	if carryOut(stdout, logAction, checker, plan.Steps, *apply) {
+		code = exitError
+	}
+	return code
+}
+
+// copyTarget is the object of the copy --mntns/--mount-id (or a finding's
+// release command) names, checked against the finding given and the birth
+// id given (0: none); false when refused, having said why.
+func copyTarget(stdout io.Writer, logAction func(actionRecord), given *correlate.Finding, checker release.Checker, ns uint32, id int, nsid uint64) (correlate.Target, bool) {
+	if given != nil {
+		if err := sameGeneration(given, checker, ns); err != nil {
+			fmt.Fprintf(stdout, "refused: %v\n", err)
+			return correlate.Target{}, false
+		}
+	}
+	if err := sameBirth(ns, nsid); err != nil {
+		fmt.Fprintf(stdout, "refused: %v\n", err)
+		return correlate.Target{}, false
+	}
+	target, err := release.CopyTarget(ns, id)
+	if err != nil {
+		// Gone or changed since it was planned: nothing is done.
+		if !saidReleased(stdout, logAction, ns, id) {
+			fmt.Fprintf(stdout, "refused: %v\n", err)
+		}
+		return correlate.Target{}, false
+	}
+	if given != nil && target.Dev != given.Object.Dev {
+		fmt.Fprintf(stdout, "refused: the finding differs from the live state: its object is %s, mount %d in mnt:[%d] is %s now\n", given.Object.Dev, id, ns, target.Dev)
+		return correlate.Target{}, false
+	}
+	return target, true
+}
+
+// carryOut prints each step and, with apply, acts on it; it reports
+// whether one was refused or failed at the moment of acting. A dry run
+// ends with the command that acts on exactly the copies it planned.
+func carryOut(stdout io.Writer, logAction func(actionRecord), checker release.Checker, steps []release.Step, apply bool) bool {
+	failed := false
+	for i := range steps {
+		s := steps[i]
 		printStep(stdout, s)
-		if !*apply {
+		if !apply {
 			logAction(actionRecord{Result: "planned", Step: &s})
 			continue
 		}
@@ -202,19 +225,19 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 			}
 			fmt.Fprintf(stdout, "%s: mnt:[%d] at %s: %s\n", result, s.MntNS, correlate.Escape(s.Where), correlate.Escape(err.Error()))
 			logAction(actionRecord{Result: result, Step: &s, Error: err.Error()})
-			code = exitError
+			failed = true
 			continue
 		}
 		fmt.Fprintf(stdout, "released: mount %d at %s is gone from mnt:[%d]\n", s.MountID, correlate.Escape(s.Where), s.MntNS)
 		logAction(actionRecord{Result: "released", Step: &s})
 	}
-	if !*apply {
-		for _, s := range plan.Steps {
+	if !apply {
+		for _, s := range steps {
 			fmt.Fprintf(stdout, "to act on exactly this copy: mntleak release --mntns %d --mount-id %d --mntns-id %d --unique-id %d --apply\n", s.MntNS, s.MountID, s.NSID, s.Unique)
 		}
 		fmt.Fprintln(stdout, "dry run: nothing changed (--apply to act)")
 	}
-	return code
+	return failed
 }
 
 func names(ps []correlate.ProcRef) string {
