@@ -40,8 +40,8 @@ func (c Checker) applyHere(s Step, lockDir string) error {
 	defer lock.unlock()
 	p, err := c.prove(ino, id, s.Unique)
 	if err != nil {
-		if prev := lock.previous(); prev != "" {
-			return &NotLeak{fmt.Sprintf("mount %d (unique %d) is gone from mnt:[%d]: %s", s.MountID, s.Unique, s.MntNS, prev)}
+		if prev, ok := lock.previous(); ok {
+			return &NotLeak{prev.String()}
 		}
 		return err
 	}
@@ -64,7 +64,9 @@ func (c Checker) applyHere(s Step, lockDir string) error {
 	if err := unix.Setns(fd, unix.CLONE_NEWNS); err != nil {
 		return fmt.Errorf("enter mnt:[%d]: %w", s.MntNS, err)
 	}
+	lock.begin(Record{MntNS: s.MntNS, NSID: s.NSID, MountID: s.MountID, Unique: s.Unique, Where: s.Where, Dev: p.Copy.Dev})
 	if err := detachExactly(s, proc); err != nil {
+		lock.abort()
 		return err
 	}
 	lock.done()

@@ -25,8 +25,9 @@
 // takes the copy's lock, re-checks the namespace's birth id, proves the
 // leak again, enters, checks the top mount at the mount point has the
 // planned unique id (statx) and detaches it through that open file, then
-// checks it is gone. CheckFinding refuses a finding from before this boot
-// or one that differs from what the daemon kept.
+// checks it is gone; a release that finds the copy gone says which
+// release took it (Record). CheckFinding refuses a finding from before
+// this boot or one that differs from what the daemon kept.
 //
 // Do not use it on a copy a process works in: detaching it under a running
 // database is what --force exists to make explicit.
@@ -42,8 +43,10 @@
 //     namespace against the live one's birth id.
 //   - identity.go: Checker (origins, ledger, verdict), Identify.
 //   - apply.go: Checker.Apply, on a locked thread; detachExactly.
-//   - lock.go: one flock per copy under LockDir, and the note of who
-//     released it.
+//   - lock.go: one flock per copy under LockDir; Record, what each
+//     release of a copy leaves in its lock file; ReleasedMount,
+//     ReleasedDevice, the record a release that finds its copy gone
+//     quotes.
 //   - finding.go: CheckFinding, BootTime.
 //   - target.go: CopyTarget, the object of a copy named by namespace and
 //     mount id, read through a process of it, a bind of its nsfs file or a

@@ -117,7 +117,9 @@ func (c Checker) prove(ino uint32, id, copyID uint64) (Proof, error) {
 
 // Identify binds a planned step to identities the kernel never reuses
 // (the namespace's birth id, the mount's unique id) and proves its copy a
-// leak; the step then carries the proof. A *NotLeak error refuses it.
+// leak; the step then carries the proof. Identities the step carries
+// already (a plan's, given back) must be the live ones. A *NotLeak error
+// refuses it.
 func (c Checker) Identify(s *Step) error {
 	fd, ino, id, err := openNS(s.Enter)
 	if err != nil {
@@ -126,6 +128,9 @@ func (c Checker) Identify(s *Step) error {
 	unix.Close(fd)
 	if ino != s.MntNS {
 		return &NotLeak{fmt.Sprintf("%s names mnt:[%d] now, not mnt:[%d]", s.Enter, ino, s.MntNS)}
+	}
+	if s.NSID != 0 && id != s.NSID {
+		return &NotLeak{ReusedInode(ino, id, s.Enter, s.NSID)}
 	}
 	mounts, err := readTable(id)
 	if err != nil {
@@ -137,13 +142,24 @@ func (c Checker) Identify(s *Step) error {
 			unique = m.ID
 		}
 	}
+	if s.Unique != 0 && unique != s.Unique {
+		if prev, ok := released(LockDir, id, s.Unique); ok {
+			return &NotLeak{prev.String()}
+		}
+		if unique != 0 {
+			return &NotLeak{fmt.Sprintf("mount %d at %s in mnt:[%d] (id %d) is unique mount %d now, not the planned %d: the mount id was reused", s.MountID, s.Where, ino, id, unique, s.Unique)}
+		}
+	}
 	if unique == 0 {
+		if prev, ok := ReleasedMount(LockDir, id, s.MountID, s.Where); ok {
+			return &NotLeak{prev.String()}
+		}
 		return &NotLeak{fmt.Sprintf("mnt:[%d] (id %d) has no mount %d at %s", ino, id, s.MountID, s.Where)}
 	}
 	p, err := c.prove(ino, id, unique)
 	if err != nil {
-		if prev := releasedBy(LockDir, id, unique); prev != "" {
-			return &NotLeak{fmt.Sprintf("mount %d (unique %d) is gone from mnt:[%d]: %s", s.MountID, unique, ino, prev)}
+		if prev, ok := released(LockDir, id, unique); ok {
+			return &NotLeak{prev.String()}
 		}
 		return err
 	}
@@ -175,4 +191,11 @@ func runsIn(pid, ino uint32) bool {
 func IsNotLeak(err error) bool {
 	var nl *NotLeak
 	return errors.As(err, &nl)
+}
+
+// ReusedInode is the refusal of namespace inode ino, born with id live
+// (read through file), named with birth id want: another namespace has
+// the inode now.
+func ReusedInode(ino uint32, live uint64, file string, want uint64) string {
+	return fmt.Sprintf("mnt:[%d] was born with id %d (read through %s), not the planned %d: the inode was reused", ino, live, file, want)
 }

@@ -24,5 +24,5 @@
 //
 // Files: log.go (Open, Append, Flush, Read, Load, BootID, Keep), lock.go
 // (Lock, HeldError), actions.go (AppendAction, CountActions), findings.go
-// (AppendFinding, LookupFinding).
+// (AppendFinding, LookupFinding, FindingsWith).
 package state

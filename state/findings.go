@@ -34,17 +34,9 @@ var ErrNoFinding = errors.New("no finding with that id in the state dir")
 // when there are several.
 func LookupFinding(dir, id string) ([]byte, error) {
 	var found []byte
-	want := []byte(`"id":"` + id + `"`)
-	err := scanLines(dir, FindingsName, func(line []byte) {
-		if !bytes.Contains(line, want) {
-			return
-		}
-		var rec struct {
-			ID      string          `json:"id"`
-			Finding json.RawMessage `json:"finding"`
-		}
-		if json.Unmarshal(line, &rec) == nil && rec.ID == id {
-			found = append([]byte(nil), rec.Finding...)
+	err := FindingsWith(dir, `"id":"`+id+`"`, func(kept string, finding []byte) {
+		if kept == id {
+			found = finding
 		}
 	})
 	if err != nil {
@@ -54,4 +46,22 @@ func LookupFinding(dir, id string) ([]byte, error) {
 		return nil, ErrNoFinding
 	}
 	return found, nil
+}
+
+// FindingsWith calls fn with the id and JSON (a copy) of every finding
+// kept whose line contains substr, oldest first.
+func FindingsWith(dir, substr string, fn func(id string, finding []byte)) error {
+	want := []byte(substr)
+	return scanLines(dir, FindingsName, func(line []byte) {
+		if !bytes.Contains(line, want) {
+			return
+		}
+		var rec struct {
+			ID      string          `json:"id"`
+			Finding json.RawMessage `json:"finding"`
+		}
+		if json.Unmarshal(line, &rec) == nil {
+			fn(rec.ID, append([]byte(nil), rec.Finding...))
+		}
+	})
 }

@@ -32,6 +32,8 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 	force := fs.Bool("force", false, "detach copies that processes work in (they keep what they have open and lose the path)")
 	mntns := fs.Uint("mntns", 0, "with --mount-id: the namespace of the copy (its inode, as mnt:[INODE] shows)")
 	mountID := fs.Int("mount-id", 0, "with --mntns: the copy's mount id in that namespace")
+	mntnsID := fs.Uint64("mntns-id", 0, "with --mntns: the namespace's birth id a plan showed (born id); refused when the live namespace was born with another (its inode was reused)")
+	uniqueID := fs.Uint64("unique-id", 0, "with --mount-id: the mount's unique id a plan showed; refused when the mount id names another mount now")
 	stateDir := fs.String("state-dir", "/var/lib/mntleak", "persistent lineage of a daemon, if any")
 	journalSocket := fs.String("journald-socket", journald.SocketPath, "the journal's native socket, where every action is logged (MNTLEAK_ACTION=release); \"\" for none")
 	fromFinding := fs.String("finding", "", "release what a finding names: its id (finding_id, MNTLEAK_FINDING_ID; looked up in --state-dir), or a file (- for stdin) holding one finding as the daemon logs it (JSON log line, journalctl -o json entry, or why --json)")
@@ -87,25 +89,17 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 	case explicit && (*mntns == 0 || *mountID == 0 || fs.NArg() != 0):
 		fmt.Fprintln(stderr, "mntleak release: --mntns and --mount-id go together, without a target")
 		return exitUsage
+	case !explicit && (*mntnsID != 0 || *uniqueID != 0):
+		fmt.Fprintln(stderr, "mntleak release: --mntns-id and --unique-id go with the copy they name: --mntns and --mount-id, or a finding's")
+		return exitUsage
 	case !explicit && fs.NArg() != 1:
 		fmt.Fprintln(stderr, "mntleak release: want exactly one PATH, DEVICE or MAJOR:MINOR, or --mntns and --mount-id")
 		return exitUsage
 	}
 	var target correlate.Target
 	if explicit {
-		if given != nil {
-			if err := sameGeneration(given, checker, uint32(*mntns)); err != nil {
-				fmt.Fprintf(stdout, "refused: %v\n", err)
-				return exitError
-			}
-		}
-		if target, err = release.CopyTarget(uint32(*mntns), *mountID); err != nil {
-			// Gone or changed since it was planned: nothing is done.
-			fmt.Fprintf(stdout, "refused: %v\n", err)
-			return exitError
-		}
-		if given != nil && target.Dev != given.Object.Dev {
-			fmt.Fprintf(stdout, "refused: the finding differs from the live state: its object is %s, mount %d in mnt:[%d] is %s now\n", given.Object.Dev, *mountID, *mntns, target.Dev)
+		var ok bool
+		if target, ok = copyTarget(stdout, logAction, given, checker, uint32(*mntns), *mountID, *mntnsID); !ok {
 			return exitError
 		}
 	} else if given != nil {
@@ -127,11 +121,23 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	if f == nil {
-		fmt.Fprintln(stdout, "nothing holds it: nothing to release")
+		// By a copy: who released it, if one did. By a device: nothing
+		// holds it, and the last release of a copy of that device number
+		// (an anonymous one, tmpfs's, is reused: its time tells).
+		if !explicit || !saidReleased(stdout, logAction, uint32(*mntns), *mountID) {
+			fmt.Fprintln(stdout, "nothing holds it: nothing to release")
+		}
+		if took := release.ReleasedDevice(release.LockDir, target.Dev); !explicit && target.Dev != 0 && len(took) > 0 {
+			fmt.Fprintf(stdout, "last released: %s\n", finding.Escape(took[len(took)-1].String()))
+		}
 		return exitError
 	}
 	host, err := procfs.Host{}.HostNS()
 	if err != nil {
+		fmt.Fprintf(stderr, "mntleak release: %v\n", err)
+		return exitError
+	}
+	if err := keptBusyCopy(f, *stateDir, &checker); err != nil {
 		fmt.Fprintf(stderr, "mntleak release: %v\n", err)
 		return exitError
 	}
@@ -141,6 +147,9 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 	plan := release.Make(f, host, self, *force)
 	if explicit {
 		plan = plan.Only(uint32(*mntns), *mountID)
+		for i := range plan.Steps {
+			plan.Steps[i].NSID, plan.Steps[i].Unique = *mntnsID, *uniqueID // the plan's, checked by identify
+		}
 	}
 	code := exitOK
 	plan, failed := identify(checker, plan)
@@ -157,13 +166,56 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 		logAction(actionRecord{Result: "refused", Refuse: &r})
 	}
 	if len(plan.Steps) == 0 {
+		if len(plan.Refused) == 0 && explicit && saidReleased(stdout, logAction, uint32(*mntns), *mountID) {
+			return exitError
+		}
 		fmt.Fprintln(stdout, "nothing to release")
 		return exitError
 	}
-	for i := range plan.Steps {
-		s := plan.Steps[i]
+	if carryOut(stdout, logAction, checker, plan.Steps, *apply) {
+		code = exitError
+	}
+	return code
+}
+
+// copyTarget is the object of the copy --mntns/--mount-id (or a finding's
+// release command) names, checked against the finding given and the birth
+// id given (0: none); false when refused, having said why.
+func copyTarget(stdout io.Writer, logAction func(actionRecord), given *finding.Finding, checker release.Checker, ns uint32, id int, nsid uint64) (correlate.Target, bool) {
+	if given != nil {
+		if err := sameGeneration(given, checker, ns); err != nil {
+			fmt.Fprintf(stdout, "refused: %v\n", err)
+			return correlate.Target{}, false
+		}
+	}
+	if err := sameBirth(ns, nsid); err != nil {
+		fmt.Fprintf(stdout, "refused: %v\n", err)
+		return correlate.Target{}, false
+	}
+	target, err := release.CopyTarget(ns, id)
+	if err != nil {
+		// Gone or changed since it was planned: nothing is done.
+		if !saidReleased(stdout, logAction, ns, id) {
+			fmt.Fprintf(stdout, "refused: %v\n", err)
+		}
+		return correlate.Target{}, false
+	}
+	if given != nil && target.Dev != given.Object.Dev {
+		fmt.Fprintf(stdout, "refused: the finding differs from the live state: its object is %s, mount %d in mnt:[%d] is %s now\n", given.Object.Dev, id, ns, target.Dev)
+		return correlate.Target{}, false
+	}
+	return target, true
+}
+
+// carryOut prints each step and, with apply, acts on it; it reports
+// whether one was refused or failed at the moment of acting. A dry run
+// ends with the command that acts on exactly the copies it planned.
+func carryOut(stdout io.Writer, logAction func(actionRecord), checker release.Checker, steps []release.Step, apply bool) bool {
+	failed := false
+	for i := range steps {
+		s := steps[i]
 		printStep(stdout, s)
-		if !*apply {
+		if !apply {
 			logAction(actionRecord{Result: "planned", Step: &s})
 			continue
 		}
@@ -174,16 +226,19 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 			}
 			fmt.Fprintf(stdout, "%s: mnt:[%d] at %s: %s\n", result, s.MntNS, finding.Escape(s.Where), finding.Escape(err.Error()))
 			logAction(actionRecord{Result: result, Step: &s, Error: err.Error()})
-			code = exitError
+			failed = true
 			continue
 		}
 		fmt.Fprintf(stdout, "released: mount %d at %s is gone from mnt:[%d]\n", s.MountID, finding.Escape(s.Where), s.MntNS)
 		logAction(actionRecord{Result: "released", Step: &s})
 	}
-	if !*apply {
+	if !apply {
+		for _, s := range steps {
+			fmt.Fprintf(stdout, "to act on exactly this copy: mntleak release --mntns %d --mount-id %d --mntns-id %d --unique-id %d --apply\n", s.MntNS, s.MountID, s.NSID, s.Unique)
+		}
 		fmt.Fprintln(stdout, "dry run: nothing changed (--apply to act)")
 	}
-	return code
+	return failed
 }
 
 func names(ps []finding.ProcRef) string {

@@ -60,10 +60,55 @@ func checkFinding(f *finding.Finding, stateDir string, c *release.Checker) error
 		return err
 	}
 	if kept != nil && kept.Cause == finding.CauseBusyCopy && kept.Call.Errno != "" {
-		c.FailedUnmount = fmt.Sprintf("%s by %s[%d] at %s: %s, kept by the daemon as finding %s", kept.Call.Syscall, kept.Call.Comm, kept.Call.PID,
-			kept.Call.Time.UTC().Format(time.RFC3339Nano), kept.Call.Errno, f.ID())
+		c.FailedUnmount = failedUnmount(kept, f.ID())
 	}
 	return nil
+}
+
+// failedUnmount is the evidence a busy-copy finding the daemon kept under
+// id gives: the unmount that failed because of the copy.
+func failedUnmount(kept *finding.Finding, id string) string {
+	return fmt.Sprintf("%s by %s[%d] at %s: %s, kept by the daemon as finding %s", kept.Call.Syscall, kept.Call.Comm, kept.Call.PID,
+		kept.Call.Time.UTC().Format(time.RFC3339Nano), kept.Call.Errno, id)
+}
+
+// keptBusyCopy gives the checker, for a copy the live finding f calls
+// busy, the failed unmount of the newest busy-copy finding the daemon kept
+// in stateDir this boot about the same object and the same copy (its
+// namespace, of the birth id the ledger recorded then, and its mount id
+// and mount point), however the target was named. The proof still checks
+// that the copy receives propagation from the origin's mount there.
+func keptBusyCopy(f *finding.Finding, stateDir string, c *release.Checker) error {
+	if f.Cause != finding.CauseBusyCopy || c.FailedUnmount != "" || stateDir == "" {
+		return nil
+	}
+	booted, err := release.BootTime()
+	if err != nil {
+		return err
+	}
+	return state.FindingsWith(stateDir, `"cause":"busy-copy"`, func(id string, b []byte) {
+		kept, err := readFinding(bytes.NewReader(b))
+		if err != nil || kept.Cause != finding.CauseBusyCopy || kept.Call.Errno == "" || kept.Object.Dev != f.Object.Dev || kept.Time.Before(booted) {
+			return
+		}
+		for _, h := range f.Holders {
+			if keptHolder(kept, h) && sameGeneration(kept, *c, h.MntNS) == nil {
+				c.FailedUnmount = failedUnmount(kept, id)
+				return
+			}
+		}
+	})
+}
+
+// keptHolder reports whether finding kept names copy h: its namespace,
+// mount id and mount point.
+func keptHolder(kept *finding.Finding, h finding.Holder) bool {
+	for _, k := range kept.Holders {
+		if k.MntNS == h.MntNS && k.MountID == h.MountID && k.Where == h.Where && h.MountID != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // identify binds every step to the kernel's identities and proves its copy
@@ -116,4 +161,40 @@ func sameGeneration(f *finding.Finding, c release.Checker, ns uint32) error {
 		return err
 	}
 	return c.Ledger.Generation(ns, f.Time, born)
+}
+
+// saidReleased says, when a look found the copy named by --mntns/--mount-id
+// gone (mount id in the namespace with inode ns, by its birth id now),
+// that a release took it, from the records releases keep under
+// release.LockDir. It reports whether it found one.
+func saidReleased(stdout io.Writer, logAction func(actionRecord), ns uint32, id int) bool {
+	born, _, err := release.BirthID(ns)
+	if err != nil {
+		return false // the namespace is gone too: what CopyTarget says
+	}
+	took, ok := release.ReleasedMount(release.LockDir, born, id, "")
+	if !ok {
+		return false
+	}
+	refusal := release.Refusal{MntNS: took.MntNS, Where: took.Where, Reason: took.String(), Hint: "nothing left to release"}
+	fmt.Fprintf(stdout, "refused: %s\n", finding.Escape(refusal.Reason))
+	logAction(actionRecord{Result: "refused", Refuse: &refusal})
+	return true
+}
+
+// sameBirth refuses namespace inode ns when the target names its birth id
+// (want, a plan's; 0: none) and the live namespace with that inode was
+// born with another: the daemon's ledger is not needed for that.
+func sameBirth(ns uint32, want uint64) error {
+	if want == 0 {
+		return nil
+	}
+	born, file, err := release.BirthID(ns)
+	if err != nil {
+		return err
+	}
+	if born != want {
+		return &release.NotLeak{Reason: release.ReusedInode(ns, born, file, want)}
+	}
+	return nil
 }

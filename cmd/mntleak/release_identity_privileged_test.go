@@ -27,7 +27,7 @@ func TestNewestCopyNeedsTheLedger(t *testing.T) {
 	dir := t.TempDir()
 	stateDir := filepath.Join(dir, "state")
 	d := privtest.StartDaemon(t, nil, "--journald", "off", "--state-dir", stateDir)
-	r := &refusalRig{node: privtest.StartNode(t), dir: dir, bin: bin}
+	r := &releaseRig{node: privtest.StartNode(t), dir: dir, bin: bin}
 	vol := privtest.Mkdir(t, filepath.Join(dir, "vol"))
 	r.node.Run(t, "mount", "-t", "tmpfs", "vol", vol)
 	r.node.Run(t, "sh", "-c", "echo data >"+vol+"/file")
@@ -35,21 +35,18 @@ func TestNewestCopyNeedsTheLedger(t *testing.T) {
 	r.node.Run(t, "umount", vol)
 	own := r.ownTmpfs(t)
 	time.Sleep(1500 * time.Millisecond) // the state log is flushed every second
-	in := func(state string, args ...string) []string {
-		return append([]string{"-t", strconv.Itoa(r.node.PID), "-m", "--", bin, "release", "--journald-socket", "", "--state-dir", state}, args...)
-	}
 	copyArgs := []string{"--mntns", ns(h.MntNS), "--mount-id", strconv.Itoa(copyID(t, h.PID, vol))}
 	ownArgs := []string{"--apply", "--mntns", ns(own.MntNS), "--mount-id", strconv.Itoa(copyID(t, own.PID, r.path))}
 
-	out, code := runIn(t, "", in("", append([]string{"--apply"}, copyArgs...)...)...)
+	out, code := r.release(t, "", "", append([]string{"--apply"}, copyArgs...)...)
 	if code != exitError || !strings.Contains(out, "cannot prove mount") {
 		t.Fatalf("without the ledger: exit %d, want %d and the proof it lacks:\n%s", code, exitError, out)
 	}
-	out, code = runIn(t, "", in(stateDir, ownArgs...)...)
+	out, code = r.release(t, "", stateDir, ownArgs...)
 	if code != exitError || !strings.Contains(out, "cannot prove mount") || r.data(t) != "data\n" {
 		t.Fatalf("the namespace's own tmpfs, with the ledger: exit %d, want %d, refused, its data kept:\n%s", code, exitError, out)
 	}
-	out, code = runIn(t, "", in(stateDir, append([]string{"--apply"}, copyArgs...)...)...)
+	out, code = r.release(t, "", stateDir, append([]string{"--apply"}, copyArgs...)...)
 	if code != exitOK || !strings.Contains(out, "the daemon's ledger: unshare[") || !strings.Contains(out, "unmounted "+vol) || !strings.Contains(out, "released: mount") {
 		t.Fatalf("with the ledger: exit %d, want %d, the recorded creation and unmount cited, released:\n%s", code, exitOK, out)
 	}
@@ -63,19 +60,20 @@ func TestNewestCopyNeedsTheLedger(t *testing.T) {
 // A leaked copy released, then its mount id reused by a new mount in the
 // same namespace: the same command is refused and the new mount keeps its
 // data. Two releases of one copy at once: one detaches it, the other is
-// refused.
+// refused naming it, and so is every release of the copy afterwards, by
+// namespace and mount id or by device.
 func TestActsOnlyOnTheProvenMount(t *testing.T) {
 	privtest.Require(t)
 	privtest.RequireCommands(t, "unshare", "nsenter", "mount", "umount", "findmnt")
 	bin := privtest.Binary(t)
-	run := func(t *testing.T, r *refusalRig, args ...string) (string, int) {
-		return runIn(t, "", append([]string{"-t", strconv.Itoa(r.node.PID), "-m", "--", bin, "release", "--journald-socket", "", "--state-dir", "", "--apply"}, args...)...)
+	run := func(t *testing.T, r *releaseRig, args ...string) (string, int) {
+		return r.release(t, "", "", append([]string{"--apply"}, args...)...)
 	}
 	t.Run("a mount id reused", func(t *testing.T) {
 		// Another process on the machine may take the freed id first:
 		// the setup (not the verdict) is tried again, at most 3 times.
 		for round := range 3 {
-			r := &refusalRig{node: privtest.StartNode(t), dir: t.TempDir(), bin: bin}
+			r := newRig(t, bin)
 			h, _ := r.provableLeak(t)
 			id := copyID(t, h.PID, filepath.Join(r.dir, "vol"))
 			args := []string{"--mntns", ns(h.MntNS), "--mount-id", strconv.Itoa(id)}
@@ -99,7 +97,7 @@ func TestActsOnlyOnTheProvenMount(t *testing.T) {
 		t.Fatal("the freed mount id was never reused in the holder")
 	})
 	t.Run("a namespace inode reused", func(t *testing.T) {
-		r := &refusalRig{node: privtest.StartNode(t), dir: t.TempDir(), bin: bin}
+		r := newRig(t, bin)
 		var waiting []*waiter
 		for range 40 {
 			waiting = append(waiting, startWaiter(t, r.node.PID))
@@ -108,6 +106,7 @@ func TestActsOnlyOnTheProvenMount(t *testing.T) {
 		f := r.why(t, dev)
 		f["finding"] = "leak" // as the daemon logs one
 		line, _ := json.Marshal(f)
+		exactly := planned(t, r, "--mntns", ns(h.MntNS), "--mount-id", strconv.Itoa(copyID(t, h.PID, filepath.Join(r.dir, "vol"))))
 		_ = h.Cmd.Process.Kill()
 		_ = h.Cmd.Wait()
 		// A new namespace takes the inode: a healthy one, copied from
@@ -117,9 +116,14 @@ func TestActsOnlyOnTheProvenMount(t *testing.T) {
 			return privtest.Run(t, "nsenter", "-t", strconv.Itoa(reused.pid), "-m", "--", "findmnt", "-n", "-r", "-o", "ID,SOURCE,TARGET")
 		}
 		before := table()
-		out, code := runIn(t, string(line), "-t", strconv.Itoa(r.node.PID), "-m", "--", bin, "release", "--journald-socket", "", "--state-dir", "", "--apply", "--force", "--finding", "-")
+		out, code := r.release(t, string(line), "", "--apply", "--force", "--finding", "-")
 		if code != exitError || !strings.Contains(out, "refused: ") || strings.Contains(out, "released:") {
 			t.Fatalf("a finding about the dead namespace's inode: exit %d, want %d and refused:\n%s", code, exitError, out)
+		}
+		// The plan's identities, without a ledger: the birth id differs.
+		out, code = runIn(t, "", append([]string{"-t", strconv.Itoa(r.node.PID), "-m", "--", bin}, append(exactly, "--journald-socket", "", "--state-dir", "", "--force")...)...)
+		if code != exitError || !strings.Contains(out, "refused: mnt:["+ns(h.MntNS)+"] was born with id ") || !strings.Contains(out, ": the inode was reused") {
+			t.Fatalf("the plan's identities for the dead namespace's inode: exit %d, want %d and refused naming both birth ids:\n%s", code, exitError, out)
 		}
 		if after := table(); after != before {
 			t.Errorf("the new namespace's table changed:\n%s\nbecame\n%s", before, after)
@@ -129,8 +133,8 @@ func TestActsOnlyOnTheProvenMount(t *testing.T) {
 		}
 	})
 	t.Run("two releases at once", func(t *testing.T) {
-		r := &refusalRig{node: privtest.StartNode(t), dir: t.TempDir(), bin: bin}
-		h, _ := r.provableLeak(t)
+		r := newRig(t, bin)
+		h, dev := r.provableLeak(t)
 		args := []string{"--mntns", ns(h.MntNS), "--mount-id", strconv.Itoa(copyID(t, h.PID, filepath.Join(r.dir, "vol")))}
 		var wg sync.WaitGroup
 		outs, codes := make([]string, 2), make([]int, 2)
@@ -142,23 +146,61 @@ func TestActsOnlyOnTheProvenMount(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		released := 0
-		for i := range 2 {
-			if codes[i] == exitOK && strings.Contains(outs[i], "released: mount") {
-				released++
-			} else if codes[i] == exitOK || strings.Contains(outs[i], "released:") {
-				// The loser did not act. What it says depends on when it
-				// looked: the copy gone already ("nothing holds it", "has
-				// no mount"), or under the lock, the first one's note.
-				t.Errorf("release %d: exit %d, acted or said it did:\n%s", i, codes[i], outs[i])
-			} else {
-				t.Logf("release %d did not act: %s", i, strings.TrimSpace(outs[i]))
-			}
-		}
-		if released != 1 {
+		if released := judgeRace(t, h.MntNS, outs, codes); released != 1 {
 			t.Errorf("%d releases detached the copy, want 1:\n%s\n%s", released, outs[0], outs[1])
 		}
+		// Later: the copy is gone, and the same command says who took it;
+		// by the device, that nothing holds it and the last release of it.
+		if out, code := run(t, r, args...); code != exitError || !saysReleasedBefore(out, h.MntNS) {
+			t.Errorf("release %v after the copy was released: exit %d, want %d and who released it:\n%s", args, code, exitError, out)
+		}
+		out, code := run(t, r, dev)
+		if code != exitError || !strings.HasPrefix(out, "nothing holds it: nothing to release\nlast released: mount "+args[3]+" (unique ") ||
+			!strings.Contains(out, " is gone from mnt:["+ns(h.MntNS)+"]") {
+			t.Errorf("release %s after the copy was released: exit %d, want %d, nothing holds it, and the last release:\n%s", dev, code, exitError, out)
+		}
 	})
+}
+
+// planned is the command a dry run of release with args prints to act on
+// exactly the copy it planned (its namespace's birth id and its unique
+// id), as arguments of mntleak.
+func planned(t *testing.T, r *releaseRig, args ...string) []string {
+	t.Helper()
+	out, code := r.release(t, "", "", args...)
+	const prefix = "to act on exactly this copy: mntleak "
+	for _, line := range strings.Split(out, "\n") {
+		if cmd, ok := strings.CutPrefix(line, prefix); ok && code == exitOK {
+			return strings.Fields(cmd)
+		}
+	}
+	t.Fatalf("the dry run names no identities to act on: exit %d:\n%s", code, out)
+	return nil
+}
+
+// judgeRace counts the releases of one copy in mnt:[ns] that detached it;
+// every other one must not have acted and must say that another release
+// took the copy.
+func judgeRace(t *testing.T, ns uint32, outs []string, codes []int) int {
+	t.Helper()
+	released := 0
+	for i, out := range outs {
+		switch {
+		case codes[i] == exitOK && strings.Contains(out, "released: mount "):
+			released++
+		case codes[i] != exitOK && !strings.Contains(out, "released: ") && saysReleasedBefore(out, ns):
+		default:
+			t.Errorf("release %d: exit %d, neither released nor refused naming the release that took the copy:\n%s", i, codes[i], out)
+		}
+	}
+	return released
+}
+
+// saysReleasedBefore reports whether release's output says the copy in
+// mnt:[ns] is gone because another release detached it.
+func saysReleasedBefore(out string, ns uint32) bool {
+	return strings.Contains(out, "refused: ") && strings.Contains(out, " is gone from mnt:["+strconv.FormatUint(uint64(ns), 10)+"]") &&
+		strings.Contains(out, ": released by mntleak[")
 }
 
 // reuseMountID mounts tmpfs with data in pid's namespace, one after the

@@ -27,17 +27,17 @@ func TestOldStateDirFindingRefused(t *testing.T) {
 		name string
 		// after changes the world once the daemon stopped; it returns a
 		// check that what is there now is as it was before the release.
-		after func(t *testing.T, r *refusalRig, h *privtest.Holder, stateDir string) func(t *testing.T)
+		after func(t *testing.T, r *releaseRig, h *privtest.Holder, stateDir string) func(t *testing.T)
 		want  string
 	}{
 		{name: "the namespace is gone", want: "no process runs in mnt:[",
-			after: func(t *testing.T, r *refusalRig, h *privtest.Holder, _ string) func(t *testing.T) {
+			after: func(t *testing.T, r *releaseRig, h *privtest.Holder, _ string) func(t *testing.T) {
 				_ = h.Cmd.Process.Kill()
 				_ = h.Cmd.Wait()
 				return func(*testing.T) {}
 			}},
 		{name: "the namespace inode is reused", want: "the inode was reused",
-			after: func(t *testing.T, r *refusalRig, h *privtest.Holder, _ string) func(t *testing.T) {
+			after: func(t *testing.T, r *releaseRig, h *privtest.Holder, _ string) func(t *testing.T) {
 				var waiting []*waiter
 				for range 40 {
 					waiting = append(waiting, startWaiter(t, r.node.PID))
@@ -59,11 +59,10 @@ func TestOldStateDirFindingRefused(t *testing.T) {
 				}
 			}},
 		{name: "the mount id is reused", want: "the finding differs from the live state: its object is ",
-			after: func(t *testing.T, r *refusalRig, h *privtest.Holder, _ string) func(t *testing.T) {
+			after: func(t *testing.T, r *releaseRig, h *privtest.Holder, _ string) func(t *testing.T) {
 				vol := filepath.Join(r.dir, "vol")
 				id := copyID(t, h.PID, vol)
-				out, code := runIn(t, "", "-t", strconv.Itoa(r.node.PID), "-m", "--", bin, "release", "--journald-socket", "", "--state-dir", "",
-					"--apply", "--mntns", ns(h.MntNS), "--mount-id", strconv.Itoa(id))
+				out, code := r.release(t, "", "", "--apply", "--mntns", ns(h.MntNS), "--mount-id", strconv.Itoa(id))
 				if code != exitOK || !strings.Contains(out, "released: mount") {
 					t.Fatalf("the leak: exit %d:\n%s", code, out)
 				}
@@ -81,7 +80,7 @@ func TestOldStateDirFindingRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			stateDir := filepath.Join(t.TempDir(), "state")
 			d := privtest.StartDaemon(t, nil, "--journald", "off", "--state-dir", stateDir)
-			r := &refusalRig{node: privtest.StartNode(t), dir: t.TempDir(), bin: bin}
+			r := newRig(t, bin)
 			h, _ := r.provableLeak(t)
 			line := findingLine(t, d, `"finding":"leak"`, filepath.Join(r.dir, "vol"))
 			var f struct {
@@ -93,8 +92,7 @@ func TestOldStateDirFindingRefused(t *testing.T) {
 			time.Sleep(1500 * time.Millisecond) // the state log is flushed every second
 			d.Stop(t)
 			check := tc.after(t, r, h, stateDir)
-			out, code := runIn(t, "", "-t", strconv.Itoa(r.node.PID), "-m", "--", bin, "release", "--journald-socket", "", "--state-dir", stateDir,
-				"--apply", "--force", "--finding", f.ID)
+			out, code := r.release(t, "", stateDir, "--apply", "--force", "--finding", f.ID)
 			if code != exitError || !strings.Contains(out, "refused: ") || !strings.Contains(out, tc.want) || strings.Contains(out, "released:") {
 				t.Fatalf("exit %d, want %d and refused with %q:\n%s", code, exitError, tc.want, out)
 			}

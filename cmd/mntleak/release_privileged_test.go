@@ -88,8 +88,7 @@ func TestRelease(t *testing.T) {
 			if syscall.Kill(h.PID, 0) != nil {
 				t.Error("the holder did not keep running")
 			}
-			mkfs := exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", "mkfs.ext4", "-q", "-F", dev)
-			mkfsErr := mkfs.Run()
+			mkfsErr := mkfsIn(node, dev)
 			if tt.released != (mkfsErr == nil) {
 				t.Errorf("mkfs.ext4 after release: %v (released %v)", mkfsErr, tt.released)
 			}
@@ -114,7 +113,7 @@ func TestRelease(t *testing.T) {
 		if out, err := exec.Command("nsenter", append(in, args...)...).CombinedOutput(); err != nil {
 			t.Fatalf("%s: %v\n%s", f.Release, err, out)
 		}
-		if err := exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", "mkfs.ext4", "-q", "-F", dev).Run(); err != nil {
+		if err := mkfsIn(node, dev); err != nil {
 			t.Errorf("mkfs.ext4 after %s --apply: %v", f.Release, err)
 		}
 	})
@@ -136,7 +135,7 @@ func TestRelease(t *testing.T) {
 	})
 	t.Run("bad input", func(t *testing.T) {
 		for _, args := range [][]string{{"release"}, {"release", "--mntns", "5"}, {"release", "--mount-id", "3", "--mntns", "4", "/x"}, {"release", "/no/such/path"},
-			{"release", "--finding", "0123456789ab", "--state-dir", t.TempDir()}, {"release", "--finding", "/etc/hostname"}, {"release", "--finding", "-", "/x"}} {
+			{"release", "--finding", "0123456789ab", "--state-dir", t.TempDir()}, {"release", "--finding", "/etc/hostname"}, {"release", "--finding", "-", "/x"}, {"release", "--mntns-id", "5", "/x"}} {
 			if code := run(args[1:], new(bytes.Buffer), new(bytes.Buffer)); code != exitUsage && args[0] == "release" {
 				cmd := exec.Command(bin, args...)
 				cmd.Run()

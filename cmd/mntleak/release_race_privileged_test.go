@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -31,16 +30,11 @@ func TestDaemonReadsWhileReleasing(t *testing.T) {
 	stateDir := filepath.Join(dir, "state")
 	d := privtest.StartDaemon(t, nil, "--journald", "off", "--state-dir", stateDir)
 	dev := privtest.LoopDevice(t, 16)
-	vol := privtest.Mkdir(t, filepath.Join(dir, "vol"))
-	node := privtest.StartNode(t)
-	node.Run(t, "mount", dev, vol)
-	laterMount(t, node, dir)
-	h := node.StartHolder(t, "private", "cd /")
-	node.Run(t, "umount", vol)
+	r := newRig(t, bin)
+	h, _ := r.leakOf(t, dev)
+	vol := filepath.Join(r.dir, "vol")
 	id := copyID(t, h.PID, vol)
-	mkfs := func() error {
-		return exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", "mkfs.ext4", "-q", "-F", dev).Run()
-	}
+	mkfs := func() error { return mkfsIn(r.node, dev) }
 	if mkfs() == nil {
 		t.Fatal("mkfs.ext4 on the leaked device succeeded before the release")
 	}
@@ -63,35 +57,20 @@ func TestDaemonReadsWhileReleasing(t *testing.T) {
 			}
 		}
 	}()
-	args := []string{"-t", strconv.Itoa(node.PID), "-m", "--", bin, "release", "--journald-socket", "", "--state-dir", stateDir, "--apply",
-		"--mntns", ns(h.MntNS), "--mount-id", strconv.Itoa(id)}
+	args := []string{"--apply", "--mntns", ns(h.MntNS), "--mount-id", strconv.Itoa(id)}
 	var wg sync.WaitGroup
 	outs, codes := make([]string, 3), make([]int, 3)
 	for i := range outs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			outs[i], codes[i] = runIn(t, "", args...)
+			outs[i], codes[i] = r.release(t, "", stateDir, args...)
 		}()
 	}
 	wg.Wait()
 	close(done)
 	t.Logf("mkfs.ext4 failed %d times while the releases ran", <-failures)
-	released := 0
-	for i, out := range outs {
-		switch {
-		case codes[i] == exitOK && strings.Contains(out, "released: mount "+strconv.Itoa(id)):
-			released++
-		// Did not act: what it says depends on when it looked (the copy
-		// gone already: "nothing holds it", "has no mount"; under the
-		// lock: the first one's note).
-		case codes[i] != exitOK && !strings.Contains(out, "released:"):
-			t.Logf("release %d did not act: %s", i, strings.TrimSpace(out))
-		default:
-			t.Errorf("release %d: exit %d, neither released nor refused:\n%s", i, codes[i], out)
-		}
-	}
-	if released != 1 {
+	if released := judgeRace(t, h.MntNS, outs, codes); released != 1 {
 		t.Errorf("%d releases detached the copy, want 1", released)
 	}
 	if strings.Contains(privtest.Run(t, "nsenter", "-t", strconv.Itoa(h.PID), "-m", "--", "findmnt", "-n", "-r", "-o", "TARGET"), vol+"\n") {

@@ -20,19 +20,8 @@ import (
 // process must be as before afterwards.
 type refusalCase struct {
 	name  string
-	build func(t *testing.T, r *refusalRig) (args []string, stdin string)
+	build func(t *testing.T, r *releaseRig) (args []string, stdin string)
 	want  string // in the refusal
-}
-
-// refusalRig is what a case is built in: a node, a directory, the binary.
-type refusalRig struct {
-	node privtest.Node
-	dir  string
-	bin  string
-	// healthy is the mount that must survive: the process whose namespace
-	// has it, where, and the data in it.
-	pid  int
-	path string
 }
 
 // TestHealthyMountsRefused: every target form aimed at a mount that
@@ -46,22 +35,22 @@ func TestHealthyMountsRefused(t *testing.T) {
 	bin := privtest.Binary(t)
 	for _, tt := range []refusalCase{
 		{name: "the namespace's own tmpfs, by --mntns and --mount-id", want: "cannot prove mount",
-			build: func(t *testing.T, r *refusalRig) ([]string, string) {
+			build: func(t *testing.T, r *releaseRig) ([]string, string) {
 				h := r.ownTmpfs(t)
 				return []string{"--mntns", ns(h.MntNS), "--mount-id", strconv.Itoa(copyID(t, h.PID, r.path))}, ""
 			}},
 		{name: "the namespace's own tmpfs, by MAJ:MIN", want: "cannot prove mount",
-			build: func(t *testing.T, r *refusalRig) ([]string, string) {
+			build: func(t *testing.T, r *releaseRig) ([]string, string) {
 				r.ownTmpfs(t)
 				return []string{r.majMin(t)}, ""
 			}},
 		{name: "the namespace's own tmpfs, a finding edited to say rprivate-bind", want: "cannot prove mount",
-			build: func(t *testing.T, r *refusalRig) ([]string, string) {
+			build: func(t *testing.T, r *releaseRig) ([]string, string) {
 				r.ownTmpfs(t)
 				return []string{"--finding", "-"}, r.editedFinding(t, r.majMin(t), "rprivate-bind")
 			}},
 		{name: "a bind of a volume still mounted in the node", want: "not a leak",
-			build: func(t *testing.T, r *refusalRig) ([]string, string) {
+			build: func(t *testing.T, r *releaseRig) ([]string, string) {
 				vol := privtest.Mkdir(t, filepath.Join(r.dir, "vol"))
 				r.node.Run(t, "mount", "-t", "tmpfs", "vol", vol)
 				r.node.Run(t, "sh", "-c", "echo data >"+vol+"/file")
@@ -71,7 +60,7 @@ func TestHealthyMountsRefused(t *testing.T) {
 				return []string{"--mntns", ns(h.MntNS), "--mount-id", strconv.Itoa(copyID(t, h.PID, r.path))}, ""
 			}},
 		{name: "the host's namespace", want: "the host's namespace",
-			build: func(t *testing.T, r *refusalRig) ([]string, string) {
+			build: func(t *testing.T, r *releaseRig) ([]string, string) {
 				// Made after the node: only the host has it.
 				r.path = privtest.Mkdir(t, filepath.Join(r.dir, "host"))
 				privtest.Mount(t, "host", r.path, "tmpfs", 0, "")
@@ -81,7 +70,7 @@ func TestHealthyMountsRefused(t *testing.T) {
 				return []string{"--mntns", ns(privtest.MountNS(t, "self")), "--mount-id", strconv.Itoa(copyID(t, os.Getpid(), r.path))}, ""
 			}},
 		{name: "a finding from a previous boot", want: "the finding is from a previous boot",
-			build: func(t *testing.T, r *refusalRig) ([]string, string) {
+			build: func(t *testing.T, r *releaseRig) ([]string, string) {
 				h, dev := r.provableLeak(t)
 				r.pid, r.path = h.PID, filepath.Join(r.dir, "vol")
 				f := r.why(t, dev)
@@ -92,11 +81,10 @@ func TestHealthyMountsRefused(t *testing.T) {
 			}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &refusalRig{node: privtest.StartNode(t), dir: t.TempDir(), bin: bin}
+			r := newRig(t, bin)
 			args, stdin := tt.build(t, r)
 			before := r.data(t)
-			in := append([]string{"-t", strconv.Itoa(r.node.PID), "-m", "--", bin, "release", "--state-dir", "", "--journald-socket", "", "--apply", "--force"}, args...)
-			out, code := runIn(t, stdin, in...)
+			out, code := r.release(t, stdin, "", append([]string{"--apply", "--force"}, args...)...)
 			if code != exitError || !strings.Contains(out, "refused: ") || !strings.Contains(out, tt.want) || strings.Contains(out, "released:") {
 				t.Fatalf("exit %d, want %d and refused with %q:\n%s", code, exitError, tt.want, out)
 			}
@@ -108,81 +96,6 @@ func TestHealthyMountsRefused(t *testing.T) {
 			}
 		})
 	}
-}
-
-func ns(ino uint32) string { return strconv.FormatUint(uint64(ino), 10) }
-
-// ownTmpfs starts a holder that mounts a tmpfs of its own in its private
-// namespace, writes data in it and runs with its cwd elsewhere.
-func (r *refusalRig) ownTmpfs(t *testing.T) *privtest.Holder {
-	t.Helper()
-	r.path = privtest.Mkdir(t, filepath.Join(r.dir, "own"))
-	h := r.node.StartHolder(t, "private", "mount -t tmpfs own "+r.path+" && echo data >"+r.path+"/file && cd /")
-	r.pid = h.PID
-	return h
-}
-
-// majMin is the device of the healthy mount, as MAJ:MIN.
-func (r *refusalRig) majMin(t *testing.T) string {
-	t.Helper()
-	return strings.TrimSpace(privtest.Run(t, "nsenter", "-t", strconv.Itoa(r.pid), "-m", "--", "findmnt", "-n", "-o", "MAJ:MIN", r.path))
-}
-
-// data is the healthy mount's file as its process sees it ("" when the
-// mount is gone from there).
-func (r *refusalRig) data(t *testing.T) string {
-	t.Helper()
-	out, err := exec.Command("nsenter", "-t", strconv.Itoa(r.pid), "-m", "--", "sh", "-c",
-		"findmnt -n "+r.path+" >/dev/null && cat "+r.path+"/file").Output()
-	if err != nil {
-		return ""
-	}
-	return string(out)
-}
-
-// why is mntleak why --json about target, from inside the node.
-func (r *refusalRig) why(t *testing.T, target string) map[string]any {
-	t.Helper()
-	out, _ := exec.Command("nsenter", "-t", strconv.Itoa(r.node.PID), "-m", "--", r.bin, "why", "--json", "--state-dir", "", target).Output()
-	var f map[string]any
-	if err := json.Unmarshal(out, &f); err != nil {
-		t.Fatalf("why %s: %v: %s", target, err, out)
-	}
-	return f
-}
-
-// editedFinding is why's finding about target made into a daemon's leak
-// finding with its cause edited.
-func (r *refusalRig) editedFinding(t *testing.T, target, cause string) string {
-	t.Helper()
-	f := r.why(t, target)
-	f["finding"], f["cause"] = "leak", cause
-	b, _ := json.Marshal(f)
-	return string(b)
-}
-
-// provableLeak leaks a tmpfs with data from the node into a private
-// holder, with a mount the node made after it (so the holder's table shows
-// the copy was in the batch unshare made): its holder and device.
-func (r *refusalRig) provableLeak(t *testing.T) (*privtest.Holder, string) {
-	t.Helper()
-	vol := privtest.Mkdir(t, filepath.Join(r.dir, "vol"))
-	r.node.Run(t, "mount", "-t", "tmpfs", "vol", vol)
-	r.node.Run(t, "sh", "-c", "echo data >"+vol+"/file")
-	laterMount(t, r.node, r.dir)
-	h := r.node.StartHolder(t, "private", "cd /")
-	dev := strings.TrimSpace(r.node.Run(t, "findmnt", "-n", "-o", "MAJ:MIN", vol))
-	r.node.Run(t, "umount", vol)
-	return h, dev
-}
-
-// laterMount is a mount the node makes after the volume, as a real node
-// does: the leaked copy is then not the newest mount its holder copied,
-// and the holder's own table shows it was copied (docs/release.md).
-func laterMount(t *testing.T, node privtest.Node, dir string) {
-	t.Helper()
-	later := privtest.Mkdir(t, filepath.Join(dir, "later"))
-	node.Run(t, "mount", "-t", "tmpfs", "later", later)
 }
 
 // TestContainerMountsRefused: a running Docker container's rootfs, /proc,
@@ -210,8 +123,7 @@ func TestContainerMountsRefused(t *testing.T) {
 	} {
 		t.Run(tt.path, func(t *testing.T) {
 			before, id := mountLine(t, holder, tt.path)
-			out, code := runIn(t, "", "-t", exp["node_pid"], "-m", "--", bin, "release", "--state-dir", "", "--journald-socket", "", "--apply", "--force",
-				"--mntns", ns(ctrNS), "--mount-id", strconv.Itoa(id))
+			out, code := releaseIn(t, exp["node_pid"], bin, "", "", "--apply", "--force", "--mntns", ns(ctrNS), "--mount-id", strconv.Itoa(id))
 			if code != exitError || !strings.Contains(out, "refused: ") || !strings.Contains(out, tt.want) || strings.Contains(out, "released:") {
 				t.Fatalf("exit %d, want %d and refused with %q:\n%s", code, exitError, tt.want, out)
 			}

@@ -18,7 +18,8 @@ import (
 // TestBusyAndKeptCopiesReleased releases, with what the daemon's finding carries, the
 // two holdings the seed scenarios do not build: a busy copy (the node's
 // unmount propagates to a slave copy a process works in: refused, then
-// forced) and a namespace no process runs in, kept by a bind of its nsfs
+// forced; proven by the failed unmount the daemon kept in its state dir,
+// whatever form names it) and a namespace no process runs in, kept by a bind of its nsfs
 // file (entered through the bind). The operation that failed succeeds
 // afterwards and whatever held the copy is still there.
 func TestBusyAndKeptCopiesReleased(t *testing.T) {
@@ -65,10 +66,21 @@ func TestBusyAndKeptCopiesReleased(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &logged); err != nil || len(logged.ID) != 12 {
 			t.Fatalf("finding_id %q (%v)", logged.ID, err)
 		}
-		in[len(in)-1] = logged.ID
-		out, code = runIn(t, "", append(in, "--apply", "--force")...)
+		// Planned by its id, by namespace and mount id, by path: each
+		// proves the copy from what the daemon kept (the failed unmount);
+		// then released by the device.
+		by := func(target ...string) []string {
+			return append([]string{"-t", strconv.Itoa(node.PID), "-m", "--", bin, "release", "--state-dir", stateDir, "--journald-socket", j.Socket, "--force"}, target...)
+		}
+		for _, target := range [][]string{{"--finding", logged.ID}, {"--mntns", ns(h.MntNS), "--mount-id", strconv.Itoa(copyID(t, h.PID, vol))}, {vol}} {
+			out, code = runIn(t, "", by(target...)...)
+			if code != exitOK || !strings.Contains(out, "dry run: nothing changed") || !strings.Contains(out, "could not unmount "+vol+" because of this copy (umount") {
+				t.Fatalf("%v --force: exit %d, want %d and the plan citing the failed unmount:\n%s", target, code, exitOK, out)
+			}
+		}
+		out, code = runIn(t, "", by("--apply", dev)...)
 		if code != exitOK || !strings.Contains(out, "released: mount") {
-			t.Fatalf("--apply --force: exit %d, want %d and released:\n%s", code, exitOK, out)
+			t.Fatalf("--apply --force %s: exit %d, want %d and released:\n%s", dev, code, exitOK, out)
 		}
 		if out, err := exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", "umount", vol).CombinedOutput(); err != nil {
 			t.Errorf("the node's umount after the release: %v: %s", err, out)
@@ -80,10 +92,12 @@ func TestBusyAndKeptCopiesReleased(t *testing.T) {
 		if len(entries) != 1 || entries[0]["MNTLEAK_MNTNS"] != strconv.FormatUint(uint64(h.MntNS), 10) || entries[0]["MNTLEAK_PATH"] != vol {
 			t.Errorf("journal entries of the release: %v", entries)
 		}
-		if n := len(j.Entries(t, 0, "MNTLEAK_ACTION=release", "MNTLEAK_RESULT=refused")); n != 2 {
-			t.Errorf("%d refusals in the journal, want 2", n)
+		// Refused: the pinned copy, the edited finding, and the node's own
+		// mount by the path and by the device (the caller's namespace).
+		if n := len(j.Entries(t, 0, "MNTLEAK_ACTION=release", "MNTLEAK_RESULT=refused")); n != 4 {
+			t.Errorf("%d refusals in the journal, want 4", n)
 		}
-		for result, want := range map[string]float64{"released": 1, "refused": 2} {
+		for result, want := range map[string]float64{"released": 1, "refused": 4} {
 			if got := scrape(t, addr, "mntleak_actions_total", `action="release",result="`+result+`"`); got != want {
 				t.Errorf("mntleak_actions_total{result=%q} = %v, want %v", result, got, want)
 			}
@@ -111,9 +125,7 @@ func TestBusyAndKeptCopiesReleased(t *testing.T) {
 		h := node.StartHolder(t, "private", "true")
 		node.Run(t, "umount", leaked)
 		id := strconv.Itoa(copyID(t, h.PID, leaked))
-		in := []string{"-t", strconv.Itoa(node.PID), "-m", "--", bin, "release", "--state-dir", "", "--journald-socket", "",
-			"--mntns", strconv.FormatUint(uint64(h.MntNS), 10), "--mount-id", id}
-		out, code := runIn(t, "", append(in, "--apply")...)
+		out, code := releaseIn(t, strconv.Itoa(node.PID), bin, "", "", "--apply", "--mntns", ns(h.MntNS), "--mount-id", id)
 		if code != exitOK || !strings.Contains(out, "released: mount "+id+" at "+leaked) {
 			t.Fatalf("--apply: exit %d, want the copy of %s released:\n%s", code, leaked, out)
 		}
@@ -135,9 +147,7 @@ func TestBusyAndKeptCopiesReleased(t *testing.T) {
 		node.Run(t, "touch", file)
 		node.KeepNamespace(t, file)
 		node.Run(t, "umount", vol)
-		mkfs := func() error {
-			return exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", "mkfs.ext4", "-q", "-F", dev).Run()
-		}
+		mkfs := func() error { return mkfsIn(node, dev) }
 		if mkfs() == nil {
 			t.Fatal("mkfs.ext4 on a device a kept namespace has mounted succeeded")
 		}
@@ -184,9 +194,7 @@ func TestBusyAndKeptCopiesReleased(t *testing.T) {
 		_ = h.Cmd.Process.Kill()
 		_ = h.Cmd.Wait()
 		node.Run(t, "umount", vol)
-		mkfs := func() error {
-			return exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", "mkfs.ext4", "-q", "-F", dev).Run()
-		}
+		mkfs := func() error { return mkfsIn(node, dev) }
 		if mkfs() == nil {
 			t.Fatal("mkfs.ext4 on a device a namespace held open has mounted succeeded")
 		}
