@@ -20,8 +20,9 @@
 //
 // Files:
 //   - correlator.go: Options, New, Start, Handle; which events are
-//     failures worth explaining; a setns joins a process to a namespace
-//     only from its main thread.
+//     failures worth explaining; an unshare or a setns joins a process
+//     to a namespace only from its main thread (another thread's unshare
+//     still makes the namespace).
 //   - remember.go: Remember, the persistent lineage of an earlier run; a
 //     namespace whose inode another one has now (its birth id differs)
 //     loses that history at Start.

@@ -50,6 +50,9 @@
 //   - shared_privileged_test.go: a mount a Bidirectional pod made into
 //     another pod's volume directory: the finding names the namespace and
 //     the process that made it, not the kubelet's own namespace.
-//   - holder_test.go: TestMain, the clone(CLONE_NEWNS) helper and the
-//     mounter helper (a process that mounts and stays).
+//   - thread_privileged_test.go: a Go program in a holder namespace whose
+//     one thread unshares and ends: the process stays named in the leak.
+//   - holder_test.go: TestMain, the clone(CLONE_NEWNS) helper, the
+//     mounter helper (a process that mounts and stays) and the thread
+//     helper (a Go program whose one locked thread unshares).
 package variants
