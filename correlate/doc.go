@@ -49,7 +49,8 @@
 //     shared-propagation, and the mount event that made an object.
 //   - assemble.go: holdings grouped into one Finding, the primary verdict;
 //     the processes it names asked what they run now (freshen).
-//   - leak.go: leaks as they form; settle.go: reported once the teardown
+//   - leak.go: leaks as they form (also in a namespace found gone at the
+//     unmount: its copy went detached with it); settle.go: reported once the teardown
 //     has settled, if a copy is still there (or the filesystem is still
 //     mounted at another path of the holder's namespace, or a process
 //     keeps the detached copy busy, from the holder's namespace or from

@@ -45,6 +45,9 @@
 //   - detach_privileged_test.go: copies the kernel detaches on rmdir of
 //     their mountpoint (no event says so): a later failure never cites one,
 //     and a detached copy still pinned is named as such, with its pinner.
+//   - detachedpin_privileged_test.go: a tmpfs copy that went detached
+//     with its holder's namespace, kept by a cwd or a file of a process
+//     of the node: the leak names that process.
 //   - teardown_privileged_test.go: a teardown that leaves two copies in
 //     one namespace is one leak finding naming both.
 //   - shared_privileged_test.go: a mount a Bidirectional pod made into
