@@ -35,11 +35,12 @@
 //     unmount and rmdir at once).
 //   - live_privileged_test.go: the tracer and correlator of a cell (settle:
 //     wait, stop, flush), and the checks of a verdict (the pids a fix
-//     names are live holders; every finding of the cell agrees with the
+//     names are live holders, e2e/findingset; every finding of the cell agrees with the
 //     oracle, e2e/oracle, read as it arrived; a control's volume is held
 //     by nothing after it).
 //   - expect_privileged_test.go: a cell's objects, the exact findings it
-//     expects (exactFindings), and a control's check (noFinding).
+//     expects (exactFindings, through e2e/findingset, which the lab and
+//     kubee2e share), and a control's check (noFinding).
 //   - control_test.go: the control's check fails on a false leak, also
 //     one the correlator reports only when flushed (no root needed).
 //   - detach_privileged_test.go: copies the kernel detaches on rmdir of
