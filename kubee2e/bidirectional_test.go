@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/e2e/findingset"
 	"github.com/mntleak/mntleak/internal/privtest"
 	"github.com/mntleak/mntleak/k8slab"
 	"github.com/mntleak/mntleak/kubeevents"
@@ -80,11 +81,14 @@ func TestBidirectional(t *testing.T) {
 				t.Fatalf("pod shop/web: deletionTimestamp not set while its teardown fails")
 			}
 			r.findings = about(l.m.findings(t), uids, pids...)
+			// Exactly the teardown's EBUSY, whole: csi-node's process (the
+			// mount(8) that made the mount has exited) in its namespace,
+			// the mount made there cited, the fix entering through it.
+			findingset.Exact(t, details(r.findings), []findingset.Want{{Kind: correlate.KindFailure, Syscall: "unlinkat",
+				Cause: correlate.CauseSharedPropagation, PID: holderPID, Role: correlate.RoleMember, NS: nsInode(t, holderNS),
+				Event: "mount", Fix: holderPID}})
 			if len(r.findings) != 1 || len(busy) != 1 {
-				for _, f := range r.findings {
-					t.Log(f.Msg)
-				}
-				t.Fatalf("%d findings about the pods, want 1 (the teardown's EBUSY)", len(r.findings))
+				t.FailNow()
 			}
 			f := busy[0]
 			mountPath := "/kubelet" + strings.TrimPrefix(mounter.HostPath, k8slab.KubeletRoot)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/e2e/oraclecheck"
 	"github.com/mntleak/mntleak/internal/findinglog"
 	"github.com/mntleak/mntleak/internal/journald/journaldtest"
@@ -146,6 +147,25 @@ func isAbout(f logged, uids []string, pids ...int) bool {
 		}
 	}
 	return f.HolderPID != 0 && slices.Contains(pids, f.HolderPID)
+}
+
+// details are the findings of logged lines, for findingset.Exact.
+func details(fs []logged) []*correlate.Finding {
+	var out []*correlate.Finding
+	for _, f := range fs {
+		out = append(out, f.Detail)
+	}
+	return out
+}
+
+// nsInode is the inode of a namespace link ("mnt:[N]").
+func nsInode(t *testing.T, link string) uint32 {
+	t.Helper()
+	n, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(link, "mnt:["), "]"), 10, 32)
+	if err != nil {
+		t.Fatalf("namespace %q: %v", link, err)
+	}
+	return uint32(n)
 }
 
 // about keeps the findings that concern a test's pods (isAbout).

@@ -14,6 +14,7 @@
 // are not this machine's processes).
 //
 // Files:
-//   - findingset.go: Objects, Want, Exact, Expect, FixPIDs, CreatedBy.
+//   - findingset.go: Objects, Want, Exact, Expect, FixPIDs, CreatedBy,
+//     Cites.
 //   - findingset_test.go: each check fails on the finding it must refuse.
 package findingset

@@ -76,14 +76,22 @@ type Want struct {
 	PID      int // 0: no process is named
 	Role     string
 	NS       uint32
-	Inferred bool // else the event that made NS is cited
-	Fix      int  // the process the fix names (0: none; a unit to restart, a namespace no process runs in)
+	Inferred bool // else the event Event in NS is cited
+	// Event is the kind of the event in NS the finding must cite: "" the
+	// one that made the namespace (unshare, newns_fork); "mount" a mount
+	// made there (a Bidirectional mount that propagated, the rbind that
+	// copied a hostPath into a container).
+	Event string
+	Fix   int // the process the fix names (0: none; a unit to restart, a namespace no process runs in)
 }
 
 func (w Want) String() string {
 	made := "created by its event"
-	if w.Inferred {
+	switch {
+	case w.Inferred:
 		made = "inferred"
+	case w.Event != "":
+		made = "citing the " + w.Event + " made there"
 	}
 	return string(w.Kind) + " " + w.Syscall + " " + w.Cause.String() + " naming pid " + strconv.Itoa(w.PID) +
 		" (" + w.Role + ") in mnt:[" + strconv.FormatUint(uint64(w.NS), 10) + "], " + made
@@ -150,8 +158,10 @@ func Expect(t testing.TB, f *correlate.Finding, w Want, opts ...Option) {
 	switch {
 	case w.Inferred && !f.Inferred:
 		t.Errorf("a namespace made before tracing, not said to be inferred:\n%s", f.Line())
-	case !w.Inferred && !CreatedBy(f, w.NS):
+	case !w.Inferred && w.Event == "" && !CreatedBy(f, w.NS):
 		t.Errorf("the event that made mnt:[%d] is not cited: %+v\n%s", w.NS, f.Evidence, f.Line())
+	case !w.Inferred && w.Event != "" && !Cites(f, w.NS, w.Event):
+		t.Errorf("no %s in mnt:[%d] is cited: %+v\n%s", w.Event, w.NS, f.Evidence, f.Line())
 	}
 	FixPIDs(t, f, w.Fix, opts...)
 }
@@ -208,9 +218,13 @@ func FixPIDs(t testing.TB, f *correlate.Finding, actor int, opts ...Option) {
 
 // CreatedBy reports whether the finding cites the event that made
 // namespace ns (its unshare, or its CLONE_NEWNS child).
-func CreatedBy(f *correlate.Finding, ns uint32) bool {
+func CreatedBy(f *correlate.Finding, ns uint32) bool { return Cites(f, ns, "unshare", "newns_fork") }
+
+// Cites reports whether the finding cites an event of one of kinds in
+// namespace ns (or naming it).
+func Cites(f *correlate.Finding, ns uint32, kinds ...string) bool {
 	for _, e := range f.Evidence {
-		if e.Event != nil && (e.Event.Kind == "unshare" || e.Event.Kind == "newns_fork") &&
+		if e.Event != nil && slices.Contains(kinds, e.Event.Kind) &&
 			(e.Event.MntNS == ns || strings.Contains(e.Event.Summary, "mnt:["+strconv.Itoa(int(ns))+"]")) {
 			return true
 		}
