@@ -23,7 +23,8 @@
 //     timeout, results read back with debugfs).
 //   - guest/run.sh: lab-test.service in the guest (each scenario's
 //     window; the oracle following mntleak's journal); guest/oracle: the
-//     guest's oracle program (one oraclecheck.Verdict a finding); guest/lib.sh and
+//     guest's oracle program (one oraclecheck.Verdict a finding;
+//     main_test.go: it judges every finding); guest/lib.sh and
 //     guest/scenarios/*.sh: the scenarios, each recording what the test
 //     must find (NAME.expect).
 //   - lab_privileged_test.go: TestLabGuest, the assertions per scenario.

@@ -13,6 +13,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/mntleak/mntleak/correlate"
@@ -32,9 +33,13 @@ func main() {
 	}
 }
 
-func run() error {
-	out := json.NewEncoder(os.Stdout)
-	sc := bufio.NewScanner(os.Stdin)
+func run() error { return follow(os.Stdin, os.Stdout) }
+
+// follow judges every finding of the journal entries in, one verdict a
+// line on out.
+func follow(in io.Reader, w io.Writer) error {
+	out := json.NewEncoder(w)
+	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
 		var e entry
