@@ -44,8 +44,17 @@ systemctl stop mntleak.service
 if [ -n "${oracle:-}" ]; then
 	sleep 2 # the last entries reach the oracle
 	kill "$(cat /run/lab-oracle-journal.pid)"
-	wait "$oracle"
-	echo "$?" >"$out/oracle.rc"
+	# Never a guest that does not power off: an oracle still busy after
+	# 60 s is stopped, and says so.
+	for _ in $(seq 120); do kill -0 "$oracle" 2>/dev/null || break; sleep 0.5; done
+	if kill -0 "$oracle" 2>/dev/null; then
+		kill -9 "$oracle"
+		echo "the oracle was still running 60 s after mntleak stopped" >>"$out/oracle.err"
+		echo 124 >"$out/oracle.rc"
+	else
+		wait "$oracle"
+		echo "$?" >"$out/oracle.rc"
+	fi
 fi
 journalctl -u mntleak.service -o json --no-pager >"$out/journal.json"
 cp /var/lib/mntleak/lab-record.jsonl "$out/record.jsonl"
