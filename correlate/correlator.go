@@ -160,18 +160,21 @@ func (c *Correlator) lineageEvent(ev *event.Event, live bool) bool {
 	}
 	switch ev.Kind {
 	case event.KindUnshare:
+		// A process is in the namespace of its main thread (that is what
+		// /proc/PID/ns/mnt shows). Another thread's unshare or setns (a Go
+		// program mounting in, or reading, a namespace from a locked OS
+		// thread) moves that thread alone, until it ends with no exit
+		// event of its own: the namespace is made, the process does not
+		// join it nor leave its own.
 		if ev.Ret == 0 && ev.MntNSAfter != ev.MntNSBefore {
 			actor := memberOf(ev)
 			create(ev.MntNSAfter, ev.MntNSBefore, OriginUnshare, actor)
-			c.lineage.Join(ev.MntNSAfter, ev.MntNSBefore, actor)
+			if mainThread(ev) {
+				c.lineage.Join(ev.MntNSAfter, ev.MntNSBefore, actor)
+			}
 		}
 		c.ledger.Record(ev)
 	case event.KindSetns:
-		// A process is in the namespace of its main thread (that is what
-		// /proc/PID/ns/mnt shows). Another thread's setns (a Go program
-		// reading a namespace from a locked OS thread) moves that thread
-		// alone, until it ends with no exit event of its own: the process
-		// does not join.
 		if ev.Ret == 0 && ev.MntNSAfter != ev.MntNSBefore && mainThread(ev) {
 			c.lineage.Join(ev.MntNSAfter, ev.MntNSBefore, memberOf(ev))
 		}

@@ -84,3 +84,93 @@ func TestDetachedWithItsNamespacePinnedElsewhere(t *testing.T) {
 		})
 	}
 }
+
+// The same for a tmpfs (no device: an anonymous 0:N, told by its
+// superblock): the holder exits after the unmount, its copy goes detached
+// with its namespace, and a process of the node keeps it, by its cwd (shown
+// as "/", the root of the detached copy) or a file open in it. The leak
+// names that process; a control whose tmpfs the node still has mounted
+// elsewhere (the same superblock) names no one. Each also when the holder
+// is already gone when the correlator reads the unmount (it runs behind
+// the kernel: the holder was killed right after the teardown, its exit
+// event comes next): its namespace had the copy at the unmount, and the
+// kernel detached it with the namespace; the same for a block device.
+func TestDetachedTmpfsPinnedElsewhere(t *testing.T) {
+	const priv = 80
+	const tmpfsHost = "1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw\n3 1 0:40 / /srv/vol rw shared:3 - tmpfs vol rw\n"
+	const gone = "1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw\n"
+	fd := 3
+	tmpfs, loop := event.MakeDev(0, 40), event.MakeDev(7, 0)
+	for _, tc := range []struct {
+		name  string
+		host  string // the node's table before and after the unmount
+		after string
+		pin   procfs.Pin
+		early bool   // the holder is gone when the unmount is read
+		want  string // the line's holder, "": no finding
+	}{
+		{"by a cwd", tmpfsHost, gone, procfs.Pin{Kind: procfs.PinCwd, Dev: tmpfs, Path: "/"}, false, "held by reader[60] cwd /"},
+		{"by an open file", tmpfsHost, gone, procfs.Pin{Kind: procfs.PinFD, Dev: tmpfs, Path: "/file", FD: &fd}, false, "held by reader[60] fd 3 /file"},
+		{"by a cwd, the holder gone when the unmount is read", tmpfsHost, gone, procfs.Pin{Kind: procfs.PinCwd, Dev: tmpfs, Path: "/"}, true, "held by reader[60] cwd /"},
+		{"by an open file, the holder gone when the unmount is read", tmpfsHost, gone, procfs.Pin{Kind: procfs.PinFD, Dev: tmpfs, Path: "/file", FD: &fd}, true, "held by reader[60] fd 3 /file"},
+		{"a block device, the holder gone when the unmount is read", hostTable, hostWithoutVol, procfs.Pin{Kind: procfs.PinFD, Dev: loop, Path: "/file", FD: &fd}, true, "held by reader[60] fd 3 /file"},
+		// Controls: the node still has the tmpfs mounted elsewhere; nothing
+		// pins the copy that went with the holder.
+		{"the node still has it mounted elsewhere", tmpfsHost, gone + "4 1 0:40 / /srv/other rw shared:4 - tmpfs vol rw\n",
+			procfs.Pin{Kind: procfs.PinCwd, Dev: tmpfs, Path: "/srv/other"}, false, ""},
+		{"the node still has it mounted elsewhere, the holder gone when the unmount is read", tmpfsHost, gone + "4 1 0:40 / /srv/other rw shared:4 - tmpfs vol rw\n",
+			procfs.Pin{Kind: procfs.PinCwd, Dev: tmpfs, Path: "/srv/other"}, true, ""},
+		{"nothing pins it, the holder gone when the unmount is read", tmpfsHost, gone, procfs.Pin{}, true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorldOpts(t, correlate.Options{LeakSettle: 2 * time.Second}, []procfs.Process{proc(1, "systemd", hostNS, "")},
+				map[uint32]string{hostNS: tc.host})
+			w.send(unshareEv(20, "holder", hostNS, priv))
+			w.proc.procs = append(w.proc.procs, proc(20, "holder", priv, ""))
+			// The holder's copy of the node's /srv/vol, private.
+			for _, line := range strings.SplitAfter(tc.host, "\n") {
+				if strings.Contains(line, " /srv/vol ") {
+					copied := strings.Replace(strings.Replace(line, "3 1 ", "111 110 ", 1), " shared:3", "", 1)
+					w.proc.tables[priv] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n" + copied
+				}
+			}
+			w.send(exitEv(91, "true", hostNS)) // the holder's table is read
+			w.proc.tables[hostNS] = tc.after
+			reader := proc(60, "reader", hostNS, "")
+			w.proc.procs = append(w.proc.procs, reader)
+			if tc.pin.Dev != 0 {
+				pin := tc.pin
+				pin.Process = reader
+				w.proc.pins = []procfs.Pin{pin}
+			}
+			holderGoes := func() {
+				w.proc.procs = slices.DeleteFunc(w.proc.procs, func(p procfs.Process) bool { return p.PID == 20 })
+				delete(w.proc.tables, priv)
+			}
+			if tc.early {
+				holderGoes()
+			}
+			w.send(umountEv(40, "umount", hostNS, "/srv/vol", 0))
+			holderGoes()
+			w.send(exitEv(20, "holder", priv))
+			w.now = w.now.Add(3 * time.Second)
+			w.send(exitEv(90, "true", hostNS))
+			for _, f := range w.findings {
+				t.Log(f.Line())
+			}
+			if tc.want == "" {
+				if len(w.findings) != 0 {
+					t.Fatalf("%d findings, want none", len(w.findings))
+				}
+				return
+			}
+			f := w.only()
+			if f.Kind != finding.KindLeak || !strings.Contains(f.Line(), tc.want) {
+				t.Errorf("want a leak %s:\n%s", tc.want, f.Line())
+			}
+			if _, a := f.Actor(); a == nil || a.PID != 60 || a.Role != finding.RolePinner {
+				t.Errorf("actor %+v, want the pinner reader[60]:\n%s", a, f.Line())
+			}
+		})
+	}
+}

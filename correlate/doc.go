@@ -32,8 +32,9 @@
 //     recorded and handed to Handle: what the engine needs of it that
 //     the kernel did not give (executable, birth id, teardown device).
 //   - correlator.go: Options, New, Start, Handle; which events are
-//     failures worth explaining; a setns joins a process to a namespace
-//     only from its main thread.
+//     failures worth explaining; an unshare or a setns joins a process
+//     to a namespace only from its main thread (another thread's unshare
+//     still makes the namespace).
 //   - remember.go: Remember, the persistent lineage of an earlier run; a
 //     namespace whose inode another one has now (its birth id differs)
 //     loses that history at Start.
@@ -63,7 +64,8 @@
 //     staying (which mount stopped the unmount, and where).
 //   - assemble.go: holdings grouped into one Finding, the primary verdict;
 //     the processes it names asked what they run now (freshen).
-//   - leak.go: leaks as they form; settle.go: reported once the teardown
+//   - leak.go: leaks as they form (also in a namespace found gone at the
+//     unmount: its copy went detached with it); settle.go: reported once the teardown
 //     has settled, if a copy is still there (or the filesystem is still
 //     mounted at another path of the holder's namespace, or a process
 //     keeps the detached copy busy, from the holder's namespace or from

@@ -69,3 +69,61 @@ func TestThreadSetnsMakesNoMember(t *testing.T) {
 		})
 	}
 }
+
+// The same for a thread that unshares: a Go program that unshares a mount
+// namespace from a locked OS thread (to mount in it without touching the
+// rest of the process) moves that thread alone; the thread ends with its
+// goroutine, and the namespace, that nothing else keeps, with it. The
+// process stays where it was. So when a holder of a leaked copy has one of
+// its threads unshare while the teardown settles (no process list is read
+// again before the leak is reported: its namespace still has another
+// member), the finding still names it, and its fix stops it. An unshare by
+// the main thread (unshare(1), a single-threaded program) moves the
+// process: only the other member is left in the holder namespace.
+func TestThreadUnshareMakesNoMember(t *testing.T) {
+	const priv, thread = 95, 97
+	for _, tc := range []struct {
+		name string
+		tid  int    // the thread that unshares
+		held string // the finding's holders, as its line says them
+	}{
+		{"a thread of a multi-threaded process", 21, "held by holder[20], worker[22] (namespace members"},
+		{"the main thread (unshare)", 20, "held by worker[22] (namespace members"},
+		{"no thread id", 0, "held by worker[22] (namespace members"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorldOpts(t, correlate.Options{LeakSettle: 2 * time.Second},
+				[]procfs.Process{proc(1, "systemd", hostNS, "")}, map[uint32]string{hostNS: hostTable})
+			copied := "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"
+			w.proc.tables[priv] = copied
+			w.send(unshareEv(20, "holder", hostNS, priv))
+			w.proc.procs = append(w.proc.procs, proc(20, "holder", priv, ""), proc(22, "worker", priv, ""))
+			w.proc.tables[hostNS] = hostWithoutVol
+			w.send(umountEv(40, "umount", hostNS, "/srv/vol", 0))
+			// Within the settle window, a thread of the holder unshares.
+			unshare := unshareEv(20, "holder", priv, thread)
+			unshare.TID = uint32(tc.tid)
+			w.send(unshare)
+			if tc.tid != 21 {
+				w.proc.procs[1].MntNS = thread // /proc/20/ns/mnt is the main thread's
+				w.proc.tables[thread] = copied
+			}
+			// else the thread ended with its goroutine (no exit event),
+			// and mnt:[97] with it.
+			w.now = w.now.Add(3 * time.Second)
+			w.send(exitEv(90, "true", hostNS))
+			f := w.only()
+			line := f.Line()
+			t.Log(line)
+			if f.Kind != finding.KindLeak || f.Cause != finding.CauseUnshare {
+				t.Errorf("%s finding, cause %q: want an unshare leak", f.Kind, f.Cause)
+			}
+			if !strings.Contains(line, tc.held) {
+				t.Errorf("line lacks %q:\n%s", tc.held, line)
+			}
+			if h, _ := f.Actor(); h == nil || h.MntNS != priv {
+				t.Errorf("holder %+v, want mnt:[95]:\n%s", h, line)
+			}
+		})
+	}
+}

@@ -156,6 +156,12 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 	if failed {
 		code = exitError
 	}
+	if len(plan.Steps) == 0 && explicit && copyGone(uint32(*mntns), *mountID) && saidReleased(stdout, logAction, uint32(*mntns), *mountID) {
+		// The copy named went while this release looked: another release
+		// took it. What the live state shows now (a program that opened the
+		// freed device, say) is not about this copy.
+		return exitError
+	}
 	for i := range plan.Refused {
 		r := plan.Refused[i]
 		if r.MntNS == 0 {
@@ -166,9 +172,6 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 		logAction(actionRecord{Result: "refused", Refuse: &r})
 	}
 	if len(plan.Steps) == 0 {
-		if len(plan.Refused) == 0 && explicit && saidReleased(stdout, logAction, uint32(*mntns), *mountID) {
-			return exitError
-		}
 		fmt.Fprintln(stdout, "nothing to release")
 		return exitError
 	}
@@ -176,6 +179,12 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 		code = exitError
 	}
 	return code
+}
+
+// copyGone reports whether mount id is no longer in namespace ns.
+func copyGone(ns uint32, id int) bool {
+	_, err := release.CopyTarget(ns, id)
+	return err != nil
 }
 
 // copyTarget is the object of the copy --mntns/--mount-id (or a finding's

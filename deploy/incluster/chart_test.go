@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mntleak/mntleak/e2e/findingset"
 	"github.com/mntleak/mntleak/e2e/k8snode"
+	"github.com/mntleak/mntleak/e2e/oraclecheck"
 	"github.com/mntleak/mntleak/e2e/testkit/journaldtest"
 	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/kubeevents"
@@ -155,6 +157,28 @@ func TestChartInstalledOnTheNode(t *testing.T) {
 		t.Fatalf("no leak finding naming node-agent's pid %d in the pod's log", pid)
 	}
 	t.Logf("the pod's finding: %s", f.Msg)
+	// The kernel's own state agrees (the oracle runs here, on the node's
+	// kernel the pod traces), and the finding is the only one about the
+	// pods, whole: node-agent's process pins the detached copy, runc's
+	// rbind of the hostPath in its namespace is cited, the fix is the
+	// pod's spec and a container restart (no process to act on).
+	oraclecheck.CheckLogged(t, f)
+	mntns, err := k8snode.MountNS(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ofPods []*finding.Finding
+	for _, l := range podLog(t, n, ns, p.Metadata.Name) {
+		if l.IsFinding() && (strings.Contains(l.Raw, cache.UID) || strings.Contains(l.Raw, agent.UID) || l.HolderPID == pid) {
+			ofPods = append(ofPods, l.Detail)
+		}
+	}
+	ino, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(mntns, "mnt:["), "]"), 10, 32)
+	if err != nil {
+		t.Fatalf("namespace %q: %v", mntns, err)
+	}
+	findingset.Exact(t, ofPods, []findingset.Want{{Kind: finding.KindLeak, Syscall: "umount2", Cause: finding.CauseRprivateBind,
+		PID: pid, Role: finding.RolePinner, NS: uint32(ino), Event: "mount"}})
 	for _, c := range []struct{ field, got, want string }{
 		{"path", f.Path, work.HostDir(cache.UID)},
 		{"stuck_pod", f.StuckPod, work.Name},

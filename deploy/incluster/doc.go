@@ -7,7 +7,10 @@
 // by the scheduler, the Kubernetes Events posted with the pod's own
 // ServiceAccount token (the in-cluster config, through the kubernetes
 // Service) under the chart's RBAC, the findings sent to a journald of the
-// test's own through the chart's journal socket. It holds tests only.
+// test's own through the chart's journal socket. The leak's finding is
+// the only one about the pods, whole (e2e/findingset), and agrees with the
+// oracle (e2e/oraclecheck), read on the node's kernel the pod traces. It
+// holds tests only.
 //
 // TestPluginOnTheNode (issue 29) runs `mntleak why pod` on the node
 // without a daemon, installs the chart with its defaults (Events on) and

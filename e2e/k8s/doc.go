@@ -3,8 +3,10 @@
 // issue 15: each finding's pod fields (the stuck pod and its volume, the
 // holder pod and container, the holder's pid and role), cause, leaking
 // event and fix, the same fields in the journal (a journald of the test's
-// own), and the Event read back from the API server with client-go. The
-// daemon runs as a ServiceAccount with only the RBAC the README gives
+// own), and the Event read back from the API server with client-go; the
+// findings about a scenario's pods are exactly those it must make, each
+// whole (e2e/findingset), and each agrees with the oracle
+// (e2e/oraclecheck). The daemon runs as a ServiceAccount with only the RBAC the README gives
 // (testdata/rbac.yaml), so a missing verb fails the tests. It holds tests
 // only; TestMain is k8snode.Main (the node's lock, up once, down after).
 //

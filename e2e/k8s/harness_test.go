@@ -23,6 +23,7 @@ import (
 	"github.com/mntleak/mntleak/e2e/testkit/findinglog"
 	"github.com/mntleak/mntleak/e2e/testkit/journaldtest"
 	"github.com/mntleak/mntleak/e2e/testkit/privtest"
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/kubeevents"
 )
 
@@ -146,6 +147,25 @@ func isAbout(f logged, uids []string, pids ...int) bool {
 		}
 	}
 	return f.HolderPID != 0 && slices.Contains(pids, f.HolderPID)
+}
+
+// details are the findings of logged lines, for findingset.Exact.
+func details(fs []logged) []*finding.Finding {
+	var out []*finding.Finding
+	for _, f := range fs {
+		out = append(out, f.Detail)
+	}
+	return out
+}
+
+// nsInode is the inode of a namespace link ("mnt:[N]").
+func nsInode(t *testing.T, link string) uint32 {
+	t.Helper()
+	n, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(link, "mnt:["), "]"), 10, 32)
+	if err != nil {
+		t.Fatalf("namespace %q: %v", link, err)
+	}
+	return uint32(n)
 }
 
 // about keeps the findings that concern a test's pods (isAbout).

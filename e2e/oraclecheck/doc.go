@@ -17,5 +17,7 @@
 //   - facts.go: Facts, LineFacts (a finding's claims in the oracle's terms).
 //   - checker.go: Checker (Witness, Check, CheckLine, CheckLogged, Control,
 //     the counts).
+//   - remote.go: Verdict, Judge (a comparison made where the test cannot
+//     look: the lab's guest), Checker.Verdicts (counted as the test's).
 //   - facts_test.go: the adapter, field by field.
 package oraclecheck

@@ -5,7 +5,12 @@
 // runs the seed scenarios that need what the host lacks (a real
 // docker.service restarted by systemd under MountFlags=slave, a real
 // PrivateTmp=yes unit, dmsetup remove), saves mntleak's journal entries and
-// powers off; the test asserts on the findings read back from its disk.
+// powers off; the test asserts on the findings read back from its disk:
+// the exact set of findings about each scenario's objects within its
+// window (e2e/findingset), and the oracle's comparison of every finding,
+// made in the guest the moment it was logged (guest/oracle, e2e/oracle on
+// Debian's 6.1: no namespace walk, the namespaces of processes, open nsfs
+// fds and nsfs binds read through /proc).
 //
 // The image is built once and cached outside the repo
 // (/var/cache/mntleak-lab, LAB_CACHE), rebuilt when image.sh changes; each
@@ -16,7 +21,10 @@
 //   - image.sh: the guest image (mmdebstrap + mkfs.ext4 -d).
 //   - lab.sh: image (build when stale) and run (payload disk, boot,
 //     timeout, results read back with debugfs).
-//   - guest/run.sh: lab-test.service in the guest; guest/lib.sh (on
+//   - guest/run.sh: lab-test.service in the guest (each scenario's
+//     window; the oracle following mntleak's journal); guest/oracle: the
+//     guest's oracle program (one oraclecheck.Verdict a finding; its
+//     own doc.go); guest/lib.sh (on
 //     e2e/scenarios/common.sh, which lab.sh copies into the payload) and
 //     guest/scenarios/*.sh: the scenarios, each recording what the test
 //     must find (NAME.expect).

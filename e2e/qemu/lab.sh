@@ -4,7 +4,9 @@
 # systemd unit, and the guest scenarios; the guest runs them from
 # lab-test.service, writes /lab/out and powers off.
 #   lab.sh image          build the image if its recipe (image.sh) changed
-#   lab.sh run BIN OUT    run the scenarios with mntleak BIN; results in OUT
+#   lab.sh run BIN OUT [ORACLE]
+#                         run the scenarios with mntleak BIN (and the
+#                         guest's oracle program ORACLE); results in OUT
 # LAB_CACHE (default /var/cache/mntleak-lab) holds the image, the per-run
 # overlay and the serial log. LAB_TIMEOUT (default 600) bounds a boot.
 set -euo pipefail
@@ -36,12 +38,13 @@ accel() {
 }
 
 run() {
-	local bin=$1 out=$2 work qpid rc=0 k
+	local bin=$1 out=$2 oracle=${3:-} work qpid rc=0 k
 	image
 	work=$(mktemp -d "$C/run.XXXXXX")
 	trap 'rm -rf "$work"' RETURN
 	mkdir -p "$work/payload/out" "$out"
 	install -m 0755 "$bin" "$work/payload/mntleak"
+	[ -z "$oracle" ] || install -m 0755 "$oracle" "$work/payload/oracle"
 	install -m 0644 "$here/../../deploy/systemd/mntleak.service" "$work/payload/mntleak.service"
 	install -m 0755 "$here/guest/run.sh" "$work/payload/run.sh"
 	cp -r "$here/guest/scenarios" "$here/guest/lib.sh" "$here/../scenarios/common.sh" "$work/payload/"

@@ -3,7 +3,6 @@ package qemu
 import (
 	"bufio"
 	"encoding/json"
-
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,8 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mntleak/mntleak/e2e/findingset"
+	"github.com/mntleak/mntleak/e2e/oraclecheck"
 	"github.com/mntleak/mntleak/e2e/testkit/privtest"
-
 	"github.com/mntleak/mntleak/finding"
 )
 
@@ -26,10 +26,14 @@ type journalEntry struct {
 	HolderNS  string `json:"MNTLEAK_HOLDER_MNTNS"`
 	Unit      string `json:"MNTLEAK_UNIT"`
 	Detail    string `json:"MNTLEAK_DETAIL"`
+	Realtime  string `json:"__REALTIME_TIMESTAMP"` // microseconds since the epoch
 	finding   finding.Finding
 }
 
-// want is what one scenario must have made mntleak say.
+// want is one finding a scenario must have made mntleak say, all of it:
+// the process named is the scenario's holder_pid (a member of holder_ns,
+// whose creation the finding cites), and the fix names it (fixHolder) or
+// no process (a unit to restart).
 type want struct {
 	kind      finding.FindingKind
 	cause     finding.Cause
@@ -37,6 +41,7 @@ type want struct {
 	errno     string
 	operation string   // a teardown through a control file
 	names     []string // the line names these (expect keys' values, or literal text)
+	fixHolder bool
 }
 
 // TestLabGuest boots the guest once and checks every scenario's findings.
@@ -44,16 +49,18 @@ func TestLabGuest(t *testing.T) {
 	privtest.Require(t)
 	privtest.RequireCommands(t, "bash", "mkfs.ext4", "debugfs")
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "mntleak")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/mntleak")
-	build.Dir = "../.."
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("static build: %v\n%s", err, out)
+	bin, oracleBin := filepath.Join(dir, "mntleak"), filepath.Join(dir, "oracle")
+	for b, pkg := range map[string]string{bin: "./cmd/mntleak", oracleBin: "./e2e/qemu/guest/oracle"} {
+		build := exec.Command("go", "build", "-o", b, pkg)
+		build.Dir = "../.."
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("static build of %s: %v\n%s", pkg, err, out)
+		}
 	}
 	results := filepath.Join(dir, "results")
 	start := time.Now()
-	run := exec.Command("bash", "lab.sh", "run", bin, results)
+	run := exec.Command("bash", "lab.sh", "run", bin, results, oracleBin)
 	if out, err := run.CombinedOutput(); err != nil {
 		serial, _ := os.ReadFile(filepath.Join(results, "serial.log"))
 		t.Fatalf("lab run: %v\n%s\nserial log tail:\n%s", err, out, tail(string(serial), 40))
@@ -75,17 +82,19 @@ func TestLabGuest(t *testing.T) {
 		scenario string
 		want     []want
 	}{
+		// A PrivateTmp unit's fix restarts the unit: it names no process.
 		{"1-privatetmp", []want{
 			{kind: finding.KindLeak, cause: finding.CausePrivateTmp, syscall: "umount2", names: []string{"unit"}},
 			{kind: finding.KindFailure, cause: finding.CausePrivateTmp, syscall: "openat", errno: "EBUSY", names: []string{"unit", "device"}},
 		}},
 		{"2-mountflags-restart", []want{
 			{kind: finding.KindFailure, cause: finding.CauseMountflagsRestart, syscall: "umount2", errno: "EINVAL",
-				names: []string{"unit", "old_ns", "new_ns"}},
+				names: []string{"unit", "old_ns", "new_ns"}, fixHolder: true},
 		}},
 		{"3-devicemapper", []want{
+			{kind: finding.KindLeak, cause: finding.CauseUnshare, syscall: "umount2", names: []string{"unit"}, fixHolder: true},
 			{kind: finding.KindFailure, cause: finding.CauseUnshare, syscall: "ioctl", errno: "EBUSY", operation: "dmsetup remove labdm",
-				names: []string{"unit", "device"}},
+				names: []string{"unit", "device"}, fixHolder: true},
 		}},
 	}
 	for _, tt := range tests {
@@ -97,18 +106,18 @@ func TestLabGuest(t *testing.T) {
 			}
 			t.Logf("scenario ran %ss in the guest", rc[1])
 			exp := expectations(t, filepath.Join(out, tt.scenario+".expect"))
-			for i, w := range tt.want {
-				e := find(entries, w, exp)
-				if e == nil {
-					t.Errorf("no %s %s finding (%s %s) naming %v", w.kind, w.cause, w.syscall, w.errno, w.names)
-					continue
-				}
-				if _, a := e.finding.Actor(); a == nil || strconv.Itoa(a.PID) != exp["holder_pid"] || e.HolderPID != exp["holder_pid"] || e.HolderNS != exp["holder_ns"] {
-					t.Errorf("finding %d: actor %+v, holder_pid %s in mnt:[%s]; want %s in mnt:[%s]: %s", i, a, e.HolderPID, e.HolderNS, exp["holder_pid"], exp["holder_ns"], e.Message)
-				}
+			got := ofScenario(t, entries, exp, read(t, out, tt.scenario+".window"))
+			var findings []*finding.Finding
+			for _, e := range got {
+				findings = append(findings, &e.finding)
+			}
+			findingset.Exact(t, findings, wants(t, tt.want, exp), findingset.Remote())
+			for _, w := range tt.want {
+				checkEntry(t, got, w, exp)
 			}
 		})
 	}
+	verdicts(t, filepath.Join(out, "oracle.jsonl"), read(t, out, "oracle.rc"))
 	for _, c := range []string{"private-tmp", "mountflags-restart"} {
 		if n, _ := strconv.Atoi(read(t, out, "journalctl-"+c+".count")); n == 0 {
 			t.Errorf("journalctl MNTLEAK_CAUSE=%s found nothing in the guest's journal", c)
@@ -116,29 +125,116 @@ func TestLabGuest(t *testing.T) {
 	}
 }
 
-// find returns the entry that says what w wants, naming every expected value.
-func find(entries []*journalEntry, w want, exp map[string]string) *journalEntry {
+// ofScenario returns the entries of the scenario's window (its start and
+// end, 3 s after it ran, in the journal's microseconds) about its objects:
+// its device, its holder namespace and, for a restart, both generations.
+func ofScenario(t *testing.T, entries []*journalEntry, exp map[string]string, window string) []*journalEntry {
+	t.Helper()
+	span := strings.Fields(window)
+	if len(span) != 2 {
+		t.Fatalf("scenario window %q, want start and end", window)
+	}
+	var objs findingset.Objects
+	if d := exp["device"]; d != "" {
+		objs.Paths = append(objs.Paths, d)
+	}
+	for _, k := range []string{"holder_ns", "old_ns", "new_ns"} {
+		if ns, err := strconv.ParseUint(exp[k], 10, 32); err == nil {
+			objs.NS = append(objs.NS, uint32(ns))
+		}
+	}
+	var out []*journalEntry
 	for _, e := range entries {
+		if inWindow(e.Realtime, span[0], span[1]) && objs.Names(&e.finding) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// inWindow compares decimal microsecond counts.
+func inWindow(at, start, end string) bool {
+	a, err1 := strconv.ParseInt(at, 10, 64)
+	s, err2 := strconv.ParseInt(start, 10, 64)
+	e, err3 := strconv.ParseInt(end, 10, 64)
+	return err1 == nil && err2 == nil && err3 == nil && a >= s && a <= e
+}
+
+// wants are the scenario's findings in findingset's terms.
+func wants(t *testing.T, ws []want, exp map[string]string) []findingset.Want {
+	t.Helper()
+	pid, err := strconv.Atoi(exp["holder_pid"])
+	if err != nil {
+		t.Fatalf("holder_pid %q: %v", exp["holder_pid"], err)
+	}
+	ns, err := strconv.ParseUint(exp["holder_ns"], 10, 32)
+	if err != nil {
+		t.Fatalf("holder_ns %q: %v", exp["holder_ns"], err)
+	}
+	var out []findingset.Want
+	for _, w := range ws {
+		fw := findingset.Want{Kind: w.kind, Syscall: w.syscall, Cause: w.cause, PID: pid, Role: finding.RoleMember, NS: uint32(ns)}
+		if w.fixHolder {
+			fw.Fix = pid
+		}
+		out = append(out, fw)
+	}
+	return out
+}
+
+// checkEntry checks what findingset does not: the errno, the operation,
+// what the line names, and the journal's own fields.
+func checkEntry(t *testing.T, got []*journalEntry, w want, exp map[string]string) {
+	t.Helper()
+	for _, e := range got {
 		f := &e.finding
-		if f.Kind != w.kind || f.Cause != w.cause || f.Call.Syscall != w.syscall || f.Call.Errno != w.errno || e.Cause != w.cause.String() {
+		if f.Kind != w.kind || f.Call.Syscall != w.syscall {
 			continue
+		}
+		if f.Call.Errno != w.errno || e.Cause != w.cause.String() {
+			t.Errorf("%s %s: errno %q, MNTLEAK_CAUSE %q; want %q, %q: %s", w.kind, w.syscall, f.Call.Errno, e.Cause, w.errno, w.cause, e.Message)
 		}
 		if w.operation != "" && (f.Object.Operation != w.operation || f.Object.Path != exp["device"]) {
-			continue
+			t.Errorf("%s %s: operation %q on %s, want %q on %s", w.kind, w.syscall, f.Object.Operation, f.Object.Path, w.operation, exp["device"])
 		}
-		ok := true
 		for _, k := range w.names {
 			v := exp[k]
 			if strings.HasSuffix(k, "_ns") {
 				v = "mnt:[" + v + "]"
 			}
-			ok = ok && v != "" && strings.Contains(e.Message, v)
+			if v == "" || !strings.Contains(e.Message, v) {
+				t.Errorf("%s %s does not name %s %q: %s", w.kind, w.syscall, k, v, e.Message)
+			}
 		}
-		if ok {
-			return e
+		if e.HolderPID != exp["holder_pid"] || e.HolderNS != exp["holder_ns"] {
+			t.Errorf("%s %s: MNTLEAK_HOLDER_PID %s in MNTLEAK_HOLDER_MNTNS %s; want %s in %s", w.kind, w.syscall, e.HolderPID, e.HolderNS, exp["holder_pid"], exp["holder_ns"])
 		}
 	}
-	return nil
+}
+
+// verdicts reads the guest oracle's comparisons (one oraclecheck.Verdict a
+// line) and counts them as this test's: a disagreement fails it.
+func verdicts(t *testing.T, path, rc string) {
+	t.Helper()
+	if rc != "0" {
+		t.Errorf("the guest's oracle exited %s: %s", rc, readFile(t, filepath.Join(filepath.Dir(path), "oracle.err")))
+	}
+	var vs []oraclecheck.Verdict
+	for _, line := range strings.Split(strings.TrimSpace(readFile(t, path)), "\n") {
+		if line == "" {
+			continue
+		}
+		var v oraclecheck.Verdict
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		vs = append(vs, v)
+	}
+	if len(vs) == 0 {
+		t.Errorf("the guest's oracle compared no finding")
+	}
+	oraclecheck.New(t).Verdicts(t, vs)
+	t.Logf("the guest's oracle: %d findings compared", len(vs))
 }
 
 func journal(t *testing.T, path string) []*journalEntry {

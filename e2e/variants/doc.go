@@ -35,21 +35,28 @@
 //     unmount and rmdir at once).
 //   - live_privileged_test.go: the tracer and correlator of a cell (settle:
 //     wait, stop, flush), and the checks of a verdict (the pids a fix
-//     names are live holders; every finding of the cell agrees with the
+//     names are live holders, e2e/findingset; every finding of the cell agrees with the
 //     oracle, e2e/oracle, read as it arrived; a control's volume is held
 //     by nothing after it).
 //   - expect_privileged_test.go: a cell's objects, the exact findings it
-//     expects (exactFindings), and a control's check (noFinding).
+//     expects (exactFindings, through e2e/findingset, which the lab and
+//     kubee2e share), and a control's check (noFinding).
 //   - control_test.go: the control's check fails on a false leak, also
 //     one the correlator reports only when flushed (no root needed).
 //   - detach_privileged_test.go: copies the kernel detaches on rmdir of
 //     their mountpoint (no event says so): a later failure never cites one,
 //     and a detached copy still pinned is named as such, with its pinner.
+//   - detachedpin_privileged_test.go: a tmpfs copy that went detached
+//     with its holder's namespace, kept by a cwd or a file of a process
+//     of the node: the leak names that process.
 //   - teardown_privileged_test.go: a teardown that leaves two copies in
 //     one namespace is one leak finding naming both.
 //   - shared_privileged_test.go: a mount a Bidirectional pod made into
 //     another pod's volume directory: the finding names the namespace and
 //     the process that made it, not the kubelet's own namespace.
-//   - holder_test.go: TestMain, the clone(CLONE_NEWNS) helper and the
-//     mounter helper (a process that mounts and stays).
+//   - thread_privileged_test.go: a Go program in a holder namespace whose
+//     one thread unshares and ends: the process stays named in the leak.
+//   - holder_test.go: TestMain, the clone(CLONE_NEWNS) helper, the
+//     mounter helper (a process that mounts and stays) and the thread
+//     helper (a Go program whose one locked thread unshares).
 package variants

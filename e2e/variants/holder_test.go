@@ -1,11 +1,18 @@
 package variants
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
 	"syscall"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 )
@@ -20,6 +27,13 @@ const cloneEnv = "MNTLEAK_VARIANT_CLONE"
 // stays (a CSI node plugin), so the mount event's pid is a live process.
 const mountEnv = "MNTLEAK_VARIANT_MOUNT"
 
+// threadEnv names the directory of the thread helper: a Go program, started
+// as the test binary, whose one locked OS thread (not the main one)
+// unshares a mount namespace once DIR/go exists, writes its tid to DIR/tid
+// and ends with its goroutine (the runtime ends a thread still locked when
+// its goroutine returns); the process stays in its namespace until killed.
+const threadEnv = "MNTLEAK_VARIANT_THREAD"
+
 func TestMain(m *testing.M) {
 	if target := os.Getenv(mountEnv); target != "" {
 		if err := syscall.Mount("csi-vol", target, "tmpfs", 0, ""); err != nil {
@@ -28,6 +42,9 @@ func TestMain(m *testing.M) {
 		}
 		fmt.Println("ready")
 		select {} // until killed
+	}
+	if dir := os.Getenv(threadEnv); dir != "" {
+		os.Exit(unshareThread(dir))
 	}
 	if script := os.Getenv(cloneEnv); script != "" {
 		cmd := exec.Command("sh", "-c", script)
@@ -39,4 +56,45 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	os.Exit(privtest.Main(m))
+}
+
+// errMainThread: the goroutine ran on the main thread, whose unshare would
+// move the whole process.
+var errMainThread = errors.New("on the main thread")
+
+// unshareThread is the thread helper (threadEnv).
+func unshareThread(dir string) int {
+	fmt.Println("ready")
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go")); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	runtime.LockOSThread() // the main goroutine keeps the thread it is on
+	done := make(chan error)
+	for tries := 0; ; tries++ {
+		go func() {
+			runtime.LockOSThread() // never unlocked once unshared: the thread ends with the goroutine
+			if unix.Gettid() == os.Getpid() {
+				runtime.UnlockOSThread()
+				done <- errMainThread
+				return
+			}
+			if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+				done <- fmt.Errorf("unshare(CLONE_NEWNS): %w", err)
+				return
+			}
+			done <- os.WriteFile(filepath.Join(dir, "tid"), []byte(strconv.Itoa(unix.Gettid())), 0o600)
+		}()
+		err := <-done
+		if errors.Is(err, errMainThread) && tries < 100 {
+			continue
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		select {} // until killed
+	}
 }

@@ -3,10 +3,8 @@ package variants
 import (
 	"context"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/e2e/findingset"
 	"github.com/mntleak/mntleak/e2e/oracle"
 	"github.com/mntleak/mntleak/e2e/oraclecheck"
 	"github.com/mntleak/mntleak/e2e/testkit/privtest"
@@ -186,60 +185,5 @@ func check(t testing.TB, f *finding.Finding, cause finding.Cause, h holder, role
 	if f.Cause != cause || a == nil || a.PID != h.pid || a.Role != role || hd.MntNS != h.ns || f.Fix == "" {
 		t.Errorf("want %s naming pid %d (%s) in mnt:[%d]; got %s, actor %+v:\n%s", cause, h.pid, role, h.ns, f.Cause, a, f.Line())
 	}
-	checkFixPIDs(t, f, h.pid)
-}
-
-// procInFix is a process named in a fix: "name[pid]" (not "mnt:[inode]"),
-// "nsenter -t PID", "/proc/PID/".
-var procInFix = regexp.MustCompile(`([^:\s])\[(\d+)\]|-t (\d+)|/proc/(\d+)/`)
-
-// checkFixPIDs: every pid a fix names is a live process the finding names
-// as holding the object (never one that exited or another program that
-// has its pid now), and it names the process to act on (actor; 0: no
-// process, the fix names none: a namespace no process runs in, a unit to
-// restart).
-func checkFixPIDs(t testing.TB, f *finding.Finding, actor int) {
-	t.Helper()
-	named := map[int]bool{}
-	for _, h := range f.Holders {
-		if !h.Exited.IsZero() {
-			continue
-		}
-		for _, p := range h.Processes {
-			named[p.PID] = true
-		}
-		for _, p := range h.Pins {
-			named[p.PID] = true
-		}
-	}
-	inFix := map[int]bool{}
-	for _, m := range procInFix.FindAllStringSubmatch(f.Fix, -1) {
-		pid, _ := strconv.Atoi(m[2] + m[3] + m[4])
-		inFix[pid] = true
-		if actor == 0 {
-			t.Errorf("the fix names pid %d, want none: %s", pid, f.Fix)
-		}
-		if !named[pid] {
-			t.Errorf("the fix names pid %d, which holds nothing here: %s", pid, f.Fix)
-			continue
-		}
-		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err != nil {
-			t.Errorf("the fix names pid %d, which has exited: %s", pid, f.Fix)
-		}
-	}
-	if actor != 0 && !inFix[actor] {
-		t.Errorf("the fix does not name pid %d, the process to act on: %s", actor, f.Fix)
-	}
-}
-
-// createdBy reports whether the finding cites the event that made
-// namespace ns (its unshare, or its CLONE_NEWNS child).
-func createdBy(f *finding.Finding, ns uint32) bool {
-	for _, e := range f.Evidence {
-		if e.Event != nil && (e.Event.Kind == "unshare" || e.Event.Kind == "newns_fork") &&
-			(e.Event.MntNS == ns || strings.Contains(e.Event.Summary, "mnt:["+strconv.Itoa(int(ns))+"]")) {
-			return true
-		}
-	}
-	return false
+	findingset.FixPIDs(t, f, h.pid)
 }

@@ -22,14 +22,40 @@ for _ in $(seq 120); do
 	journalctl -u mntleak.service -o cat --no-pager | grep -q '"msg":"tracing"' && break
 	sleep 0.5
 done
+# The oracle (when the payload has it) compares every finding with the
+# kernel's state the moment it is logged: it follows mntleak's journal.
+if [ -x /lab/oracle ]; then
+	(journalctl -f -n all -o json -u mntleak.service --no-pager & echo $! >/run/lab-oracle-journal.pid; wait) |
+		/lab/oracle >"$out/oracle.jsonl" 2>"$out/oracle.err" &
+	oracle=$!
+fi
 for s in /lab/scenarios/*.sh; do
 	name=$(basename "$s" .sh)
 	start=$(date +%s)
+	# The scenario's window, in the journal's microseconds: its findings
+	# are logged within it (or 3 s after: a leak settles 2 s).
+	echo "$(date +%s%6N)" >"$out/$name.window"
 	bash "$s" >"$out/$name.log" 2>&1
 	echo "$? $(($(date +%s) - start))" >"$out/$name.rc"
+	sleep 3
+	echo "$(date +%s%6N)" >>"$out/$name.window"
 done
-sleep 2
 systemctl stop mntleak.service
+if [ -n "${oracle:-}" ]; then
+	sleep 2 # the last entries reach the oracle
+	kill "$(cat /run/lab-oracle-journal.pid)"
+	# Never a guest that does not power off: an oracle still busy after
+	# 60 s is stopped, and says so.
+	for _ in $(seq 120); do kill -0 "$oracle" 2>/dev/null || break; sleep 0.5; done
+	if kill -0 "$oracle" 2>/dev/null; then
+		kill -9 "$oracle"
+		echo "the oracle was still running 60 s after mntleak stopped" >>"$out/oracle.err"
+		echo 124 >"$out/oracle.rc"
+	else
+		wait "$oracle"
+		echo "$?" >"$out/oracle.rc"
+	fi
+fi
 journalctl -u mntleak.service -o json --no-pager >"$out/journal.json"
 cp /var/lib/mntleak/lab-record.jsonl "$out/record.jsonl"
 # What an operator types: the journal's own field match.

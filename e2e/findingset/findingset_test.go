@@ -1,0 +1,69 @@
+package findingset
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
+	"github.com/mntleak/mntleak/finding"
+)
+
+// leak is an unshare leak in mnt:[95] naming holder[PID] as a member,
+// citing the unshare that made the namespace; its fix names the pid.
+func leak(pid int) *finding.Finding {
+	p := finding.ProcRef{PID: pid, Comm: "holder"}
+	return &finding.Finding{Kind: finding.KindLeak, Call: finding.Call{Syscall: "umount2"}, Cause: finding.CauseUnshare,
+		Object: finding.Object{Path: "/srv/vol"},
+		Holders: []finding.Holder{{MntNS: 95, Where: "/srv/vol", Processes: []finding.ProcRef{p},
+			Actor: &finding.Actor{ProcRef: p, Role: finding.RoleMember}}},
+		Evidence: []finding.Evidence{{What: "unshare", Event: &finding.EventRef{Kind: "unshare", MntNS: 95}}},
+		Fix:      "stop or restart holder[" + strconv.Itoa(pid) + "] and the processes in mnt:[95]"}
+}
+
+// TestExactRefusesWhatIsNotWanted: the check passes on the wanted finding
+// and fails on an extra one, a missing one, another process, another role,
+// a namespace not said to be made by its event, and a fix naming another
+// pid (Remote: the pids are not looked up on this machine).
+func TestExactRefusesWhatIsNotWanted(t *testing.T) {
+	want := []Want{{Kind: finding.KindLeak, Syscall: "umount2", Cause: finding.CauseUnshare, PID: 20, Role: finding.RoleMember, NS: 95, Fix: 20}}
+	noEvent := leak(20)
+	noEvent.Evidence = nil
+	otherFix := leak(20)
+	otherFix.Fix = "stop or restart holder[21]"
+	member := leak(20)
+	member.Holders[0].Actor.Role = finding.RolePinner
+	for _, tc := range []struct {
+		name string
+		got  []*finding.Finding
+		pass bool
+	}{
+		{"the finding wanted", []*finding.Finding{leak(20)}, true},
+		{"one more", []*finding.Finding{leak(20), leak(20)}, false},
+		{"none", nil, false},
+		{"another process", []*finding.Finding{leak(21)}, false},
+		{"another role", []*finding.Finding{member}, false},
+		{"the creation not cited", []*finding.Finding{noEvent}, false},
+		{"the fix names another pid", []*finding.Finding{otherFix}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := privtest.Record(t, func(tb testing.TB) { Exact(tb, tc.got, want, Remote()) })
+			if r.Failed() == tc.pass {
+				t.Errorf("failed: %v, want %v; reports: %q", r.Failed(), !tc.pass, r.Reports())
+			}
+		})
+	}
+}
+
+// TestObjectsOf: a finding is the test's when it names one of its paths
+// or holder namespaces.
+func TestObjectsOf(t *testing.T) {
+	o := Objects{Paths: []string{"/srv/vol"}}
+	other := leak(20)
+	other.Object.Path, other.Holders[0].Where, other.Holders[0].MntNS, other.Fix = "/srv/other", "/srv/other", 96, "stop it"
+	if got := o.Of([]*finding.Finding{leak(20), other}); len(got) != 1 || got[0].Object.Path != "/srv/vol" {
+		t.Errorf("by path: %d findings", len(got))
+	}
+	if got := (Objects{NS: []uint32{96}}).Of([]*finding.Finding{leak(20), other}); len(got) != 1 || got[0].Object.Path != "/srv/other" {
+		t.Errorf("by namespace: %d findings", len(got))
+	}
+}
