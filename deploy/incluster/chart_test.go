@@ -81,17 +81,7 @@ func TestChartInstalledOnTheNode(t *testing.T) {
 
 	// The DaemonSet controller makes the pod, the scheduler places it.
 	selector := "app.kubernetes.io/instance=" + release
-	var p pod
-	if !privtest.Poll(k8snode.PodStart, func() bool {
-		ps := pods(t, n, ns, selector)
-		if len(ps) == 1 {
-			p = ps[0]
-		}
-		return len(ps) == 1 && p.Status.Phase == "Running" && p.ready()
-	}) {
-		desc, _ := n.KubectlErr(nil, "describe", "pods", "-n", ns, "-l", selector)
-		t.Fatalf("no Ready pod of the DaemonSet within %v:\n%s", k8snode.PodStart, desc)
-	}
+	p := readyPod(t, n, ns, selector)
 	t.Logf("helm install to a Ready pod: %v", time.Since(start).Round(100*time.Millisecond))
 	owner := p.Metadata.OwnerReferences
 	if len(owner) != 1 || owner[0].Kind != "DaemonSet" || owner[0].Name != release || !owner[0].Controller {
@@ -290,4 +280,22 @@ func onlyDefaults(out string) bool {
 		}
 	}
 	return true
+}
+
+// readyPod waits for the one pod of the DaemonSet (by selector, in ns) to
+// run and be Ready, and fails the test with its description otherwise.
+func readyPod(t *testing.T, n *k8snode.Node, ns, selector string) pod {
+	t.Helper()
+	var p pod
+	if !privtest.Poll(k8snode.PodStart, func() bool {
+		ps := pods(t, n, ns, selector)
+		if len(ps) == 1 {
+			p = ps[0]
+		}
+		return len(ps) == 1 && p.Status.Phase == "Running" && p.ready()
+	}) {
+		desc, _ := n.KubectlErr(nil, "describe", "pods", "-n", ns, "-l", selector)
+		t.Fatalf("no Ready pod of the DaemonSet within %v:\n%s", k8snode.PodStart, desc)
+	}
+	return p
 }

@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/moby/sys/mountinfo"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/mntleak/mntleak/e2e/k8snode"
 	"github.com/mntleak/mntleak/e2e/testkit/privtest"
@@ -98,27 +96,7 @@ metadata: {name: plugin-viewer}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: plugin-viewer}
 subjects: [{kind: ServiceAccount, name: plugin-viewer, namespace: kube-system}]
 `)
-	if _, err := n.KubectlErr(rbac, "apply", "-f", "-"); err != nil {
-		t.Fatalf("apply the viewer's RBAC: %v", err)
-	}
-	t.Cleanup(func() {
-		if _, err := n.KubectlErr(rbac, "delete", "-f", "-", "--ignore-not-found"); err != nil {
-			t.Errorf("delete the viewer's RBAC: %v", err)
-		}
-	})
-	token := strings.TrimSpace(n.Kubectl(t, "create", "token", "-n", "kube-system", "plugin-viewer", "--duration=1h"))
-	cfg, err := clientcmd.LoadFromFile(n.Kubeconfig)
-	if err != nil {
-		t.Fatalf("load %s: %v", n.Kubeconfig, err)
-	}
-	for name := range cfg.AuthInfos {
-		cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: token}
-	}
-	file := filepath.Join(t.TempDir(), "viewer.kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, file); err != nil {
-		t.Fatalf("write %s: %v", file, err)
-	}
-	return file
+	return n.TokenKubeconfig(t, rbac, "kube-system", "plugin-viewer")
 }
 
 // installChart installs the chart with its defaults (Events on) and this
@@ -150,17 +128,7 @@ func installChart(t *testing.T, n *k8snode.Node, state string) pod {
 		t.Fatal(err)
 	}
 	selector := "app.kubernetes.io/instance=" + release
-	var p pod
-	if !privtest.Poll(k8snode.PodStart, func() bool {
-		ps := pods(t, n, ns, selector)
-		if len(ps) == 1 {
-			p = ps[0]
-		}
-		return len(ps) == 1 && p.Status.Phase == "Running" && p.ready()
-	}) {
-		desc, _ := n.KubectlErr(nil, "describe", "pods", "-n", ns, "-l", selector)
-		t.Fatalf("no Ready pod of the DaemonSet within %v:\n%s", k8snode.PodStart, desc)
-	}
+	p := readyPod(t, n, ns, selector)
 	tracing := func() bool {
 		for _, l := range podLog(t, n, ns, p.Metadata.Name) {
 			if l.Msg == "tracing" {

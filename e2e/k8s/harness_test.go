@@ -15,8 +15,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/mntleak/mntleak/e2e/k8snode"
 	"github.com/mntleak/mntleak/e2e/oraclecheck"
@@ -88,27 +86,7 @@ func daemonKubeconfig(t *testing.T, n *k8snode.Node) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.KubectlErr(rbac, "apply", "-f", "-"); err != nil {
-		t.Fatalf("apply testdata/rbac.yaml: %v", err)
-	}
-	t.Cleanup(func() {
-		if _, err := n.KubectlErr(rbac, "delete", "-f", "-", "--ignore-not-found"); err != nil {
-			t.Errorf("delete testdata/rbac.yaml: %v", err)
-		}
-	})
-	token := strings.TrimSpace(n.Kubectl(t, "create", "token", "-n", "kube-system", "mntleak-e2e", "--duration=1h"))
-	cfg, err := clientcmd.LoadFromFile(n.Kubeconfig)
-	if err != nil {
-		t.Fatalf("load %s: %v", n.Kubeconfig, err)
-	}
-	for name := range cfg.AuthInfos {
-		cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: token}
-	}
-	file := filepath.Join(t.TempDir(), "mntleak.kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, file); err != nil {
-		t.Fatalf("write %s: %v", file, err)
-	}
-	return file
+	return n.TokenKubeconfig(t, rbac, "kube-system", "mntleak-e2e")
 }
 
 // findings are the finding lines the daemon logged so far.

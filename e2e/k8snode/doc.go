@@ -57,7 +57,8 @@
 //
 // Files: node.go (Main, Up, Down, the fixed paths), kubectl.go (Node's
 // methods), manifest.go (Manifest, the API subset, DaemonSet), scenarios.go
-// (the scenario builders), mounts.go (mount tables, fdinfo); build.sh,
+// (the scenario builders), mounts.go (mount tables, fdinfo), token.go
+// (TokenKubeconfig: a ServiceAccount's kubeconfig); build.sh,
 // images.sh, up.sh, down.sh, events.sh, env.sh; _crimini/ (the CRI client
 // down.sh uses, built by build.sh: the mntleak module ignores it);
 // testdata/ (the builders' golden manifests).
