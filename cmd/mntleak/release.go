@@ -75,6 +75,12 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 			logAction(actionRecord{Result: "refused", Refuse: &r})
 			return exitError
 		}
+		if err := sameHolders(f); err != nil {
+			r := release.Refusal{Reason: err.Error(), Hint: "run mntleak why on the object for a finding about the machine as it is now"}
+			fmt.Fprintf(stdout, "refused: %s; %s\n", finding.Escape(r.Reason), r.Hint)
+			logAction(actionRecord{Result: "refused", Refuse: &r})
+			return exitError
+		}
 		if r, refused := refuseFinding(f); refused {
 			fmt.Fprintf(stdout, "refused: %s; %s\n", r.Reason, finding.Escape(r.Hint))
 			logAction(actionRecord{Result: "refused", Refuse: &r})
@@ -82,6 +88,9 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 		}
 		if ns, id := releaseCopy(f); id != 0 {
 			*mntns, *mountID, explicit = uint(ns), id, true
+			if *mntnsID == 0 {
+				*mntnsID = holderBorn(f, ns) // the plan's, checked again when it acts
+			}
 		}
 	}
 	switch {
