@@ -192,7 +192,7 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 
 // copyGone reports whether mount id is no longer in namespace ns.
 func copyGone(ns uint32, id int) bool {
-	_, err := release.CopyTarget(ns, id)
+	_, _, err := release.CopyTarget(ns, id)
 	return err != nil
 }
 
@@ -210,7 +210,7 @@ func copyTarget(stdout io.Writer, logAction func(actionRecord), given *finding.F
 		fmt.Fprintf(stdout, "refused: %v\n", err)
 		return correlate.Target{}, false
 	}
-	target, err := release.CopyTarget(ns, id)
+	target, at, err := release.CopyTarget(ns, id)
 	if err != nil {
 		// Gone or changed since it was planned: nothing is done.
 		if !saidReleased(stdout, logAction, ns, id) {
@@ -220,6 +220,13 @@ func copyTarget(stdout io.Writer, logAction func(actionRecord), given *finding.F
 	}
 	if given != nil && target.Dev != given.Object.Dev {
 		fmt.Fprintf(stdout, "refused: the finding differs from the live state: its object is %s, mount %d in mnt:[%d] is %s now\n", given.Object.Dev, id, ns, target.Dev)
+		return correlate.Target{}, false
+	}
+	if where := holderAt(given, ns, id); where != "" && where != at {
+		// The mount id went to a new mount elsewhere, on a device number
+		// handed out again too (an anonymous one, tmpfs's).
+		fmt.Fprintf(stdout, "refused: the finding differs from the live state: its copy was at %s, mount %d in mnt:[%d] is at %s now\n",
+			finding.Escape(where), id, ns, finding.Escape(at))
 		return correlate.Target{}, false
 	}
 	return target, true

@@ -182,6 +182,20 @@ func holderBorn(f *finding.Finding, ns uint32) uint64 {
 	return 0
 }
 
+// holderAt is the mount point finding f names for mount id in namespace
+// inode ns ("": none; f may be nil).
+func holderAt(f *finding.Finding, ns uint32, id int) string {
+	if f == nil {
+		return ""
+	}
+	for _, h := range f.Holders {
+		if h.MntNS == ns && h.MountID == id {
+			return h.Where
+		}
+	}
+	return ""
+}
+
 // sameGeneration refuses a finding whose namespace's inode was taken by a
 // namespace born since: the daemon's ledger (when there is one) recorded
 // the birth id of the finding's namespace.
