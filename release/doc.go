@@ -51,7 +51,8 @@
 //     quotes.
 //   - finding.go: CheckFinding, BootTime; HolderBorn, a finding's holder
 //     against the live namespace's birth id.
-//   - target.go: CopyTarget, the object of a copy named by namespace and
-//     mount id, read through a process of it, a bind of its nsfs file or a
-//     process holding that file open; BirthID, the live namespace's.
+//   - target.go: CopyTarget, the object (and mount point) of a copy named
+//     by namespace and mount id, read through a process of it, a bind of
+//     its nsfs file or a process holding that file open; BirthID, the live
+//     namespace's.
 package release
