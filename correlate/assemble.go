@@ -116,7 +116,7 @@ func (c *Correlator) leadWithMounter(f *finding.Finding, made *event.Event, a *a
 	}
 	i := slices.IndexFunc(f.Holders, func(h finding.Holder) bool { return h.MntNS == made.MntNS && !h.Self && h.Exited.IsZero() })
 	if i < 0 {
-		h := finding.Holder{MntNS: n.Ino, Where: made.Target, Created: n.Created}
+		h := finding.Holder{MntNS: n.Ino, MntNSID: n.ID, Where: made.Target, Created: n.Created}
 		for _, m := range n.Members() {
 			h.Processes = append(h.Processes, m.Ref())
 		}

@@ -262,7 +262,7 @@ func pinRefs(pins []procfs.Pin) map[uint32][]finding.PinRef {
 
 // holderOf renders a match as a Holder, with the namespace's processes.
 func (c *Correlator) holderOf(m match, pins map[uint32][]finding.PinRef) finding.Holder {
-	h := finding.Holder{MntNS: m.ns.Ino, Self: m.self, Where: m.where, Exited: m.exited, Created: m.ns.Created, Pins: pins[m.ns.Ino], Detached: m.detached}
+	h := finding.Holder{MntNS: m.ns.Ino, MntNSID: m.ns.ID, Self: m.self, Where: m.where, Exited: m.exited, Created: m.ns.Created, Pins: pins[m.ns.Ino], Detached: m.detached}
 	if m.mount != nil {
 		h.MountID = m.mount.ID
 		h.Propagation = Propagation(m.mount)

@@ -110,7 +110,12 @@ type Object struct {
 // Holder is one namespace that still has the object mounted (or, with
 // Pins only, keeps it busy without any mountinfo entry).
 type Holder struct {
-	MntNS       uint32    `json:"mntns"`
+	MntNS uint32 `json:"mntns"`
+	// MntNSID is the id the kernel gave the namespace at birth
+	// (NS_GET_MNTNS_ID; 0: unknown, e.g. one that predates tracing): the
+	// inode is reused, the id never is, so release can tell the namespace
+	// under the inode now is still this one.
+	MntNSID     uint64    `json:"mntns_id,omitempty"`
 	Self        bool      `json:"self,omitempty"` // the caller's own namespace
 	Where       string    `json:"where,omitempty"`
 	Also        []string  `json:"also,omitempty"` // other places the object shows there

@@ -27,7 +27,9 @@
 // planned unique id (statx) and detaches it through that open file, then
 // checks it is gone; a release that finds the copy gone says which
 // release took it (Record). CheckFinding refuses a finding from before
-// this boot or one that differs from what the daemon kept.
+// this boot or one that differs from what the daemon kept; HolderBorn one
+// whose holder was born with another id than the namespace under its inode
+// now.
 //
 // Do not use it on a copy a process works in: detaching it under a running
 // database is what --force exists to make explicit.
@@ -47,8 +49,10 @@
 //     release of a copy leaves in its lock file; ReleasedMount,
 //     ReleasedDevice, the record a release that finds its copy gone
 //     quotes.
-//   - finding.go: CheckFinding, BootTime.
-//   - target.go: CopyTarget, the object of a copy named by namespace and
-//     mount id, read through a process of it, a bind of its nsfs file or a
-//     process holding that file open; BirthID, the live namespace's.
+//   - finding.go: CheckFinding, BootTime; HolderBorn, a finding's holder
+//     against the live namespace's birth id.
+//   - target.go: CopyTarget, the object (and mount point) of a copy named
+//     by namespace and mount id, read through a process of it, a bind of
+//     its nsfs file or a process holding that file open; BirthID, the live
+//     namespace's.
 package release

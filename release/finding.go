@@ -71,3 +71,16 @@ func BootTime() (time.Time, error) {
 	}
 	return time.Time{}, fmt.Errorf("/proc/stat: no btime")
 }
+
+// HolderBorn refuses a finding's holder h when it names the birth id of
+// its namespace and the live namespace with that inode, born with id live
+// (read through file), is another: the kernel gave the inode to a new
+// namespace since the finding was made. A holder that names none (its
+// namespace predates tracing) is not refused here.
+func HolderBorn(h finding.Holder, live uint64, file string) error {
+	if h.MntNSID == 0 || h.MntNSID == live {
+		return nil
+	}
+	return &NotLeak{Reason: fmt.Sprintf("mnt:[%d] was born with id %d now (read through %s), the finding's holder was born with id %d: the inode was reused",
+		h.MntNS, live, file, h.MntNSID)}
+}

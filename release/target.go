@@ -16,12 +16,13 @@ import (
 // CopyTarget is the object of an explicit copy (release --mntns N
 // --mount-id ID): the device of mount id in namespace ns, read through one
 // of its processes or, when none runs in it, through a bind of its nsfs
-// file or the open fd of a process holding that file.
-func CopyTarget(ns uint32, id int) (correlate.Target, error) {
+// file or the open fd of a process holding that file; and its mount point
+// there.
+func CopyTarget(ns uint32, id int) (correlate.Target, string, error) {
 	h := procfs.Host{}
 	procs, err := h.Processes()
 	if err != nil {
-		return correlate.Target{}, err
+		return correlate.Target{}, "", err
 	}
 	var mounts []*mountinfo.Info
 	found := false
@@ -40,14 +41,14 @@ func CopyTarget(ns uint32, id int) (correlate.Target, error) {
 			file = nsFD(h, ns)
 		}
 		if file == "" {
-			return correlate.Target{}, fmt.Errorf("no process runs in mnt:[%d], and no bind of its nsfs file nor a process holding it open was found", ns)
+			return correlate.Target{}, "", fmt.Errorf("no process runs in mnt:[%d], and no bind of its nsfs file nor a process holding it open was found", ns)
 		}
 		var got uint32
 		if got, mounts, err = h.NSMountinfo(file); err != nil {
-			return correlate.Target{}, err
+			return correlate.Target{}, "", err
 		}
 		if got != ns {
-			return correlate.Target{}, fmt.Errorf("%s names mnt:[%d] now, not mnt:[%d]", file, got, ns)
+			return correlate.Target{}, "", fmt.Errorf("%s names mnt:[%d] now, not mnt:[%d]", file, got, ns)
 		}
 	}
 	for _, m := range mounts {
@@ -56,10 +57,10 @@ func CopyTarget(ns uint32, id int) (correlate.Target, error) {
 			if m.FSType == "nsfs" {
 				t.Root = m.Root // every namespace file is on one device
 			}
-			return t, nil
+			return t, m.Mountpoint, nil
 		}
 	}
-	return correlate.Target{}, fmt.Errorf("mnt:[%d] has no mount %d", ns, id)
+	return correlate.Target{}, "", fmt.Errorf("mnt:[%d] has no mount %d", ns, id)
 }
 
 // nsBind is a path through which the bind of namespace ns's nsfs file can

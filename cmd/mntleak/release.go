@@ -75,6 +75,12 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 			logAction(actionRecord{Result: "refused", Refuse: &r})
 			return exitError
 		}
+		if err := sameHolders(f); err != nil {
+			r := release.Refusal{Reason: err.Error(), Hint: "run mntleak why on the object for a finding about the machine as it is now"}
+			fmt.Fprintf(stdout, "refused: %s; %s\n", finding.Escape(r.Reason), r.Hint)
+			logAction(actionRecord{Result: "refused", Refuse: &r})
+			return exitError
+		}
 		if r, refused := refuseFinding(f); refused {
 			fmt.Fprintf(stdout, "refused: %s; %s\n", r.Reason, finding.Escape(r.Hint))
 			logAction(actionRecord{Result: "refused", Refuse: &r})
@@ -82,6 +88,9 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 		}
 		if ns, id := releaseCopy(f); id != 0 {
 			*mntns, *mountID, explicit = uint(ns), id, true
+			if *mntnsID == 0 {
+				*mntnsID = holderBorn(f, ns) // the plan's, checked again when it acts
+			}
 		}
 	}
 	switch {
@@ -183,7 +192,7 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 
 // copyGone reports whether mount id is no longer in namespace ns.
 func copyGone(ns uint32, id int) bool {
-	_, err := release.CopyTarget(ns, id)
+	_, _, err := release.CopyTarget(ns, id)
 	return err != nil
 }
 
@@ -201,7 +210,7 @@ func copyTarget(stdout io.Writer, logAction func(actionRecord), given *finding.F
 		fmt.Fprintf(stdout, "refused: %v\n", err)
 		return correlate.Target{}, false
 	}
-	target, err := release.CopyTarget(ns, id)
+	target, at, err := release.CopyTarget(ns, id)
 	if err != nil {
 		// Gone or changed since it was planned: nothing is done.
 		if !saidReleased(stdout, logAction, ns, id) {
@@ -211,6 +220,13 @@ func copyTarget(stdout io.Writer, logAction func(actionRecord), given *finding.F
 	}
 	if given != nil && target.Dev != given.Object.Dev {
 		fmt.Fprintf(stdout, "refused: the finding differs from the live state: its object is %s, mount %d in mnt:[%d] is %s now\n", given.Object.Dev, id, ns, target.Dev)
+		return correlate.Target{}, false
+	}
+	if where := holderAt(given, ns, id); where != "" && where != at {
+		// The mount id went to a new mount elsewhere, on a device number
+		// handed out again too (an anonymous one, tmpfs's).
+		fmt.Fprintf(stdout, "refused: the finding differs from the live state: its copy was at %s, mount %d in mnt:[%d] is at %s now\n",
+			finding.Escape(where), id, ns, finding.Escape(at))
 		return correlate.Target{}, false
 	}
 	return target, true

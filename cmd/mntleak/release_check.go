@@ -100,11 +100,11 @@ func keptBusyCopy(f *finding.Finding, stateDir string, c *release.Checker) error
 	})
 }
 
-// keptHolder reports whether finding kept names copy h: its namespace,
-// mount id and mount point.
+// keptHolder reports whether finding kept names copy h: its namespace
+// (and its birth id, when both name one), mount id and mount point.
 func keptHolder(kept *finding.Finding, h finding.Holder) bool {
 	for _, k := range kept.Holders {
-		if k.MntNS == h.MntNS && k.MountID == h.MountID && k.Where == h.Where && h.MountID != 0 {
+		if k.MntNS == h.MntNS && k.MountID == h.MountID && k.Where == h.Where && h.MountID != 0 && (k.MntNSID == 0 || h.MntNSID == 0 || k.MntNSID == h.MntNSID) {
 			return true
 		}
 	}
@@ -147,6 +147,53 @@ func printStep(w io.Writer, s release.Step) {
 	for _, p := range s.Pins {
 		fmt.Fprintf(w, "  loses its %s into the detached tree (keeps running): %s[%s] %s\n", p.Pin, finding.Escape(p.Comm), strconv.Itoa(p.PID), finding.Escape(p.Path))
 	}
+}
+
+// sameHolders refuses a finding one of whose holders names the birth id of
+// its namespace when the live namespace with that inode was born with
+// another: the inode was reused since the finding was made. The daemon's
+// ledger is not needed for that. A holder's namespace that is gone is not
+// refused here: nothing runs under its inode to act on, and what names it
+// later (a release command) finds no namespace.
+func sameHolders(f *finding.Finding) error {
+	for _, h := range f.Holders {
+		if h.MntNSID == 0 {
+			continue
+		}
+		born, file, err := release.BirthID(h.MntNS)
+		if err != nil {
+			continue
+		}
+		if err := release.HolderBorn(h, born, file); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// holderBorn is the birth id finding f names for its holder in namespace
+// inode ns (0: none).
+func holderBorn(f *finding.Finding, ns uint32) uint64 {
+	for _, h := range f.Holders {
+		if h.MntNS == ns && h.MntNSID != 0 {
+			return h.MntNSID
+		}
+	}
+	return 0
+}
+
+// holderAt is the mount point finding f names for mount id in namespace
+// inode ns ("": none; f may be nil).
+func holderAt(f *finding.Finding, ns uint32, id int) string {
+	if f == nil {
+		return ""
+	}
+	for _, h := range f.Holders {
+		if h.MntNS == ns && h.MountID == id {
+			return h.Where
+		}
+	}
+	return ""
 }
 
 // sameGeneration refuses a finding whose namespace's inode was taken by a

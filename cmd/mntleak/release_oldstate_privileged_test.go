@@ -29,6 +29,9 @@ func TestOldStateDirFindingRefused(t *testing.T) {
 		// check that what is there now is as it was before the release.
 		after func(t *testing.T, r *releaseRig, h *privtest.Holder, stateDir string) func(t *testing.T)
 		want  string
+		// bare is what the same finding given as a file without the
+		// daemon's ledger is refused with ("": want).
+		bare string
 	}{
 		{name: "the namespace is gone", want: "no process runs in mnt:[",
 			after: func(t *testing.T, r *releaseRig, h *privtest.Holder, _ string) func(t *testing.T) {
@@ -36,7 +39,7 @@ func TestOldStateDirFindingRefused(t *testing.T) {
 				_ = h.Cmd.Wait()
 				return func(*testing.T) {}
 			}},
-		{name: "the namespace inode is reused", want: "the inode was reused",
+		{name: "the namespace inode is reused", want: "the inode was reused", bare: "the finding's holder was born with id ",
 			after: func(t *testing.T, r *releaseRig, h *privtest.Holder, _ string) func(t *testing.T) {
 				var waiting []*waiter
 				for range 40 {
@@ -96,6 +99,15 @@ func TestOldStateDirFindingRefused(t *testing.T) {
 			if code != exitError || !strings.Contains(out, "refused: ") || !strings.Contains(out, tc.want) || strings.Contains(out, "released:") {
 				t.Fatalf("exit %d, want %d and refused with %q:\n%s", code, exitError, tc.want, out)
 			}
+			bare := tc.bare
+			if bare == "" {
+				bare = tc.want
+			}
+			out, code = r.release(t, line+"\n", "", "--apply", "--force", "--finding", "-")
+			if code != exitError || !strings.Contains(out, "refused: ") || !strings.Contains(out, bare) || strings.Contains(out, "released:") {
+				t.Fatalf("without the ledger: exit %d, want %d and refused with %q:\n%s", code, exitError, bare, out)
+			}
+			t.Logf("without the ledger: %s", strings.TrimSpace(out))
 			check(t)
 		})
 	}
