@@ -139,7 +139,7 @@ func (n Node) StartHolder(t testing.TB, propagation, script string) *Holder {
 func startHolder(t testing.TB, prefix []string, propagation, script, program string) *Holder {
 	t.Helper()
 	RequireCommands(t, "unshare", "sh", "sleep", "nsenter", "findmnt")
-	if propagation != "slave" {
+	if propagation == "private" {
 		script = dropTestNodeMounts + script
 	}
 	argv := append(append([]string(nil), prefix...), "unshare", "-m", "--propagation", propagation, "sh", "-c",
@@ -151,18 +151,19 @@ func startHolder(t testing.TB, prefix []string, propagation, script, program str
 	return h
 }
 
-// dropTestNodeMounts, run first in a new holder or node namespace that is
-// not a slave, detaches there the mounts of the test suite's Kubernetes
-// node (the kubelet's root, containerd's state and root, the CNI's netns
-// files: e2e/k8snode's paths), each made private first so that the
-// unmount stays in this namespace. Packages run side by side: a private
-// copy of a pod's volume in another test's namespace is a real leak, and
-// kept a Kubernetes test's pod Terminating until that test's cleanup
-// failed (deploy/incluster, 'pod plugin-shop/web still there 30s after its
-// deletion', with two namespaces of cmd/mntleak's release tests holding
-// its volume). A slave holder keeps them: it receives the unmounts, and
-// the Kubernetes suites' controls use one.
-const dropTestNodeMounts = `findmnt -rn -o TARGET | grep -E '^(/var/lib/kubelet|/run/mntleak-k8s|/var/lib/mntleak-k8s|/run/netns)(/|$)' | sort -r |
+// dropTestNodeMounts, run first in a private holder namespace, detaches
+// there the mounts of the test suite's Kubernetes node (the kubelet's
+// root, containerd's state and root: e2e/k8snode's paths). Packages run
+// side by side: a private copy of a pod's volume in another test's
+// namespace is a real leak, and kept a Kubernetes test's pod Terminating
+// until that test's cleanup failed (deploy/incluster, 'pod plugin-shop/web
+// still there 30s after its deletion', two namespaces of cmd/mntleak's
+// release tests holding its volume). Only in a private namespace: an
+// unmount propagates to the peers of the mount's parent, so in a shared
+// node (whose copies of the kubelet's root are peers of the host's) it
+// would unmount the host's pod volumes; a private namespace has no peers.
+// A node and a slave keep them: they receive the host's unmounts.
+const dropTestNodeMounts = `findmnt -rn -o TARGET | grep -E '^(/var/lib/kubelet|/run/mntleak-k8s|/var/lib/mntleak-k8s)(/|$)' | sort -r |
 while read -r m; do mount --make-private "$m" 2>/dev/null && umount -l "$m" 2>/dev/null; done; `
 
 // StartReady starts cmd, kills it at cleanup, and waits at most timeout
