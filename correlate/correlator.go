@@ -330,6 +330,7 @@ func (c *Correlator) reconcile(procs []procfs.Process) {
 	for _, n := range c.lineage.Live() {
 		before[n.Ino] = n
 	}
+	c.retireReplaced(procs)
 	c.lineage.Reconcile(procs, c.now)
 	for ino, n := range before {
 		if n.Dead && n.LastTable == nil {

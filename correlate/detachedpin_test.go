@@ -174,3 +174,67 @@ func TestDetachedTmpfsPinnedElsewhere(t *testing.T) {
 		})
 	}
 }
+
+// The holder's namespace dies after the unmount, its copy detached and
+// kept by a process of the node, and before the teardown settles another
+// namespace gets its inode (namespaces are made all the time on a busy
+// node, and the kernel gives a freed inode out again at once): the process
+// list shows a process in "mnt:[80]", whose creation the correlator has not
+// read yet. Its birth id says it is another namespace: the holder's is gone
+// and the leak names the process that keeps the detached copy, not the
+// stranger's namespace "whose table could not be read" (CI, full run:
+// TestDetachedTmpfsPinnedFromTheNode/by_a_cwd named mnt:[N], the oracle
+// found it gone). A control: the same id is the same namespace, alive.
+func TestDetachedPinnedTheHolderInodeReused(t *testing.T) {
+	const priv = 80
+	const tmpfsHost = "1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw\n3 1 0:40 / /srv/vol rw shared:3 - tmpfs vol rw\n"
+	const gone = "1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw\n"
+	for _, tc := range []struct {
+		name   string
+		nextID uint64 // the birth id of the namespace that has the inode at the settle
+		want   string // the line's holder
+	}{
+		{"another namespace has the inode", 2002, "held by reader[60] cwd /"},
+		{"the same namespace (control)", 1001, "mnt:[80]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorldOpts(t, correlate.Options{LeakSettle: 2 * time.Second}, []procfs.Process{proc(1, "systemd", hostNS, "")},
+				map[uint32]string{hostNS: tmpfsHost})
+			w.proc.nsids = map[uint32]uint64{hostNS: 1}
+			created := unshareEv(20, "holder", hostNS, priv)
+			created.NewMntNSID = 1001
+			w.send(created)
+			w.proc.procs = append(w.proc.procs, proc(20, "holder", priv, ""))
+			w.proc.tables[priv] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 0:40 / /srv/vol rw - tmpfs vol rw\n"
+			w.send(exitEv(91, "true", hostNS)) // the holder's table is read
+			w.proc.tables[hostNS] = gone
+			reader := proc(60, "reader", hostNS, "")
+			w.proc.procs = append(w.proc.procs, reader)
+			w.proc.pins = []procfs.Pin{{Process: reader, Kind: procfs.PinCwd, Dev: event.MakeDev(0, 40), Path: "/"}}
+			w.send(umountEv(40, "umount", hostNS, "/srv/vol", 0))
+			w.proc.procs = slices.DeleteFunc(w.proc.procs, func(p procfs.Process) bool { return p.PID == 20 })
+			delete(w.proc.tables, priv)
+			w.send(exitEv(20, "holder", priv))
+			// A stranger in a namespace with the holder's inode; its table
+			// is not readable (it is gone again by the time it is read).
+			w.proc.procs = append(w.proc.procs, proc(70, "stranger", priv, ""))
+			w.proc.nsids[priv] = tc.nextID
+			w.now = w.now.Add(3 * time.Second)
+			w.send(exitEv(90, "true", hostNS))
+			f := w.only()
+			t.Log(f.Line())
+			if f.Kind != finding.KindLeak || !strings.Contains(f.Line(), tc.want) {
+				t.Errorf("want a leak naming %s:\n%s", tc.want, f.Line())
+			}
+			if tc.nextID == 1001 {
+				return
+			}
+			if _, a := f.Actor(); a == nil || a.PID != 60 || a.Role != finding.RolePinner {
+				t.Errorf("actor %+v, want the pinner reader[60]:\n%s", a, f.Line())
+			}
+			if strings.Contains(f.Line(), "stranger") || strings.Contains(f.Line(), "could be read") {
+				t.Errorf("the stranger's namespace is taken for the holder's:\n%s", f.Line())
+			}
+		})
+	}
+}

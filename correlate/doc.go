@@ -41,7 +41,9 @@
 //   - lineage.go: Lineage, Namespace, Member: namespaces and their members
 //     over time; lineage_pinned.go: a retired namespace that is still
 //     alive (entered again, kept by a bind of its nsfs file) is the same
-//     generation, revived with its creation; gc.go: what is forgotten, and
+//     generation, revived with its creation; reused.go: one whose inode
+//     the process list shows another namespace has (its birth id differs)
+//     is retired, never revived for it; gc.go: what is forgotten, and
 //     when.
 //   - ledger.go, tableindex.go, peergroups.go: Table and Ledger, the mount
 //     tables read from /proc, indexed by mount and by peer group, and the

@@ -70,24 +70,6 @@ func (c *Correlator) forgetReused(procs []procfs.Process) {
 	}
 }
 
-// sameBirth reports whether the namespace under n's inode now is the one
-// n remembers, by the birth id read through one of its processes, and
-// whether that could be told at all.
-func (c *Correlator) sameBirth(n *Namespace, ps []procfs.Process) (same, known bool) {
-	if n.ID == 0 {
-		return false, false
-	}
-	for i, p := range ps {
-		if i == 3 {
-			break
-		}
-		if ino, id, err := c.proc.MntNSID(p.PID); err == nil && ino == n.Ino && id != 0 {
-			return id == n.ID, true
-		}
-	}
-	return false, false
-}
-
 // forgetGeneration retires a remembered namespace whose inode another one
 // has now, and drops the remembered events made in it: none of them is
 // the new namespace's.
