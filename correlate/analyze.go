@@ -16,13 +16,15 @@ import (
 func (c *Correlator) callOf(ev *event.Event) finding.Call {
 	call := finding.Call{Time: ev.Time, PID: ev.PID, TID: ev.TID, Comm: ev.Comm, Syscall: ev.Syscall, Errno: ev.Errno,
 		MntNS: ev.MntNS, Exe: ev.Exe, Cmdline: ev.Cmdline}
+	cgroup := ev.Cgroup // read when the event arrived; a member's, when it carried none
 	if n := c.lineage.Get(ev.MntNS); n != nil {
 		for _, m := range n.Members() {
-			if m.PID == int(ev.PID) {
-				call.Container, call.Unit, call.Pod = ContainerID(m.Cgroup), Unit(m.Cgroup), PodUID(m.Cgroup)
+			if m.PID == int(ev.PID) && m.Cgroup != "" {
+				cgroup = m.Cgroup
 			}
 		}
 	}
+	call.Container, call.Unit, call.Pod = ContainerID(cgroup), Unit(cgroup), PodUID(cgroup)
 	return call
 }
 

@@ -3,6 +3,9 @@ package correlate
 import (
 	"regexp"
 	"strings"
+
+	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 )
 
 var (
@@ -38,6 +41,33 @@ func PodUID(cgroup string) string {
 		return ""
 	}
 	return strings.ReplaceAll(m[1], "_", "-")
+}
+
+// workloadWords names where a process ran, from its cgroup path, as a
+// summary says it: "pod UID" (finding.NamePods rewrites it once the pod's
+// name is known), else "container 5f2c0e1a9b8d", else the unit
+// ("ntpd.service"); "" when the path names none of them.
+func workloadWords(cgroup string) string {
+	switch {
+	case cgroup == "":
+		return ""
+	case PodUID(cgroup) != "":
+		return "pod " + PodUID(cgroup)
+	case ContainerID(cgroup) != "":
+		return "container " + finding.ShortID(ContainerID(cgroup))
+	}
+	return Unit(cgroup)
+}
+
+// actorName is the process an event was made by, named by its pod,
+// container or unit when the event carried its cgroup:
+// "mounter[701] (pod 0c2f3a1e-…)", else "mounter[701]".
+func actorName(ev *event.Event) string {
+	who := finding.ProcName(ev.Comm, int(ev.PID))
+	if w := workloadWords(ev.Cgroup); w != "" {
+		who += " (" + w + ")"
+	}
+	return who
 }
 
 // privateTmpRoot matches the root of the /tmp that systemd binds for a

@@ -180,7 +180,7 @@ func (c *Correlator) lineageEvent(ev *event.Event, live bool) bool {
 		}
 	case event.KindNewNSFork:
 		create(ev.ChildMntNS, ev.ParentMntNS, OriginClone, memberOf(ev))
-		c.lineage.Join(ev.ChildMntNS, 0, Member{PID: int(ev.ChildPID), Comm: ev.Comm, Joined: ev.Time})
+		c.lineage.Join(ev.ChildMntNS, 0, Member{PID: int(ev.ChildPID), Comm: ev.Comm, Cgroup: ev.Cgroup, Joined: ev.Time}) // born in its parent's cgroup
 		c.ledger.Record(ev)
 	default:
 		return false
@@ -400,7 +400,7 @@ func (c *Correlator) created(ino, parent uint32, origin Origin, actor Member, ev
 func mainThread(ev *event.Event) bool { return ev.TID == 0 || ev.TID == ev.PID }
 
 func memberOf(ev *event.Event) Member {
-	return Member{PID: int(ev.PID), Comm: ev.Comm, Joined: ev.Time}
+	return Member{PID: int(ev.PID), Comm: ev.Comm, Cgroup: ev.Cgroup, Joined: ev.Time}
 }
 
 // isTrigger reports whether an event is a failure worth explaining.

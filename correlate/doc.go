@@ -30,7 +30,8 @@
 // Files:
 //   - prepare.go: Prepare and Sources, the one step before an event is
 //     recorded and handed to Handle: what the engine needs of it that
-//     the kernel did not give (executable, birth id, teardown device).
+//     the kernel did not give (executable, the cgroup of the process a
+//     finding may name, birth id, teardown device).
 //   - correlator.go: Options, New, Start, Handle; which events are
 //     failures worth explaining; an unshare or a setns joins a process
 //     to a namespace only from its main thread (another thread's unshare
@@ -78,7 +79,9 @@
 //     pin the copies then.
 //   - evidence.go: evidence items and event summaries; calls.go: what an
 //     event's call did (flag bits, errno); attribution.go: container,
-//     systemd unit and pod from cgroup paths.
+//     systemd unit and pod from cgroup paths, and the words that name an
+//     event's process by them ("mounter[701] (pod UID)": the cgroup the
+//     event carried names it also once it and its pod are gone).
 //   - why.go: `mntleak why`, the holdings of an object asked about on
 //     demand (the checks of `mntleak audit` read the engine from package
 //     audit); replay.go: a recorded stream replayed; loss.go: lost events

@@ -9,7 +9,8 @@ import (
 
 // eventRef summarises an event for a finding's evidence.
 func eventRef(ev *event.Event) *finding.EventRef {
-	return &finding.EventRef{Kind: ev.Kind.String(), MonoNS: ev.MonoNS, PID: ev.PID, Comm: ev.Comm, MntNS: ev.MntNS, Summary: eventSummary(ev)}
+	return &finding.EventRef{Kind: ev.Kind.String(), MonoNS: ev.MonoNS, PID: ev.PID, Comm: ev.Comm, MntNS: ev.MntNS, Summary: eventSummary(ev),
+		Container: ContainerID(ev.Cgroup), Unit: Unit(ev.Cgroup), Pod: PodUID(ev.Cgroup)}
 }
 
 func eventEvidence(ev *event.Event, what string) finding.Evidence {

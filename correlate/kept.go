@@ -220,7 +220,11 @@ func (c *Correlator) keptVerdict(a *analysis, m match) verdict {
 	made := ""
 	var ev []finding.Evidence
 	if n.Event != nil {
-		made = "; it was created by " + finding.ProcName(n.Creator.Comm, n.Creator.PID) + " at " + finding.Clock(n.Created) + ", which has exited since"
+		creator := finding.ProcName(n.Creator.Comm, n.Creator.PID)
+		if w := creatorWorkload(n); w != "" {
+			creator += " (" + w + ")"
+		}
+		made = "; it was created by " + creator + " at " + finding.Clock(n.Created) + ", which has exited since"
 		ev = append(ev, creationEvidence(n, "namespace created: "))
 	}
 	if f := k.fd; f != nil {

@@ -16,6 +16,9 @@ import (
 type Sources interface {
 	// Command is a process's executable and command line.
 	Command(pid int) (procfs.Command, error)
+	// Cgroup is a process's cgroup path (the line of /proc/PID/cgroup
+	// that names its container, else the unified or systemd one).
+	Cgroup(pid int) (string, error)
 	// BirthID is the id the kernel gave mount namespace ino, read through
 	// pid (0 when it cannot be read).
 	BirthID(pid int, ino uint32) uint64
@@ -27,7 +30,8 @@ type Sources interface {
 
 // Prepare is the one step before an event is recorded and handed to
 // Handle: it fills in, from src, a failure's (or a namespace creator's)
-// executable, the birth id of a namespace just created (the persistent
+// executable, the cgroup of the process of an event a finding may name
+// (its container and pod, named also once it is gone), the birth id of a namespace just created (the persistent
 // lineage keys a namespace by its inode and that id), and the device a
 // teardown call named. The event is usable whatever it returns; the
 // error names what could not be filled in.
@@ -38,6 +42,11 @@ func Prepare(ev *event.Event, src Sources) error {
 			if ev.Cmdline == "" {
 				ev.Cmdline = cmd.Cmdline
 			}
+		}
+	}
+	if wantsCgroup(ev) {
+		if cg, err := src.Cgroup(int(ev.PID)); err == nil {
+			ev.Cgroup = cg
 		}
 	}
 	if pid, ino := newNamespace(ev); ino != 0 {
@@ -54,6 +63,15 @@ func Prepare(ev *event.Event, src Sources) error {
 // a finding names it (a failing mkfs.ext4, the unshare of a daemon).
 func wantsCommand(ev *event.Event) bool {
 	return isTrigger(ev) || ev.Kind == event.KindUnshare || ev.Kind == event.KindNewNSFork
+}
+
+// wantsCgroup reports whether the cgroup of an event's process should be
+// read when the event arrives: the events whose process a finding may name
+// (a failure's caller, a namespace's creator, the process that made a
+// mount that leaked or propagated), which may be gone, with its pod, by
+// then. A process already gone when its event is read has none.
+func wantsCgroup(ev *event.Event) bool {
+	return wantsCommand(ev) || (mountFamily(ev.Kind) && ev.Ret == 0)
 }
 
 // newNamespace returns, for an event that created a mount namespace (an

@@ -15,6 +15,7 @@ import (
 // askedSources answers Prepare and notes what it was asked.
 type askedSources struct {
 	commands []int
+	cgroups  []int
 	births   [][2]uint64
 	teardown error
 }
@@ -24,6 +25,11 @@ func (s *askedSources) Command(pid int) (procfs.Command, error) {
 	return procfs.Command{Exe: "/usr/sbin/mkfs.ext4", Cmdline: "mkfs.ext4 /dev/loop3"}, nil
 }
 
+func (s *askedSources) Cgroup(pid int) (string, error) {
+	s.cgroups = append(s.cgroups, pid)
+	return "/kubepods/burstable/pod0c2f3a1e-7d4b-4c3e-9a1f-2b3c4d5e6f70/" + strings.Repeat("ab", 32), nil
+}
+
 func (s *askedSources) BirthID(pid int, ino uint32) uint64 {
 	s.births = append(s.births, [2]uint64{uint64(pid), uint64(ino)})
 	return 77
@@ -31,20 +37,26 @@ func (s *askedSources) BirthID(pid int, ino uint32) uint64 {
 
 func (s *askedSources) Teardown(*event.Event) error { return s.teardown }
 
-// Prepare asks only what the event needs: a failure's command, a new
-// namespace's birth id (through the process in it), and it names the call
-// whose teardown device could not be named.
+// Prepare asks only what the event needs: a failure's command and cgroup,
+// a mount's cgroup, a new namespace's birth id (through the process in
+// it), and it names the call whose teardown device could not be named.
 func TestPrepareAsksWhatTheEventNeeds(t *testing.T) {
 	busy := &event.Event{Kind: event.KindFailure, PID: 12, Syscall: "openat", Ret: -int64(unix.EBUSY)}
 	src := &askedSources{}
 	if err := correlate.Prepare(busy, src); err != nil || busy.Exe != "/usr/sbin/mkfs.ext4" || busy.Cmdline != "mkfs.ext4 /dev/loop3" ||
-		len(src.commands) != 1 || len(src.births) != 0 {
+		len(src.commands) != 1 || len(src.cgroups) != 1 || busy.Cgroup == "" || len(src.births) != 0 {
 		t.Errorf("a failure: err %v, exe %q cmdline %q, asked commands %v births %v", err, busy.Exe, busy.Cmdline, src.commands, src.births)
 	}
 	mount := &event.Event{Kind: event.KindMount, PID: 13, Ret: 0}
 	src = &askedSources{}
-	if err := correlate.Prepare(mount, src); err != nil || mount.Exe != "" || len(src.commands) != 0 || len(src.births) != 0 {
-		t.Errorf("a mount that worked: err %v, exe %q, asked commands %v births %v", err, mount.Exe, src.commands, src.births)
+	if err := correlate.Prepare(mount, src); err != nil || mount.Exe != "" || len(src.commands) != 0 || len(src.births) != 0 ||
+		len(src.cgroups) != 1 || src.cgroups[0] != 13 || correlate.PodUID(mount.Cgroup) != "0c2f3a1e-7d4b-4c3e-9a1f-2b3c4d5e6f70" {
+		t.Errorf("a mount that worked: err %v, exe %q cgroup %q, asked commands %v cgroups %v births %v", err, mount.Exe, mount.Cgroup, src.commands, src.cgroups, src.births)
+	}
+	failed := &event.Event{Kind: event.KindMount, PID: 17, Ret: -int64(unix.EPERM)}
+	src = &askedSources{}
+	if err := correlate.Prepare(failed, src); err != nil || failed.Cgroup != "" || len(src.cgroups) != 0 {
+		t.Errorf("a mount that failed with EPERM: err %v, cgroup %q, asked cgroups %v", err, failed.Cgroup, src.cgroups)
 	}
 	fork := &event.Event{Kind: event.KindNewNSFork, PID: 14, ChildPID: 15, ChildMntNS: 4026532290}
 	src = &askedSources{}

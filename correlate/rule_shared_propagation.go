@@ -35,7 +35,7 @@ func (c *Correlator) ruleSharedPropagation(a *analysis, m match) (verdict, bool)
 		v := verdict{cause: finding.CauseSharedPropagation, made: ev}
 		v.evidence = append(v.evidence, eventEvidence(ev, "mounted elsewhere: "+eventSummary(ev)),
 			factEvidence(mountFact(a.caller, m.mount)+": in a shared peer group with "+finding.NSName(ev.MntNS)))
-		v.summary = finding.ProcName(ev.Comm, int(ev.PID)) + " in " + finding.NSName(ev.MntNS) + " mounted " + ev.Target + " at " + finding.Clock(ev.Time) +
+		v.summary = actorName(ev) + " in " + finding.NSName(ev.MntNS) + " mounted " + ev.Target + " at " + finding.Clock(ev.Time) +
 			"; it propagated to " + m.where + " here through the shared peer group (" + Propagation(m.mount) + ": Bidirectional / rshared)"
 		n := c.lineage.Get(ev.MntNS)
 		if n == nil {
@@ -45,7 +45,11 @@ func (c *Correlator) ruleSharedPropagation(a *analysis, m match) (verdict, bool)
 			if callerTable != nil && callerTable.At(a.id.path) != nil {
 				where = a.id.path // the path that failed, where it shows here too
 			}
-			v.fix = "umount " + where + " here: " + finding.NSName(ev.MntNS) + ", which mounted it, is gone and cannot clean it up; " +
+			mounter := finding.NSName(ev.MntNS)
+			if w := workloadWords(ev.Cgroup); w != "" {
+				mounter += " (" + w + ")"
+			}
+			v.fix = "umount " + where + " here: " + mounter + ", which mounted it, is gone and cannot clean it up; " +
 				"the container that publishes mounts (mountPropagation Bidirectional) must unmount them before it exits"
 			return v, true
 		}

@@ -7,6 +7,16 @@ import (
 	"github.com/mntleak/mntleak/finding"
 )
 
+// creatorWorkload is where a namespace's creator ran when it created it
+// (its pod, container or unit, from the cgroup its creation event carried:
+// named also once the creator and its pod are gone); "" when unknown.
+func creatorWorkload(n *Namespace) string {
+	if n.Event == nil || n.Creator.PID != int(n.Event.PID) {
+		return ""
+	}
+	return workloadWords(n.Event.Cgroup)
+}
+
 // ruleUnshare: a private namespace keeps a copy; name its creator.
 func (c *Correlator) ruleUnshare(a *analysis, m match) (verdict, bool) {
 	n := m.ns
@@ -24,6 +34,9 @@ func (c *Correlator) ruleUnshare(a *analysis, m match) (verdict, bool) {
 		how := "unshare"
 		if n.Origin == OriginClone {
 			how = "a CLONE_NEWNS child"
+		}
+		if w := creatorWorkload(n); w != "" {
+			how += " in " + w
 		}
 		creator := finding.ProcName(n.Creator.Comm, n.Creator.PID)
 		who := "stop or restart " + creator + " and the processes in " + finding.NSName(n.Ino)

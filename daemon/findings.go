@@ -14,6 +14,7 @@ import (
 	"github.com/mntleak/mntleak/attribution/cri"
 	"github.com/mntleak/mntleak/attribution/docker"
 	"github.com/mntleak/mntleak/attribution/kubeapi"
+	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/enrich"
 	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/internal/logkey"
@@ -38,7 +39,10 @@ const eventsCloseBudget = time.Second
 // logged, counted and posted as Kubernetes Events.
 type findings struct {
 	enricher *enrich.Enricher
-	closers  []func()
+	// warmer asks about the container and pod of an event's process when
+	// the event arrives, so a finding names them once they are gone.
+	warmer  *enrich.Warmer
+	closers []func()
 }
 
 // openFindings sets up the runtimes asked, the API client, the Event
@@ -127,7 +131,22 @@ func openFindings(ctx context.Context, cfg Config, p *pipeline, log *zap.Logger)
 	}
 	fs.enricher = enrich.New(enrich.Config{Node: cfg.NodeName, KubeletRoot: cfg.KubeletRoot}, lookup, record, out)
 	fs.enricher.Start()
+	if len(sources) > 0 {
+		// The resolver itself, not the recorder: a finding's question is
+		// recorded when it is asked, answered from the cache.
+		fs.warmer = enrich.NewWarmer(resolver, cfg.RuntimeTimeout, 0)
+		fs.warmer.Start()
+	}
 	return fs, nil
+}
+
+// warm asks, off the event path, about the container and pod a cgroup
+// path names (nothing when it names none, or no runtime is asked).
+func (fs *findings) warm(cgroup string) {
+	if fs == nil || fs.warmer == nil || cgroup == "" {
+		return
+	}
+	fs.warmer.Warm(correlate.ContainerID(cgroup), correlate.PodUID(cgroup))
 }
 
 // submit hands a finding on; it never waits.
@@ -138,6 +157,9 @@ func (fs *findings) submit(f *finding.Finding) { fs.enricher.Submit(f) }
 func (fs *findings) close() {
 	if fs == nil {
 		return
+	}
+	if fs.warmer != nil {
+		fs.warmer.Close()
 	}
 	fs.enricher.Close(enrichCloseBudget)
 	for _, c := range fs.closers {

@@ -42,12 +42,14 @@ func (p *pipeline) handle(ev *event.Event) {
 	}
 	correlating := p.corr != nil && !p.sinks.drainOnly()
 	// 1. Prepare: what the engine needs of the event and the kernel did
-	//    not give (a failure's executable, a new namespace's birth id, a
-	//    teardown call's device), read now: by a replay it may be gone.
+	//    not give (a failure's executable, the cgroup of the process a
+	//    finding may name, a new namespace's birth id, a teardown call's
+	//    device), read now: by a replay it may be gone.
 	if correlating {
 		if err := correlate.Prepare(ev, p); err != nil {
 			p.log.Warn("event not fully prepared", zap.Error(err))
 		}
+		p.findings.warm(ev.Cgroup)
 	}
 	// 2. Record and persist: everything, before any filter.
 	if p.sinks.rec != nil {
@@ -92,6 +94,9 @@ func (p *pipeline) count(ev *event.Event) {
 
 // Command is a process's executable and command line (correlate.Sources).
 func (p *pipeline) Command(pid int) (procfs.Command, error) { return p.host.Command(pid) }
+
+// Cgroup is a process's cgroup path (correlate.Sources).
+func (p *pipeline) Cgroup(pid int) (string, error) { return p.host.Cgroup(pid) }
 
 // Teardown names the device a teardown call named, from sysfs
 // (correlate.Sources); nothing without --correlate.

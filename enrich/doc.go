@@ -2,7 +2,10 @@
 // kubelet's paths tell about it, off the event path: the pod whose volume
 // the object is (the stuck pod: from the path, then its name from the
 // runtime or the API server), the container, image and pod of every
-// process the finding names, and the node.
+// process the finding names (also of the process behind an evidence
+// event: the one that made the leaking mount or the holder namespace,
+// asked about when its event arrived, so a pod deleted since is still
+// named), and the node.
 //
 // The design: the correlator hands each finding to Enricher.Submit, on the
 // event path, which only queues it. One goroutine fills it (Fill: every
@@ -23,5 +26,8 @@
 // Files:
 //   - fill.go: Config, Fill (one finding, synchronously).
 //   - enricher.go: Enricher, the queue and its goroutine.
+//   - warm.go: Warmer, the questions about an event's container and pod
+//     asked as the event arrives (unrecorded: they only fill the cache),
+//     so a finding names a process whose pod is gone by then.
 //   - replay.go: Replayer, recorded answers applied to a replay.
 package enrich

@@ -39,7 +39,8 @@ func (c *Config) defaults() {
 
 // Fill adds to f the node, the stuck pod and the workloads lookup knows,
 // asking each question once, in a fixed order (the stuck pod, the caller,
-// then each holder's processes, pins and actor), so a replay asks the same
+// then each holder's processes, pins and actor, then the evidence events'
+// processes), so a replay asks the same
 // questions in the same order. What could not be learned for another
 // reason than an unknown id is said in f.Enrichment.
 func Fill(ctx context.Context, f *finding.Finding, cfg Config, lookup attribution.Lookup) {
@@ -64,6 +65,14 @@ func Fill(ctx context.Context, f *finding.Finding, cfg Config, lookup attributio
 		}
 		if a := h.Actor; a != nil {
 			q.name(ctx, &a.Workload, a.Container, a.Pod)
+		}
+	}
+	// The processes of its evidence events, by where they ran then (the
+	// process that made the mount or the namespace may be gone, with its
+	// pod: Warmer asked about them when their events arrived).
+	for i := range f.Evidence {
+		if e := f.Evidence[i].Event; e != nil {
+			q.name(ctx, &e.Workload, e.Container, e.Pod)
 		}
 	}
 	f.NamePods()

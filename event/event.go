@@ -131,6 +131,12 @@ type Event struct {
 	// the events a finding may name (failures, namespace creations).
 	Exe     string `json:"exe,omitempty"`
 	Cmdline string `json:"cmdline,omitempty"`
+	// Cgroup is the process's cgroup path (the most telling line of
+	// /proc/PID/cgroup), read in userspace when the event arrives, for the
+	// events a finding may name as the actor (failures, namespace
+	// creations, mount-family calls that worked): it names the container,
+	// unit and pod even once the process and its pod are gone.
+	Cgroup string `json:"cgroup,omitempty"`
 
 	// mount, umount, unshare, setns (nstype), open_tree, move_mount,
 	// fsopen, fsmount, mount_setattr (AT_* flags).

@@ -256,6 +256,14 @@ type EventRef struct {
 	// CommAtEvent is the comm the event carried when it differs from the
 	// name the process is known by (it exec'd after the event).
 	CommAtEvent string `json:"comm_at_event,omitempty"`
+	// Container, Unit and Pod (UID) are where the process ran when the
+	// event happened, from the cgroup path the event carried (empty for a
+	// recording made before events carried one); Workload names them in
+	// the runtime's and Kubernetes' terms (set by package enrich).
+	Container string    `json:"container,omitempty"`
+	Unit      string    `json:"unit,omitempty"`
+	Pod       string    `json:"pod,omitempty"`
+	Workload  *Workload `json:"workload,omitempty"`
 }
 
 // LeakRef points from a failure back to the leak finding on its object.

@@ -164,8 +164,9 @@ func workloadTag(p ProcRef) string {
 
 // NamePods rewrites "pod UID" in the finding's summary and fix (what the
 // correlator could say from a cgroup path) as "pod NAMESPACE/NAME" for the
-// pods its workloads and stuck pod name (enrich fills them), in UID order
-// so replays agree.
+// pods its workloads, its evidence events' workloads (the process that
+// made a mount or a namespace, named also once its pod is gone) and its
+// stuck pod name (enrich fills them), in UID order so replays agree.
 func (f *Finding) NamePods() {
 	names := map[string]string{}
 	add := func(uid, ns, name string) {
@@ -188,6 +189,11 @@ func (f *Finding) NamePods() {
 		}
 		for _, p := range h.Pins {
 			addWorkload(p.Workload)
+		}
+	}
+	for _, e := range f.Evidence {
+		if e.Event != nil {
+			addWorkload(e.Event.Workload)
 		}
 	}
 	uids := make([]string, 0, len(names))

@@ -244,6 +244,17 @@ func (h Host) Command(pid int) (Command, error) {
 	return c, nil
 }
 
+// Cgroup returns a process's cgroup path: the line of /proc/PID/cgroup
+// that names a container, else the unified (v2) one, else systemd's.
+func (h Host) Cgroup(pid int) (string, error) {
+	file := filepath.Join(h.root(), strconv.Itoa(pid), "cgroup")
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", file, err)
+	}
+	return pickCgroup(string(b)), nil
+}
+
 // HostNS implements Proc.
 func (h Host) HostNS() (uint32, error) {
 	// pid 1's; where it cannot be read (a protected init), kthreadd's:

@@ -1,0 +1,99 @@
+package correlate_test
+
+import (
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mntleak/mntleak/finding"
+	"github.com/mntleak/mntleak/procfs"
+)
+
+const (
+	sidecarPod    = "0c2f3a1e-7d4b-4c3e-9a1f-2b3c4d5e6f70"
+	sidecarCgroup = "/kubepods/burstable/pod" + sidecarPod + "/" + cid
+)
+
+// A Bidirectional sidecar in pod P mounts inside another pod's volume; the
+// mount propagates to the node; the sidecar exits and its namespace is
+// gone; then the other pod's teardown fails on the copy. The process that
+// made the mount is named by its pod (by UID: the cgroup its events
+// carried when they arrived), in the summary, the fix and the evidence
+// event, though nothing of it is left to read in /proc.
+func TestGoneMounterNamedByItsPod(t *testing.T) {
+	w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "/init.scope")}, map[uint32]string{hostNS: hostTable})
+	create := unshareEv(700, "runc", hostNS, 40)
+	create.Cgroup = sidecarCgroup
+	w.send(create)
+	w.proc.procs = append(w.proc.procs, proc(700, "pause", 40, sidecarCgroup), proc(701, "mounter", 40, sidecarCgroup))
+	w.proc.tables[40] = "90 89 254:0 / / rw shared:1 - ext4 /dev/vda rw\n91 90 254:0 /pods/vol /rootfs/data rw shared:4 - ext4 /dev/vda rw\n92 91 0:70 / /rootfs/data/sub rw shared:5 - tmpfs csi rw\n"
+	w.proc.tables[hostNS] = hostTable + "10 1 254:0 /pods/vol /pods/vol rw shared:4 - ext4 /dev/vda rw\n11 10 0:70 / /pods/vol/sub rw shared:5 - tmpfs csi rw\n"
+	mnt := mountEv(701, "mounter", 40, "tmpfs", "/rootfs/data/sub", "tmpfs", 0, 0)
+	mnt.Cgroup = sidecarCgroup
+	w.send(mnt, exitEv(702, "true", 40)) // time passes: the ledger reads the sidecar's table
+	// The sidecar's pod is deleted: its processes exit, its namespace goes.
+	w.proc.procs = w.proc.procs[:1]
+	delete(w.proc.tables, 40)
+	w.send(exitEv(701, "mounter", 40), exitEv(700, "pause", 40))
+	w.findings = nil
+	w.send(failEv(800, "kubelet", hostNS, 84, "/pods/vol/sub", int64(unix.EBUSY)))
+	f := w.only()
+	if f.Cause != finding.CauseSharedPropagation {
+		t.Fatalf("cause %s, want %s: %s", f.Cause, finding.CauseSharedPropagation, f.Line())
+	}
+	for _, want := range []string{"mounter[701] (pod " + sidecarPod + ") in mnt:[40] mounted /rootfs/data/sub", "mnt:[40] is gone since"} {
+		if !strings.Contains(f.Summary, want) {
+			t.Errorf("summary lacks %q:\n%s", want, f.Summary)
+		}
+	}
+	if want := "mnt:[40] (pod " + sidecarPod + "), which mounted it, is gone"; !strings.Contains(f.Fix, want) {
+		t.Errorf("fix lacks %q:\n%s", want, f.Fix)
+	}
+	var mounted *finding.EventRef
+	for _, e := range f.Evidence {
+		if e.Event != nil && e.Event.Kind == "mount" && e.Event.PID == 701 {
+			mounted = e.Event
+		}
+	}
+	if mounted == nil || mounted.Pod != sidecarPod || mounted.Container != cid {
+		t.Errorf("the mount's evidence event: %+v, want pod %s container %s", mounted, sidecarPod, cid)
+	}
+
+	// With the pod's name (enrich fills the event's workload), the
+	// summary and the fix name it.
+	mounted.Workload = &finding.Workload{ContainerID: cid, Pod: "sidecar-7d9", Namespace: "team-a", PodUID: sidecarPod, PodContainer: "mounter"}
+	f.NamePods()
+	for _, s := range []string{f.Summary, f.Fix} {
+		if !strings.Contains(s, "(pod team-a/sidecar-7d9)") || strings.Contains(s, sidecarPod) {
+			t.Errorf("not named by the pod's name: %s", s)
+		}
+	}
+}
+
+// A namespace's creator is named by its pod from the creation event's
+// cgroup, also after it is gone; a recording whose events carry no cgroup
+// words it as before.
+func TestCreatorNamedByItsPod(t *testing.T) {
+	for _, withCgroup := range []bool{true, false} {
+		w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "/init.scope")}, map[uint32]string{hostNS: hostTable})
+		ev := unshareEv(1400, "backup-agent", hostNS, 60)
+		if withCgroup {
+			ev.Cgroup = sidecarCgroup
+		}
+		w.send(ev)
+		w.proc.procs = append(w.proc.procs, proc(1400, "backup-agent", 60, ""))
+		w.proc.tables[60] = "97 96 254:0 / / rw - ext4 /dev/vda rw\n98 97 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"
+		w.send(exitEv(1401, "true", 60))
+		w.proc.tables[hostNS] = hostWithoutVol
+		w.send(umountEv(1000, "umount", hostNS, "/srv/vol", 0))
+		f := w.only()
+		want := "mnt:[60] was created by backup-agent[1400] (unshare)"
+		if withCgroup {
+			want = "mnt:[60] was created by backup-agent[1400] (unshare in pod " + sidecarPod + ")"
+		}
+		if f.Cause != finding.CauseUnshare || !strings.Contains(f.Summary, want) {
+			t.Errorf("cgroup %v: %s, want %q in:\n%s", withCgroup, f.Cause, want, f.Summary)
+		}
+	}
+}
