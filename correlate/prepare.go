@@ -17,8 +17,9 @@ type Sources interface {
 	// Command is a process's executable and command line.
 	Command(pid int) (procfs.Command, error)
 	// Cgroup is a process's cgroup path (the line of /proc/PID/cgroup
-	// that names its container, else the unified or systemd one).
-	Cgroup(pid int) (string, error)
+	// that names its container, else the unified or systemd one) and the
+	// inode of its mount namespace.
+	Cgroup(pid int) (cgroup string, mntNS uint32, err error)
 	// BirthID is the id the kernel gave mount namespace ino, read through
 	// pid (0 when it cannot be read).
 	BirthID(pid int, ino uint32) uint64
@@ -45,9 +46,7 @@ func Prepare(ev *event.Event, src Sources) error {
 		}
 	}
 	if wantsCgroup(ev) {
-		if cg, err := src.Cgroup(int(ev.PID)); err == nil {
-			ev.Cgroup = cg
-		}
+		ev.Cgroup = cgroupOf(ev, src)
 	}
 	if pid, ino := newNamespace(ev); ino != 0 {
 		ev.NewMntNSID = src.BirthID(pid, ino)
@@ -72,6 +71,24 @@ func wantsCommand(ev *event.Event) bool {
 // then. A process already gone when its event is read has none.
 func wantsCgroup(ev *event.Event) bool {
 	return wantsCommand(ev) || (mountFamily(ev.Kind) && ev.Ret == 0)
+}
+
+// cgroupOf is the cgroup of an event's process or, when it has exited
+// already (mount(8) run by a container's shell exits as soon as its mount
+// is made), of its parent while that runs in the same mount namespace (a
+// fork inherits the cgroup; a container's init, whose parent is the
+// runtime's shim on the node, is not taken for the shim); "" otherwise.
+func cgroupOf(ev *event.Event, src Sources) string {
+	if cg, _, err := src.Cgroup(int(ev.PID)); err == nil {
+		return cg
+	}
+	if ev.PPID == 0 {
+		return ""
+	}
+	if cg, ns, err := src.Cgroup(int(ev.PPID)); err == nil && ns == ev.MntNS {
+		return cg
+	}
+	return ""
 }
 
 // newNamespace returns, for an event that created a mount namespace (an

@@ -2,6 +2,7 @@ package correlate_test
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -16,6 +17,7 @@ import (
 type askedSources struct {
 	commands []int
 	cgroups  []int
+	alive    map[int]bool
 	births   [][2]uint64
 	teardown error
 }
@@ -25,9 +27,14 @@ func (s *askedSources) Command(pid int) (procfs.Command, error) {
 	return procfs.Command{Exe: "/usr/sbin/mkfs.ext4", Cmdline: "mkfs.ext4 /dev/loop3"}, nil
 }
 
-func (s *askedSources) Cgroup(pid int) (string, error) {
+// Cgroup answers for the processes alive (none: all), each in
+// mount namespace 40.
+func (s *askedSources) Cgroup(pid int) (string, uint32, error) {
 	s.cgroups = append(s.cgroups, pid)
-	return "/kubepods/burstable/pod0c2f3a1e-7d4b-4c3e-9a1f-2b3c4d5e6f70/" + strings.Repeat("ab", 32), nil
+	if s.alive != nil && !s.alive[pid] {
+		return "", 0, errors.New("read /proc/" + strconv.Itoa(pid) + "/cgroup: no such file or directory")
+	}
+	return "/kubepods/burstable/pod0c2f3a1e-7d4b-4c3e-9a1f-2b3c4d5e6f70/" + strings.Repeat("ab", 32), 40, nil
 }
 
 func (s *askedSources) BirthID(pid int, ino uint32) uint64 {
@@ -67,5 +74,28 @@ func TestPrepareAsksWhatTheEventNeeds(t *testing.T) {
 	src = &askedSources{teardown: errors.New("read /sys/bus/rbd/devices/3/major: no such file")}
 	if err := correlate.Prepare(write, src); err == nil || !strings.Contains(err.Error(), "write /sys/bus/rbd/remove") || !errors.Is(err, src.teardown) {
 		t.Errorf("a teardown device not named: err %v, want it naming the call", err)
+	}
+}
+
+// The cgroup of a process that exited before its event was read (mount(8)
+// in a container's shell) is its parent's, while the parent runs in the
+// event's mount namespace; never that of a parent elsewhere (a container's
+// init and the runtime's shim on the node).
+func TestPrepareCgroupOfAGoneProcess(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mntns  uint32
+		want   bool
+		parent bool // the parent is alive
+	}{
+		{"its parent in the same namespace", 40, true, true},
+		{"its parent in another namespace", 41, false, true},
+		{"its parent gone too", 40, false, false},
+	} {
+		ev := &event.Event{Kind: event.KindMount, PID: 21, PPID: 20, MntNS: tc.mntns}
+		src := &askedSources{alive: map[int]bool{20: tc.parent}}
+		if err := correlate.Prepare(ev, src); err != nil || (ev.Cgroup != "") != tc.want || len(src.cgroups) != 2 || src.cgroups[1] != 20 {
+			t.Errorf("%s: err %v, cgroup %q (want one: %v), asked %v", tc.name, err, ev.Cgroup, tc.want, src.cgroups)
+		}
 	}
 }

@@ -95,8 +95,8 @@ func (p *pipeline) count(ev *event.Event) {
 // Command is a process's executable and command line (correlate.Sources).
 func (p *pipeline) Command(pid int) (procfs.Command, error) { return p.host.Command(pid) }
 
-// Cgroup is a process's cgroup path (correlate.Sources).
-func (p *pipeline) Cgroup(pid int) (string, error) { return p.host.Cgroup(pid) }
+// Cgroup is a process's cgroup path and mount namespace (correlate.Sources).
+func (p *pipeline) Cgroup(pid int) (string, uint32, error) { return p.host.Cgroup(pid) }
 
 // Teardown names the device a teardown call named, from sysfs
 // (correlate.Sources); nothing without --correlate.

@@ -244,15 +244,20 @@ func (h Host) Command(pid int) (Command, error) {
 	return c, nil
 }
 
-// Cgroup returns a process's cgroup path: the line of /proc/PID/cgroup
-// that names a container, else the unified (v2) one, else systemd's.
-func (h Host) Cgroup(pid int) (string, error) {
-	file := filepath.Join(h.root(), strconv.Itoa(pid), "cgroup")
-	b, err := os.ReadFile(file)
+// Cgroup returns a process's cgroup path (the line of /proc/PID/cgroup
+// that names a container, else the unified (v2) one, else systemd's) and
+// its mount namespace's inode.
+func (h Host) Cgroup(pid int) (string, uint32, error) {
+	dir := filepath.Join(h.root(), strconv.Itoa(pid))
+	b, err := os.ReadFile(dir + "/cgroup")
 	if err != nil {
-		return "", fmt.Errorf("read %s: %w", file, err)
+		return "", 0, fmt.Errorf("read %s/cgroup: %w", dir, err)
 	}
-	return pickCgroup(string(b)), nil
+	ns, err := h.nsOf(dir)
+	if err != nil {
+		return "", 0, fmt.Errorf("read %s/ns/mnt: %w", dir, err)
+	}
+	return pickCgroup(string(b)), ns, nil
 }
 
 // HostNS implements Proc.

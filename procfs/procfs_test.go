@@ -89,10 +89,10 @@ func TestHostSelf(t *testing.T) {
 	if host, err := h.HostNS(); err != nil || host == 0 {
 		t.Errorf("HostNS: %d %v", host, err)
 	}
-	if cg, err := h.Cgroup(os.Getpid()); err != nil || cg != self.Cgroup || cg == "" {
-		t.Errorf("Cgroup: %q %v, want the process list's %q", cg, err, self.Cgroup)
+	if cg, ns, err := h.Cgroup(os.Getpid()); err != nil || cg != self.Cgroup || cg == "" || ns != self.MntNS {
+		t.Errorf("Cgroup: %q mnt:[%d] %v, want the process list's %q mnt:[%d]", cg, ns, err, self.Cgroup, self.MntNS)
 	}
-	if _, err := h.Cgroup(1 << 30); err == nil || !strings.Contains(err.Error(), "/1073741824/cgroup") {
+	if _, _, err := h.Cgroup(1 << 30); err == nil || !strings.Contains(err.Error(), "/1073741824/cgroup") {
 		t.Errorf("Cgroup of a pid that does not exist: %v, want an error naming its file", err)
 	}
 	// This test's cwd is on some device: Pins must find us there.
