@@ -31,7 +31,9 @@
 //
 // Files: harness_test.go (setup: namespaces, the ServiceAccount's
 // kubeconfig, the daemon and its journal; the findings, journal and
-// Events read back), bidirectional_test.go, pinned_test.go,
+// Events read back), bidirectional_test.go, gonemounter_test.go (the
+// Bidirectional pod that made the mount deleted before the failure: named
+// by its pod all the same), pinned_test.go,
 // controls_test.go (the scenarios), release_test.go (release refuses a
 // pod's volume), docs_test.go (the document's blocks),
 // main_test.go; testdata/rbac.yaml.
