@@ -2,6 +2,8 @@ package correlate
 
 import (
 	"sort"
+
+	"github.com/mntleak/mntleak/event"
 )
 
 // The correlator's memory is bounded: dead namespaces, their last tables,
@@ -34,11 +36,19 @@ func (c *Correlator) collect() {
 	}
 	c.lineage.expire(c.now)
 	c.lineage.capDead(c.opts.MaxDead)
-	// A dead namespace's last table only serves the search for holders
-	// that exited within ExitGrace of a failure.
+	// A dead namespace's last table serves the search for holders that
+	// exited within ExitGrace of a failure, and says where the mounts it
+	// made into a shared peer group lay while they are in the ledger's
+	// history (shared-propagation cites them however long after it went).
+	var made map[uint32][]*event.Event
 	for _, n := range c.lineage.dead {
 		if n.LastTable != nil && c.now.Sub(n.Died) > c.opts.ExitGrace {
-			n.LastTable = nil
+			if made == nil {
+				made = c.mountsByNamespace()
+			}
+			if !publishedFrom(n.LastTable, made[n.Ino]) {
+				n.LastTable = nil
+			}
 		}
 	}
 	c.capTables()

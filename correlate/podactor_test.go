@@ -3,6 +3,7 @@ package correlate_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -22,6 +23,32 @@ const (
 // carried when they arrived), in the summary, the fix and the evidence
 // event, though nothing of it is left to read in /proc.
 func TestGoneMounterNamedByItsPod(t *testing.T) {
+	w := goneMounterWorld(t)
+	w.findings = nil
+	w.send(failEv(800, "kubelet", hostNS, 84, "/pods/vol/sub", int64(unix.EBUSY)))
+	checkGoneMounter(t, w.only())
+}
+
+// The same, the failure a minute after the sidecar went (its pod deleted
+// long before the other pod's): the namespace's last table, which says
+// where its mount lay, outlives the exit grace while its mount into a
+// shared peer group is in the ledger's history.
+func TestGoneMounterNamedAMinuteLater(t *testing.T) {
+	w := goneMounterWorld(t)
+	for _, d := range []time.Duration{15 * time.Second, 31 * time.Second, 31 * time.Second} {
+		w.now = w.now.Add(d)
+		w.send(exitEv(1, "true", hostNS)) // a collection runs: past the exit grace
+	}
+	w.findings = nil
+	w.send(failEv(800, "kubelet", hostNS, 84, "/pods/vol/sub", int64(unix.EBUSY)))
+	checkGoneMounter(t, w.only())
+}
+
+// goneMounterWorld: a process in pod P's cgroup (its events carry it) has
+// mounted into a shared peer group from its namespace, and the namespace
+// is gone.
+func goneMounterWorld(t *testing.T) *world {
+	t.Helper()
 	w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "/init.scope")}, map[uint32]string{hostNS: hostTable})
 	create := unshareEv(700, "runc", hostNS, 40)
 	create.Cgroup = sidecarCgroup
@@ -36,9 +63,11 @@ func TestGoneMounterNamedByItsPod(t *testing.T) {
 	w.proc.procs = w.proc.procs[:1]
 	delete(w.proc.tables, 40)
 	w.send(exitEv(701, "mounter", 40), exitEv(700, "pause", 40))
-	w.findings = nil
-	w.send(failEv(800, "kubelet", hostNS, 84, "/pods/vol/sub", int64(unix.EBUSY)))
-	f := w.only()
+	return w
+}
+
+func checkGoneMounter(t *testing.T, f *finding.Finding) {
+	t.Helper()
 	if f.Cause != finding.CauseSharedPropagation {
 		t.Fatalf("cause %s, want %s: %s", f.Cause, finding.CauseSharedPropagation, f.Line())
 	}

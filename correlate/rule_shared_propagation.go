@@ -71,6 +71,30 @@ func (c *Correlator) ruleSharedPropagation(a *analysis, m match) (verdict, bool)
 	return verdict{}, false
 }
 
+// mountsByNamespace are the mounts in the ledger's history that worked,
+// by the namespace that made them.
+func (c *Correlator) mountsByNamespace() map[uint32][]*event.Event {
+	out := map[uint32][]*event.Event{}
+	for _, ev := range c.ledger.History() {
+		if ev.Kind == event.KindMount && ev.Ret == 0 {
+			out[ev.MntNS] = append(out[ev.MntNS], ev)
+		}
+	}
+	return out
+}
+
+// publishedFrom reports whether one of mounts (made in the namespace
+// whose last table t is) lay in a shared peer group there: a mount it
+// published to its peers (a Bidirectional container's), which outlives it.
+func publishedFrom(t *Table, mounts []*event.Event) bool {
+	for _, ev := range mounts {
+		if m := t.At(ev.Target); m != nil && IsShared(m) {
+			return true
+		}
+	}
+	return false
+}
+
 // lastTableOf returns the last mount table read of a namespace that is
 // gone, its latest generation's, or nil.
 func (c *Correlator) lastTableOf(ns uint32) *Table {
