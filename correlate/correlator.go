@@ -377,7 +377,9 @@ func (c *Correlator) Handle(ev *event.Event) {
 func (c *Correlator) settle() {
 	for _, ns := range c.ledger.Settled(c.now, c.opts.SettleDelay) {
 		if n := c.lineage.Get(ns); n != nil && !c.ledger.Fresh(ns) {
-			_ = c.readTable(n)
+			if c.readTable(n) != nil {
+				c.readThroughMounter(n)
+			}
 		}
 	}
 }

@@ -59,7 +59,10 @@
 //     rank. One file per cause, in the table's order:
 //     rule_stale_bind.go (mount ENOENT from a bind whose source was
 //     deleted, and the finding made on that failure),
-//     rule_busy_copy.go, rule_shared_propagation.go, rule_in_use.go (with
+//     rule_busy_copy.go, rule_shared_propagation.go (with the last
+//     table of a namespace that published a mount, read through the
+//     process that mounted or its parent, kept while the mount is in
+//     the history), rule_in_use.go (with
 //     the caller's own cwd), rule_private_tmp.go, rule_rprivate_bind.go
 //     (the bind a runtime made, and the directory it is a bind of),
 //     rule_mountflags_restart.go, rule_private_parent.go, rule_unshare.go,

@@ -126,3 +126,27 @@ func TestCreatorNamedByItsPod(t *testing.T) {
 		}
 	}
 }
+
+// As runc makes a container: its child unshares and exits, the
+// container's processes are never seen join; its shell runs mount(8),
+// which exits at once. The namespace's table is read through the shell
+// (the mount's parent) when its mounts settle, so once the container is
+// gone the mount it published is still cited, by its pod.
+func TestGoneMounterReadThroughItsShell(t *testing.T) {
+	w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "/init.scope")}, map[uint32]string{hostNS: hostTable})
+	create := unshareEv(700, "runc:[1:CHILD]", hostNS, 40)
+	create.Cgroup = sidecarCgroup
+	w.send(create, exitEv(700, "runc:[1:CHILD]", 40))
+	w.proc.procs = append(w.proc.procs, proc(702, "sh", 40, sidecarCgroup))
+	w.proc.tables[40] = "90 89 254:0 / / rw shared:1 - ext4 /dev/vda rw\n91 90 254:0 /pods/vol /rootfs/data rw shared:4 - ext4 /dev/vda rw\n92 91 0:70 / /rootfs/data/sub rw shared:5 - tmpfs csi rw\n"
+	w.proc.tables[hostNS] = hostTable + "10 1 254:0 /pods/vol /pods/vol rw shared:4 - ext4 /dev/vda rw\n11 10 0:70 / /pods/vol/sub rw shared:5 - tmpfs csi rw\n"
+	mnt := mountEv(701, "mounter", 40, "tmpfs", "/rootfs/data/sub", "tmpfs", 0, 0)
+	mnt.PPID, mnt.Cgroup = 702, sidecarCgroup
+	w.send(mnt, exitEv(1, "true", hostNS)) // time passes: the mount settles
+	w.proc.procs = w.proc.procs[:1]
+	delete(w.proc.tables, 40)
+	w.send(exitEv(702, "sh", 40))
+	w.findings = nil
+	w.send(failEv(800, "kubelet", hostNS, 84, "/pods/vol/sub", int64(unix.EBUSY)))
+	checkGoneMounter(t, w.only())
+}
