@@ -12,7 +12,10 @@
 //
 // The scenarios: TestBidirectional (a Bidirectional tmpfs mount inside
 // another pod's volume leaves that pod stuck in deletion; also beside a
-// second Bidirectional pod the mount reaches), TestPinnedMemoryEmptyDir (a
+// second Bidirectional pod the mount reaches), TestDeletedMounterNamedByItsPod
+// (issue 29: the Bidirectional pod that made the mount is deleted before
+// the other pod's teardown fails, and is named by its pod all the same),
+// TestPinnedMemoryEmptyDir (a
 // hostPath /var/lib/kubelet pod pins a Memory emptyDir's detached copy;
 // and without the pin, nothing), TestControls (pod churn alone, beside a
 // slave-namespace host process, beside a hostPath /var/lib/kubelet pod:
