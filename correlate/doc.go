@@ -58,6 +58,8 @@
 //     rank. One file per cause, in the table's order:
 //     rule_stale_bind.go (mount ENOENT from a bind whose source was
 //     deleted, and the finding made on that failure),
+//     rule_dead_fuse_daemon.go (a FUSE mount whose server was killed
+//     without unmounting it; the servers and their exits it keeps),
 //     rule_busy_copy.go, rule_shared_propagation.go, rule_in_use.go (with
 //     the caller's own cwd), rule_private_tmp.go, rule_rprivate_bind.go
 //     (the bind a runtime made, and the directory it is a bind of),
