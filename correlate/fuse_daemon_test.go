@@ -43,11 +43,11 @@ func citesEvent(f *finding.Finding, kind string, pid int) bool {
 	return false
 }
 
-// TestDeadFuseDaemon: a FUSE server killed without unmounting leaves its
+// TestTeardownOfADeadFuseMount: a FUSE server killed without unmounting leaves its
 // mount (every access ENOTCONN); the teardown that then fails on it names
 // the mount, the server that served it, when it died, and the lazy
 // unmount, in the namespace that has it.
-func TestDeadFuseDaemon(t *testing.T) {
+func TestTeardownOfADeadFuseMount(t *testing.T) {
 	type tc struct {
 		name   string
 		mount  []*event.Event // the mount and what follows it, up to the server's death
@@ -95,11 +95,11 @@ func TestDeadFuseDaemon(t *testing.T) {
 	}
 }
 
-// TestDeadFuseDaemonCopyElsewhere: the node unmounted the FUSE mount but a
+// TestDeadFuseMountCopyElsewhere: the node unmounted the FUSE mount but a
 // private namespace made before kept a copy; the server is dead, so the
 // copy is unusable there too: the leak names it and the lazy unmount is
 // run in that namespace (nsenter into its process).
-func TestDeadFuseDaemonCopyElsewhere(t *testing.T) {
+func TestDeadFuseMountCopyElsewhere(t *testing.T) {
 	const agentNS = 70
 	w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "")}, map[uint32]string{hostNS: fuseHostTable})
 	w.send(fuseMountEv(700, 1, "mntleaktest"))
@@ -122,8 +122,8 @@ func TestDeadFuseDaemonCopyElsewhere(t *testing.T) {
 	}
 }
 
-// TestDeadFuseDaemonAskedWhy: `mntleak why` on the dead mount says so.
-func TestDeadFuseDaemonAskedWhy(t *testing.T) {
+// TestDeadFuseMountAskedWhy: `mntleak why` on the dead mount says so.
+func TestDeadFuseMountAskedWhy(t *testing.T) {
 	w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "")}, map[uint32]string{hostNS: fuseHostTable})
 	w.send(fuseMountEv(700, 1, "mntleaktest"), killedEv(700, "mntleaktest", int32(unix.SIGKILL)))
 	f := w.c.Why(correlate.Target{Path: "/mnt/fuse", Dev: event.MakeDev(0, 77)}, w.now.Add(time.Second))
