@@ -151,6 +151,15 @@ func (s *fuseServers) observe(ev *event.Event) {
 	}
 }
 
+// ServesFUSE reports whether ev is the exit of a process that serves a FUSE
+// mount the correlator saw made: the persistent lineage keeps it (no /proc
+// tells when a server died), for a restarted daemon and `mntleak why`.
+// Call it before Handle(ev).
+func (c *Correlator) ServesFUSE(ev *event.Event) bool {
+	_, ok := c.fuse.since[ev.PID]
+	return ev.Kind == event.KindExit && ok
+}
+
 // exitOf is the exit of pid after it mounted at t, or nil.
 func (s *fuseServers) exitOf(pid uint32, t time.Time) *event.Event {
 	if e := s.exits[pid]; e != nil && !e.Time.Before(t) {
