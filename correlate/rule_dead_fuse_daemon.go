@@ -125,8 +125,11 @@ type fuseServers struct {
 	exits map[uint32]*event.Event // pid -> its exit, after since
 }
 
-// maxFuseServers bounds each map: the oldest entry goes first.
-const maxFuseServers = 256
+// maxFuseServers bounds each map: the oldest entry goes first. A node
+// with a FUSE CSI volume per pod has as many servers as pods, and the
+// oldest server is the one the bound drops: room for far more than a node
+// runs (an entry is a few dozen bytes).
+const maxFuseServers = 4096
 
 // observe learns from one event: a successful FUSE mount names its server,
 // a server's exit is kept.
