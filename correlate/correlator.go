@@ -106,6 +106,7 @@ type Correlator struct {
 	evicted        uint64               // tables evicted by MaxMounts
 	rules          []rule               // the cause table (rules.go), read-only
 	pending        []*pendingLeak       // leaks waiting for the teardown to settle
+	fuse           fuseServers          // FUSE servers and their exits (rule_dead_fuse_daemon.go)
 }
 
 type leakRecord struct {
@@ -348,6 +349,7 @@ func (c *Correlator) Handle(ev *event.Event) {
 		c.lastScan = c.now // the startup snapshot's list
 	}
 	c.settleLeaks(nil, false)
+	c.fuse.observe(ev)
 	switch {
 	case c.lineageEvent(ev, true):
 	case ev.Kind == event.KindExit:

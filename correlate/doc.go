@@ -59,6 +59,8 @@
 //     rank. One file per cause, in the table's order:
 //     rule_stale_bind.go (mount ENOENT from a bind whose source was
 //     deleted, and the finding made on that failure),
+//     rule_dead_fuse_daemon.go (a FUSE mount whose server was killed
+//     without unmounting it; the servers and their exits it keeps),
 //     rule_busy_copy.go, rule_shared_propagation.go (with the last
 //     table of a namespace that published a mount, read through the
 //     process that mounted or its parent, kept while the mount is in

@@ -86,6 +86,12 @@ var scenarios = map[string][]expectation{
 		{kind: finding.KindFailure, cause: finding.CauseBusyCopy, syscall: "umount2", errno: "EBUSY",
 			actor: "worker", role: pinner, holder: "worker", madeBy: "worker", fix: []string{"worker"}},
 	},
+	// A FUSE server SIGKILLed without unmounting: the rmdir of its
+	// mountpoint fails on the dead mount; the server (gcsfuse) is cited
+	// by its mount and its exit.
+	"fuse-daemon-killed": {
+		{kind: finding.KindFailure, cause: finding.CauseDeadFuseDaemon, syscall: "rmdir", errno: "EBUSY", holder: "gcsfuse", evidence: "gcsfuse"},
+	},
 	"in-use": {
 		{kind: finding.KindFailure, cause: finding.CauseInUse, syscall: "umount2", errno: "EBUSY",
 			actor: "app", role: pinner, holder: "app"},

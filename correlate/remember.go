@@ -10,8 +10,8 @@ import (
 // history of the namespaces that are still the same ones.
 
 // Remember applies an event recorded by an earlier run (the persistent
-// lineage): namespace creations and joins, and mount-family events as
-// evidence. It reads nothing from /proc and reports nothing. Call it for
+// lineage): namespace creations and joins, mount-family events as
+// evidence, and the exits of FUSE servers. It reads nothing from /proc and reports nothing. Call it for
 // each remembered event, in order, before Start: the snapshot then retires
 // what is gone and keeps the creation history of what is still there.
 func (c *Correlator) Remember(ev *event.Event) {
@@ -20,6 +20,7 @@ func (c *Correlator) Remember(ev *event.Event) {
 	if ev.Time.After(c.now) {
 		c.now = ev.Time
 	}
+	c.fuse.observe(ev) // a FUSE mount and its server's exit (kept for it)
 	if !c.lineageEvent(ev, false) && mountFamily(ev.Kind) {
 		c.ledger.Record(ev)
 	}

@@ -22,6 +22,7 @@ type rule struct {
 func causeRules() []rule {
 	return []rule{
 		{finding.CauseStaleBind, (*Correlator).ruleStaleBind},
+		{finding.CauseDeadFuseDaemon, (*Correlator).ruleDeadFuseDaemon},
 		{finding.CauseBusyCopy, (*Correlator).ruleBusyCopy},
 		{finding.CauseSharedPropagation, (*Correlator).ruleSharedPropagation},
 		{finding.CauseInUse, (*Correlator).ruleInUse},

@@ -103,6 +103,13 @@ func TestCauseRules(t *testing.T) {
 	busyUmount := failing(event.KindUmount, unix.EBUSY, "/srv/vol")
 	stale := failing(event.KindMount, unix.ENOENT, "/srv/vol")
 	pin := []finding.PinRef{{ProcRef: finding.ProcRef{PID: 77, Comm: "sleep"}, MntNS: 9, Pin: "cwd", Path: "/srv/vol"}}
+	fuseTable := "1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw\n2 1 0:77 / /srv/vol rw shared:5 - fuse.sshfs host:/ rw,user_id=0,group_id=0\n"
+	fuseMount := &event.Event{Kind: event.KindMount, PID: 66, Comm: "sshfs", MntNS: 1, Time: t0, Source: "host:/", Target: "/srv/vol", FSType: "fuse.sshfs"}
+	fuseServed := func(c *Correlator, _ *Namespace) { c.fuse.observe(fuseMount) }
+	fuseKilled := func(c *Correlator, n *Namespace) {
+		fuseServed(c, n)
+		c.fuse.observe(&event.Event{Kind: event.KindExit, PID: 66, Comm: "sshfs", Time: t0.Add(time.Second), ExitCode: int32(unix.SIGKILL)})
+	}
 	privParent := &event.Event{Kind: event.KindMount, PID: 60, Comm: "mount", MntNS: 1, Time: t0.Add(-time.Minute), Target: "/srv", Flags: unix.MS_PRIVATE}
 	tests := []struct {
 		cause    finding.Cause
@@ -114,6 +121,10 @@ func TestCauseRules(t *testing.T) {
 			ruleWorld{self: true, trigger: stale, caller: "1 0 254:0 / / rw - ext4 /dev/vda rw\n2 1 254:0 /cm/key//deleted /srv/vol rw - ext4 /dev/vda rw\n"},
 			ruleWorld{self: true, trigger: stale}, // the source is there
 			"which has since been deleted"},
+		{finding.CauseDeadFuseDaemon,
+			ruleWorld{self: true, caller: fuseTable, trigger: busyUmount, history: []*event.Event{fuseMount}, setup: fuseKilled},
+			ruleWorld{self: true, caller: fuseTable, trigger: busyUmount, history: []*event.Event{fuseMount}, setup: fuseServed}, // its server runs
+			"sshfs[66] served it from 10:00:00.000 and was killed by SIGKILL"},
 		{finding.CauseBusyCopy,
 			ruleWorld{holder: privateHolder, trigger: busyUmount, pins: pin},
 			ruleWorld{holder: privateHolder, trigger: busyUmount}, // nothing pins the copy

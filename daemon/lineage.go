@@ -72,9 +72,12 @@ func openLineage(ctx context.Context, dir string, maxBytes int64, corr *correlat
 	return s
 }
 
-// append keeps ev if it belongs in the lineage. It is nil-safe.
-func (s *lineageStore) append(ev *event.Event) {
-	if s == nil || s.broken.Load() || !state.Keep(ev) {
+// append keeps ev if it belongs in the lineage, or if the correlator
+// says it is the exit of a FUSE server (fuseServer): no /proc shows when a
+// server died, and a later `mntleak why` or a restarted daemon cites it.
+// It is nil-safe.
+func (s *lineageStore) append(ev *event.Event, fuseServer bool) {
+	if s == nil || s.broken.Load() || !(state.Keep(ev) || fuseServer) {
 		return
 	}
 	s.fail(s.l.Append(ev))

@@ -55,7 +55,7 @@ func (p *pipeline) handle(ev *event.Event) {
 	if p.sinks.rec != nil {
 		p.fail(p.sinks.rec.Write(ev))
 	}
-	p.lineage.append(ev)
+	p.lineage.append(ev, correlating && p.corr.ServesFUSE(ev))
 	// 3. Print: what the filter selects, to the stream and (when asked) the journal.
 	if p.cfg.Filter.Match(ev) {
 		if p.eventLog != nil {

@@ -16,6 +16,9 @@ const (
 	// mount/move_mount ENOENT: the source is a bind of a file or directory
 	// that was deleted (subPath of an updated ConfigMap). Not a leak.
 	CauseStaleBind
+	// The object is a FUSE mount whose server died (killed, crashed)
+	// without unmounting it: every access fails with ENOTCONN.
+	CauseDeadFuseDaemon
 	// A propagated copy in another namespace is busy (a cwd or fd in it).
 	CauseBusyCopy
 	// A mount made in another namespace propagated into the caller's through
@@ -64,6 +67,9 @@ var causeTable = [...]CauseInfo{
 	CauseStaleBind: {Slug: "stale-bind",
 		Needs: "a mount or move_mount that failed with ENOENT; the source is a mount in the caller's namespace (or the one it was copied from) whose root mountinfo shows as //deleted",
 		Fix:   "unmount the stale bind and bind the current file again; prefer whole-volume ConfigMap mounts over subPath"},
+	CauseDeadFuseDaemon: {Slug: "dead-fuse-daemon", Releasable: true,
+		Needs: "the object is a FUSE mount (fuse, fuse.*, fuseblk); its mount event, and the exit of the process that serves it (the mounter, or fusermount's parent) killed by a signal or failing, after it",
+		Fix:   "unmount it lazily in the namespace that has it: fusermount3 -uz PATH or umount -l PATH (nsenter -t PID -m there, or mntleak release), then restart the FUSE server"},
 	CauseBusyCopy: {Slug: "busy-copy", Releasable: true,
 		Needs: "an umount2 that failed with EBUSY (or why/release asked where the caller has it mounted, of a copy that is a peer or slave of the caller's mount); a copy in another namespace, and a process whose cwd, root, fd or mapping lies in it",
 		Fix:   "stop that process or move it off the copy, then retry (or unmount lazily)"},

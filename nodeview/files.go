@@ -12,8 +12,12 @@ import (
 // maxFile caps what ReadFile reads: configuration files, not data.
 const maxFile = 4 << 20
 
-// Stat stats path (absolute) in the view, following symbolic links. The
-// descriptor it opens (O_PATH) is closed before it returns.
+// Stat stats path (absolute) in the view, following symbolic links, from
+// what the kernel has cached of the file (AT_STATX_DONT_SYNC): its type, inode, the device it is on and the one it
+// is (Mode, Ino, Dev, Rdev: the rest is zero), which no filesystem's
+// server can change. A stat that asks the server fails on a FUSE mount
+// whose server died (ENOTCONN), the very path `mntleak why` is asked
+// about then. The descriptor it opens (O_PATH) is closed before it returns.
 func (v View) Stat(path string) (unix.Stat_t, error) {
 	var st unix.Stat_t
 	f, err := v.open(path, unix.O_PATH)
@@ -21,9 +25,12 @@ func (v View) Stat(path string) (unix.Stat_t, error) {
 		return st, err
 	}
 	defer f.Close()
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+	var stx unix.Statx_t
+	if err := unix.Statx(int(f.Fd()), "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_TYPE|unix.STATX_INO, &stx); err != nil {
 		return st, fmt.Errorf("stat %s: %w", f.Name(), err)
 	}
+	st.Mode, st.Ino = uint32(stx.Mode), stx.Ino
+	st.Dev, st.Rdev = unix.Mkdev(stx.Dev_major, stx.Dev_minor), unix.Mkdev(stx.Rdev_major, stx.Rdev_minor)
 	return st, nil
 }
 

@@ -323,22 +323,26 @@ func statDev(path string) (dev, rdev event.Dev, ok bool) {
 
 // statDevErr is statDev with the reason it failed.
 func statDevErr(path string) (dev, rdev event.Dev, err error) {
-	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
-		return 0, 0, err
-	}
-	dev, rdev = devsOf(&st)
-	return dev, rdev, nil
+	dev, rdev, _, err = statCached(path)
+	return dev, rdev, err
 }
 
-// devsOf is the device a file is on and, for a block device, the device
-// it is.
-func devsOf(st *unix.Stat_t) (dev, rdev event.Dev) {
-	dev = event.MakeDev(unix.Major(st.Dev), unix.Minor(st.Dev))
-	if st.Mode&unix.S_IFMT == unix.S_IFBLK {
-		rdev = event.MakeDev(unix.Major(st.Rdev), unix.Minor(st.Rdev))
+// statCached stats path (following the link) from what the kernel has
+// cached of the file (AT_STATX_DONT_SYNC): its device, the device a block
+// device is, and its inode, none of which a filesystem's server can
+// change. A stat that asks the server fails on a FUSE file whose server
+// died (ENOTCONN: the processes working in a dead FUSE mount would go
+// unseen) and waits on a network filesystem that does not answer.
+func statCached(path string) (dev, rdev event.Dev, ino uint64, err error) {
+	var stx unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, path, unix.AT_STATX_DONT_SYNC, unix.STATX_TYPE|unix.STATX_INO, &stx); err != nil {
+		return 0, 0, 0, err
 	}
-	return dev, rdev
+	dev = event.MakeDev(stx.Dev_major, stx.Dev_minor)
+	if stx.Mode&unix.S_IFMT == unix.S_IFBLK {
+		rdev = event.MakeDev(stx.Rdev_major, stx.Rdev_minor)
+	}
+	return dev, rdev, stx.Ino, nil
 }
 
 type mapping struct {

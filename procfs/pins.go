@@ -7,8 +7,6 @@ import (
 	"os"
 	"strconv"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/mntleak/mntleak/event"
 )
 
@@ -127,11 +125,10 @@ func (h Host) pinsOf(pid int, want map[event.Dev]bool, s *scratch) ([]Pin, bool)
 	denied = denied || isDenied(err)
 	for _, fd := range fds {
 		p := dir + "/fd/" + fd
-		var st unix.Stat_t
-		if unix.Stat(p, &st) != nil {
+		dev, rdev, ino, err := statCached(p)
+		if err != nil {
 			continue
 		}
-		dev, rdev := devsOf(&st)
 		switch {
 		case rdev != 0 && want[rdev]:
 			dev = rdev
@@ -149,7 +146,7 @@ func (h Host) pinsOf(pid int, want map[event.Dev]bool, s *scratch) ([]Pin, bool)
 			pin.FD = &n
 		}
 		if kind == PinFD {
-			pin.Ino = st.Ino // a namespace file is told by its inode: nsfs is one device
+			pin.Ino = ino // a namespace file is told by its inode: nsfs is one device
 		}
 	}
 	b, err := s.read(dir + "/maps")

@@ -1,6 +1,7 @@
 // Package state keeps mntleak's persistent lineage: a bounded, rotating
 // on-disk log of the events that explain mount leaks (namespace creations
-// and joins, mounts and unmounts), so that a restarted daemon, or `mntleak
+// and joins, mounts and unmounts; the daemon adds the exits of FUSE
+// servers, which Keep alone does not keep), so that a restarted daemon, or `mntleak
 // why` on an idle node, can still cite the namespace creation or the bind
 // that happened before it started.
 //

@@ -12,7 +12,8 @@
 // parent's; a parent made private in the holder or on the node), and the
 // timing (the holder exits just before the failure, its creator's pid is
 // another program's by then, the pinner is forked after tracing began),
-// plus churn controls of a healthy node. Each cell lets its teardown
+// plus churn controls of a healthy node, and a FUSE server killed
+// without unmounting. Each cell lets its teardown
 // settle (the leak settle window for a control, then the correlator is
 // flushed) and asserts exactly the findings the kernel's behaviour calls
 // for about its device, mount point and holder namespace, each whole: the
@@ -56,6 +57,12 @@
 //     the process that made it, not the kubelet's own namespace.
 //   - thread_privileged_test.go: a Go program in a holder namespace whose
 //     one thread unshares and ends: the process stays named in the leak.
+//   - fuse_privileged_test.go: a FUSE server killed with SIGKILL: the
+//     rmdir or busy umount of its dead mount, and the copy a private
+//     namespace keeps, each one dead-fuse-daemon finding citing the
+//     server's mount and exit; the control unmounts a live server's mount.
+//   - fuse_server_test.go: the FUSE server helper's variable (the test
+//     binary runs e2e/testkit/fuseserve's server).
 //   - holder_test.go: TestMain, the clone(CLONE_NEWNS) helper, the
 //     mounter helper (a process that mounts and stays) and the thread
 //     helper (a Go program whose one locked thread unshares).

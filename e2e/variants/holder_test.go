@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/mntleak/mntleak/e2e/testkit/fuseserve"
 	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 )
 
@@ -42,6 +43,13 @@ func TestMain(m *testing.M) {
 		}
 		fmt.Println("ready")
 		select {} // until killed
+	}
+	if dir := os.Getenv(fuseEnv); dir != "" {
+		if err := fuseserve.Serve(dir, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
 	if dir := os.Getenv(threadEnv); dir != "" {
 		os.Exit(unshareThread(dir))
