@@ -58,9 +58,12 @@
 //     rank. One file per cause, in the table's order:
 //     rule_stale_bind.go (mount ENOENT from a bind whose source was
 //     deleted, and the finding made on that failure),
-//     rule_busy_copy.go, rule_shared_propagation.go, rule_in_use.go (with
-//     the caller's own cwd), rule_private_tmp.go, rule_rprivate_bind.go
-//     (the bind a runtime made, and the directory it is a bind of),
+//     rule_busy_copy.go, rule_shared_propagation.go (not a mount made
+//     under a slave or private parent), rule_rootfs_held.go (a
+//     container's rootfs kept busy by a process outside it),
+//     rule_in_use.go (with the caller's own cwd), rule_private_tmp.go,
+//     rule_rprivate_bind.go (the bind a runtime made, and the directory
+//     it is a bind of),
 //     rule_mountflags_restart.go, rule_private_parent.go, rule_unshare.go,
 //     rule_unknown.go; prevention.go: how to keep a namespace's copy from
 //     staying (which mount stopped the unmount, and where).

@@ -24,6 +24,7 @@ func causeRules() []rule {
 		{finding.CauseStaleBind, (*Correlator).ruleStaleBind},
 		{finding.CauseBusyCopy, (*Correlator).ruleBusyCopy},
 		{finding.CauseSharedPropagation, (*Correlator).ruleSharedPropagation},
+		{finding.CauseRootfsHeld, (*Correlator).ruleRootfsHeld}, // issue 28 item 5 (h-causes)
 		{finding.CauseInUse, (*Correlator).ruleInUse},
 		{finding.CausePrivateTmp, (*Correlator).rulePrivateTmp},
 		{finding.CauseRprivateBind, (*Correlator).ruleRprivateBind},
