@@ -52,7 +52,10 @@
 //   - holders.go: an object's identity (device, path through bind roots,
 //     overlay, nsfs) and the search for its copies; kept.go: namespaces no
 //     process runs in, kept by a bind of their nsfs file or by a process
-//     holding it open, read through it, and their verdict.
+//     holding it open, read through it, and their verdict; a namespace
+//     with processes that such a bind keeps too (markBound, boundVerdict:
+//     a runtime confined in a namespace of its own, snapd's
+//     /run/snapd/ns/SNAP.mnt).
 //   - verdict.go: the analysis a rule reads and the verdict it writes.
 //   - rules.go: the rule table (cause, rule), classify and the causes'
 //     rank. One file per cause, in the table's order:

@@ -56,6 +56,9 @@
 //     the process that made it, not the kubelet's own namespace.
 //   - thread_privileged_test.go: a Go program in a holder namespace whose
 //     one thread unshares and ends: the process stays named in the leak.
+//   - pinnedruntime_privileged_test.go: a runtime in a namespace kept
+//     by a bind of its nsfs file under /run/…/ns (issue 28 item 4): the
+//     finding names the bind besides the runtime; its control.
 //   - holder_test.go: TestMain, the clone(CLONE_NEWNS) helper, the
 //     mounter helper (a process that mounts and stays) and the thread
 //     helper (a Go program whose one locked thread unshares).
