@@ -108,6 +108,7 @@ func (c *Correlator) failure(ev *event.Event) {
 	if len(matches) == 0 && len(a.pins) == 0 {
 		return // nothing holds it: not a mount problem (or already released)
 	}
+	c.markBound(matches)
 	f := c.finding(finding.KindFailure, ev, obj, a, matches)
 	f.Missing = append(f.Missing, missing...)
 	if pinErr != nil {

@@ -21,7 +21,7 @@ func (c *Correlator) group(a *analysis, matches []match) [][]judged {
 	var groups [][]judged
 	index := map[uint32]int{}
 	for _, m := range matches {
-		j := judged{m: m, v: c.classify(a, m)}
+		j := judged{m: m, v: c.boundVerdict(c.classify(a, m), m)}
 		key := m.ns.Ino
 		if !m.exited.IsZero() {
 			key = ^key // a dead generation is not the live one

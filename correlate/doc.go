@@ -53,7 +53,10 @@
 //   - holders.go: an object's identity (device, path through bind roots,
 //     overlay, nsfs) and the search for its copies; kept.go: namespaces no
 //     process runs in, kept by a bind of their nsfs file or by a process
-//     holding it open, read through it, and their verdict.
+//     holding it open, read through it, and their verdict; a namespace
+//     with processes that such a bind keeps too (markBound, boundVerdict:
+//     a runtime confined in a namespace of its own, snapd's
+//     /run/snapd/ns/SNAP.mnt).
 //   - verdict.go: the analysis a rule reads and the verdict it writes.
 //   - rules.go: the rule table (cause, rule), classify and the causes'
 //     rank. One file per cause, in the table's order:
@@ -61,12 +64,14 @@
 //     deleted, and the finding made on that failure),
 //     rule_dead_fuse_daemon.go (a FUSE mount whose server was killed
 //     without unmounting it; the servers and their exits it keeps),
-//     rule_busy_copy.go, rule_shared_propagation.go (with the last
-//     table of a namespace that published a mount, read through the
-//     process that mounted or its parent, kept while the mount is in
-//     the history), rule_in_use.go (with
-//     the caller's own cwd), rule_private_tmp.go, rule_rprivate_bind.go
-//     (the bind a runtime made, and the directory it is a bind of),
+//     rule_busy_copy.go, rule_shared_propagation.go (not a mount made
+//     under a slave or private parent; with the last table of a
+//     namespace that published a mount, read through the process that
+//     mounted or its parent, kept while the mount is in the history),
+//     rule_rootfs_held.go (a container's rootfs kept busy by a process
+//     outside it), rule_in_use.go (with the caller's own cwd),
+//     rule_private_tmp.go, rule_rprivate_bind.go (the bind a runtime
+//     made, and the directory it is a bind of),
 //     rule_mountflags_restart.go, rule_private_parent.go, rule_unshare.go,
 //     rule_unknown.go; prevention.go: how to keep a namespace's copy from
 //     staying (which mount stopped the unmount, and where).

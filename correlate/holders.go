@@ -55,6 +55,10 @@ type match struct {
 	exited   time.Time
 	detached bool    // seen before the unmount, detached by the kernel since
 	kept     *keeper // no process runs in the namespace: what keeps it
+	// bound: processes run in the namespace, and a bind of its nsfs file
+	// keeps it too (a runtime confined in a namespace of its own, as
+	// snapd keeps a snap's at /run/snapd/ns/SNAP.mnt): it outlives them.
+	bound *keeper
 }
 
 // translate returns where a path p of the caller's namespace (whose table
@@ -279,6 +283,9 @@ func (c *Correlator) holderOf(m match, pins map[uint32][]finding.PinRef) finding
 				Path: "/proc/" + itoa(f.PID) + "/fd/" + itoa(f.FD)}}
 		}
 		return h // no process runs in it: none is named as a member
+	}
+	if m.bound != nil {
+		h.KeptBy = m.bound.by(c)
 	}
 	members := m.ns.Members()
 	if m.ns.Dead {

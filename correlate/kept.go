@@ -251,3 +251,51 @@ func (c *Correlator) keptVerdict(a *analysis, m match) verdict {
 			"runtimes that pin namespaces leave such binds), or nsenter --mount=" + k.where + " umount " + m.where,
 	}
 }
+
+// markBound marks the matches whose namespace has processes and is also
+// kept by a bind of its nsfs file: the bind keeps it, and its copy, once
+// they are gone.
+func (c *Correlator) markBound(matches []match) {
+	binds := c.nsfsBinds()
+	for i := range matches {
+		m := &matches[i]
+		if m.self || m.kept != nil || !m.exited.IsZero() || m.ns.Dead || len(m.ns.members) == 0 {
+			continue
+		}
+		for _, b := range binds {
+			if b.kept == m.ns.Ino {
+				m.bound = &keeper{files: []string{b.where}, where: b.where, ns: b.ns}
+				break
+			}
+		}
+	}
+}
+
+// boundVerdict adds to a verdict on a namespace with processes that a bind
+// of its nsfs file keeps it too: stopping them does not free it.
+func (c *Correlator) boundVerdict(v verdict, m match) verdict {
+	k := m.bound
+	if k == nil {
+		return v
+	}
+	v.evidence = append(v.evidence, factEvidence(finding.NSName(k.ns)+": "+k.where+" is a bind of "+finding.NSName(m.ns.Ino)+"'s nsfs file"))
+	v.summary += "; the bind of its nsfs file at " + k.where + " in " + c.label(k.ns) + " keeps it beyond its processes (a runtime confined in a namespace of its own)"
+	drop := "umount " + k.where + " in " + c.label(k.ns)
+	if snap, ok := snapNamespace(k.where); ok {
+		drop = "snapd's snap-discard-ns " + snap + " (/usr/lib/snapd/snap-discard-ns; it unmounts " + k.where + ")"
+	}
+	v.fix += "; the bind keeps the namespace and its copy after them: " + drop + " once they are stopped, or nsenter --mount=" +
+		k.where + " umount " + m.where + " to drop only the copy"
+	return v
+}
+
+// snapNamespace is the snap whose preserved mount namespace snapd keeps
+// at p (/run/snapd/ns/SNAP.mnt).
+func snapNamespace(p string) (string, bool) {
+	name, ok := strings.CutPrefix(p, "/run/snapd/ns/")
+	name, mnt := strings.CutSuffix(name, ".mnt")
+	if !ok || !mnt || name == "" || strings.Contains(name, "/") {
+		return "", false
+	}
+	return name, true
+}

@@ -25,6 +25,7 @@ func causeRules() []rule {
 		{finding.CauseDeadFuseDaemon, (*Correlator).ruleDeadFuseDaemon},
 		{finding.CauseBusyCopy, (*Correlator).ruleBusyCopy},
 		{finding.CauseSharedPropagation, (*Correlator).ruleSharedPropagation},
+		{finding.CauseRootfsHeld, (*Correlator).ruleRootfsHeld},
 		{finding.CauseInUse, (*Correlator).ruleInUse},
 		{finding.CausePrivateTmp, (*Correlator).rulePrivateTmp},
 		{finding.CauseRprivateBind, (*Correlator).ruleRprivateBind},

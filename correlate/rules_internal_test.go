@@ -110,6 +110,9 @@ func TestCauseRules(t *testing.T) {
 		fuseServed(c, n)
 		c.fuse.observe(&event.Event{Kind: event.KindExit, PID: 66, Comm: "sshfs", Time: t0.Add(time.Second), ExitCode: int32(unix.SIGKILL)})
 	}
+	rootfs := "/run/containerd/io.containerd.runtime.v2.task/k8s.io/abc/rootfs"
+	rootfsTable := "1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw\n2 1 0:40 / " + rootfs + " rw shared:5 - overlay overlay rw\n"
+	agent := []finding.PinRef{{ProcRef: finding.ProcRef{PID: 78, Comm: "agent"}, MntNS: 1, Pin: "cwd", Path: rootfs + "/var/log"}}
 	privParent := &event.Event{Kind: event.KindMount, PID: 60, Comm: "mount", MntNS: 1, Time: t0.Add(-time.Minute), Target: "/srv", Flags: unix.MS_PRIVATE}
 	tests := []struct {
 		cause    finding.Cause
@@ -133,6 +136,10 @@ func TestCauseRules(t *testing.T) {
 			ruleWorld{self: true, history: []*event.Event{{Kind: event.KindMount, PID: 40, Comm: "mount", MntNS: 9, Time: t0, Source: "/dev/loop0", Target: "/srv/vol"}}},
 			ruleWorld{self: true, history: []*event.Event{{Kind: event.KindMount, PID: 40, Comm: "mount", MntNS: 1, Time: t0, Source: "/dev/loop0", Target: "/srv/vol"}}}, // mounted here
 			"propagated to /srv/vol here"},
+		{finding.CauseRootfsHeld,
+			ruleWorld{self: true, caller: rootfsTable, where: rootfs, trigger: failing(event.KindUmount, unix.EBUSY, rootfs), pins: agent},
+			ruleWorld{self: true, trigger: busyUmount, pins: agent}, // not a container's rootfs
+			"agent[78] has its cwd at " + rootfs + "/var/log, in the rootfs of container abc (containerd namespace k8s.io)"},
 		{finding.CauseInUse,
 			ruleWorld{self: true},
 			ruleWorld{holder: privateHolder}, // another namespace's copy
@@ -186,6 +193,21 @@ func TestCauseRules(t *testing.T) {
 				t.Errorf("matched without its evidence: %q", v.summary)
 			}
 		})
+	}
+}
+
+// A mount made in another namespace after it made / rslave (runc, before
+// it binds a container's rootfs onto itself) propagated nowhere: it is not
+// the caller's shared mount; after a make-rshared it may be.
+func TestSharedPropagationNotFromASlave(t *testing.T) {
+	rslave := &event.Event{Kind: event.KindMount, PID: 40, Comm: "runc:[2:INIT]", MntNS: 9, Time: t0, Target: "/", Flags: unix.MS_SLAVE | unix.MS_REC}
+	rshared := &event.Event{Kind: event.KindMount, PID: 40, Comm: "runc:[2:INIT]", MntNS: 9, Time: t0.Add(time.Second), Target: "/", Flags: unix.MS_SHARED | unix.MS_REC}
+	bind := &event.Event{Kind: event.KindMount, PID: 40, Comm: "runc:[2:INIT]", MntNS: 9, Time: t0.Add(2 * time.Second), Source: "/srv/vol", Target: "/srv/vol", Flags: unix.MS_BIND | unix.MS_REC}
+	if v, ok := (ruleWorld{self: true, history: []*event.Event{rslave, bind}}).run(t, (*Correlator).ruleSharedPropagation); ok {
+		t.Errorf("a bind made under an rslave / taken to have propagated here: %q", v.summary)
+	}
+	if _, ok := (ruleWorld{self: true, history: []*event.Event{rslave, rshared, bind}}).run(t, (*Correlator).ruleSharedPropagation); !ok {
+		t.Error("a bind made after / was made rshared again not taken to have propagated here")
 	}
 }
 

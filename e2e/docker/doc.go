@@ -8,7 +8,11 @@
 // incidents_privileged_test.go (TestIncidents, TestControlChurn, and
 // TestIncidentDocs: docs/incidents.md shows every script as it runs),
 // release_test.go (what mntleak release must do at each incident's release
-// point); scripts/lib.sh (a Docker Engine of the incident's own, on
+// point), rootfs_held_privileged_test.go (TestRootfsHeldByAnAgent, issue
+// 28 item 5: containerd's shim cannot unmount a rootfs an agent holds);
+// scripts/lib.sh (a Docker Engine of the incident's own, on
 // e2e/scenarios/common.sh, the helpers every seed script shares) and one
-// script per incident, control-churn.sh the control.
+// script per incident, control-churn.sh the control; scripts/issue28/ the
+// situations of issue 28 (rootfs-held.sh: the rootfs an agent holds, with
+// its control).
 package docker

@@ -63,6 +63,9 @@
 //     server's mount and exit; the control unmounts a live server's mount.
 //   - fuse_server_test.go: the FUSE server helper's variable (the test
 //     binary runs e2e/testkit/fuseserve's server).
+//   - pinnedruntime_privileged_test.go: a runtime in a namespace kept
+//     by a bind of its nsfs file under /run/…/ns (issue 28 item 4): the
+//     finding names the bind besides the runtime; its control.
 //   - holder_test.go: TestMain, the clone(CLONE_NEWNS) helper, the
 //     mounter helper (a process that mounts and stays) and the thread
 //     helper (a Go program whose one locked thread unshares).
