@@ -33,7 +33,7 @@ func TestLoggerStuckStderr(t *testing.T) {
 	for _, format := range []string{"json", "console"} {
 		t.Run(format, func(t *testing.T) {
 			dst := &gatedWriter{open: make(chan struct{})}
-			log, q, err := newLogger(dst, "info", format)
+			log, q, err := newLogger(dst, "info", format, false)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,6 +15,7 @@ type Line struct {
 	Msg             string           `json:"msg"`
 	Finding         string           `json:"finding"`
 	FindingID       string           `json:"finding_id"`
+	Headline        string           `json:"headline"`
 	Cause           string           `json:"cause"`
 	Syscall         string           `json:"syscall"`
 	Errno           string           `json:"errno"`
