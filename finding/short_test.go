@@ -138,3 +138,20 @@ func TestHeadlineOfLongNames(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeShowsAGoldenFinding: the README's first screen shows a real
+// finding in its short form, exactly as a golden finding renders now.
+func TestReadmeShowsAGoldenFinding(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fs := range goldenFindings(t) {
+		for _, f := range fs {
+			if strings.Contains(string(readme), "```\n"+f.Block()+"```\n") {
+				return
+			}
+		}
+	}
+	t.Error("README.md shows no golden finding's short form (finding.Block) in a fenced block, as it renders now")
+}
