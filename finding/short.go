@@ -15,7 +15,7 @@ const HeadlineLimit = 160
 // characters, the object at least objectShare, the holder what they
 // leave, and the object then what the holder leaves.
 const (
-	podShare    = 36
+	podShare    = 44 // "pod uid " and a UID
 	objectShare = 20
 )
 
