@@ -136,7 +136,7 @@ func TestRunBadInput(t *testing.T) {
 	}{
 		{nil, "usage: mntleak"},
 		{[]string{"frobnicate"}, `mntleak: unknown command "frobnicate"`},
-		{[]string{"trace", "--format", "xml"}, `mntleak trace: unknown format "xml": want json or text`},
+		{[]string{"trace", "--format", "xml"}, `mntleak trace: invalid --format "xml": want human, text or json`},
 		{[]string{"trace", "--log-level", "loud"}, `mntleak trace: log level "loud"`},
 		{[]string{"trace", "--runtime-timeout", "soon"}, `invalid value "soon" for flag -runtime-timeout`},
 	}
