@@ -84,17 +84,16 @@ func StartLine(cfg Config) string {
 	if node == "" {
 		node = "this node"
 	}
-	s := "mntleak: watching mounts and mount namespaces on " + node + "; "
-	switch {
-	case !cfg.Correlate:
+	s := "mntleak: watching mounts on " + node + "; "
+	if cfg.Correlate {
+		s += "each finding appears below: what is stuck, who holds it, the cause, the fix"
+	} else {
 		s += "findings are off (--correlate=false)"
-	default:
-		s += "each finding appears here: what is stuck, who holds it, the cause, then the fix"
 	}
 	if cfg.Events && cfg.Output == "" {
-		s += "; every event is printed too"
+		s += "; every event too"
 	} else {
-		s += " (--events: every event too; --format json: JSON)"
+		s += " (--events: every event too)"
 	}
 	return s + ". Ctrl-C stops."
 }

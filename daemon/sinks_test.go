@@ -98,3 +98,15 @@ func TestSinksForAPerson(t *testing.T) {
 		})
 	}
 }
+
+// TestStartLine: the start line names the node and how to see more, in
+// one line a terminal shows whole.
+func TestStartLine(t *testing.T) {
+	for _, cfg := range []Config{{NodeName: "node-1", Correlate: true}, {NodeName: "node-1", Correlate: true, Events: true}, {NodeName: "node-1"}} {
+		s := StartLine(cfg)
+		if !strings.Contains(s, " on node-1; ") || strings.Contains(s, "\n") || len(s) > 160 ||
+			strings.Contains(s, "--events") == cfg.Events || strings.Contains(s, "findings are off") == cfg.Correlate {
+			t.Errorf("%+v: %q", cfg, s)
+		}
+	}
+}
