@@ -72,7 +72,7 @@ func TestTraceOnATerminal(t *testing.T) {
 		t.Errorf("stderr shows a finding too:\n%s", stderr.String())
 	}
 	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
-	if !strings.HasPrefix(lines[0], "mntleak: watching mounts and mount namespaces on ") {
+	if !strings.HasPrefix(lines[0], "mntleak: watching mounts on ") {
 		t.Errorf("first line %q, want the start line", lines[0])
 	}
 	ours := ""
