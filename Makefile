@@ -25,7 +25,8 @@ all: build
 build:
 	$(GO) build -o $(BIN) ./cmd/mntleak
 
-## run: build and stream events (pass flags with ARGS="trace --format text").
+## run: build and trace: on a terminal, a start line and then each finding
+## in its short form (pass flags with ARGS="trace --events", ARGS="trace --format json").
 run: build
 	./$(BIN) $(ARGS)
 
@@ -172,7 +173,7 @@ soak: bench-bin
 ## FROM scratch, pulling nothing; a private dockerd is started (and
 ## stopped) when none answers (deploy/image/image.sh says how).
 ## image-tar: also bin/mntleak-VERSION.oci.tar, for docker load and
-## ctr images import (push to a registry of one's own: README.md).
+## ctr images import (push to a registry of one's own: docs/kubernetes.md).
 image:
 	GO=$(GO) deploy/image/image.sh build
 

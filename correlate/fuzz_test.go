@@ -74,6 +74,16 @@ func FuzzFindingLine(f *testing.F) {
 				t.Fatalf("control character %U in the line %q", r, line)
 			}
 		}
+		// The short form: a headline within its limit, and no control
+		// character in it or its detail lines.
+		if head := fd.Headline(); utf8.RuneCountInString(head) > finding.HeadlineLimit {
+			t.Fatalf("headline of %d characters: %q", utf8.RuneCountInString(head), head)
+		}
+		for _, r := range fd.Block() {
+			if (r < 0x20 && r != '\n') || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+				t.Fatalf("control character %U in the short form %q", r, fd.Block())
+			}
+		}
 		report := fd.Report()
 		if n := strings.Count(report, "\n"); n != 6 {
 			t.Fatalf("report has %d lines, want 6 (headline, namespace, holder, pinner, cause, fix):\n%s", n, report)

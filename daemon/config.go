@@ -12,14 +12,19 @@ import (
 // correlates, and where it keeps its state. cmd/mntleak fills it from flags
 // and checks it; Run trusts it.
 type Config struct {
-	Format        output.Format // the event stream's encoding
-	Filter        event.Filter  // selects the printed events; the correlator sees all
-	Output        string        // event stream file (appended, reopened on SIGHUP); "" for stdout
-	Record        string        // replayable record: events and /proc answers (truncated at start)
-	Correlate     bool          // explain failures and report leaks
-	JournalEvents bool          // also send every raw event to the journal
-	MetricsAddr   string        // Prometheus metrics address, already checked; "" for none
-	PprofAddr     string        // /debug/pprof/ address, loopback, already checked; "" for none
+	// Format is the event stream's encoding; Human is a person's
+	// terminal: stdout shows a start line and each finding in its short
+	// form, the events only with Events (or in the Output file, as text),
+	// and the log on stderr leaves findings out (FindingsOnStdout).
+	Format        output.Format
+	Events        bool         // with Human: the events on stdout too
+	Filter        event.Filter // selects the printed events; the correlator sees all
+	Output        string       // event stream file (appended, reopened on SIGHUP); "" for stdout
+	Record        string       // replayable record: events and /proc answers (truncated at start)
+	Correlate     bool         // explain failures and report leaks
+	JournalEvents bool         // also send every raw event to the journal
+	MetricsAddr   string       // Prometheus metrics address, already checked; "" for none
+	PprofAddr     string       // /debug/pprof/ address, loopback, already checked; "" for none
 
 	StateDir   string // persistent lineage; "" for none
 	StateBytes int64  // its size cap
@@ -67,4 +72,28 @@ type LogConfig struct {
 	Format        string   // json or console
 	Journald      Journald // tee to the journal
 	JournalSocket string   // the journal's native socket
+	// FindingsOnStdout: stdout shows each finding (Config.Format Human), so
+	// stderr leaves them out; the journal still has them.
+	FindingsOnStdout bool
+}
+
+// StartLine is the one line a person's terminal shows when tracing starts
+// (Format Human): what runs, where findings appear, how to see more.
+func StartLine(cfg Config) string {
+	node := cfg.NodeName
+	if node == "" {
+		node = "this node"
+	}
+	s := "mntleak: watching mounts on " + node + "; "
+	if cfg.Correlate {
+		s += "each finding appears below: what is stuck, who holds it, the cause, the fix"
+	} else {
+		s += "findings are off (--correlate=false)"
+	}
+	if cfg.Events && cfg.Output == "" {
+		s += "; every event too"
+	} else {
+		s += " (--events: every event too)"
+	}
+	return s + ". Ctrl-C stops."
 }

@@ -146,6 +146,9 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer, log *Log, reopen <-c
 	}
 	log.Info("tracing", zap.Stringer(logkey.Format, cfg.Format), zap.String(logkey.Record, cfg.Record),
 		zap.Bool(logkey.Filter, !cfg.Filter.Empty()))
+	if sk.people != nil {
+		p.fail(sk.people.WriteNote(StartLine(cfg)))
+	}
 
 	runErr := t.Run(ctx)
 	if p.corr != nil {

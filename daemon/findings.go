@@ -107,6 +107,13 @@ func openFindings(ctx context.Context, cfg Config, p *pipeline, log *zap.Logger)
 		warned bool
 	}
 	out := func(f *finding.Finding) {
+		if people := p.sinks.people; people != nil {
+			// A person's terminal: the short form on stdout (the log on
+			// stderr leaves it out, the journal has it).
+			if err := people.WriteFinding(f); err != nil {
+				flog.Warn("write a finding to stdout", zap.Error(err))
+			}
+		}
 		flog.Log(output.FindingLevel(f), f.Line(), output.FindingFields(f)...)
 		// Kept for mntleak release --finding ID.
 		if dir := cfg.StateDir; dir != "" {

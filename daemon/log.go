@@ -40,7 +40,7 @@ type Log struct {
 // OpenLog returns the daemon's logger: stderr behind a queue, teed with the
 // journal when it is asked for (or, with auto, there).
 func OpenLog(cfg LogConfig, stderr io.Writer) (*Log, error) {
-	log, q, err := newLogger(stderr, cfg.Level, cfg.Format)
+	log, q, err := newLogger(stderr, cfg.Level, cfg.Format, cfg.FindingsOnStdout)
 	if err != nil {
 		return nil, err
 	}
@@ -63,8 +63,9 @@ func (l *Log) Close() {
 	l.stderr.CloseWithin(stderrCloseTimeout) //nolint:errcheck // nowhere left to say it
 }
 
-// newLogger returns the daemon's logger on a queue in front of stderr.
-func newLogger(stderr io.Writer, level, format string) (*zap.Logger, *output.Lines, error) {
+// newLogger returns the daemon's logger on a queue in front of stderr;
+// with findingsElsewhere (stdout shows them), findings are left out of it.
+func newLogger(stderr io.Writer, level, format string, findingsElsewhere bool) (*zap.Logger, *output.Lines, error) {
 	q := output.NewLines(stderr, output.Options{QueueBytes: stderrQueueBytes, ForcedBytes: stderrFindingBytes, CloseTimeout: outputCloseTimeout},
 		stderrMarker(format))
 	normal, err := logging.New(q.Writer(false), level, format)
@@ -77,7 +78,11 @@ func newLogger(stderr io.Writer, level, format string) (*zap.Logger, *output.Lin
 		q.CloseWithin(0)
 		return nil, nil, err
 	}
-	return zap.New(findingRouter{normal: normal.Core(), finding: findings.Core()}), q, nil
+	fcore := findings.Core()
+	if findingsElsewhere {
+		fcore = zapcore.NewNopCore()
+	}
+	return zap.New(findingRouter{normal: normal.Core(), finding: fcore}), q, nil
 }
 
 // stderrMarker is the line put in the log where lines were dropped.

@@ -33,7 +33,7 @@ func TestLoggerStuckStderr(t *testing.T) {
 	for _, format := range []string{"json", "console"} {
 		t.Run(format, func(t *testing.T) {
 			dst := &gatedWriter{open: make(chan struct{})}
-			log, q, err := newLogger(dst, "info", format)
+			log, q, err := newLogger(dst, "info", format, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,5 +68,25 @@ func TestLoggerStuckStderr(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLoggerFindingsOnStdout: when stdout shows the findings (a person's
+// terminal), stderr leaves them out and keeps every other line.
+func TestLoggerFindingsOnStdout(t *testing.T) {
+	for _, elsewhere := range []bool{false, true} {
+		var dst bytes.Buffer
+		log, q, err := newLogger(&dst, "info", "json", elsewhere)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log.Info("tracing")
+		log.Error("EBUSY umount2 /x: held by sleep[1]", zap.String(logkey.Finding, "failure"))
+		if err := q.CloseWithin(time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(dst.String(), "EBUSY"); got == elsewhere || !strings.Contains(dst.String(), `"msg":"tracing"`) {
+			t.Errorf("findings on stdout %v: stderr %q", elsewhere, dst.String())
+		}
 	}
 }

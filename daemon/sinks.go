@@ -49,6 +49,7 @@ type sinks struct {
 	outName string         // "stdout", or "output" for an --output file
 	discard bool           // stdout is /dev/null: events are not encoded
 	out     *output.Writer // --output, or stdout
+	people  *output.Writer // stdout for a person (Format Human): findings, the start line; may be out
 	rec     *output.Writer // --record; nil without
 	journal *journald.Core // nil without
 	stderr  *output.Lines
@@ -86,14 +87,25 @@ func openSinks(ctx context.Context, cfg Config, stdout io.Writer, logs *Log) (*s
 	s.watch(ctx)
 	streamOpts := output.Options{QueueBytes: streamQueueBytes, CloseTimeout: outputCloseTimeout}
 	s.outName = "stdout"
+	human := cfg.Format == output.Human
 	if cfg.Output == "" {
 		s.out = output.NewWriterOptions(stdout, cfg.Format, nil, streamOpts)
 		// Under systemd (StandardOutput=null) or a benchmark, events to
 		// /dev/null would be encoded for nothing: a storm's worth of JSON.
-		s.discard = isDevNull(stdout)
+		// A person's terminal shows findings, events only when asked.
+		s.discard = isDevNull(stdout) || (human && !cfg.Events)
+		if human {
+			s.people = s.out
+		}
 	} else {
-		// Appended to: a restarted daemon continues the file.
-		w, err := output.OpenFile(cfg.Output, cfg.Format, false, streamOpts)
+		// Appended to: a restarted daemon continues the file, as text for
+		// a person's trace (a file is read with grep, not a terminal).
+		format := cfg.Format
+		if human {
+			format = output.Text
+			s.people = output.NewWriterOptions(stdout, output.Human, nil, streamOpts)
+		}
+		w, err := output.OpenFile(cfg.Output, format, false, streamOpts)
 		if err != nil {
 			return nil, err
 		}
@@ -105,6 +117,9 @@ func openSinks(ctx context.Context, cfg Config, stdout io.Writer, logs *Log) (*s
 			output.Options{QueueBytes: recordQueueBytes, CloseTimeout: outputCloseTimeout})
 		if err != nil {
 			s.out.Close()
+			if s.people != nil && s.people != s.out {
+				s.people.Close()
+			}
 			return nil, err
 		}
 		s.rec = w
@@ -203,6 +218,10 @@ func (s *sinks) close(log *zap.Logger) {
 	if s.rec != nil {
 		wg.Add(1)
 		go closeOne("record", s.rec.CloseWithin, outputCloseTimeout)
+	}
+	if s.people != nil && s.people != s.out {
+		wg.Add(1)
+		go closeOne("stdout", s.people.CloseWithin, outputCloseTimeout)
 	}
 	if s.journal != nil {
 		wg.Add(1)

@@ -32,9 +32,9 @@ func npdMatch(re *regexp.Regexp, buffer []string) bool {
 	return re.FindStringIndex(strings.Join(buffer, "\n")) != nil
 }
 
-// goldenLines are the finding lines (the journal's MESSAGE) of every
-// recorded scenario's golden findings (their JSON form, made into lines as
-// the daemon does), by finding kind.
+// goldenLines are the finding headlines (the journal's MESSAGE) of every
+// recorded scenario's golden findings (their JSON form, made into
+// headlines as the daemon does), by finding kind.
 func goldenLines(t *testing.T) map[finding.FindingKind][]string {
 	t.Helper()
 	files, err := filepath.Glob("../e2e/scenarios/*/findings.golden")
@@ -57,7 +57,7 @@ func goldenLines(t *testing.T) map[finding.FindingKind][]string {
 			if err := json.Unmarshal(sc.Bytes(), &fd); err != nil {
 				t.Fatalf("%s: %v", file, err)
 			}
-			out[fd.Kind] = append(out[fd.Kind], fd.Line())
+			out[fd.Kind] = append(out[fd.Kind], fd.Headline())
 		}
 		f.Close()
 	}

@@ -14,6 +14,12 @@
 //   - line.go: its one-line form, the only place a finding is rendered
 //     as a line, and the wording of processes, namespaces and times
 //     (ProcName, ProcList, NSName, Clock).
+//   - short.go: the short form a person reads: Headline (at most
+//     HeadlineLimit characters: what is stuck, who holds it, the cause; the
+//     journal's MESSAGE, the lead of an Event's note), Details (the lines
+//     under it: the call, each holder, the cause with the leaking event,
+//     the fix, the release command) and Block (both, as a terminal shows
+//     a finding).
 //   - report.go: the form `mntleak why` prints.
 //   - workload.go: the pod and container names a finding carries once
 //     enriched (package enrich, off the event path), the pod terms its

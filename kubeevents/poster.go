@@ -170,7 +170,7 @@ func (p *Poster) Post(f *finding.Finding) {
 	if len(posts) == 0 && (f.Kind == finding.KindFailure || f.Kind == finding.KindLeak) {
 		p.opts.Count(ResultNoPod)
 	}
-	note := Note(f.Line())
+	note := FindingNote(f.Headline(), f.Line())
 	for _, e := range posts {
 		if result := p.admit(e, f.Cause.String()); result != ResultPosted {
 			p.opts.Count(result)
@@ -250,6 +250,12 @@ func (p *Poster) admit(e post, cause string) string {
 	}
 	return ResultPosted
 }
+
+// FindingNote is a finding's note: its headline (what is stuck, who holds
+// it, the cause: what `kubectl get events` shows first), then its long
+// line, cut to the limit (Note). The tests build the note they expect
+// from the logged headline and message with it.
+func FindingNote(headline, line string) string { return Note(headline + ". " + line) }
 
 // Note is s cut to the API's note limit, on a rune boundary, with "…" to
 // say it was cut.

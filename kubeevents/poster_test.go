@@ -155,7 +155,7 @@ func (w want) check(t *testing.T, events []eventsv1.Event, f *finding.Finding) {
 		}
 		if e.Type != corev1.EventTypeWarning || e.Reason != w.reason || e.Action != w.action || related != w.related ||
 			string(e.Regarding.UID) != w.uid || e.Regarding.Kind != "Pod" || e.Regarding.APIVersion != "v1" ||
-			e.ReportingController != Controller || e.ReportingInstance != "node-1" || e.Note != f.Line() ||
+			e.ReportingController != Controller || e.ReportingInstance != "node-1" || e.Note != FindingNote(f.Headline(), f.Line()) ||
 			e.Namespace != e.Regarding.Namespace {
 			t.Errorf("event on %s: type %s reason %s action %s related %q uid %s controller %s instance %s namespace %s\nnote %s\nwant %+v",
 				w.regarding, e.Type, e.Reason, e.Action, related, e.Regarding.UID, e.ReportingController, e.ReportingInstance, e.Namespace, e.Note, w)

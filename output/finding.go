@@ -8,21 +8,40 @@ import (
 	"github.com/mntleak/mntleak/finding"
 )
 
-// WriteFinding queues one finding, its JSON or its human line. A finding
-// is never dropped for want of room: findings are rare and each one is the
-// point of the daemon.
+// WriteFinding queues one finding: its JSON, its human line (Text) or its
+// short form (Human: the headline, its detail lines, a blank line). A
+// finding is never dropped for want of room: findings are rare and each
+// one is the point of the daemon.
 func (w *Writer) WriteFinding(f *finding.Finding) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.scratch.Reset()
-	if w.format == JSON {
+	switch w.format {
+	case JSON:
 		if err := w.enc.Encode(f); err != nil {
 			return err
 		}
-	} else {
+	case Human:
+		w.scratch.WriteString(f.Block())
+		w.scratch.WriteByte('\n')
+	default:
 		w.scratch.WriteString(f.Line())
 		w.scratch.WriteByte('\n')
 	}
+	return w.q.push(w.scratch.Bytes(), true)
+}
+
+// WriteNote queues one line for a person (Human: trace's start line),
+// never dropped; it is not an event, and a JSON or text stream has none.
+func (w *Writer) WriteNote(line string) error {
+	if w.format != Human {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.scratch.Reset()
+	w.scratch.WriteString(finding.Escape(line))
+	w.scratch.WriteByte('\n')
 	return w.q.push(w.scratch.Bytes(), true)
 }
 
@@ -36,11 +55,13 @@ func FindingLevel(f *finding.Finding) zapcore.Level {
 }
 
 // FindingFields are the structured fields a finding is logged with; the
-// message is its human line.
+// message is its human line, the headline field its short form (the
+// journal's MESSAGE).
 func FindingFields(f *finding.Finding) []zap.Field {
 	fields := []zap.Field{
 		zap.String(logkey.Finding, string(f.Kind)),
 		zap.String(logkey.FindingID, f.ID()),
+		zap.String(logkey.Headline, f.Headline()),
 		zap.Stringer(logkey.Cause, f.Cause),
 		zap.String(logkey.Syscall, f.Call.Syscall),
 		zap.String(logkey.Errno, f.Call.Errno),

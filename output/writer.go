@@ -19,17 +19,22 @@ type Format int
 const (
 	JSON Format = iota + 1
 	Text
+	// Human is for a person at a terminal: events as Text, each finding
+	// as its short form (finding.Block: a headline, then detail lines).
+	Human
 )
 
-// ParseFormat parses "json" or "text".
+// ParseFormat parses "json", "text" or "human".
 func ParseFormat(s string) (Format, error) {
 	switch s {
 	case "json":
 		return JSON, nil
 	case "text":
 		return Text, nil
+	case "human":
+		return Human, nil
 	}
-	return 0, fmt.Errorf("unknown format %q: want json or text", s)
+	return 0, fmt.Errorf("unknown format %q: want human, text or json", s)
 }
 
 func (f Format) String() string {
@@ -38,6 +43,8 @@ func (f Format) String() string {
 		return "json"
 	case Text:
 		return "text"
+	case Human:
+		return "human"
 	}
 	return fmt.Sprintf("format(%d)", int(f))
 }
@@ -118,7 +125,7 @@ func newWriter(w io.Writer, owned io.Closer, reopen func() (io.Writer, io.Closer
 // mntleak replay) knows the stream has a gap there.
 func (w *Writer) lostLine(n uint64, since time.Time) []byte {
 	ev := &event.Event{Kind: event.KindLost, Time: time.Now(), SyscallNr: -1, Lost: n, LostSince: since, Comm: "mntleak"}
-	if w.format == Text {
+	if w.format != JSON {
 		return []byte(ev.Text() + "\n")
 	}
 	b, err := json.Marshal(ev)

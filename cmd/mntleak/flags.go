@@ -101,3 +101,10 @@ func selfNS() (uint32, error) {
 	}
 	return procfs.ParseNSLink(link)
 }
+
+// flagGiven reports whether the flag name was set on the command line.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}

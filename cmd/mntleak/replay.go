@@ -26,9 +26,9 @@ func parseReplayFlags(args []string, stdoutTTY bool, stderr io.Writer) (replayOp
 	fs.SetOutput(stderr)
 	def := "json"
 	if stdoutTTY {
-		def = "text"
+		def = "human"
 	}
-	format := fs.String("format", def, "findings output: json or text (one line each)")
+	format := fs.String("format", def, "findings output: human (a headline and its detail lines each), text (one line each) or json; human on a terminal, json otherwise")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: mntleak replay [flags] FILE|-\n\nRuns the correlator over a stream recorded with `mntleak trace --record FILE`\n(- reads standard input) and prints the findings. A recording whose last line\nis cut short is replayed up to it, with a warning. Needs no privileges.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -41,8 +41,10 @@ func parseReplayFlags(args []string, stdoutTTY bool, stderr io.Writer) (replayOp
 	}
 	opts.file = fs.Arg(0)
 	var err error
-	opts.format, err = output.ParseFormat(*format)
-	return opts, err
+	if opts.format, err = output.ParseFormat(*format); err != nil {
+		return opts, fmt.Errorf("invalid --format %q: want human, text or json", *format)
+	}
+	return opts, nil
 }
 
 func runReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

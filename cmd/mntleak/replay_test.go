@@ -71,7 +71,7 @@ func TestReplayBadInput(t *testing.T) {
 		{"no snapshot", []string{"replay", write("i", `{"kind":"exit","pid":1}`+"\n")}, "startup snapshot"},
 		{"unknown flag", []string{"replay", "--bogus"}, "flag provided but not defined: -bogus"},
 		{"truncated line, then more", []string{"replay", write("j", good+"{\"kind\":\"ex\n"+`{"kind":"exit","pid":1}`+"\n")}, "j:3: invalid JSON"},
-		{"bad format", []string{"replay", "--format", "yaml", "x"}, `unknown format "yaml"`},
+		{"bad format", []string{"replay", "--format", "yaml", "x"}, `invalid --format "yaml": want human, text or json`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -48,12 +48,14 @@ func parseTraceFlags(args []string, stdoutTTY, stderrTTY bool, stderr io.Writer)
 	fs.SetOutput(stderr)
 	defaultFormat, defaultLogFormat := "json", "json"
 	if stdoutTTY {
-		defaultFormat = "text"
+		defaultFormat = "human"
 	}
 	if stderrTTY {
 		defaultLogFormat = "console"
 	}
-	format := fs.String("format", defaultFormat, "event output: json (JSON lines) or text (one readable line each); json when stdout is not a terminal")
+	format := fs.String("format", defaultFormat, "stdout: human (a start line, then each finding as a headline and its detail lines; the events only with --events), "+
+		"text (every event, one readable line each) or json (every event as a JSON line); human on a terminal, json otherwise")
+	fs.BoolVar(&d.Events, "events", false, "with --format human: print every event on stdout too, one line each (--output FILE writes them to FILE)")
 	fs.Var(uint32List{&d.Filter.PIDs, "pid"}, "pid", "only events of these processes (thread-group ids; repeatable, comma-separated)")
 	fs.Var(stringList{&d.Filter.Comms}, "comm", "only events of processes with this command name (repeatable, comma-separated)")
 	fs.Var(uint32List{&d.Filter.MntNS, "mount namespace"}, "mntns", "only events in or naming these mount namespaces (inode numbers or mnt:[N]; repeatable)")
@@ -91,7 +93,15 @@ func parseTraceFlags(args []string, stdoutTTY, stderrTTY bool, stderr io.Writer)
 	}
 	var err error
 	if d.Format, err = output.ParseFormat(*format); err != nil {
-		return opts, err
+		return opts, fmt.Errorf("invalid --format %q: want human, text or json", *format)
+	}
+	if d.Format == output.Human {
+		// Findings are on stdout: stderr keeps the warnings and errors
+		// (the journal still gets every entry from info up).
+		opts.log.FindingsOnStdout = true
+		if !flagGiven(fs, "log-level") {
+			opts.log.Level = "warn"
+		}
 	}
 	if d.Buffer, err = tracer.ParseBuffer(*buffer); err != nil {
 		return opts, fmt.Errorf("invalid --buffer %q: want auto, ringbuf or perf", *buffer)

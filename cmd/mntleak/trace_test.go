@@ -40,13 +40,23 @@ func TestParseTraceFlags(t *testing.T) {
 		wantErr   string
 	}{
 		{name: "defaults, piped", want: traceDefaults(nil)},
-		{name: "defaults, terminal", stdoutTTY: true, want: traceDefaults(func(o *traceOptions) { o.daemon.Format = output.Text })},
+		{name: "defaults, terminal", stdoutTTY: true, want: traceDefaults(func(o *traceOptions) {
+			o.daemon.Format, o.log.FindingsOnStdout, o.log.Level = output.Human, true, "warn"
+		})},
+		{name: "terminal, events and a log level", stdoutTTY: true, args: []string{"--events", "--log-level", "info"}, want: traceDefaults(func(o *traceOptions) {
+			o.daemon.Format, o.daemon.Events, o.log.FindingsOnStdout = output.Human, true, true
+		})},
+		{name: "terminal, json", stdoutTTY: true, args: []string{"--format", "json"}, want: traceDefaults(nil)},
+		{name: "piped, human", args: []string{"--format=human"}, want: traceDefaults(func(o *traceOptions) {
+			o.daemon.Format, o.log.FindingsOnStdout, o.log.Level = output.Human, true, "warn"
+		})},
+		{name: "bad events", args: []string{"--events=maybe"}, wantErr: `invalid boolean value "maybe" for -events`},
 		{name: "filters", args: []string{"--pid", "10,11", "-pid=12", "--comm", "dockerd", "--mntns", "mnt:[4026532290],4026531840", "--format", "text", "--record", "/tmp/x.jsonl"},
 			want: traceDefaults(func(o *traceOptions) {
 				o.daemon.Format, o.daemon.Record = output.Text, "/tmp/x.jsonl"
 				o.daemon.Filter = event.Filter{PIDs: []uint32{10, 11, 12}, Comms: []string{"dockerd"}, MntNS: []uint32{4026532290, 4026531840}}
 			})},
-		{name: "bad format", args: []string{"--format", "yaml"}, wantErr: `unknown format "yaml"`},
+		{name: "bad format", args: []string{"--format", "yaml"}, wantErr: `invalid --format "yaml": want human, text or json`},
 		{name: "journald and metrics", args: []string{"--journald", "off", "--journald-events", "--metrics-addr", ":9464"},
 			want: traceDefaults(func(o *traceOptions) {
 				o.log.Journald, o.daemon.JournalEvents, o.daemon.MetricsAddr = daemon.JournaldOff, true, "127.0.0.1:9464"
@@ -126,7 +136,7 @@ func TestRunBadInput(t *testing.T) {
 	}{
 		{nil, "usage: mntleak"},
 		{[]string{"frobnicate"}, `mntleak: unknown command "frobnicate"`},
-		{[]string{"trace", "--format", "xml"}, `mntleak trace: unknown format "xml": want json or text`},
+		{[]string{"trace", "--format", "xml"}, `mntleak trace: invalid --format "xml": want human, text or json`},
 		{[]string{"trace", "--log-level", "loud"}, `mntleak trace: log level "loud"`},
 		{[]string{"trace", "--runtime-timeout", "soon"}, `invalid value "soon" for flag -runtime-timeout`},
 	}

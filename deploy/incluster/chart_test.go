@@ -196,7 +196,7 @@ func TestChartInstalledOnTheNode(t *testing.T) {
 	} else {
 		e := entries[0]
 		for field, want := range map[string]string{
-			"MESSAGE": f.Msg, "MNTLEAK_FINDING": "leak", "MNTLEAK_CAUSE": f.Cause, "MNTLEAK_HOLDER_PID": strconv.Itoa(pid),
+			"MESSAGE": f.Headline, "MNTLEAK_SUMMARY": f.Msg, "MNTLEAK_FINDING": "leak", "MNTLEAK_CAUSE": f.Cause, "MNTLEAK_HOLDER_PID": strconv.Itoa(pid),
 			"MNTLEAK_STUCK_POD": work.Name, "MNTLEAK_HOLDER_POD": holder.Name, "MNTLEAK_NODE": n.Name,
 		} {
 			if got, _ := e[field].(string); got != want {
@@ -220,7 +220,7 @@ func TestChartInstalledOnTheNode(t *testing.T) {
 			continue
 		}
 		e := evs[0]
-		if e.Type != "Warning" || e.Reason != kubeevents.ReasonLeaked || e.ReportingInstance != n.Name || e.Note != kubeevents.Note(f.Msg) {
+		if e.Type != "Warning" || e.Reason != kubeevents.ReasonLeaked || e.ReportingInstance != n.Name || e.Note != kubeevents.FindingNote(f.Headline, f.Msg) {
 			t.Errorf("Event in %s: type %q reason %q reportingInstance %q note %q; want Warning %s %s and the finding's line",
 				want.ns, e.Type, e.Reason, e.ReportingInstance, e.Note, kubeevents.ReasonLeaked, n.Name)
 		}

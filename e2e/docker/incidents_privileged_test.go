@@ -191,9 +191,9 @@ func writeDocs(t *testing.T, script string, got []logged) {
 		lines = lines[:0]
 	}
 	for _, l := range got {
-		lines = append(lines, strings.ToUpper(l.Level)+" "+l.Msg)
+		lines = append(lines, l.Short()+"\n")
 	}
-	doc = doc[:open] + strings.Join(lines, "\n") + "\n" + doc[end:]
+	doc = doc[:open] + strings.TrimSuffix(strings.Join(lines, "\n"), "\n") + "\n" + doc[end:]
 	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}

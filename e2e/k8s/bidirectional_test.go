@@ -137,7 +137,7 @@ func TestBidirectional(t *testing.T) {
 			if len(evs) != 1 {
 				t.Fatalf("%d Events of mntleak in shop, want 1: %+v", len(evs), evs)
 			}
-			checkEvent(t, evs[0], n.Name, kubeevents.ReasonBusy, kubeevents.Note(f.Msg),
+			checkEvent(t, evs[0], n.Name, kubeevents.ReasonBusy, kubeevents.FindingNote(f.Headline, f.Msg),
 				podRef("shop", "web", web.UID), ptr(podRef("storage", "csi-node", csi.UID)))
 			if evs := l.mntleakEvents(t, "storage"); len(evs) != 0 {
 				t.Errorf("%d Events of mntleak in storage, want none (a failure is posted on the stuck pod)", len(evs))

@@ -63,12 +63,12 @@ func (r *run) write(t *testing.T, l *lab, name string) {
 	if r.also != "" {
 		b.WriteString("\n(" + r.also + ".)\n")
 	}
-	b.WriteString("\nWhat mntleak logs (level and message):\n\n```\n")
+	b.WriteString("\nWhat mntleak logs (level, headline and detail lines, as a terminal shows them):\n\n```\n")
 	if len(r.findings) == 0 {
 		b.WriteString("(no finding about these pods)\n")
 	}
 	for _, f := range r.findings {
-		b.WriteString(strings.ToUpper(f.Level) + " " + f.Msg + "\n")
+		b.WriteString(f.Short() + "\n")
 	}
 	b.WriteString("```\n")
 	if r.journal != nil {
@@ -79,7 +79,7 @@ func (r *run) write(t *testing.T, l *lab, name string) {
 	if len(r.others) > 0 {
 		b.WriteString("\nThe other findings of the run, each checked against what the kernel showed when the holder's namespace was made (it copied the mount, private):\n\n```\n")
 		for _, f := range r.others {
-			b.WriteString(strings.ToUpper(f.Level) + " " + f.Msg + "\n")
+			b.WriteString(f.Short() + "\n")
 		}
 		b.WriteString("```\n")
 	}
@@ -93,7 +93,8 @@ func (r *run) write(t *testing.T, l *lab, name string) {
 }
 
 // journalText is the journal entry's fields as journalctl -o verbose
-// shows them, MESSAGE and the JSON detail shortened.
+// shows them, the long line (MNTLEAK_SUMMARY) and the JSON detail
+// shortened.
 func journalText(e map[string]any) string {
 	var keys []string
 	for k := range e {
@@ -106,8 +107,8 @@ func journalText(e map[string]any) string {
 	for _, k := range keys {
 		v := fmt.Sprint(e[k])
 		switch k {
-		case "MESSAGE":
-			v = "(the line above)"
+		case "MNTLEAK_SUMMARY":
+			v = "(the finding's long line)"
 		case "MNTLEAK_DETAIL":
 			v = "(the whole finding as JSON)"
 		}

@@ -232,7 +232,7 @@ func (m *mntleak) checkJournal(t *testing.T, f logged) map[string]any {
 	t.Helper()
 	e := m.journalEntry(t, f)
 	want := map[string]string{
-		"MESSAGE": f.Msg, "MNTLEAK_FINDING": f.Finding, "MNTLEAK_CAUSE": f.Cause,
+		"MESSAGE": f.Headline, "MNTLEAK_SUMMARY": f.Msg, "MNTLEAK_FINDING": f.Finding, "MNTLEAK_CAUSE": f.Cause,
 		"MNTLEAK_SYSCALL": f.Syscall, "MNTLEAK_PATH": f.Path, "MNTLEAK_HOLDER_PID": strconv.Itoa(f.HolderPID),
 		"MNTLEAK_STUCK_POD": f.StuckPod, "MNTLEAK_STUCK_NAMESPACE": f.StuckNamespace, "MNTLEAK_STUCK_POD_UID": f.StuckPodUID,
 		"MNTLEAK_STUCK_VOLUME": f.StuckVolume, "MNTLEAK_STUCK_VOLUME_TYPE": f.StuckVolumeType,
@@ -274,6 +274,6 @@ func checkEvent(t *testing.T, e eventsv1.Event, node, reason, note string, regar
 		t.Errorf("Event %s related %s, want %s", e.Name, ref(*e.Related), ref(*related))
 	}
 	if e.Note != note {
-		t.Errorf("Event %s note:\n%s\nwant the finding's line:\n%s", e.Name, e.Note, note)
+		t.Errorf("Event %s note:\n%s\nwant the finding's headline and line:\n%s", e.Name, e.Note, note)
 	}
 }

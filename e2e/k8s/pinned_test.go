@@ -156,7 +156,7 @@ func TestPinnedMemoryEmptyDir(t *testing.T) {
 
 			// The Events: on the holder pod, related to the pod whose
 			// volume leaked, and on that pod.
-			note := kubeevents.Note(f.Msg)
+			note := kubeevents.FindingNote(f.Headline, f.Msg)
 			agentRef, cacheRef := podRef("monitoring", "node-agent", agent.UID), podRef("shop", "cache", cache.UID)
 			if evs := l.waitEvents(t, "monitoring", eventWait, 1); len(evs) != 1 {
 				t.Errorf("%d Events of mntleak in monitoring, want 1", len(evs))

@@ -19,7 +19,8 @@ import (
 
 // journalEntry is one of mntleak's finding entries in the guest's journal.
 type journalEntry struct {
-	Message   string `json:"MESSAGE"`
+	Message   string `json:"MESSAGE"`         // the headline
+	Summary   string `json:"MNTLEAK_SUMMARY"` // the long line
 	Finding   string `json:"MNTLEAK_FINDING"`
 	Cause     string `json:"MNTLEAK_CAUSE"`
 	HolderPID string `json:"MNTLEAK_HOLDER_PID"`
@@ -76,7 +77,7 @@ func TestLabGuest(t *testing.T) {
 	}
 	entries := journal(t, filepath.Join(out, "journal.json"))
 	for _, e := range entries {
-		t.Log(e.Message)
+		t.Log(e.Summary)
 	}
 	tests := []struct {
 		scenario string
@@ -202,8 +203,8 @@ func checkEntry(t *testing.T, got []*journalEntry, w want, exp map[string]string
 			if strings.HasSuffix(k, "_ns") {
 				v = "mnt:[" + v + "]"
 			}
-			if v == "" || !strings.Contains(e.Message, v) {
-				t.Errorf("%s %s does not name %s %q: %s", w.kind, w.syscall, k, v, e.Message)
+			if v == "" || !strings.Contains(e.Summary, v) {
+				t.Errorf("%s %s does not name %s %q: %s", w.kind, w.syscall, k, v, e.Summary)
 			}
 		}
 		if e.HolderPID != exp["holder_pid"] || e.HolderNS != exp["holder_ns"] {

@@ -15,6 +15,10 @@ import (
 	"github.com/mntleak/mntleak/internal/logkey"
 )
 
+// summaryField is a finding's long line (the log's message) in the
+// journal, whose MESSAGE is the finding's headline.
+const summaryField = "MNTLEAK_SUMMARY"
+
 // SocketPath is where journald listens for native-protocol datagrams.
 const SocketPath = "/run/systemd/journal/socket"
 
@@ -120,9 +124,15 @@ func (c *Core) Write(e zapcore.Entry, fields []zapcore.Field) error {
 		vars["MNTLEAK_LOGGER"] = e.LoggerName
 	}
 	vars["SYSLOG_IDENTIFIER"] = "mntleak"
-	q := c.state.others
+	q, message := c.state.others, e.Message
 	if _, ok := enc.Fields[logkey.Finding]; ok {
 		q = c.state.findings
+		// A finding's MESSAGE is its headline (what journalctl lists);
+		// its long line stays whole in MNTLEAK_SUMMARY.
+		if h, ok := enc.Fields[logkey.Headline].(string); ok && h != "" {
+			message = h
+			vars[summaryField] = e.Message
+		}
 	}
 	select {
 	case <-c.state.stop:
@@ -132,7 +142,7 @@ func (c *Core) Write(e zapcore.Entry, fields []zapcore.Field) error {
 	}
 	c.state.pending.Add(1)
 	select {
-	case q <- entry{e.Message, Priority(e.Level), vars}:
+	case q <- entry{message, Priority(e.Level), vars}:
 	default:
 		c.state.pending.Add(-1)
 		c.state.dropped.Add(1)

@@ -9,6 +9,8 @@ import (
 	"github.com/coreos/go-systemd/v22/journal"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/mntleak/mntleak/internal/logkey"
 )
 
 func TestFieldNamesAndPriorities(t *testing.T) {
@@ -127,5 +129,30 @@ func TestCoreStalledJournal(t *testing.T) {
 	}
 	if !found {
 		t.Error("the finding was not sent after the stall")
+	}
+}
+
+// TestFindingMessageIsItsHeadline: a finding's entry has its headline as
+// MESSAGE and its long line as MNTLEAK_SUMMARY; any other entry keeps its
+// message.
+func TestFindingMessageIsItsHeadline(t *testing.T) {
+	type sent struct {
+		msg  string
+		vars map[string]string
+	}
+	got := make(chan sent, 2)
+	core := NewCore(zap.InfoLevel, func(msg string, _ journal.Priority, vars map[string]string) error {
+		got <- sent{msg, vars}
+		return nil
+	}, nil)
+	defer core.Close(time.Second) //nolint:errcheck // a test's fake journal
+	log := zap.New(core)
+	log.Error("the long line", zap.String(logkey.Finding, "failure"), zap.String(logkey.Headline, "the headline"))
+	log.Info("tracing", zap.String(logkey.Headline, "not a finding"))
+	if s := <-got; s.msg != "the headline" || s.vars[summaryField] != "the long line" || s.vars["MNTLEAK_HEADLINE"] != "the headline" {
+		t.Errorf("finding sent as %q, %s=%q", s.msg, summaryField, s.vars[summaryField])
+	}
+	if s := <-got; s.msg != "tracing" || s.vars[summaryField] != "" {
+		t.Errorf("lifecycle entry sent as %q, %s=%q", s.msg, summaryField, s.vars[summaryField])
 	}
 }

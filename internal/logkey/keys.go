@@ -48,8 +48,11 @@ const (
 
 	// Finding fields: the same names, upper-cased with an MNTLEAK_ prefix,
 	// are the journald fields.
-	Finding     = "finding"
-	FindingID   = "finding_id" // Finding.ID: what mntleak release --finding takes
+	Finding   = "finding"
+	FindingID = "finding_id" // Finding.ID: what mntleak release --finding takes
+	// Headline: the finding in at most 160 characters (Finding.Headline),
+	// the journal's MESSAGE; the log's message is its long line.
+	Headline    = "headline"
 	Cause       = "cause"
 	Syscall     = "syscall"
 	Errno       = "errno"

@@ -15,6 +15,7 @@ type Line struct {
 	Msg             string           `json:"msg"`
 	Finding         string           `json:"finding"`
 	FindingID       string           `json:"finding_id"`
+	Headline        string           `json:"headline"`
 	Cause           string           `json:"cause"`
 	Syscall         string           `json:"syscall"`
 	Errno           string           `json:"errno"`
@@ -43,6 +44,23 @@ type Line struct {
 
 // IsFinding tells a finding's line: the correlator's, with its detail.
 func (l *Line) IsFinding() bool { return l.Logger == "correlate" && l.Detail != nil }
+
+// Short is the finding as a terminal shows it (finding.Block): the
+// logged headline after its level ("ERROR", "WARN"), then the detail lines
+// of its detail, indented; for the documents that show what mntleak
+// prints. Without a headline (a log of an older daemon), the message.
+func (l *Line) Short() string {
+	head := l.Headline
+	if head == "" || l.Detail == nil {
+		return strings.ToUpper(l.Level) + " " + l.Msg
+	}
+	var b strings.Builder
+	b.WriteString(strings.ToUpper(l.Level) + " " + head)
+	for _, d := range l.Detail.Details() {
+		b.WriteString("\n    " + d)
+	}
+	return b.String()
+}
 
 // Parse reads one log line; ok is false for what is not one (the raw
 // events a pod's log interleaves have no msg).

@@ -41,7 +41,7 @@ func TestFindingRoundTrip(t *testing.T) {
 		t.Fatalf("%d findings, want 1", len(got))
 	}
 	l := got[0]
-	want := Line{Level: "error", Logger: "correlate", Msg: f.Line(), Finding: "failure", FindingID: f.ID(), Cause: "rprivate-bind",
+	want := Line{Level: "error", Logger: "correlate", Msg: f.Line(), Finding: "failure", FindingID: f.ID(), Headline: f.Headline(), Cause: "rprivate-bind",
 		Syscall: "openat", Errno: "EBUSY", Path: "/dev/loop0", HolderPID: 50, HolderComm: "node_exporter", HolderRole: "member",
 		HolderMntNS: 2, Node: "node-1", Detail: l.Detail, Raw: raw}
 	if !reflect.DeepEqual(l, want) {
