@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/mntleak/mntleak/finding"
+	"github.com/mntleak/mntleak/kubeevents"
 )
 
 // apiServer is an API server that knows one pod on node-1 and takes
@@ -122,7 +123,7 @@ current-context: c
 		t.Fatalf("%d Events at the API server when the findings' path closed, want 1", len(got))
 	}
 	if e := got[0]; e.Reason != "MountBusy" || e.Regarding.Name != "web" || string(e.Regarding.UID) != stuckUIDForEvents ||
-		e.ReportingInstance != "node-1" || e.Note != f.Line() {
+		e.ReportingInstance != "node-1" || e.Note != kubeevents.FindingNote(f.Headline(), f.Line()) {
 		t.Errorf("Event: reason %s regarding %+v instance %s note %s", e.Reason, e.Regarding, e.ReportingInstance, e.Note)
 	}
 	if limit := enrichCloseBudget + eventsCloseBudget; took > limit {
