@@ -119,6 +119,7 @@ func (c *Correlator) whyStale(ev *event.Event) *finding.Finding {
 	}
 	f.Summary = "not a leak: " + ev.Path + " is a bind of " + strings.TrimSuffix(m.Root, "//deleted") + ", which has since been deleted (mountinfo: //deleted)"
 	f.Fix = "unmount the stale bind " + ev.Path + " and bind the current file again"
+	c.fillBirthIDs(f)
 	return f
 }
 
