@@ -1,0 +1,96 @@
+package correlate_test
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mntleak/mntleak/finding"
+	"github.com/mntleak/mntleak/procfs"
+)
+
+// heldCopyWorld: a private namespace mnt:[80] (made before tracing, its
+// process keeper[20]) keeps a copy of /dev/loop0's /srv/vol, which the
+// node unmounted; procs are the node's processes besides systemd.
+func heldCopyWorld(t *testing.T, procs ...procfs.Process) *world {
+	t.Helper()
+	ps := append([]procfs.Process{proc(1, "systemd", hostNS, ""), proc(20, "keeper", 80, "")}, procs...)
+	w := newWorld(t, ps, map[uint32]string{
+		hostNS: hostTable, // read at the start, with /srv/vol
+		80:     "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n",
+	})
+	w.proc.tables[hostNS] = hostWithoutVol
+	return w
+}
+
+// TestFailureCallNamesTheCallersContainer: a failure's call names the
+// container of the process that made it, not that of another process of
+// its namespace.
+func TestFailureCallNamesTheCallersContainer(t *testing.T) {
+	const other = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	w := heldCopyWorld(t, proc(50, "mkfs.ext4", hostNS, "/docker/"+cid), proc(60, "agent", hostNS, "/docker/"+other))
+	w.send(failEv(50, "mkfs.ext4", hostNS, 257, "/dev/loop0", int64(unix.EBUSY)))
+	f := w.only()
+	if f.Kind != finding.KindFailure || f.Call.Container != cid {
+		t.Errorf("call of container %q, want %q (the caller's):\n%s", f.Call.Container, cid, f.Line())
+	}
+}
+
+// TestSecondUnmountWhenTheFirstIsTheFirstEvent: the first event traced is
+// the node's unmount of /srv/vol, which leaves a copy in mnt:[80]; the
+// runtime unmounts it again, and the kernel answers EINVAL: a harmless
+// double unmount, no failure, however early the first unmount came.
+func TestSecondUnmountWhenTheFirstIsTheFirstEvent(t *testing.T) {
+	w := heldCopyWorld(t)
+	w.send(umountEv(40, "umount", hostNS, "/srv/vol", 0))
+	w.send(umountEv(40, "umount", hostNS, "/srv/vol", -int64(unix.EINVAL)))
+	if f := w.only(); f.Kind != finding.KindLeak {
+		t.Errorf("want the leak only, got: %s", f.Line())
+	}
+}
+
+// TestRetryFoldedWhateverCameBetween: a failure retried within the retry
+// window (30 s) is one incident, one finding, also when thousands of other
+// failures came between (a node where every call fails: the correlator
+// forgets only failures older than the window); one retried exactly at
+// the window's end is still the same incident, one a moment later a new
+// one.
+func TestRetryFoldedWhateverCameBetween(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		others  int           // distinct failures between the two
+		after   time.Duration // the retry, after the first
+		wantNew bool
+	}{
+		{"many others between", 4100, 10 * time.Second, false},
+		{"at the window's end", 0, 30 * time.Second, false},
+		{"after the window", 0, 30*time.Second + time.Millisecond, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := heldCopyWorld(t, proc(50, "mkfs.ext4", hostNS, ""))
+			first := w.now
+			fail := func(path string, at time.Time) {
+				ev := failEv(50, "mkfs.ext4", hostNS, 257, path, int64(unix.EBUSY))
+				ev.Time, ev.MonoNS = at, uint64(at.UnixNano())
+				w.c.Handle(ev)
+			}
+			fail("/dev/loop0", first)
+			for i := range tc.others {
+				fail("/srv/none/"+strconv.Itoa(i), first.Add(time.Duration(i+1)*time.Microsecond))
+			}
+			fail("/dev/loop0", first.Add(tc.after))
+			want := 1
+			if tc.wantNew {
+				want = 2
+			}
+			if len(w.findings) != want {
+				for _, f := range w.findings {
+					t.Log(f.Line())
+				}
+				t.Errorf("%d findings, want %d", len(w.findings), want)
+			}
+		})
+	}
+}
