@@ -2,11 +2,13 @@ package correlate_test
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
 )
@@ -92,5 +94,23 @@ func TestRetryFoldedWhateverCameBetween(t *testing.T) {
 				t.Errorf("%d findings, want %d", len(w.findings), want)
 			}
 		})
+	}
+}
+
+// TestUnmountBusyInTheCallersOwnNamespace: umount fails with EBUSY because
+// a shell of the caller's own namespace works in the mount: in use there,
+// not a leak and no detached copy (the mount is in the caller's table);
+// the shell is the process named.
+func TestUnmountBusyInTheCallersOwnNamespace(t *testing.T) {
+	shell := proc(60, "bash", hostNS, "")
+	w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, ""), shell}, map[uint32]string{hostNS: hostTable})
+	w.proc.pins = []procfs.Pin{{Process: shell, Kind: procfs.PinCwd, Dev: event.MakeDev(7, 0), Path: "/srv/vol"}}
+	w.send(umountEv(40, "umount", hostNS, "/srv/vol", -int64(unix.EBUSY)))
+	f := w.only()
+	if f.Cause != finding.CauseInUse || len(f.Holders) != 1 || !f.Holders[0].Self {
+		t.Errorf("want in use in the caller's own namespace:\n%s", f.Line())
+	}
+	if _, a := f.Actor(); a == nil || a.PID != 60 || !strings.Contains(f.Summary, "in use in the caller's own namespace by bash[60] (cwd /srv/vol)") {
+		t.Errorf("actor %+v, want bash[60] in use there:\n%s", a, f.Line())
 	}
 }
