@@ -114,3 +114,20 @@ func TestUnmountBusyInTheCallersOwnNamespace(t *testing.T) {
 		t.Errorf("actor %+v, want bash[60] in use there:\n%s", a, f.Line())
 	}
 }
+
+// TestMoveMountOfAStaleBindFails: move_mount of a source that is a bind of
+// a deleted file fails with ENOENT (the new mount API's way to bind a
+// subPath): one stale-bind failure naming the deleted file, as for
+// mount(2).
+func TestMoveMountOfAStaleBindFails(t *testing.T) {
+	src := "/pods/x/volume-subpaths/cfg/c/0"
+	w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "")},
+		map[uint32]string{hostNS: hostTable + "12 1 254:0 /pods/x/volumes/cfg/extra.ini//deleted " + src + " rw shared:1 - ext4 /dev/vda rw\n"})
+	ev := base(event.KindMoveMount, 1, "systemd", hostNS, 429, -int64(unix.ENOENT))
+	ev.FromPath, ev.ToPath = src, "/srv/etc/extra.ini"
+	w.send(ev)
+	f := w.only()
+	if f.Kind != finding.KindFailure || f.Cause != finding.CauseStaleBind || !strings.Contains(f.Summary, "is a bind of /pods/x/volumes/cfg/extra.ini, which has since been deleted") {
+		t.Errorf("want a stale-bind failure naming the deleted file:\n%s", f.Line())
+	}
+}
