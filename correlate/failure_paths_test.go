@@ -131,3 +131,24 @@ func TestMoveMountOfAStaleBindFails(t *testing.T) {
 		t.Errorf("want a stale-bind failure naming the deleted file:\n%s", f.Line())
 	}
 }
+
+// TestPinnerStartedAfterTheFailureIsNotNamed: a process that started after
+// a failure did not cause it and is not named; one whose start time
+// (rounded down to a 10 ms tick) is within a tick of the failure is.
+func TestPinnerStartedAfterTheFailureIsNotNamed(t *testing.T) {
+	early := procfs.Process{PID: 61, PPID: 1, StartTime: 501, Comm: "early", MntNS: hostNS} // 5.01 s: the failure's tick
+	late := procfs.Process{PID: 62, PPID: 1, StartTime: 502, Comm: "late", MntNS: hostNS}   // 5.02 s: after it
+	w := heldCopyWorld(t, early, late)
+	fd := 3
+	for _, p := range []procfs.Process{early, late} {
+		w.proc.pins = append(w.proc.pins, procfs.Pin{Process: p, Kind: procfs.PinFD, Dev: event.MakeDev(7, 0), Path: "/file", FD: &fd})
+	}
+	ev := failEv(50, "mkfs.ext4", hostNS, 257, "/dev/loop0", int64(unix.EBUSY))
+	ev.Time, ev.MonoNS = w.now.Add(time.Second), uint64(5*time.Second)
+	w.c.Handle(ev)
+	f := w.only()
+	line := f.Line()
+	if !strings.Contains(line, "early[61]") || strings.Contains(line, "late[62]") {
+		t.Errorf("want early[61] named and late[62] not:\n%s", line)
+	}
+}
