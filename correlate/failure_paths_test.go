@@ -152,3 +152,18 @@ func TestPinnerStartedAfterTheFailureIsNotNamed(t *testing.T) {
 		t.Errorf("want early[61] named and late[62] not:\n%s", line)
 	}
 }
+
+// TestFailureThroughALinkOfAnExitedCaller: a call fails on a path through
+// a symbolic link (/srv/link → /srv/vol) and its process has exited by
+// the time the correlator reads /proc: a process of its namespace resolves
+// the link, and the failure is about /dev/loop0's mount at /srv/vol.
+func TestFailureThroughALinkOfAnExitedCaller(t *testing.T) {
+	w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, ""), proc(20, "keeper", 80, "")},
+		map[uint32]string{hostNS: hostTable, 80: "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"})
+	w.proc.links = map[string]string{"/srv/link": "/srv/vol"}
+	w.send(failEv(50, "rmdir", hostNS, 84, "/srv/link", int64(unix.EBUSY)))
+	f := w.only()
+	if f.Object.Dev != event.MakeDev(7, 0) {
+		t.Errorf("the failure's object is %s, want /dev/loop0's mount at /srv/vol (7:0):\n%s", f.Object.Dev, f.Line())
+	}
+}
