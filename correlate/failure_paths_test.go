@@ -167,3 +167,16 @@ func TestFailureThroughALinkOfAnExitedCaller(t *testing.T) {
 		t.Errorf("the failure's object is %s, want /dev/loop0's mount at /srv/vol (7:0):\n%s", f.Object.Dev, f.Line())
 	}
 }
+
+// TestUnmountBusyWithNoProcessFound: umount2 fails with EBUSY on a mount of
+// the caller's own namespace and no process pins it (a kernel user: a loop
+// device, swap): the fix is to find what uses it, not "unmount it first"
+// (what just failed), and the finding says no process was found.
+func TestUnmountBusyWithNoProcessFound(t *testing.T) {
+	w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "")}, map[uint32]string{hostNS: hostTable})
+	w.send(umountEv(40, "umount", hostNS, "/srv/vol", -int64(unix.EBUSY)))
+	f := w.only()
+	if f.Cause != finding.CauseInUse || f.Fix != "find what uses it (fuser -vm /srv/vol), or unmount lazily" || len(f.Missing) == 0 {
+		t.Errorf("want in use, what uses it to be found, no process found:\n%s", f.Line())
+	}
+}
