@@ -90,20 +90,17 @@ func (c *Correlator) failure(ev *event.Event) {
 	}
 	// Namespaces no process runs in hold copies too, kept by a bind of
 	// their nsfs file (read through it), or by a process holding it open:
-	// searched when no live namespace elsewhere explains the failure. One
-	// whose last process left a moment ago is alive if it is kept so.
-	if len(liveOthers(matches, ev.MntNS)) == 0 {
-		kept, keptMissing := c.keptMatches(id, ev.MntNS)
-		matches = keptInstead(matches, kept)
-		missing = append(missing, keptMissing...)
-	}
+	// searched also when a live namespace elsewhere holds a copy, since
+	// stopping its processes alone would leave the object busy. One whose
+	// last process left a moment ago is alive if it is kept so.
+	kept, keptMissing := c.keptMatches(id, ev.MntNS)
+	matches = keptInstead(matches, kept)
+	missing = append(missing, keptMissing...)
 	var pinErr error
 	a.pins, pinErr = c.pinsFor(id, matches, ev.MonoNS)
-	if len(liveOthers(matches, ev.MntNS)) == 0 && len(a.pins) == 0 {
-		if byFD, fdMissing := c.fdMatches(id, ev.MntNS); len(byFD) > 0 {
-			matches = keptInstead(matches, byFD)
-			missing = append(missing, fdMissing...)
-		}
+	if byFD, fdMissing := c.fdMatches(id, ev.MntNS); len(byFD) > 0 {
+		matches = keptInstead(matches, byFD)
+		missing = append(missing, fdMissing...)
 	}
 	if len(matches) == 0 && len(a.pins) == 0 {
 		return // nothing holds it: not a mount problem (or already released)
@@ -158,17 +155,6 @@ func (c *Correlator) unmountedAlready(ev *event.Event) bool {
 		}
 	}
 	return false
-}
-
-// liveOthers returns the matches in live namespaces other than ns.
-func liveOthers(ms []match, ns uint32) []match {
-	var out []match
-	for _, m := range otherThan(ms, ns) {
-		if m.exited.IsZero() && !m.ns.Dead {
-			out = append(out, m)
-		}
-	}
-	return out
 }
 
 // keptInstead adds the matches of kept namespaces, in place of the

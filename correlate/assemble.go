@@ -100,6 +100,7 @@ func (c *Correlator) finding(kind finding.FindingKind, ev *event.Event, obj find
 			"namespaces on unlink/rmdir; RHEL 7 with fs.may_detach_mounts=0 fails that unlinkat with EBUSY)"
 	}
 	f.Evidence = append([]finding.Evidence{eventEvidence(ev, "the call: "+eventSummary(ev)+" = "+retText(ev))}, v.evidence...)
+	c.fillBirthIDs(f)
 	return f
 }
 

@@ -44,7 +44,8 @@
 //     alive (entered again, kept by a bind of its nsfs file) is the same
 //     generation, revived with its creation; reused.go: one whose inode
 //     the process list shows another namespace has (its birth id differs)
-//     is retired, never revived for it; gc.go: what is forgotten, and
+//     is retired, never revived for it, and every holder names its
+//     namespace's birth id where a process of it tells; gc.go: what is forgotten, and
 //     when.
 //   - ledger.go, tableindex.go, peergroups.go: Table and Ledger, the mount
 //     tables read from /proc, indexed by mount and by peer group, and the

@@ -161,7 +161,8 @@ func (c *Correlator) keptNamespace(ino uint32) *Namespace {
 // fdMatches searches the namespaces no process runs in that a process
 // keeps by holding their nsfs file open (no bind of it anywhere), reading
 // each one's table through /proc/PID/fd/N. It reads every process's open
-// files: it runs only when nothing else explains a failure.
+// files (a failure and why ask it every time: a namespace kept so holds
+// the object beside any live one).
 func (c *Correlator) fdMatches(id identity, caller uint32) ([]match, []string) {
 	fds, err := c.proc.NSFDs()
 	var missing []string

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
 )
 
@@ -77,4 +78,52 @@ func (c *Correlator) sameBirth(n *Namespace, ps []procfs.Process) (same, known b
 		}
 	}
 	return false, false
+}
+
+// fillBirthIDs names, for every holder of f still running whose birth id
+// the lineage does not have (a namespace that predates tracing, one that
+// only pins the object, a stale bind's), the id the kernel gives its
+// namespace, read through one of its processes (a member or a pinner) that
+// is in that namespace now; none when no process answers (a kernel without
+// NS_GET_MNTNS_ID, a namespace no process runs in).
+func (c *Correlator) fillBirthIDs(f *finding.Finding) {
+	for i := range f.Holders {
+		h := &f.Holders[i]
+		if h.MntNSID != 0 || !h.Exited.IsZero() {
+			continue
+		}
+		var pids []int
+		if n := c.lineage.Get(h.MntNS); n != nil {
+			if n.ID != 0 {
+				h.MntNSID = n.ID
+				continue
+			}
+			for _, m := range n.Members() {
+				pids = append(pids, m.PID)
+			}
+		}
+		for _, p := range h.Processes {
+			pids = append(pids, p.PID)
+		}
+		for _, p := range h.Pins {
+			pids = append(pids, p.PID)
+		}
+		h.MntNSID = c.liveBirthID(h.MntNS, pids)
+	}
+}
+
+// liveBirthID is the birth id of namespace ino read through the first of
+// (at most three of) pids that is in it now; 0 when none answers.
+func (c *Correlator) liveBirthID(ino uint32, pids []int) uint64 {
+	asked := 0
+	for _, pid := range pids {
+		if asked == 3 {
+			break
+		}
+		asked++
+		if got, id, err := c.proc.MntNSID(pid); err == nil && got == ino && id != 0 {
+			return id
+		}
+	}
+	return 0
 }

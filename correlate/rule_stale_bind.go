@@ -73,6 +73,7 @@ func (c *Correlator) staleBind(ev *event.Event) {
 		Missing: append(missing, v.missing...),
 	}
 	f.Evidence = append([]finding.Evidence{eventEvidence(ev, "the call: "+eventSummary(ev))}, v.evidence...)
+	c.fillBirthIDs(f)
 	c.report(f)
 }
 

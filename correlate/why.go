@@ -54,12 +54,11 @@ func (c *Correlator) Why(t Target, now time.Time) *finding.Finding {
 	}
 	a := &analysis{trigger: ev, caller: host, id: id}
 	matches := c.search(id, host, c.opts.ExitGrace)
-	var keptMissing []string
-	if len(otherThan(matches, host)) == 0 {
-		var kept []match
-		kept, keptMissing = c.keptMatches(id, host)
-		matches = append(matches, kept...)
-	}
+	// Namespaces no process runs in, kept by a bind of their nsfs file or
+	// an open one, are asked too when a live one holds a copy: stopping
+	// its processes alone would leave the object busy.
+	kept, keptMissing := c.keptMatches(id, host)
+	matches = append(matches, kept...)
 	for _, m := range matches {
 		if m.self && m.mount != nil {
 			a.own = m.mount
@@ -68,9 +67,8 @@ func (c *Correlator) Why(t Target, now time.Time) *finding.Finding {
 	}
 	pins, pinErr := c.pinsFor(id, matches, 0)
 	a.pins = withoutPID(pins, t.Asker)
-	if len(matches) == 0 && len(a.pins) == 0 {
-		var fdMissing []string
-		matches, fdMissing = c.fdMatches(id, host)
+	if byFD, fdMissing := c.fdMatches(id, host); len(byFD) > 0 {
+		matches = append(matches, byFD...)
 		keptMissing = append(keptMissing, fdMissing...)
 	}
 	if len(matches) == 0 && len(a.pins) == 0 {
@@ -119,6 +117,7 @@ func (c *Correlator) whyStale(ev *event.Event) *finding.Finding {
 	}
 	f.Summary = "not a leak: " + ev.Path + " is a bind of " + strings.TrimSuffix(m.Root, "//deleted") + ", which has since been deleted (mountinfo: //deleted)"
 	f.Fix = "unmount the stale bind " + ev.Path + " and bind the current file again"
+	c.fillBirthIDs(f)
 	return f
 }
 

@@ -10,11 +10,15 @@
 // Use: findingset.Exact(t, got, want) with got the findings about the
 // test's objects (Objects.Of picks them by path, device and holder
 // namespace; a test that knows its objects otherwise picks them itself);
+// a namespace is told by its birth id (BirthID, read while a process of
+// it runs: Objects.IDs, Want.NSID) where the finding names one too, by its
+// inode otherwise: packages run side by side, and the kernel gives a freed
+// inode to another package's namespace at once;
 // Remote for findings made on another machine (the lab's guest: its pids
 // are not this machine's processes).
 //
 // Files:
-//   - findingset.go: Objects, Want, Exact, Expect, FixPIDs, CreatedBy,
-//     Cites.
+//   - findingset.go: Objects, SameNS, BirthID, Want, Exact, Expect,
+//     FixPIDs, CreatedBy, Cites.
 //   - findingset_test.go: each check fails on the finding it must refuse.
 package findingset

@@ -1,6 +1,7 @@
 package findingset
 
 import (
+	"errors"
 	"os"
 	"regexp"
 	"slices"
@@ -8,7 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/mntleak/mntleak/finding"
+	"github.com/mntleak/mntleak/procfs"
 )
 
 // Objects are what a test made: its paths and devices, and the holder
@@ -16,11 +20,46 @@ import (
 type Objects struct {
 	Paths []string // a device, a mount point, what a teardown removed
 	NS    []uint32 // holder namespaces (0: none)
+	// IDs are the birth ids of NS, index for index (BirthID; 0 or none:
+	// not known). Packages run side by side and the kernel gives a freed
+	// namespace inode to the next namespace at once: a holder whose
+	// finding names its birth id is the test's namespace only by that id.
+	IDs []uint64
+}
+
+// id is the birth id of NS[i] (0: not known).
+func (o Objects) id(i int) uint64 {
+	if i < len(o.IDs) {
+		return o.IDs[i]
+	}
+	return 0
+}
+
+// SameNS reports whether a holder in namespace ino born with id (0: not
+// known) is the namespace ns born with nsid: by birth id where both are
+// known, and always by inode.
+func SameNS(ino uint32, id uint64, ns uint32, nsid uint64) bool {
+	return ino != 0 && ino == ns && (id == 0 || nsid == 0 || id == nsid)
+}
+
+// BirthID returns the id the kernel gave the mount namespace of pid at
+// birth (NS_GET_MNTNS_ID), 0 on a kernel without the ioctl; read it while
+// the namespace's process runs.
+func BirthID(t testing.TB, pid int) uint64 {
+	t.Helper()
+	_, id, err := procfs.Host{}.MntNSID(pid)
+	if err != nil && !errors.Is(err, unix.ENOTTY) && !errors.Is(err, unix.EINVAL) {
+		t.Fatalf("birth id of the mount namespace of %d: %v", pid, err)
+	}
+	return id
 }
 
 // Names reports whether f names one of the objects: its object or one it
 // names besides (Others), the missing bind source, or a holder, the call's
-// namespace or a cited event in one of the namespaces.
+// namespace or a cited event in one of the namespaces. A finding whose
+// holder in the inode of one of the namespaces was born with another id
+// is about another namespace that has the inode now: that inode names
+// nothing of the test's in it.
 func (o Objects) Names(f *finding.Finding) bool {
 	paths := []string{f.Object.Path, f.Object.Source}
 	for _, other := range f.Others {
@@ -35,18 +74,19 @@ func (o Objects) Names(f *finding.Finding) bool {
 			return true
 		}
 	}
-	nss := []uint32{f.Call.MntNS}
-	for _, h := range f.Holders {
-		nss = append(nss, h.MntNS)
-	}
-	for _, ns := range nss {
-		if ns != 0 && slices.Contains(o.NS, ns) {
-			return true
-		}
-	}
 	line := f.Line()
-	for _, ns := range o.NS {
-		if ns != 0 && strings.Contains(line, "mnt:["+strconv.FormatUint(uint64(ns), 10)+"]") {
+	for i, ns := range o.NS {
+		if ns == 0 {
+			continue
+		}
+		stranger := false
+		for _, h := range f.Holders {
+			if SameNS(h.MntNS, h.MntNSID, ns, o.id(i)) {
+				return true
+			}
+			stranger = stranger || h.MntNS == ns
+		}
+		if !stranger && (f.Call.MntNS == ns || strings.Contains(line, "mnt:["+strconv.FormatUint(uint64(ns), 10)+"]")) {
 			return true
 		}
 	}
@@ -76,7 +116,8 @@ type Want struct {
 	PID      int // 0: no process is named
 	Role     string
 	NS       uint32
-	Inferred bool // else the event Event in NS is cited
+	NSID     uint64 // NS's birth id (0: not known): the holder must have it where it names one
+	Inferred bool   // else the event Event in NS is cited
 	// Event is the kind of the event in NS the finding must cite: "" the
 	// one that made the namespace (unshare, newns_fork); "mount" a mount
 	// made there (a Bidirectional mount that propagated, the rbind that
@@ -93,8 +134,12 @@ func (w Want) String() string {
 	case w.Event != "":
 		made = "citing the " + w.Event + " made there"
 	}
+	born := ""
+	if w.NSID != 0 {
+		born = " born " + strconv.FormatUint(w.NSID, 10)
+	}
 	return string(w.Kind) + " " + w.Syscall + " " + w.Cause.String() + " naming pid " + strconv.Itoa(w.PID) +
-		" (" + w.Role + ") in mnt:[" + strconv.FormatUint(uint64(w.NS), 10) + "], " + made
+		" (" + w.Role + ") in mnt:[" + strconv.FormatUint(uint64(w.NS), 10) + "]" + born + ", " + made
 }
 
 // Option changes what is checked.
@@ -148,7 +193,7 @@ func Expect(t testing.TB, f *finding.Finding, w Want, opts ...Option) {
 	t.Helper()
 	hd, a := f.Actor()
 	switch {
-	case f.Cause != w.Cause || hd == nil || hd.MntNS != w.NS || f.Fix == "":
+	case f.Cause != w.Cause || hd == nil || !SameNS(hd.MntNS, hd.MntNSID, w.NS, w.NSID) || f.Fix == "":
 		t.Errorf("want %s; got %s:\n%s", w, f.Cause, f.Line())
 	case w.PID == 0 && a != nil:
 		t.Errorf("want %s; names %s[%d] for a namespace no process runs in:\n%s", w, a.Comm, a.PID, f.Line())

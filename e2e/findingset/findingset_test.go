@@ -25,7 +25,7 @@ func leak(pid int) *finding.Finding {
 // a namespace not said to be made by its event, and a fix naming another
 // pid (Remote: the pids are not looked up on this machine).
 func TestExactRefusesWhatIsNotWanted(t *testing.T) {
-	want := []Want{{Kind: finding.KindLeak, Syscall: "umount2", Cause: finding.CauseUnshare, PID: 20, Role: finding.RoleMember, NS: 95, Fix: 20}}
+	want := []Want{{Kind: finding.KindLeak, Syscall: "umount2", Cause: finding.CauseUnshare, PID: 20, Role: finding.RoleMember, NS: 95, NSID: 7, Fix: 20}}
 	noEvent := leak(20)
 	noEvent.Evidence = nil
 	otherFix := leak(20)
@@ -44,6 +44,8 @@ func TestExactRefusesWhatIsNotWanted(t *testing.T) {
 		{"another role", []*finding.Finding{member}, false},
 		{"the creation not cited", []*finding.Finding{noEvent}, false},
 		{"the fix names another pid", []*finding.Finding{otherFix}, false},
+		{"its namespace born with the id wanted", []*finding.Finding{born(leak(20), 7)}, true},
+		{"another namespace born with the inode since", []*finding.Finding{born(leak(20), 8)}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := privtest.Record(t, func(tb testing.TB) { Exact(tb, tc.got, want, Remote()) })
@@ -65,5 +67,40 @@ func TestObjectsOf(t *testing.T) {
 	}
 	if got := (Objects{NS: []uint32{96}}).Of([]*finding.Finding{leak(20), other}); len(got) != 1 || got[0].Object.Path != "/srv/other" {
 		t.Errorf("by namespace: %d findings", len(got))
+	}
+}
+
+// born gives f's holders the birth id id.
+func born(f *finding.Finding, id uint64) *finding.Finding {
+	for i := range f.Holders {
+		f.Holders[i].MntNSID = id
+	}
+	return f
+}
+
+// TestReusedInodeIsNotTheTests: the kernel gives a freed namespace inode
+// to the next namespace at once, and packages run side by side: a finding
+// about another package's namespace, born with another id in the test's
+// holder inode, is not the test's; one born with the test's id is, and so
+// is one that names no id (a kernel without NS_GET_MNTNS_ID: by inode).
+func TestReusedInodeIsNotTheTests(t *testing.T) {
+	o := Objects{Paths: []string{"/srv/mine"}, NS: []uint32{95}, IDs: []uint64{7}}
+	elsewhere := func(id uint64) *finding.Finding {
+		f := born(leak(20), id)
+		f.Object.Path, f.Holders[0].Where = "/srv/theirs", "/srv/theirs"
+		return f
+	}
+	for _, tc := range []struct {
+		name string
+		f    *finding.Finding
+		mine bool
+	}{
+		{"born with the test's id", elsewhere(7), true},
+		{"no id named", elsewhere(0), true},
+		{"born with another id", elsewhere(8), false},
+	} {
+		if got := o.Names(tc.f); got != tc.mine {
+			t.Errorf("%s: the test's: %v, want %v: %s", tc.name, got, tc.mine, tc.f.Line())
+		}
 	}
 }

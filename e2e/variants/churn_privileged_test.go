@@ -105,10 +105,10 @@ func namespaceChurn(t *testing.T, node privtest.Node, dir string) objects {
 func doubleUnmount(t *testing.T, node privtest.Node, dir string, afterRmdir bool) objects {
 	dev := privtest.LoopDevice(t, 8)
 	vol := privtest.Mkdir(t, filepath.Join(dir, "vol"))
-	objs := objects{paths: []string{dev, vol}, ns: []uint32{node.StartHolder(t, "private", "true").MntNS}}
+	objs := objects{paths: []string{dev, vol}}.withHolder(t, node.StartHolder(t, "private", "true"))
 	node.Run(t, "mount", dev, vol)
 	if afterRmdir {
-		objs.ns = append(objs.ns, node.StartHolder(t, "private", "true").MntNS)
+		objs = objs.withHolder(t, node.StartHolder(t, "private", "true"))
 	}
 	time.Sleep(300 * time.Millisecond)
 	node.Run(t, "umount", vol)
@@ -129,10 +129,11 @@ func unmountThenRmdir(t *testing.T, node privtest.Node, dir string) objects {
 	vol := privtest.Mkdir(t, filepath.Join(dir, "vol"))
 	node.Run(t, "mount", dev, vol)
 	holder := node.StartHolder(t, "private", "true")
+	objs := objects{paths: []string{dev, vol}}.withHolder(t, holder)
 	time.Sleep(300 * time.Millisecond)
 	node.Run(t, "sh", "-c", "umount "+vol+" && rmdir "+vol)
 	if out, err := exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", "mkfs.ext4", "-q", "-F", dev).CombinedOutput(); err != nil {
 		t.Fatalf("mkfs.ext4 %s after the copy was detached: %v %s", dev, err, out)
 	}
-	return objects{paths: []string{dev, vol}, ns: []uint32{holder.MntNS}}
+	return objs
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mntleak/mntleak/e2e/findingset"
 	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/finding"
 )
@@ -37,6 +38,7 @@ func TestDetachedTmpfsPinnedFromTheNode(t *testing.T) {
 			node.Run(t, "mount", "-t", "tmpfs", "detached-tmpfs", vol)
 			node.Run(t, "sh", "-c", "echo data >"+vol+"/file")
 			h := node.StartHolder(t, "private", "true")
+			objs := objects{paths: []string{vol}}.withHolder(t, h)
 			root := "/proc/" + strconv.Itoa(h.PID) + "/root" + vol
 			pinner := run(t, exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", "sh", "-c",
 				strings.ReplaceAll(tc.script, "ROOT", root)))
@@ -47,9 +49,8 @@ func TestDetachedTmpfsPinnedFromTheNode(t *testing.T) {
 			waitGone(t, h.PID)
 			privtest.AfterLeakSettle(t)
 			l.settle(t, false)
-			objs := objects{paths: []string{vol}, ns: []uint32{h.MntNS}}
 			exactFindings(t, l.all(), objs, []expected{{kind: finding.KindLeak, syscall: "umount2", cause: finding.CauseUnshare,
-				holder: holder{pid: pinner.Process.Pid, ns: node.MntNS}, role: finding.RolePinner, fix: pinner.Process.Pid}})
+				holder: holder{pid: pinner.Process.Pid, ns: node.MntNS, id: findingset.BirthID(t, node.PID)}, role: finding.RolePinner, fix: pinner.Process.Pid}})
 			_ = l.about(vol, vol) // each checked against the oracle
 			_ = syscall.Kill(pinner.Process.Pid, syscall.SIGKILL)
 		})

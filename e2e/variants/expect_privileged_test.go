@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/mntleak/mntleak/e2e/findingset"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/finding"
 )
 
@@ -14,11 +15,27 @@ import (
 type objects struct {
 	paths []string // a device, a mount point, what a teardown removed
 	ns    []uint32 // holder namespaces (0: none)
+	ids   []uint64 // their birth ids, index for index (0 or none: not known)
+}
+
+// withHolder adds the namespace of h, told by its birth id (read now,
+// while h runs): the kernel gives its inode to another namespace once it
+// is gone, as soon as another package's test makes one.
+func (o objects) withHolder(t testing.TB, h *privtest.Holder) objects {
+	t.Helper()
+	o.ns = append(o.ns, h.MntNS)
+	o.ids = append(o.ids, findingset.BirthID(t, h.PID))
+	return o
+}
+
+// set is the objects in findingset's terms.
+func (o objects) set() findingset.Objects {
+	return findingset.Objects{Paths: o.paths, NS: o.ns, IDs: o.ids}
 }
 
 // names reports whether f names one of the objects (findingset.Objects).
 func (o objects) names(f *finding.Finding) bool {
-	return findingset.Objects{Paths: o.paths, NS: o.ns}.Names(f)
+	return o.set().Names(f)
 }
 
 // control is a control's check: it lets the cell settle (the leak settle
@@ -58,7 +75,7 @@ type expected struct {
 // want is the expectation in findingset's terms.
 func (w expected) want() findingset.Want {
 	return findingset.Want{Kind: w.kind, Syscall: w.syscall, Cause: w.cause, PID: w.holder.pid, Role: w.role,
-		NS: w.holder.ns, Inferred: w.inferred, Fix: w.fix}
+		NS: w.holder.ns, NSID: w.holder.id, Inferred: w.inferred, Fix: w.fix}
 }
 
 // exactFindings checks that the findings about the objects are exactly
@@ -69,5 +86,5 @@ func exactFindings(t testing.TB, all []*finding.Finding, o objects, want []expec
 	for _, w := range want {
 		ws = append(ws, w.want())
 	}
-	findingset.Exact(t, findingset.Objects{Paths: o.paths, NS: o.ns}.Of(all), ws)
+	findingset.Exact(t, o.set().Of(all), ws)
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mntleak/mntleak/e2e/findingset"
 	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 )
 
@@ -101,6 +102,7 @@ func startHolder(t *testing.T, node privtest.Node, c cell, dir, vol string) made
 		t.Cleanup(func() { _ = exec.Command("umount", "-l", files).Run() })
 		privtest.Run(t, "mount", "--make-private", files)
 		maker := run(t, exec.Command(in[0], append(append(in[1:], unshare...), "sh", "-c", body(c, vol, files)+" && exec sleep 600")...))
+		id := findingset.BirthID(t, maker.Process.Pid)
 		privtest.Run(t, "mount", "--bind", "/proc/"+strconv.Itoa(maker.Process.Pid)+"/ns/mnt", ns)
 		t.Cleanup(func() { _ = exec.Command("umount", ns).Run() })
 		_ = maker.Process.Kill()
@@ -109,7 +111,7 @@ func startHolder(t *testing.T, node privtest.Node, c cell, dir, vol string) made
 		if err := syscall.Stat(ns, &st); err != nil {
 			t.Fatal(err)
 		}
-		return made{holder: holder{ns: uint32(st.Ino)}, files: files}
+		return made{holder: holder{ns: uint32(st.Ino), id: id}, files: files}
 	case c.maker == byClone:
 		cmd = exec.Command(in[0], append(in[1:], os.Args[0])...)
 		cmd.Env = append(os.Environ(), cloneEnv+"=mount --make-r"+c.prop+" / && "+body(c, vol, files))
@@ -148,7 +150,7 @@ func startHolder(t *testing.T, node privtest.Node, c cell, dir, vol string) made
 			t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 			return pid
 		}
-		m.ns = privtest.MountNS(t, strconv.Itoa(m.member))
+		m.ns, m.id = privtest.MountNS(t, strconv.Itoa(m.member)), findingset.BirthID(t, m.member)
 		return m
 	}
 	if c.timing == joined {
@@ -157,18 +159,18 @@ func startHolder(t *testing.T, node privtest.Node, c cell, dir, vol string) made
 			pinner := run(t, exec.Command("nsenter", "-t", strconv.Itoa(m.member), "-m", "--", "sh", "-c", "cd "+vol+" && echo ready && exec sleep 600"))
 			return pinner.Process.Pid
 		}
-		m.ns = privtest.MountNS(t, strconv.Itoa(m.member))
+		m.ns, m.id = privtest.MountNS(t, strconv.Itoa(m.member)), findingset.BirthID(t, m.member)
 		return m
 	}
 	m.pid = readPID(t, filepath.Join(files, "pid"))
 	t.Cleanup(func() { _ = syscall.Kill(m.pid, syscall.SIGKILL) })
-	m.ns = privtest.MountNS(t, strconv.Itoa(m.pid))
+	m.ns, m.id = privtest.MountNS(t, strconv.Itoa(m.pid)), findingset.BirthID(t, m.pid)
 	if c.hold == nsfd {
 		// A process of the node holds the namespace open; its processes go.
 		m.keeper = run(t, exec.Command(in[0], append(in[1:], "sh", "-c", "exec 7</proc/"+strconv.Itoa(m.pid)+"/ns/mnt && echo ready && exec sleep 600")...))
 		_ = syscall.Kill(m.pid, syscall.SIGKILL)
 		waitGone(t, m.pid)
-		m.holder = holder{pid: m.keeper.Process.Pid, ns: m.ns}
+		m.holder = holder{pid: m.keeper.Process.Pid, ns: m.ns, id: m.id}
 	}
 	return m
 }

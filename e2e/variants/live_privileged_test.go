@@ -172,6 +172,7 @@ func (l *live) wait(dev, vol string, d time.Duration, match func(*finding.Findin
 type holder struct {
 	pid int
 	ns  uint32
+	id  uint64 // ns's birth id (findingset.BirthID; 0: not known)
 }
 
 // check asserts the verdict: cause, the process named (pid, role), its

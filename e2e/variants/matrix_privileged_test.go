@@ -248,7 +248,7 @@ func runCell(t *testing.T, c cell) {
 	mkfs := func() error {
 		return exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", "mkfs.ext4", "-q", "-F", dev).Run()
 	}
-	objs := objects{paths: []string{dev, vol}, ns: []uint32{m.ns}}
+	objs := objects{paths: []string{dev, vol}, ns: []uint32{m.ns}, ids: []uint64{m.id}}
 	switch {
 	case c.reaches() && c.pinned():
 		// The unmount propagates to a copy that is busy: it fails.

@@ -49,9 +49,9 @@ func TestThreadUnshareKeepsItsProcess(t *testing.T) {
 	})
 	privtest.AfterLeakSettle(t)
 	l.settle(t, false)
-	objs := objects{paths: []string{dev, vol}, ns: []uint32{h.MntNS}}
+	objs := objects{paths: []string{dev, vol}}.withHolder(t, h)
 	exactFindings(t, l.all(), objs, []expected{{kind: finding.KindLeak, syscall: "umount2", cause: finding.CauseUnshare,
-		holder: holder{pid: h.PID, ns: h.MntNS}, role: finding.RoleMember, fix: h.PID}})
+		holder: holder{pid: h.PID, ns: h.MntNS, id: objs.ids[0]}, role: finding.RoleMember, fix: h.PID}})
 	for _, f := range l.about(dev, vol) {
 		if !namesProcess(f, h.MntNS, prog.Process.Pid) {
 			t.Errorf("does not name the Go program [%d] among the processes of mnt:[%d], where its main thread is:\n%s",
