@@ -143,7 +143,8 @@ func runGuest(t *testing.T, k labKernel, bins labBinaries, results string, table
 				t.Fatalf("scenario exited %v:\n%s", rc, log)
 			}
 			t.Logf("scenario ran %ss in the guest", rc[1])
-			checkBuffer(t, read(t, out, tt.scenario+".attached"), scenarioBuffer(t, tt.scenario))
+			buffer := scenarioBuffer(t, tt.scenario)
+			checkBuffer(t, read(t, out, tt.scenario+".attached"), buffer)
 			exp := expectations(t, filepath.Join(out, tt.scenario+".expect"))
 			got := ofScenario(t, entries, exp, read(t, out, tt.scenario+".window"))
 			var findings []*finding.Finding
@@ -154,7 +155,7 @@ func runGuest(t *testing.T, k labKernel, bins labBinaries, results string, table
 			for _, w := range tt.want {
 				checkEntry(t, got, w, exp)
 			}
-			g.scenarios = append(g.scenarios, scenarioRun{name: tt.scenario, seconds: rc[1], entries: got, passed: !t.Failed()})
+			g.scenarios = append(g.scenarios, scenarioRun{name: tt.scenario, seconds: rc[1], buffer: buffer, entries: got, passed: !t.Failed()})
 		})
 	}
 	verdicts(t, filepath.Join(out, "oracle.jsonl"), read(t, out, "oracle.rc"))

@@ -35,6 +35,7 @@ type guestRun struct {
 type scenarioRun struct {
 	name    string
 	seconds string
+	buffer  string // the daemon's buffer
 	entries []*journalEntry
 	passed  bool
 }
@@ -97,11 +98,11 @@ func editDoc(t *testing.T, edit func(string) string) {
 // results is the kernel's table: a row a finding of each scenario.
 func (g guestRun) results() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Kernel %s (`%s`), run on %s: %s from qemu's start to power-off, %s s to the lab's unit under TCG.\n\n",
+	fmt.Fprintf(&b, "Kernel %s (`%s`), run on %s: %s for lab.sh run (payload, boot, scenarios, power-off), %s s from the kernel's start to the lab's unit, under TCG.\n\n",
 		g.kernel, g.release, time.Now().UTC().Format("2006-01-02"), g.wall, g.boot)
-	b.WriteString("| scenario (s in the guest) | finding line | cause | holder |\n|---|---|---|---|\n")
+	b.WriteString("| scenario (s in the guest, buffer) | finding line | cause | holder |\n|---|---|---|---|\n")
 	for _, s := range g.scenarios {
-		name := fmt.Sprintf("%s (%s s)", s.name, s.seconds)
+		name := fmt.Sprintf("%s (%s s, %s)", s.name, s.seconds, s.buffer)
 		if !s.passed {
 			name += " FAILED"
 		}
