@@ -31,27 +31,7 @@ func TestLabArm64(t *testing.T) {
 	if os.Getenv("LAB_RECHECK") == "1" {
 		t.Logf("LAB_RECHECK=1: checking the run saved in %s, no boot", results)
 	} else {
-		dir := t.TempDir()
-		bin, probe := filepath.Join(dir, "mntleak"), filepath.Join(dir, "probe")
-		for b, pkg := range map[string]string{bin: "./cmd/mntleak", probe: "./e2e/qemu/guest/probe"} {
-			build := exec.Command("go", "build", "-o", b, pkg)
-			build.Dir = "../.."
-			build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOARCH=arm64")
-			if out, err := build.CombinedOutput(); err != nil {
-				t.Fatalf("static arm64 build of %s: %v\n%s", pkg, err, out)
-			}
-		}
-		if err := os.RemoveAll(results); err != nil {
-			t.Fatal(err)
-		}
-		start := time.Now()
-		if out, err := exec.Command("bash", "arm64.sh", "run", bin, probe, results).CombinedOutput(); err != nil {
-			serial, _ := os.ReadFile(filepath.Join(results, "serial.log"))
-			t.Fatalf("arm64 run: %v\n%s\nserial log tail:\n%s", err, out, tail(string(serial), 60))
-		}
-		if err := os.WriteFile(filepath.Join(results, "wall"), []byte(time.Since(start).Round(time.Second).String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		runArm64(t, results)
 	}
 	sections := consoleSections(readFile(t, filepath.Join(results, "serial.log")))
 	t.Logf("arm64 guest run in %s; kernel %s; daemon start to tracing (guest uptime s): %s", read(t, results, "wall"), sections["kernel"], sections["startup"])
@@ -126,6 +106,33 @@ func writeArm64Doc(t *testing.T, sections map[string]string, lines []findinglog.
 		doc = replaceBlock(t, doc, "probe:arm64", "```\n"+sections["probe"]+"\n```\n")
 		return replaceBlock(t, doc, "results:arm64", b.String())
 	})
+}
+
+// runArm64 builds the static arm64 mntleak and probe and boots the arm64
+// guest with them; its console goes to results/serial.log.
+func runArm64(t *testing.T, results string) {
+	t.Helper()
+	dir := t.TempDir()
+	bin, probe := filepath.Join(dir, "mntleak"), filepath.Join(dir, "probe")
+	for b, pkg := range map[string]string{bin: "./cmd/mntleak", probe: "./e2e/qemu/guest/probe"} {
+		build := exec.Command("go", "build", "-o", b, pkg)
+		build.Dir = "../.."
+		build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOARCH=arm64")
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("static arm64 build of %s: %v\n%s", pkg, err, out)
+		}
+	}
+	if err := os.RemoveAll(results); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if out, err := exec.Command("bash", "arm64.sh", "run", bin, probe, results).CombinedOutput(); err != nil {
+		serial, _ := os.ReadFile(filepath.Join(results, "serial.log"))
+		t.Fatalf("arm64 run: %v\n%s\nserial log tail:\n%s", err, out, tail(string(serial), 60))
+	}
+	if err := os.WriteFile(filepath.Join(results, "wall"), []byte(time.Since(start).Round(time.Second).String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // consoleSections reads what arm64-init.sh printed between "==> NAME" and
