@@ -121,11 +121,12 @@ run() {
 	fi
 	qemu-img create -q -f qcow2 -F raw -b "$root" "$work/root.qcow2"
 	# A loaded host makes TCG slow: no_timer_check, or the kernel's IO-APIC
-	# timer check fails and panics ("IO-APIC + timer doesn't work");
-	# systemd.default_timeout_start_sec, or the payload's dev-vdb.device
-	# job times out after 90 s of a slow boot, lab-test.service fails its
-	# dependency and the guest idles until LAB_TIMEOUT (LAB_TIMEOUT bounds
-	# the run instead).
+	# timer check fails and panics ("IO-APIC + timer doesn't work").
+	# systemd.default_timeout_start_sec lengthens units' start jobs, but
+	# not (systemd 252) the payload's dev-vdb.device job: after 90 s of a
+	# slow udev coldplug (several guests side by side on a loaded host)
+	# lab-test.service fails its dependency and the guest idles until
+	# LAB_TIMEOUT; one guest at a time does not hit it.
 	qemu-system-x86_64 -accel "$(accel)" -cpu max -m 2048 -smp 2 -nographic -no-reboot \
 		-kernel "$work/vmlinuz" -initrd "$work/initrd" \
 		-append 'console=ttyS0 root=/dev/vda rw panic=-1 systemd.show_status=0 apparmor=0 no_timer_check systemd.default_timeout_start_sec=3600' \
