@@ -1,32 +1,54 @@
-// Package qemu runs mntleak on a second kernel with real systemd: a QEMU
-// guest (Debian bookworm, systemd as PID 1, Debian's 6.1 cloud kernel with
-// device-mapper, kprobes and fentry) booted on this machine, TCG when KVM is
-// not usable. The guest installs mntleak with its own unit from deploy/,
+// Package qemu runs mntleak on other kernels with real systemd: a QEMU
+// guest (Debian bookworm, systemd as PID 1, device-mapper) for each of
+// Debian's 5.10, 6.1 and 6.12 cloud kernels (bullseye's, bookworm's,
+// trixie's), booted on this machine in turn, TCG when KVM is not usable
+// (docs/lab.md: how each is built, where the kernels differ, the
+// results). The guest installs mntleak with its own unit from deploy/,
 // runs the seed scenarios that need what the host lacks (a real
 // docker.service restarted by systemd under MountFlags=slave, a real
 // PrivateTmp=yes unit, dmsetup remove), saves mntleak's journal entries and
 // powers off; the test asserts on the findings read back from its disk:
 // the exact set of findings about each scenario's objects within its
 // window (e2e/findingset), and the oracle's comparison of every finding,
-// made in the guest the moment it was logged (guest/oracle, e2e/oracle on
-// Debian's 6.1: no namespace walk, the namespaces of processes, open nsfs
-// fds and nsfs binds read through /proc).
+// made in the guest the moment it was logged (guest/oracle, e2e/oracle
+// without a namespace walk: the namespaces of processes, open nsfs fds and
+// nsfs binds read through /proc). Each guest also prints `mntleak version`
+// and its kernel's own answers where the kernels differ (guest/probe),
+// asserted per kernel; one scenario runs the daemon with --buffer=perf.
 //
-// The image is built once and cached outside the repo
-// (/var/cache/mntleak-lab, LAB_CACHE), rebuilt when image.sh changes; each
-// run boots a copy-on-write overlay of it and a payload disk, so nothing on
-// the host is mounted and nothing is left behind but the cache.
+// The bookworm image is built once and cached outside the repo
+// (/var/cache/mntleak-lab, LAB_CACHE), rebuilt when image.sh changes; the
+// 5.10 and 6.12 images beside it (kernel-K/) are copies of it with their
+// kernel's module tree written in, keyed by kernel.sh, image.sh's hash and
+// the suite. Each run boots a copy-on-write overlay and a payload disk, so
+// nothing on the host is mounted and nothing is left behind but the cache.
 //
 // Files:
-//   - image.sh: the guest image (mmdebstrap + mkfs.ext4 -d).
-//   - lab.sh: image (build when stale) and run (payload disk, boot,
-//     timeout, results read back with debugfs).
+//   - image.sh: the bookworm image (mmdebstrap + mkfs.ext4 -d).
+//   - kernel.sh: another suite's cloud kernel, initramfs and modules
+//     (mmdebstrap of that suite).
+//   - lab.sh: image and kernel (build when stale) and run (payload disk,
+//     boot, timeout, results read back with debugfs).
+//   - arm64.sh: the arm64 guest (Debian's arm64 cloud kernel under
+//     qemu-system-aarch64, an initramfs of busybox and the static arm64
+//     mntleak); guest/arm64-init.sh: its /init (a leak and its EBUSY,
+//     results printed on the console).
 //   - guest/run.sh: lab-test.service in the guest (each scenario's
-//     window; the oracle following mntleak's journal); guest/oracle: the
-//     guest's oracle program (one oraclecheck.Verdict a finding; its
-//     own doc.go); guest/lib.sh (on
+//     window, its daemon arguments; the oracle following mntleak's
+//     journal); guest/oracle: the guest's oracle program (one
+//     oraclecheck.Verdict a finding; its own doc.go);
+//     guest/kernel-probe.sh and guest/probe: the kernel's own answers
+//     (rmdir, the new mount API, listmount, NS_GET_MNTNS_ID; its own
+//     doc.go); guest/lib.sh (on
 //     e2e/scenarios/common.sh, which lab.sh copies into the payload) and
 //     guest/scenarios/*.sh: the scenarios, each recording what the test
 //     must find (NAME.expect).
-//   - lab_privileged_test.go: TestLabGuest, the assertions per scenario.
+//   - lab_privileged_test.go: TestLabGuest, a guest a kernel, the
+//     assertions per scenario. Each kernel's last run stays in bin/lab/K;
+//     LAB_RECHECK=1 checks it again without a boot.
+//   - lab_arm64_privileged_test.go: TestLabArm64, the arm64 guest's
+//     objects loaded and its findings.
+//   - lab_kernels_test.go: the kernels (LAB_KERNELS), what each must show.
+//   - lab_results_test.go: the results table (bin/lab-results.md; with
+//     -update, docs/lab.md's blocks).
 package qemu

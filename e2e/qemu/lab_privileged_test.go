@@ -45,13 +45,41 @@ type want struct {
 	fixHolder bool
 }
 
-// TestLabGuest boots the guest once and checks every scenario's findings.
+// labScenarios are the guest's scenarios and the findings each must make
+// mntleak say, on every kernel of the lab.
+var labScenarios = []struct {
+	scenario string
+	want     []want
+}{
+	// A PrivateTmp unit's fix restarts the unit: it names no process.
+	{"1-privatetmp", []want{
+		{kind: finding.KindLeak, cause: finding.CausePrivateTmp, syscall: "umount2", names: []string{"unit"}},
+		{kind: finding.KindFailure, cause: finding.CausePrivateTmp, syscall: "openat", errno: "EBUSY", names: []string{"unit", "device"}},
+	}},
+	{"2-mountflags-restart", []want{
+		{kind: finding.KindFailure, cause: finding.CauseMountflagsRestart, syscall: "umount2", errno: "EINVAL",
+			names: []string{"unit", "old_ns", "new_ns"}, fixHolder: true},
+	}},
+	// Under the perf buffer (the scenario's lab-daemon-args line).
+	{"3-devicemapper", []want{
+		{kind: finding.KindLeak, cause: finding.CauseUnshare, syscall: "umount2", names: []string{"unit"}, fixHolder: true},
+		{kind: finding.KindFailure, cause: finding.CauseUnshare, syscall: "ioctl", errno: "EBUSY", operation: "dmsetup remove labdm",
+			names: []string{"unit", "device"}, fixHolder: true},
+	}},
+}
+
+// TestLabGuest boots one guest a kernel of the lab (labKernels) in turn
+// and checks what the kernel offers, what mntleak chose, and every
+// scenario's findings in each; the results table collects them.
 func TestLabGuest(t *testing.T) {
 	privtest.Require(t)
 	privtest.RequireCommands(t, "bash", "mkfs.ext4", "debugfs")
 	dir := t.TempDir()
-	bin, oracleBin := filepath.Join(dir, "mntleak"), filepath.Join(dir, "oracle")
-	for b, pkg := range map[string]string{bin: "./cmd/mntleak", oracleBin: "./e2e/qemu/guest/oracle"} {
+	bins := labBinaries{mntleak: filepath.Join(dir, "mntleak"), oracle: filepath.Join(dir, "oracle"), probe: filepath.Join(dir, "probe")}
+	for b, pkg := range map[string]string{bins.mntleak: "./cmd/mntleak", bins.oracle: "./e2e/qemu/guest/oracle", bins.probe: "./e2e/qemu/guest/probe"} {
+		if os.Getenv("LAB_RECHECK") == "1" {
+			break
+		}
 		build := exec.Command("go", "build", "-o", b, pkg)
 		build.Dir = "../.."
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -59,46 +87,56 @@ func TestLabGuest(t *testing.T) {
 			t.Fatalf("static build of %s: %v\n%s", pkg, err, out)
 		}
 	}
-	results := filepath.Join(dir, "results")
+	table := &labResults{}
+	for _, k := range labKernels(t) {
+		t.Run(k.name, func(t *testing.T) { runGuest(t, k, bins, filepath.Join(resultsDir, k.name), table) })
+	}
+	table.write(t)
+}
+
+// labBinaries are the static programs the payload carries.
+type labBinaries struct{ mntleak, oracle, probe string }
+
+// labRun boots kernel k's guest with lab.sh; its results go to results.
+func labRun(k labKernel, bins labBinaries, results string) ([]byte, error) {
+	run := exec.Command("bash", "lab.sh", "run", bins.mntleak, results, bins.oracle, bins.probe)
+	run.Env = append(os.Environ(), "LAB_KERNEL="+k.name)
+	return run.CombinedOutput()
+}
+
+// resultsDir keeps each kernel's last run (bin/lab/KERNEL: the guest's
+// out/ and serial log), which LAB_RECHECK=1 checks again without a boot.
+const resultsDir = "../../bin/lab"
+
+// runGuest boots kernel k's guest and checks its run.
+func runGuest(t *testing.T, k labKernel, bins labBinaries, results string, table *labResults) {
 	start := time.Now()
-	run := exec.Command("bash", "lab.sh", "run", bin, results, oracleBin)
-	if out, err := run.CombinedOutput(); err != nil {
+	if os.Getenv("LAB_RECHECK") == "1" {
+		t.Logf("LAB_RECHECK=1: checking the run saved in %s, no boot", results)
+	} else if err := os.RemoveAll(results); err != nil {
+		t.Fatal(err)
+	} else if out, err := labRun(k, bins, results); err != nil {
 		serial, _ := os.ReadFile(filepath.Join(results, "serial.log"))
-		t.Fatalf("lab run: %v\n%s\nserial log tail:\n%s", err, out, tail(string(serial), 40))
+		runLog, _ := os.ReadFile(filepath.Join(results, "out", "run.log"))
+		t.Fatalf("lab run: %v\n%s\nserial log tail:\n%s\nthe guest's run.log tail:\n%s", err, out, tail(string(serial), 40), tail(string(runLog), 40))
+	} else if err := os.WriteFile(filepath.Join(results, "wall"), []byte(time.Since(start).Round(time.Second).String()), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	out := filepath.Join(results, "out")
-	t.Logf("guest run in %s; kernel %s, pid 1 %s", time.Since(start).Round(time.Second), read(t, out, "kernel"), read(t, out, "pid1"))
-	version := read(t, out, "version.txt")
-	t.Logf("mntleak version in the guest:\n%s", version)
-	for _, w := range []string{"ring buffer: yes", "syscalls:    10 of 10 present", "kprobes:     yes", "fentry:      yes"} {
-		if !strings.Contains(version, w) {
-			t.Errorf("guest version lacks %q", w)
-		}
+	g := guestRun{kernel: k.name, release: read(t, out, "kernel"), wall: read(t, results, "wall"),
+		boot: read(t, out, "boot-seconds"), version: read(t, out, "version.txt")}
+	t.Logf("guest run in %s (booted to lab-test in %s s); kernel %s, pid 1 %s", g.wall, g.boot, g.release, read(t, out, "pid1"))
+	t.Logf("mntleak version in the guest:\n%s", g.version)
+	if pid1 := read(t, out, "pid1"); pid1 != "systemd" {
+		t.Errorf("pid 1 is %q, want systemd", pid1)
 	}
+	g.probe = read(t, out, "kernel-probe.txt")
+	k.check(t, g.release, g.version, g.probe)
 	entries := journal(t, filepath.Join(out, "journal.json"))
 	for _, e := range entries {
 		t.Log(e.Summary)
 	}
-	tests := []struct {
-		scenario string
-		want     []want
-	}{
-		// A PrivateTmp unit's fix restarts the unit: it names no process.
-		{"1-privatetmp", []want{
-			{kind: finding.KindLeak, cause: finding.CausePrivateTmp, syscall: "umount2", names: []string{"unit"}},
-			{kind: finding.KindFailure, cause: finding.CausePrivateTmp, syscall: "openat", errno: "EBUSY", names: []string{"unit", "device"}},
-		}},
-		{"2-mountflags-restart", []want{
-			{kind: finding.KindFailure, cause: finding.CauseMountflagsRestart, syscall: "umount2", errno: "EINVAL",
-				names: []string{"unit", "old_ns", "new_ns"}, fixHolder: true},
-		}},
-		{"3-devicemapper", []want{
-			{kind: finding.KindLeak, cause: finding.CauseUnshare, syscall: "umount2", names: []string{"unit"}, fixHolder: true},
-			{kind: finding.KindFailure, cause: finding.CauseUnshare, syscall: "ioctl", errno: "EBUSY", operation: "dmsetup remove labdm",
-				names: []string{"unit", "device"}, fixHolder: true},
-		}},
-	}
-	for _, tt := range tests {
+	for _, tt := range labScenarios {
 		t.Run(tt.scenario, func(t *testing.T) {
 			rc := strings.Fields(read(t, out, tt.scenario+".rc"))
 			log := read(t, out, tt.scenario+".log")
@@ -106,6 +144,8 @@ func TestLabGuest(t *testing.T) {
 				t.Fatalf("scenario exited %v:\n%s", rc, log)
 			}
 			t.Logf("scenario ran %ss in the guest", rc[1])
+			buffer := scenarioBuffer(t, tt.scenario)
+			checkBuffer(t, read(t, out, tt.scenario+".attached"), buffer)
 			exp := expectations(t, filepath.Join(out, tt.scenario+".expect"))
 			got := ofScenario(t, entries, exp, read(t, out, tt.scenario+".window"))
 			var findings []*finding.Finding
@@ -116,6 +156,7 @@ func TestLabGuest(t *testing.T) {
 			for _, w := range tt.want {
 				checkEntry(t, got, w, exp)
 			}
+			g.scenarios = append(g.scenarios, scenarioRun{name: tt.scenario, seconds: rc[1], buffer: buffer, entries: got, passed: !t.Failed()})
 		})
 	}
 	verdicts(t, filepath.Join(out, "oracle.jsonl"), read(t, out, "oracle.rc"))
@@ -124,6 +165,8 @@ func TestLabGuest(t *testing.T) {
 			t.Errorf("journalctl MNTLEAK_CAUSE=%s found nothing in the guest's journal", c)
 		}
 	}
+	g.failed = t.Failed()
+	table.add(g)
 }
 
 // ofScenario returns the entries of the scenario's window (its start and

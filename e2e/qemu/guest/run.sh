@@ -6,22 +6,38 @@ out=/lab/out
 exec >"$out/run.log" 2>&1
 set -x
 uname -r >"$out/kernel"
+cut -d' ' -f1 /proc/uptime >"$out/boot-seconds"
 cat /proc/1/comm >"$out/pid1"
 /lab/mntleak version >"$out/version.txt" 2>&1
+/lab/mntleak version --json >"$out/version.json" 2>&1
+[ ! -x /lab/probe ] || bash /lab/kernel-probe.sh >"$out/kernel-probe.txt" 2>"$out/kernel-probe.err"
 install -m 0755 /lab/mntleak /usr/local/bin/mntleak
 install -m 0644 /lab/mntleak.service /etc/systemd/system/mntleak.service
 # The unit as shipped, plus a recording of what it saw (for a replay of a
 # failed lab run): the drop-in only appends --record.
 mkdir -p /etc/systemd/system/mntleak.service.d
 exec_start=$(sed -n 's/^ExecStart=//p' /lab/mntleak.service)
-printf '[Service]\nExecStart=\nExecStart=%s --record /var/lib/mntleak/lab-record.jsonl\n' "$exec_start" \
-	>/etc/systemd/system/mntleak.service.d/lab-record.conf
-systemctl daemon-reload
-systemctl start mntleak.service
-for _ in $(seq 120); do
-	journalctl -u mntleak.service -o cat --no-pager | grep -q '"msg":"tracing"' && break
-	sleep 0.5
-done
+# daemon ARGS: (re)start the unit with ARGS appended (a scenario's
+# "# lab-daemon-args:" line, e.g. --buffer=perf), and wait for its
+# "tracing" line.
+daemon_args=unset
+daemon() {
+	[ "$1" = "$daemon_args" ] && return 0
+	daemon_args=$1
+	printf '[Service]\nExecStart=\nExecStart=%s --record /var/lib/mntleak/lab-record.jsonl %s\n' "$exec_start" "$1" \
+		>/etc/systemd/system/mntleak.service.d/lab-record.conf
+	systemctl daemon-reload
+	systemctl stop mntleak.service
+	local since
+	since=$(date '+%Y-%m-%d %H:%M:%S')
+	systemctl start mntleak.service
+	for _ in $(seq 120); do
+		journalctl -u mntleak.service -o cat --no-pager --since "$since" | grep -q '"msg":"tracing"' && break
+		sleep 0.5
+	done
+	journalctl -u mntleak.service -o cat --no-pager --since "$since" | grep '"msg":"BPF programs attached"' >/run/lab-attached || true
+}
+daemon ""
 # The oracle (when the payload has it) compares every finding with the
 # kernel's state the moment it is logged: it follows mntleak's journal.
 if [ -x /lab/oracle ]; then
@@ -31,6 +47,8 @@ if [ -x /lab/oracle ]; then
 fi
 for s in /lab/scenarios/*.sh; do
 	name=$(basename "$s" .sh)
+	daemon "$(sed -n 's/^# lab-daemon-args: //p' "$s")"
+	cp /run/lab-attached "$out/$name.attached"
 	start=$(date +%s)
 	# The scenario's window, in the journal's microseconds: its findings
 	# are logged within it (or 3 s after: a leak settles 2 s).

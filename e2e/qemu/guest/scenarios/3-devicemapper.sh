@@ -2,7 +2,10 @@
 # Seed 002 on device-mapper (how rbd and LVM volumes look): a linear target
 # over a loop device, mounted; a unit with its own private mount namespace
 # starts and copies it; the host unmounts; dmsetup remove fails with EBUSY
-# (its ioctl on /dev/mapper/control names the device).
+# (its ioctl on /dev/mapper/control names the device). The daemon runs
+# with the perf buffer here (run.sh restarts its unit with the line
+# below), as on kernels without a ring buffer.
+# lab-daemon-args: --buffer=perf
 source /lab/lib.sh
 modprobe dm-mod
 loopdev 64

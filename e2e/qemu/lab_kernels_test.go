@@ -1,0 +1,163 @@
+package qemu
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// labKernel is one kernel of the lab (lab.sh's LAB_KERNEL) and what its
+// guest must show: the release uname gives, the lines `mntleak version`
+// prints (what the kernel offers and what mntleak chose), and the
+// kernel's own answers where the lab's kernels differ (kernel-probe.sh).
+type labKernel struct {
+	name    string
+	release string   // uname -r's prefix
+	version []string // lines mntleak version prints
+	probe   []string // lines guest/kernel-probe.sh prints, all of them
+}
+
+// allKernels are the lab's kernels, Debian's cloud kernels of bullseye,
+// bookworm and trixie (docs/lab.md: what differs between them).
+var allKernels = []labKernel{
+	{name: "5.10", release: "5.10.",
+		version: []string{"btf:         true", "ring buffer: yes", "buffer:      ringbuf (what --buffer=auto uses)", "path walk:   bounded loop (the kernel has no bpf_loop)",
+			"memlock:     raised to unlimited (the kernel counts BPF memory against RLIMIT_MEMLOCK)",
+			"syscalls:    9 of 10 present (missing: mount_setattr)", "disabled:    mount_setattr events (optional syscalls missing)",
+			"kprobes:     yes (not used)", "fentry:      yes (not used)"},
+		probe: []string{"rmdir-detaches-foreign: yes", "open_tree: yes (EFAULT)", "fsopen: yes (EFAULT)",
+			"mount_setattr: no (ENOSYS)", "statmount: no (ENOSYS)", "listmount: no (ENOSYS)", "ns-get-mntns-id: no (ENOTTY)"}},
+	{name: "6.1", release: "6.1.",
+		version: []string{"btf:         true", "ring buffer: yes", "buffer:      ringbuf (what --buffer=auto uses)", "path walk:   bpf_loop",
+			"syscalls:    10 of 10 present", "kprobes:     yes (not used)", "fentry:      yes (not used)"},
+		probe: []string{"rmdir-detaches-foreign: yes", "open_tree: yes (EFAULT)", "fsopen: yes (EFAULT)",
+			"mount_setattr: yes (EINVAL)", "statmount: no (ENOSYS)", "listmount: no (ENOSYS)", "ns-get-mntns-id: no (ENOTTY)"}},
+	{name: "6.12", release: "6.12.",
+		version: []string{"btf:         true", "ring buffer: yes", "buffer:      ringbuf (what --buffer=auto uses)", "path walk:   bpf_loop",
+			"syscalls:    10 of 10 present", "kprobes:     yes (not used)",
+			// Debian's 6.12 cloud kernel refuses fentry on vfs_statfs.
+			"fentry:      no (attach Tracing/TraceFEntry: fentry vfs_statfs not supported) (not used)"},
+		probe: []string{"rmdir-detaches-foreign: yes", "open_tree: yes (EFAULT)", "fsopen: yes (EFAULT)",
+			"mount_setattr: yes (EINVAL)", "statmount: yes (EFAULT)", "listmount: yes (EFAULT)", "ns-get-mntns-id: yes"}},
+}
+
+// labKernels are the x86 kernels this run boots: LAB_KERNELS (a comma
+// list of 5.10, 6.1, 6.12 and arm64, or "all"), else what make test
+// boots: 6.1 and one other, 5.10 on even days of the year (UTC) and 6.12
+// on odd ones, so CI covers both every two days within its time.
+func labKernels(t *testing.T) []labKernel {
+	t.Helper()
+	var out []labKernel
+	for _, name := range labSelection(t) {
+		if k, ok := kernelNamed(name); ok {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// labSelection is the names LAB_KERNELS selects, checked.
+func labSelection(t *testing.T) []string {
+	t.Helper()
+	sel := os.Getenv("LAB_KERNELS")
+	switch sel {
+	case "all":
+		return []string{"5.10", "6.1", "6.12", "arm64"}
+	case "":
+		other := "5.10"
+		if time.Now().UTC().YearDay()%2 == 1 {
+			other = "6.12"
+		}
+		t.Logf("LAB_KERNELS unset: 6.1 and, today, %s (make lab runs all)", other)
+		return []string{"6.1", other}
+	}
+	names := strings.Split(sel, ",")
+	for _, name := range names {
+		if _, ok := kernelNamed(name); !ok && name != "arm64" {
+			t.Fatalf("LAB_KERNELS: no kernel %q in the lab (5.10, 6.1, 6.12, arm64)", name)
+		}
+	}
+	return names
+}
+
+// labSelected tells whether LAB_KERNELS selects name.
+func labSelected(t *testing.T, name string) bool {
+	t.Helper()
+	for _, n := range labSelection(t) {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+func kernelNamed(name string) (labKernel, bool) {
+	for _, k := range allKernels {
+		if k.name == name {
+			return k, true
+		}
+	}
+	return labKernel{}, false
+}
+
+// check asserts the guest's release, what mntleak version printed, and
+// the kernel probe's answers, every line of them.
+func (k labKernel) check(t *testing.T, release, version, probe string) {
+	t.Helper()
+	if !strings.HasPrefix(release, k.release) {
+		t.Errorf("guest kernel %s, want %s*", release, k.release)
+	}
+	lines := strings.Split(version, "\n")
+	for _, w := range k.version {
+		if !hasLine(lines, w) {
+			t.Errorf("mntleak version lacks %q", w)
+		}
+	}
+	if got, want := strings.Split(probe, "\n"), k.probe; strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("kernel probe:\n%s\nwant:\n%s", probe, strings.Join(want, "\n"))
+	}
+}
+
+func hasLine(lines []string, w string) bool {
+	for _, l := range lines {
+		if l == w {
+			return true
+		}
+	}
+	return false
+}
+
+// scenarioBuffer is the buffer the scenario's daemon must use: perf when
+// its script's lab-daemon-args line forces it, else the ring buffer
+// (every kernel of the lab has one).
+func scenarioBuffer(t *testing.T, scenario string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("guest", "scenarios", scenario+".sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if args, ok := strings.CutPrefix(l, "# lab-daemon-args: "); ok && strings.Contains(" "+args+" ", " --buffer=perf ") {
+			return "perf"
+		}
+	}
+	return "ringbuf"
+}
+
+// checkBuffer asserts the daemon the scenario ran under attached its
+// programs with the buffer wanted (its "BPF programs attached" line).
+func checkBuffer(t *testing.T, attached, want string) {
+	t.Helper()
+	var line struct {
+		Buffer string `json:"buffer"`
+	}
+	if err := json.Unmarshal([]byte(attached), &line); err != nil {
+		t.Fatalf("the daemon's attach line %q: %v", attached, err)
+	}
+	if line.Buffer != want {
+		t.Errorf("the daemon attached with buffer %q, want %q: %s", line.Buffer, want, attached)
+	}
+}
