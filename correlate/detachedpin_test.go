@@ -238,3 +238,40 @@ func TestDetachedPinnedTheHolderInodeReused(t *testing.T) {
 		})
 	}
 }
+
+// The same with nothing happening on the machine between the unmount and
+// the end of the settle window but the holder's exit, a moment after the
+// unmount (the live test: the node unmounts, the holder is killed, then
+// all is quiet): the node's table was last read before the unmount, and
+// the next event, past the deadline, settles the leak before it is read
+// again. The tmpfs the node no longer has must not count as "still mounted
+// somewhere" for that stale table: it is read again first. Before, on a
+// quiet machine, TestDetachedTmpfsPinnedFromTheNode got no finding at
+// all; on a busy one another process's event re-read the table in time.
+func TestDetachedPinnedQuietUntilTheSettle(t *testing.T) {
+	const priv = 80
+	const tmpfsHost = "1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw\n3 1 0:40 / /srv/vol rw shared:3 - tmpfs vol rw\n"
+	const gone = "1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw\n"
+	w := newWorldOpts(t, correlate.Options{LeakSettle: 2 * time.Second, SettleDelay: time.Second},
+		[]procfs.Process{proc(1, "systemd", hostNS, "")}, map[uint32]string{hostNS: tmpfsHost})
+	w.send(unshareEv(20, "holder", hostNS, priv))
+	w.proc.procs = append(w.proc.procs, proc(20, "holder", priv, ""))
+	w.proc.tables[priv] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 0:40 / /srv/vol rw - tmpfs vol rw\n"
+	w.now = w.now.Add(2 * time.Second)
+	w.send(exitEv(91, "true", hostNS)) // both tables are read, quiet since
+	reader := proc(60, "reader", hostNS, "")
+	w.proc.procs = append(w.proc.procs, reader)
+	w.proc.pins = []procfs.Pin{{Process: reader, Kind: procfs.PinCwd, Dev: event.MakeDev(0, 40), Path: "/"}}
+	w.proc.tables[hostNS] = gone
+	w.send(umountEv(40, "umount", hostNS, "/srv/vol", 0))
+	w.proc.procs = slices.DeleteFunc(w.proc.procs, func(p procfs.Process) bool { return p.PID == 20 })
+	delete(w.proc.tables, priv)
+	w.send(exitEv(20, "holder", priv)) // 200 ms later: the node's table is not re-read yet
+	w.now = w.now.Add(2 * time.Second)
+	w.send(exitEv(90, "true", hostNS))
+	f := w.only()
+	t.Log(f.Line())
+	if _, a := f.Actor(); f.Kind != finding.KindLeak || a == nil || a.PID != 60 || a.Role != finding.RolePinner {
+		t.Errorf("want a leak naming the pinner reader[60]:\n%s", f.Line())
+	}
+}

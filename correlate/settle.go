@@ -1,7 +1,9 @@
 package correlate
 
 import (
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -288,13 +290,34 @@ func (c *Correlator) pinsOfCopiesInNoTable(p *pendingLeak, found map[uint32][]fi
 }
 
 // deviceMounted reports whether the latest table of a live namespace has a
-// mount of dev.
+// mount of dev. A table read before a mount event since (the unmount that
+// made the leak, on a machine where nothing else happened to have it read
+// again before the teardown settled) is read again first: a stale one would
+// show the filesystem the namespace no longer has. One that cannot be read
+// again is taken as it was.
 func (c *Correlator) deviceMounted(dev event.Dev) bool {
-	for _, t := range c.tables() {
-		for _, m := range t.Mounts {
-			if devOf(m) == dev {
-				return true
-			}
+	tables := c.tables()
+	for _, ns := range slices.Sorted(maps.Keys(tables)) { // in order: a read is a recorded answer
+		t := tables[ns]
+		if !tableHasDev(t, dev) {
+			continue
+		}
+		n := c.lineage.Get(t.NS)
+		if c.ledger.Fresh(t.NS) || n == nil || n.keptOnly() || c.readTable(n) != nil {
+			return true
+		}
+		if fresh := c.ledger.Table(t.NS); fresh == nil || tableHasDev(fresh, dev) {
+			return true
+		}
+	}
+	return false
+}
+
+// tableHasDev reports whether t has a mount of dev.
+func tableHasDev(t *Table, dev event.Dev) bool {
+	for _, m := range t.Mounts {
+		if devOf(m) == dev {
+			return true
 		}
 	}
 	return false
