@@ -214,6 +214,49 @@ func TestOracleNamespaceKeptByAnOpenNsfsFile(t *testing.T) {
 	}
 }
 
+// TestOracleReaderThreadIsNoMember: mntleak reads the table of a namespace
+// kept by an open nsfs file from a thread of its own that enters it for a
+// moment (internal/nsthread). A daemon of another package's test, running
+// beside this one, did that while the oracle looked, and the namespace
+// had "members mntleak[PID]" (TestOracleNamespaceKeptByAnOpenNsfsFile, CI
+// full run). Such a thread, named by nsthread, is no member; the process's
+// own namespace is still read as it is.
+func TestOracleReaderThreadIsNoMember(t *testing.T) {
+	node, dev, vol := nodeWithDevice(t)
+	holder := node.StartHolder(t, "private", "true")
+	keeper := exec.Command("sh", "-c", "exec 3</proc/"+strconv.Itoa(holder.PID)+"/ns/mnt && echo ready && exec sleep 600")
+	privtest.StartReady(t, keeper, 10*time.Second)
+	_ = holder.Cmd.Process.Kill()
+	_ = holder.Cmd.Wait()
+	node.Run(t, "umount", vol)
+	inside, leave := make(chan error, 1), make(chan struct{})
+	go func() {
+		_ = nsthread.Run(func() error {
+			fd, err := unix.Open("/proc/"+strconv.Itoa(keeper.Process.Pid)+"/fd/3", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+			if err == nil {
+				err = unix.Unshare(unix.CLONE_FS) // a thread sharing its fs_struct may not setns
+			}
+			if err == nil {
+				err = unix.Setns(fd, unix.CLONE_NEWNS)
+				_ = unix.Close(fd)
+			}
+			inside <- err
+			<-leave
+			return nil
+		})
+	}()
+	err := <-inside
+	a := ask(t, deviceTarget(t, dev))
+	close(leave)
+	if err != nil {
+		t.Fatalf("enter mnt:[%d]: %v", holder.MntNS, err)
+	}
+	wantNamespaces(t, a, map[uint32]string{holder.MntNS: vol})
+	if h, _ := a.Holding(uint64(holder.MntNS)); len(h.Members) != 0 || len(h.HeldOpenBy) != 1 {
+		t.Errorf("mnt:[%d]: members %v held open by %v, want no member (a reader thread is none), fd 3 of %d", holder.MntNS, h.Members, h.HeldOpenBy, keeper.Process.Pid)
+	}
+}
+
 func TestOracleTmpfs(t *testing.T) {
 	privtest.Require(t)
 	privtest.RequireCommands(t, "unshare", "nsenter", "mount", "umount")

@@ -10,7 +10,7 @@
 // in it for the process's life, holding it, and /proc/PID/ns/mnt (the main
 // thread's) would name it as the process's namespace.
 //
-// Files: run.go (Run); run_test.go (the function's thread, the main
+// Files: run.go (Run, ThreadName); run_test.go (the function's thread and its name, the main
 // thread's namespace afterwards, from a test goroutine and from the main
 // goroutine with GOMAXPROCS=1, where the function's goroutine would
 // otherwise run on the main thread).

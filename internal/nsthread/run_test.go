@@ -155,3 +155,22 @@ func TestRun(t *testing.T) {
 		})
 	}
 }
+
+// TestThreadNamed: the function runs on a thread named ThreadName, which
+// the tests' oracle tells from a member of the namespace it entered; the
+// process keeps its own name.
+func TestThreadNamed(t *testing.T) {
+	var comm string
+	err := nsthread.Run(func() error {
+		b, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(unix.Gettid()) + "/comm")
+		comm = strings.TrimSpace(string(b))
+		return err
+	})
+	if err != nil || comm != nsthread.ThreadName {
+		t.Fatalf("the thread is named %q (%v), want %q", comm, err, nsthread.ThreadName)
+	}
+	b, err := os.ReadFile("/proc/self/comm")
+	if err != nil || strings.TrimSpace(string(b)) == nsthread.ThreadName {
+		t.Errorf("the process's name is %q (%v), want its own", b, err)
+	}
+}
