@@ -149,6 +149,14 @@ func (c *Correlator) cutOff(mnt *event.Event) bool {
 		var prop uint64
 		rec := false
 		switch ev.Kind {
+		case event.KindPivotRoot:
+			// A new root: the changes made before it name paths of the old
+			// tree (a runtime makes the old / rslave, then a Bidirectional
+			// volume rshared at its path under the rootfs), which no path
+			// after the pivot names; what is made after it is judged as
+			// before the rule existed: it may have propagated.
+			cut = false
+			continue
 		case event.KindMount:
 			target, prop, rec = ev.Target, ev.Flags&(unix.MS_PRIVATE|unix.MS_SLAVE|unix.MS_SHARED), hasFlags(ev, unix.MS_REC)
 		case event.KindMountSetattr:

@@ -209,6 +209,14 @@ func TestSharedPropagationNotFromASlave(t *testing.T) {
 	if _, ok := (ruleWorld{self: true, history: []*event.Event{rslave, rshared, bind}}).run(t, (*Correlator).ruleSharedPropagation); !ok {
 		t.Error("a bind made after / was made rshared again not taken to have propagated here")
 	}
+	// A Bidirectional container: runc made the old / rslave, made the
+	// volume rshared at its path before pivot_root (which no path after
+	// it names), pivoted; the container's mount, after the pivot, did
+	// propagate (e2e/k8s TestBidirectional, the real node: 'got in-use').
+	pivot := &event.Event{Kind: event.KindPivotRoot, PID: 40, Comm: "runc:[2:INIT]", MntNS: 9, Time: t0.Add(time.Second)}
+	if _, ok := (ruleWorld{self: true, history: []*event.Event{rslave, pivot, bind}}).run(t, (*Correlator).ruleSharedPropagation); !ok {
+		t.Error("a mount made after pivot_root judged by the old root's rslave")
+	}
 }
 
 // noCommands answers no /proc question: a rule that asks goes on without.
