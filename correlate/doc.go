@@ -65,12 +65,13 @@
 //     deleted, and the finding made on that failure),
 //     rule_dead_fuse_daemon.go (a FUSE mount whose server was killed
 //     without unmounting it; the servers and their exits it keeps),
-//     rule_busy_copy.go, rule_shared_propagation.go (not a mount made
-//     under a slave or private parent; with the last table of a
-//     namespace that published a mount, read through the process that
-//     mounted or its parent, kept while the mount is in the history),
-//     rule_rootfs_held.go (a container's rootfs kept busy by a process
-//     outside it), rule_in_use.go (with the caller's own cwd),
+//     rule_busy_copy.go, rule_rootfs_held.go (a container's rootfs kept
+//     busy by a process outside it, before shared-propagation: runc's
+//     bind of the rootfs onto itself propagates nowhere),
+//     rule_shared_propagation.go (with the last table of a namespace
+//     that published a mount, read through the process that mounted or
+//     its parent, kept while the mount is in the history),
+//     rule_in_use.go (with the caller's own cwd),
 //     rule_private_tmp.go, rule_rprivate_bind.go (the bind a runtime
 //     made, and the directory it is a bind of),
 //     rule_mountflags_restart.go, rule_private_parent.go, rule_unshare.go,

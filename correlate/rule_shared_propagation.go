@@ -21,9 +21,6 @@ func (c *Correlator) ruleSharedPropagation(a *analysis, m match) (verdict, bool)
 			ev.Flags&(unix.MS_PRIVATE|unix.MS_SLAVE|unix.MS_SHARED) != 0 {
 			continue
 		}
-		if c.cutOff(ev) {
-			continue // made under a slave or private parent: it reached no peer
-		}
 		from := c.ledger.Table(ev.MntNS)
 		if from == nil {
 			from = c.lastTableOf(ev.MntNS) // gone since: where it mounted is in its last table
@@ -128,45 +125,6 @@ func publishedFrom(t *Table, mounts []*event.Event) bool {
 		}
 	}
 	return false
-}
-
-// cutOff reports whether a mount made in another namespace could not have
-// propagated out of it: the last propagation change that namespace made
-// before it, on the target or recursively on a mount above, made it slave
-// or private (as runc makes a container's / rslave before it binds the
-// rootfs onto itself): a slave's new mounts reach no master, a private
-// mount's no peer. A later change to shared is taken to open it again.
-func (c *Correlator) cutOff(mnt *event.Event) bool {
-	cut := false
-	for _, ev := range c.ledger.History() {
-		if !ev.Time.Before(mnt.Time) {
-			break
-		}
-		if ev.MntNS != mnt.MntNS || ev.Ret != 0 {
-			continue
-		}
-		var target string
-		var prop uint64
-		rec := false
-		switch ev.Kind {
-		case event.KindPivotRoot:
-			// A new root: the changes made before it name paths of the old
-			// tree (a runtime makes the old / rslave, then a Bidirectional
-			// volume rshared at its path under the rootfs), which no path
-			// after the pivot names; what is made after it is judged as
-			// before the rule existed: it may have propagated.
-			cut = false
-			continue
-		case event.KindMount:
-			target, prop, rec = ev.Target, ev.Flags&(unix.MS_PRIVATE|unix.MS_SLAVE|unix.MS_SHARED), hasFlags(ev, unix.MS_REC)
-		case event.KindMountSetattr:
-			target, prop, rec = ev.Path, ev.Propagation, ev.Flags&unix.AT_RECURSIVE != 0
-		}
-		if prop != 0 && (target == mnt.Target || (rec && Under(mnt.Target, target))) {
-			cut = prop&unix.MS_SHARED == 0
-		}
-	}
-	return cut
 }
 
 // lastTableOf returns the last mount table read of a namespace that is

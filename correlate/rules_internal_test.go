@@ -132,14 +132,14 @@ func TestCauseRules(t *testing.T) {
 			ruleWorld{holder: privateHolder, trigger: busyUmount, pins: pin},
 			ruleWorld{holder: privateHolder, trigger: busyUmount}, // nothing pins the copy
 			"which is busy: sleep[77] (cwd /srv/vol)"},
-		{finding.CauseSharedPropagation,
-			ruleWorld{self: true, history: []*event.Event{{Kind: event.KindMount, PID: 40, Comm: "mount", MntNS: 9, Time: t0, Source: "/dev/loop0", Target: "/srv/vol"}}},
-			ruleWorld{self: true, history: []*event.Event{{Kind: event.KindMount, PID: 40, Comm: "mount", MntNS: 1, Time: t0, Source: "/dev/loop0", Target: "/srv/vol"}}}, // mounted here
-			"propagated to /srv/vol here"},
 		{finding.CauseRootfsHeld,
 			ruleWorld{self: true, caller: rootfsTable, where: rootfs, trigger: failing(event.KindUmount, unix.EBUSY, rootfs), pins: agent},
 			ruleWorld{self: true, trigger: busyUmount, pins: agent}, // not a container's rootfs
 			"agent[78] has its cwd at " + rootfs + "/var/log, in the rootfs of container abc (containerd namespace k8s.io)"},
+		{finding.CauseSharedPropagation,
+			ruleWorld{self: true, history: []*event.Event{{Kind: event.KindMount, PID: 40, Comm: "mount", MntNS: 9, Time: t0, Source: "/dev/loop0", Target: "/srv/vol"}}},
+			ruleWorld{self: true, history: []*event.Event{{Kind: event.KindMount, PID: 40, Comm: "mount", MntNS: 1, Time: t0, Source: "/dev/loop0", Target: "/srv/vol"}}}, // mounted here
+			"propagated to /srv/vol here"},
 		{finding.CauseInUse,
 			ruleWorld{self: true},
 			ruleWorld{holder: privateHolder}, // another namespace's copy
@@ -193,29 +193,6 @@ func TestCauseRules(t *testing.T) {
 				t.Errorf("matched without its evidence: %q", v.summary)
 			}
 		})
-	}
-}
-
-// A mount made in another namespace after it made / rslave (runc, before
-// it binds a container's rootfs onto itself) propagated nowhere: it is not
-// the caller's shared mount; after a make-rshared it may be.
-func TestSharedPropagationNotFromASlave(t *testing.T) {
-	rslave := &event.Event{Kind: event.KindMount, PID: 40, Comm: "runc:[2:INIT]", MntNS: 9, Time: t0, Target: "/", Flags: unix.MS_SLAVE | unix.MS_REC}
-	rshared := &event.Event{Kind: event.KindMount, PID: 40, Comm: "runc:[2:INIT]", MntNS: 9, Time: t0.Add(time.Second), Target: "/", Flags: unix.MS_SHARED | unix.MS_REC}
-	bind := &event.Event{Kind: event.KindMount, PID: 40, Comm: "runc:[2:INIT]", MntNS: 9, Time: t0.Add(2 * time.Second), Source: "/srv/vol", Target: "/srv/vol", Flags: unix.MS_BIND | unix.MS_REC}
-	if v, ok := (ruleWorld{self: true, history: []*event.Event{rslave, bind}}).run(t, (*Correlator).ruleSharedPropagation); ok {
-		t.Errorf("a bind made under an rslave / taken to have propagated here: %q", v.summary)
-	}
-	if _, ok := (ruleWorld{self: true, history: []*event.Event{rslave, rshared, bind}}).run(t, (*Correlator).ruleSharedPropagation); !ok {
-		t.Error("a bind made after / was made rshared again not taken to have propagated here")
-	}
-	// A Bidirectional container: runc made the old / rslave, made the
-	// volume rshared at its path before pivot_root (which no path after
-	// it names), pivoted; the container's mount, after the pivot, did
-	// propagate (e2e/k8s TestBidirectional, the real node: 'got in-use').
-	pivot := &event.Event{Kind: event.KindPivotRoot, PID: 40, Comm: "runc:[2:INIT]", MntNS: 9, Time: t0.Add(time.Second)}
-	if _, ok := (ruleWorld{self: true, history: []*event.Event{rslave, pivot, bind}}).run(t, (*Correlator).ruleSharedPropagation); !ok {
-		t.Error("a mount made after pivot_root judged by the old root's rslave")
 	}
 }
 

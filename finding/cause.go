@@ -21,13 +21,13 @@ const (
 	CauseDeadFuseDaemon
 	// A propagated copy in another namespace is busy (a cwd or fd in it).
 	CauseBusyCopy
-	// A mount made in another namespace propagated into the caller's through
-	// a shared peer group (Bidirectional / rshared) and now blocks it.
-	CauseSharedPropagation
 	// No leak: a stopped container's rootfs, mounted in the caller's own
 	// namespace (the runtime's task bundle), is kept busy by a process
 	// outside the container (an agent with a file, cwd or root in it).
 	CauseRootfsHeld
+	// A mount made in another namespace propagated into the caller's through
+	// a shared peer group (Bidirectional / rshared) and now blocks it.
+	CauseSharedPropagation
 	// No leak: the object is mounted or open in the caller's own namespace.
 	CauseInUse
 	// The holder namespace is a PrivateTmp=yes unit's, taken after the
@@ -77,12 +77,12 @@ var causeTable = [...]CauseInfo{
 	CauseBusyCopy: {Slug: "busy-copy", Releasable: true,
 		Needs: "an umount2 that failed with EBUSY (or why/release asked where the caller has it mounted, of a copy that is a peer or slave of the caller's mount); a copy in another namespace, and a process whose cwd, root, fd or mapping lies in it",
 		Fix:   "stop that process or move it off the copy, then retry (or unmount lazily)"},
-	CauseSharedPropagation: {Slug: "shared-propagation", Leak: true, Releasable: true,
-		Needs: "the object is mounted in the caller's namespace in a shared or slave peer group; a successful mount of it made in another namespace",
-		Fix:   "unmount it where it was mounted; HostToContainer instead of Bidirectional"},
 	CauseRootfsHeld: {Slug: "rootfs-held",
 		Needs: "an unmount or removal that failed with EBUSY on a container's rootfs (containerd's task bundle .../io.containerd.runtime.v2.task/NAMESPACE/ID/rootfs) mounted in the caller's own namespace; a process whose fd, cwd or root lies in it; the runtime's mount of it when traced",
 		Fix:   "have the process close the file (or leave the directory), or stop it, then delete the task again; agents read a running container's files through /proc/PID/root, not the node's path of its rootfs"},
+	CauseSharedPropagation: {Slug: "shared-propagation", Leak: true, Releasable: true,
+		Needs: "the object is mounted in the caller's namespace in a shared or slave peer group; a successful mount of it made in another namespace",
+		Fix:   "unmount it where it was mounted; HostToContainer instead of Bidirectional"},
 	CauseInUse: {Slug: "in-use",
 		Needs: "the object is mounted or busy in the caller's own namespace (its own cwd, or a process there)",
 		Fix:   "cd out / stop the processes there / unmount it first, then retry"},
