@@ -104,7 +104,7 @@ func TestDeletedMounterNamedByItsPod(t *testing.T) {
 
 	// The Event on web, read back from the API server: the finding's line.
 	evs := l.waitEvents(t, "shop", eventWait, 1)
-	if len(evs) != 1 || evs[0].Reason != kubeevents.ReasonBusy || !strings.Contains(evs[0].Note, kubeevents.Note(busy[0].Msg)) {
+	if len(evs) != 1 || evs[0].Reason != kubeevents.ReasonBusy || evs[0].Note != kubeevents.FindingNote(busy[0].Headline, busy[0].Msg) {
 		t.Errorf("Events of mntleak in shop: %+v, want one %s with the finding's line", evs, kubeevents.ReasonBusy)
 	}
 	t.Logf("the finding: %s", busy[0].Msg)
