@@ -14,12 +14,12 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/daemon"
 	"github.com/mntleak/mntleak/e2e/oraclecheck"
 	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
-	"github.com/mntleak/mntleak/teardown"
 	"github.com/mntleak/mntleak/tracer"
 )
 
@@ -79,7 +79,7 @@ func runScenario(t *testing.T, name string) ([]*finding.Finding, map[string]stri
 		findings = append(findings, f)
 		mu.Unlock()
 	})
-	devices := teardown.Resolver{Sys: os.DirFS("/sys")}
+	src := daemon.NewSources(zaptest.NewLogger(t)) // prepared as the daemon prepares them
 	self := uint32(os.Getpid())
 	tr, err := tracer.New(tracer.Config{Sink: func(ev *event.Event) {
 		if ev.Kind == event.KindLost {
@@ -88,10 +88,10 @@ func runScenario(t *testing.T, name string) ([]*finding.Finding, map[string]stri
 		mu.Lock()
 		evs = append(evs, ev)
 		mu.Unlock()
-		if err := devices.Enrich(ev); err != nil {
-			t.Errorf("teardown device: %v", err)
-		}
 		if ev.PID != self { // as the daemon: its own events are the correlator's reads
+			if err := correlate.Prepare(ev, src); err != nil {
+				t.Errorf("prepare: %v", err)
+			}
 			corr.Handle(ev)
 		}
 	}}, zaptest.NewLogger(t))

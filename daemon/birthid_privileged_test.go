@@ -24,7 +24,7 @@ func TestBirthIDWhenTheCreatorLeft(t *testing.T) {
 	if err != nil || ino != h.MntNS {
 		t.Fatalf("read mnt:[%d]'s id through its holder %d: %v (got mnt:[%d])", h.MntNS, h.PID, err, ino)
 	}
-	p := &pipeline{host: host, log: zap.NewNop()}
+	p := Sources{Log: zap.NewNop()}
 	const gone = 1<<22 + 7 // above pid_max's default: no such process
 	if got := p.BirthID(gone, h.MntNS); got != want {
 		t.Errorf("birth id of mnt:[%d] whose creator %d is gone: %d, want %d (read through its process %d)", h.MntNS, gone, got, want, h.PID)

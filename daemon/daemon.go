@@ -19,7 +19,6 @@ import (
 	"github.com/mntleak/mntleak/procfs"
 	"github.com/mntleak/mntleak/state"
 	"github.com/mntleak/mntleak/stream"
-	"github.com/mntleak/mntleak/teardown"
 	"github.com/mntleak/mntleak/tracer"
 )
 
@@ -126,8 +125,8 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer, log *Log, reopen <-c
 		defer fs.close()
 		p.findings = fs
 		p.corr = newCorrelator(p, procfs.Host{}, fs.submit)
-		p.devices = &teardown.Resolver{Sys: os.DirFS("/sys")}
 		p.log = log.Named("pipeline")
+		p.src = NewSources(p.log)
 	}
 	// After the tracer's checks (privileges first), before the snapshot:
 	// the persistent lineage, what an earlier run saw, then what this one

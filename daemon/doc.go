@@ -4,7 +4,7 @@
 //
 // The event path, read top to bottom in pipeline.go: the tracer's reader
 // hands each event to pipeline.handle, on one goroutine, in kernel order;
-// it is prepared in one step (correlate.Prepare, with the pipeline as its
+// it is prepared in one step (correlate.Prepare, with the daemon's
 // Sources: a failure's executable, a new namespace's birth id, the device
 // a teardown call named, read from sysfs by package teardown), written to
 // the record and the persistent lineage (every event), printed when the
@@ -22,8 +22,10 @@
 //     loopback listener of their own when asked, tracer, lineage,
 //     startup snapshot, read loop) and the hand-off of the tracer to the
 //     metrics goroutine.
-//   - pipeline.go: the event path, and the answers it gives the engine
-//     before an event is recorded (correlate.Sources).
+//   - pipeline.go: the event path.
+//   - sources.go: Sources, the answers the engine is given before an
+//     event is recorded (correlate.Sources); the live test harnesses that
+//     drive a correlator of their own prepare events with it too.
 //   - sinks.go: the event stream, the record and their exit budget.
 //   - log.go: the logger on a queue in front of stderr, teed with the
 //     journal; findings are never dropped from it.

@@ -7,8 +7,6 @@ import (
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/internal/logkey"
 	"github.com/mntleak/mntleak/metrics"
-	"github.com/mntleak/mntleak/procfs"
-	"github.com/mntleak/mntleak/teardown"
 )
 
 // pipeline is the event path: the tracer's reader calls handle for every
@@ -23,10 +21,9 @@ type pipeline struct {
 	mets     *metrics.Metrics      // nil without --metrics-addr
 	lineage  *lineageStore         // nil without a usable state dir
 	eventLog *zap.Logger           // raw events to the journal; nil unless asked
-	host     procfs.Host
-	devices  *teardown.Resolver // names a teardown call's device; nil without --correlate
-	log      *zap.Logger        // nil without --correlate
-	gaugesAt int64              // event time (unix ns) the gauges were last set
+	src      Sources               // what Prepare asks; no teardown device without --correlate
+	log      *zap.Logger           // nil without --correlate
+	gaugesAt int64                 // event time (unix ns) the gauges were last set
 	// self is the daemon's pid: its own events (a thread of it enters a
 	// namespace no process runs in to read its table) are not the node's,
 	// and would make it a process of that namespace. 0 in tests.
@@ -46,7 +43,7 @@ func (p *pipeline) handle(ev *event.Event) {
 	//    finding may name, a new namespace's birth id, a teardown call's
 	//    device), read now: by a replay it may be gone.
 	if correlating {
-		if err := correlate.Prepare(ev, p); err != nil {
+		if err := correlate.Prepare(ev, p.src); err != nil {
 			p.log.Warn("event not fully prepared", zap.Error(err))
 		}
 		p.findings.warm(ev.Cgroup)
@@ -90,45 +87,4 @@ func (p *pipeline) count(ev *event.Event) {
 	sz := p.corr.Size()
 	p.mets.SetState(metrics.State{OpenLeaks: p.corr.OpenLeaks(), Namespaces: sz.Live, DeadNamespaces: sz.Dead,
 		Mounts: sz.Mounts, Evicted: sz.Evicted})
-}
-
-// Command is a process's executable and command line (correlate.Sources).
-func (p *pipeline) Command(pid int) (procfs.Command, error) { return p.host.Command(pid) }
-
-// Cgroup is a process's cgroup path and mount namespace (correlate.Sources).
-func (p *pipeline) Cgroup(pid int) (string, uint32, error) { return p.host.Cgroup(pid) }
-
-// Teardown names the device a teardown call named, from sysfs
-// (correlate.Sources); nothing without --correlate.
-func (p *pipeline) Teardown(ev *event.Event) error {
-	if p.devices == nil {
-		return nil
-	}
-	return p.devices.Enrich(ev)
-}
-
-// BirthID is the id the kernel gave namespace ino (0 when it cannot be
-// read), read through pid, the process the event says made it or was
-// born into it, or, when that one has left already (runc's
-// runc:[1:CHILD] unshares and exits at once), through a process in the
-// namespace now; each read checks the process is in ino. A scan of /proc,
-// only on a namespace's creation whose creator is gone.
-func (p *pipeline) BirthID(pid int, ino uint32) uint64 {
-	if got, id, err := p.host.MntNSID(pid); err == nil && got == ino {
-		return id
-	}
-	procs, err := p.host.Processes()
-	if err != nil {
-		p.log.Debug("birth id: list processes", zap.Uint32(logkey.MntNS, ino), zap.Error(err))
-		return 0
-	}
-	for _, q := range procs {
-		if q.MntNS != ino {
-			continue
-		}
-		if got, id, err := p.host.MntNSID(q.PID); err == nil && got == ino {
-			return id
-		}
-	}
-	return 0
 }

@@ -34,8 +34,10 @@
 //   - churn_privileged_test.go: the churn controls (containers torn down
 //     next to a private service, namespace churn, double unmounts, an
 //     unmount and rmdir at once).
-//   - live_privileged_test.go: the tracer and correlator of a cell (settle:
-//     wait, stop, flush), and the checks of a verdict (the pids a fix
+//   - live_privileged_test.go: the tracer and correlator of a cell, its
+//     events prepared as the daemon prepares them (daemon.Sources), and,
+//     with MNTLEAK_TEST_RECORD=DIR, recorded to DIR/CELL.jsonl for
+//     mntleak replay (settle: wait, stop, flush), and the checks of a verdict (the pids a fix
 //     names are live holders, e2e/findingset; every finding of the cell agrees with the
 //     oracle, e2e/oracle, read as it arrived; a control's volume is held
 //     by nothing after it).

@@ -2,17 +2,22 @@ package variants
 
 import (
 	"context"
+	"encoding/json"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/daemon"
 	"github.com/mntleak/mntleak/e2e/findingset"
 	"github.com/mntleak/mntleak/e2e/oracle"
 	"github.com/mntleak/mntleak/e2e/oraclecheck"
@@ -20,6 +25,7 @@ import (
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
+	"github.com/mntleak/mntleak/stream"
 	"github.com/mntleak/mntleak/tracer"
 )
 
@@ -36,21 +42,36 @@ type live struct {
 func startTracing(t *testing.T) *live {
 	t.Helper()
 	l := &live{t: t, oracle: oraclecheck.New(t), settleWait: privtest.AfterLeakSettle}
-	corr := correlate.New(procfs.Host{}, correlate.Options{}, func(f *finding.Finding) {
+	var proc procfs.Proc = procfs.Host{}
+	rec := recordTo(t)
+	if rec != nil {
+		proc = procfs.Recorder{Proc: proc, Write: func(r *procfs.Record) { rec(stream.ProcLine{Proc: r}) }}
+	}
+	corr := correlate.New(proc, correlate.Options{}, func(f *finding.Finding) {
 		l.oracle.Witness(f)
 		l.mu.Lock()
 		l.findings = append(l.findings, f)
 		l.mu.Unlock()
 	})
 	self := uint32(os.Getpid())
+	log := zaptest.NewLogger(t)
+	src := daemon.NewSources(log)
 	tr, err := tracer.New(tracer.Config{Sink: func(ev *event.Event) {
 		// As the daemon does (daemon/pipeline.go): the test's own events
 		// are the correlator's reads (a thread entering a namespace to read
 		// its table), not a process joining it.
 		if ev.PID != self {
+			// Prepared as the daemon prepares them: a new namespace's
+			// birth id tells it from a namespace that had its inode.
+			if err := correlate.Prepare(ev, src); err != nil {
+				log.Warn("event not fully prepared", zap.Error(err))
+			}
+			if rec != nil {
+				rec(ev)
+			}
 			corr.Handle(ev)
 		}
-	}}, zaptest.NewLogger(t))
+	}}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,4 +208,32 @@ func check(t testing.TB, f *finding.Finding, cause finding.Cause, h holder, role
 		t.Errorf("want %s naming pid %d (%s) in mnt:[%d]; got %s, actor %+v:\n%s", cause, h.pid, role, h.ns, f.Cause, a, f.Line())
 	}
 	findingset.FixPIDs(t, f, h.pid)
+}
+
+// recordTo returns a writer of the cell's recording (its events and the
+// /proc answers, as mntleak trace --record writes them) when
+// MNTLEAK_TEST_RECORD names a directory, nil otherwise: a cell that fails
+// is replayed from it (mntleak replay) to see what the correlator saw.
+func recordTo(t *testing.T) func(v any) {
+	dir := os.Getenv("MNTLEAK_TEST_RECORD")
+	if dir == "" {
+		return nil
+	}
+	f, err := os.Create(filepath.Join(dir, strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	t.Cleanup(func() { _ = f.Close() })
+	return func(v any) {
+		mu.Lock()
+		defer mu.Unlock()
+		b, err := json.Marshal(v)
+		if err == nil {
+			_, err = f.Write(append(b, '\n'))
+		}
+		if err != nil {
+			t.Errorf("record: %v", err)
+		}
+	}
 }
