@@ -348,6 +348,7 @@ func (c *Correlator) Handle(ev *event.Event) {
 	if c.lastScan.IsZero() {
 		c.lastScan = c.now // the startup snapshot's list
 	}
+	c.retireBeforeCreation(ev)
 	c.settleLeaks(nil, false)
 	c.fuse.observe(ev)
 	switch {
@@ -371,6 +372,24 @@ func (c *Correlator) Handle(ev *event.Event) {
 	}
 	c.settle()
 	c.collect()
+}
+
+// retireBeforeCreation retires what the lineage knows under the inode of
+// a namespace ev creates, before anything else is done for ev: the
+// process list a pending leak's settle reads now already has ev's
+// process in that namespace, and the generation known by that inode
+// (whose last process left, its exit handled, and which a scan has not
+// retired yet) would adopt it. The same birth id is the same namespace,
+// learned from a scan ahead of its creation event: left to created.
+func (c *Correlator) retireBeforeCreation(ev *event.Event) {
+	_, ino := newNamespace(ev)
+	old := c.lineage.Get(ino)
+	if ino == 0 || old == nil || (old.ID != 0 && old.ID == ev.NewMntNSID) {
+		return
+	}
+	old.LastTable = c.ledger.Forget(ino)
+	old.replaced = true
+	c.lineage.retire(old, old.deathTime(ev.Time))
 }
 
 // settle re-reads the tables of namespaces whose mount activity has been

@@ -349,11 +349,7 @@ func (l *Lineage) Reconcile(procs []procfs.Process, now time.Time) {
 	}
 	slices.SortFunc(retired, func(a, b *Namespace) int { return cmp.Compare(a.Ino, b.Ino) })
 	for _, n := range retired {
-		died := n.lastExit
-		if died.IsZero() {
-			died = now
-		}
-		l.retire(n, died)
+		l.retire(n, n.deathTime(now))
 	}
 	for ino, procsHere := range present {
 		n := l.live[ino]
@@ -379,6 +375,38 @@ func (l *Lineage) Reconcile(procs []procfs.Process, now time.Time) {
 		}
 	}
 	l.expire(now)
+}
+
+// left reports whether the process pid (start time start, 0: unknown)
+// was a member of n that left it: /proc still lists a process that exited
+// until its parent reaps it, and a scan then makes it a member again.
+func (n *Namespace) left(pid int, start uint64) bool {
+	for _, m := range n.past {
+		if m.PID == pid && (m.StartTime == 0 || start == 0 || m.StartTime == start) {
+			return true
+		}
+	}
+	return false
+}
+
+// deathTime dates the death of n, which a scan at now found with no
+// process: its last member's exit when that exit was seen (every member
+// left, or came back only as a scan's listing of the exited process
+// before its parent reaped it), now when a member it still had is gone
+// unseen (killed, and its exit not read yet by a correlator running
+// behind the kernel). An exit seen earlier from another process in it (a
+// shell's findmnt) does not date it: n still had a member then, and a
+// copy, at an unmount since.
+func (n *Namespace) deathTime(now time.Time) time.Time {
+	if n.lastExit.IsZero() {
+		return now
+	}
+	for _, m := range n.members {
+		if !n.left(m.PID, m.StartTime) {
+			return now
+		}
+	}
+	return n.lastExit
 }
 
 func (l *Lineage) retire(n *Namespace, at time.Time) {
