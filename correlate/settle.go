@@ -202,6 +202,7 @@ func (c *Correlator) confirmLeak(p *pendingLeak, reread, failed bool) *leakRecor
 	missing := append([]string(nil), p.missing...)
 	if reread {
 		missing = append(missing, c.refreshTables(func(n *Namespace) bool { return holders[n.Ino] }, true)...)
+		c.rereadCompared(p)
 	}
 	var still []match
 	for _, m := range c.search(p.id, p.ev.MntNS, 0) {
@@ -257,6 +258,26 @@ func (c *Correlator) confirmLeak(p *pendingLeak, reread, failed bool) *leakRecor
 		}
 	}
 	return rec
+}
+
+// rereadCompared reads again, when stale, the tables a leak's holders are
+// compared with: the unmounting namespace's (last read before its
+// unmount, on a machine where nothing else had it read again before the
+// leak settled, it still shows what it unmounted) and the holders'
+// parents'. On the stale table, a holder's own bind of its copy to a
+// directory of its own looked like a bind of the node's path made before
+// tracing began ([cause: rprivate-bind]). One that cannot be read again
+// is taken as it was (a recording made before this read has no answer).
+func (c *Correlator) rereadCompared(p *pendingLeak) {
+	compared := map[uint32]bool{p.ev.MntNS: true}
+	for _, m := range p.matches {
+		compared[m.ns.Parent] = true
+	}
+	for _, ino := range slices.Sorted(maps.Keys(compared)) { // in order: a read is a recorded answer
+		if n := c.lineage.Get(ino); n != nil && !c.ledger.Fresh(ino) && !n.keptOnly() {
+			_ = c.readTable(n)
+		}
+	}
 }
 
 // pinsOfCopiesInNoTable returns the pins, by processes outside the holder
