@@ -186,9 +186,6 @@ func TestDetachedTmpfsPinnedElsewhere(t *testing.T) {
 // TestDetachedTmpfsPinnedFromTheNode/by_a_cwd named mnt:[N], the oracle
 // found it gone). A control: the same id is the same namespace, alive.
 func TestDetachedPinnedTheHolderInodeReused(t *testing.T) {
-	const priv = 80
-	const tmpfsHost = "1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw\n3 1 0:40 / /srv/vol rw shared:3 - tmpfs vol rw\n"
-	const gone = "1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw\n"
 	for _, tc := range []struct {
 		name   string
 		nextID uint64 // the birth id of the namespace that has the inode at the settle
@@ -198,27 +195,17 @@ func TestDetachedPinnedTheHolderInodeReused(t *testing.T) {
 		{"the same namespace (control)", 1001, "mnt:[80]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := newWorldOpts(t, correlate.Options{LeakSettle: 2 * time.Second}, []procfs.Process{proc(1, "systemd", hostNS, "")},
-				map[uint32]string{hostNS: tmpfsHost})
+			w := tmpfsHolderWorld(t, correlate.Options{LeakSettle: 2 * time.Second}, 1001)
 			w.proc.nsids = map[uint32]uint64{hostNS: 1}
-			created := unshareEv(20, "holder", hostNS, priv)
-			created.NewMntNSID = 1001
-			w.send(created)
-			w.proc.procs = append(w.proc.procs, proc(20, "holder", priv, ""))
-			w.proc.tables[priv] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 0:40 / /srv/vol rw - tmpfs vol rw\n"
 			w.send(exitEv(91, "true", hostNS)) // the holder's table is read
-			w.proc.tables[hostNS] = gone
-			reader := proc(60, "reader", hostNS, "")
-			w.proc.procs = append(w.proc.procs, reader)
-			w.proc.pins = []procfs.Pin{{Process: reader, Kind: procfs.PinCwd, Dev: event.MakeDev(0, 40), Path: "/"}}
+			pinFromTheNode(w)
 			w.send(umountEv(40, "umount", hostNS, "/srv/vol", 0))
-			w.proc.procs = slices.DeleteFunc(w.proc.procs, func(p procfs.Process) bool { return p.PID == 20 })
-			delete(w.proc.tables, priv)
-			w.send(exitEv(20, "holder", priv))
+			holderGone(w)
+			w.send(exitEv(20, "holder", tmpfsHolderNS))
 			// A stranger in a namespace with the holder's inode; its table
 			// is not readable (it is gone again by the time it is read).
-			w.proc.procs = append(w.proc.procs, proc(70, "stranger", priv, ""))
-			w.proc.nsids[priv] = tc.nextID
+			w.proc.procs = append(w.proc.procs, proc(70, "stranger", tmpfsHolderNS, ""))
+			w.proc.nsids[tmpfsHolderNS] = tc.nextID
 			w.now = w.now.Add(3 * time.Second)
 			w.send(exitEv(90, "true", hostNS))
 			f := w.only()
@@ -229,9 +216,7 @@ func TestDetachedPinnedTheHolderInodeReused(t *testing.T) {
 			if tc.nextID == 1001 {
 				return
 			}
-			if _, a := f.Actor(); a == nil || a.PID != 60 || a.Role != finding.RolePinner {
-				t.Errorf("actor %+v, want the pinner reader[60]:\n%s", a, f.Line())
-			}
+			wantPinner(t, f)
 			if strings.Contains(f.Line(), "stranger") || strings.Contains(f.Line(), "could be read") {
 				t.Errorf("the stranger's namespace is taken for the holder's:\n%s", f.Line())
 			}
@@ -249,31 +234,16 @@ func TestDetachedPinnedTheHolderInodeReused(t *testing.T) {
 // quiet machine, TestDetachedTmpfsPinnedFromTheNode got no finding at
 // all; on a busy one another process's event re-read the table in time.
 func TestDetachedPinnedQuietUntilTheSettle(t *testing.T) {
-	const priv = 80
-	const tmpfsHost = "1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw\n3 1 0:40 / /srv/vol rw shared:3 - tmpfs vol rw\n"
-	const gone = "1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw\n"
-	w := newWorldOpts(t, correlate.Options{LeakSettle: 2 * time.Second, SettleDelay: time.Second},
-		[]procfs.Process{proc(1, "systemd", hostNS, "")}, map[uint32]string{hostNS: tmpfsHost})
-	w.send(unshareEv(20, "holder", hostNS, priv))
-	w.proc.procs = append(w.proc.procs, proc(20, "holder", priv, ""))
-	w.proc.tables[priv] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 0:40 / /srv/vol rw - tmpfs vol rw\n"
+	w := tmpfsHolderWorld(t, correlate.Options{LeakSettle: 2 * time.Second, SettleDelay: time.Second}, 0)
 	w.now = w.now.Add(2 * time.Second)
 	w.send(exitEv(91, "true", hostNS)) // both tables are read, quiet since
-	reader := proc(60, "reader", hostNS, "")
-	w.proc.procs = append(w.proc.procs, reader)
-	w.proc.pins = []procfs.Pin{{Process: reader, Kind: procfs.PinCwd, Dev: event.MakeDev(0, 40), Path: "/"}}
-	w.proc.tables[hostNS] = gone
+	pinFromTheNode(w)
 	w.send(umountEv(40, "umount", hostNS, "/srv/vol", 0))
-	w.proc.procs = slices.DeleteFunc(w.proc.procs, func(p procfs.Process) bool { return p.PID == 20 })
-	delete(w.proc.tables, priv)
-	w.send(exitEv(20, "holder", priv)) // 200 ms later: the node's table is not re-read yet
+	holderGone(w)
+	w.send(exitEv(20, "holder", tmpfsHolderNS)) // 200 ms later: the node's table is not re-read yet
 	w.now = w.now.Add(2 * time.Second)
 	w.send(exitEv(90, "true", hostNS))
-	f := w.only()
-	t.Log(f.Line())
-	if _, a := f.Actor(); f.Kind != finding.KindLeak || a == nil || a.PID != 60 || a.Role != finding.RolePinner {
-		t.Errorf("want a leak naming the pinner reader[60]:\n%s", f.Line())
-	}
+	wantPinner(t, w.only())
 }
 
 // The same when the holder is gone before the correlator, behind the
@@ -286,39 +256,24 @@ func TestDetachedPinnedQuietUntilTheSettle(t *testing.T) {
 // it, and the live TestDetachedTmpfsPinnedFromTheNode got no finding on a
 // quiet machine, in most runs.
 func TestDetachedPinnedHolderGoneBeforeTheUnmountIsRead(t *testing.T) {
-	const priv = 80
-	const tmpfsHost = "1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw\n3 1 0:40 / /srv/vol rw shared:3 - tmpfs vol rw\n"
-	const gone = "1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw\n"
 	for _, tc := range []struct {
 		name        string
 		earlierExit bool // a process exited in the holder's namespace before the unmount
 	}{{"a process exited in it earlier", true}, {"nothing exited in it earlier", false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := newWorldOpts(t, correlate.Options{LeakSettle: 2 * time.Second, SettleDelay: time.Second},
-				[]procfs.Process{proc(1, "systemd", hostNS, "")}, map[uint32]string{hostNS: tmpfsHost})
-			w.send(unshareEv(20, "holder", hostNS, priv))
-			w.proc.procs = append(w.proc.procs, proc(20, "holder", priv, ""))
-			w.proc.tables[priv] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 0:40 / /srv/vol rw - tmpfs vol rw\n"
+			w := tmpfsHolderWorld(t, correlate.Options{LeakSettle: 2 * time.Second, SettleDelay: time.Second}, 0)
 			if tc.earlierExit {
-				w.send(exitEv(21, "findmnt", priv))
+				w.send(exitEv(21, "findmnt", tmpfsHolderNS))
 			}
 			w.now = w.now.Add(1500 * time.Millisecond)
 			w.send(exitEv(91, "true", hostNS)) // both tables are read: quiet for SettleDelay
-			reader := proc(60, "reader", hostNS, "")
-			w.proc.procs = append(w.proc.procs, reader)
-			w.proc.pins = []procfs.Pin{{Process: reader, Kind: procfs.PinCwd, Dev: event.MakeDev(0, 40), Path: "/"}}
-			w.proc.tables[hostNS] = gone
-			w.proc.procs = slices.DeleteFunc(w.proc.procs, func(p procfs.Process) bool { return p.PID == 20 })
-			delete(w.proc.tables, priv)
+			pinFromTheNode(w)
+			holderGone(w)
 			w.send(umountEv(40, "umount", hostNS, "/srv/vol", 0))
-			w.send(exitEv(20, "holder", priv))
+			w.send(exitEv(20, "holder", tmpfsHolderNS))
 			w.now = w.now.Add(2 * time.Second)
 			w.send(exitEv(90, "true", hostNS))
-			f := w.only()
-			t.Log(f.Line())
-			if _, a := f.Actor(); f.Kind != finding.KindLeak || a == nil || a.PID != 60 || a.Role != finding.RolePinner {
-				t.Errorf("want a leak naming the pinner reader[60]:\n%s", f.Line())
-			}
+			wantPinner(t, w.only())
 		})
 	}
 }
@@ -333,38 +288,64 @@ func TestDetachedPinnedHolderGoneBeforeTheUnmountIsRead(t *testing.T) {
 // TmpfsPinnedFromTheNode, 2 runs in 16 once the harness prepared events
 // as the daemon does: privtest.AfterLeakSettle's unshare got the inode).
 func TestDetachedPinnedSettledByTheInodesNextCreation(t *testing.T) {
-	const priv = 80
-	const tmpfsHost = "1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw\n3 1 0:40 / /srv/vol rw shared:3 - tmpfs vol rw\n"
-	const gone = "1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw\n"
-	w := newWorldOpts(t, correlate.Options{LeakSettle: 2 * time.Second}, []procfs.Process{proc(1, "systemd", hostNS, "")},
-		map[uint32]string{hostNS: tmpfsHost})
-	created := unshareEv(20, "holder", hostNS, priv)
-	created.NewMntNSID = 1001
-	w.send(created)
-	w.proc.procs = append(w.proc.procs, proc(20, "holder", priv, ""))
-	w.proc.tables[priv] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 0:40 / /srv/vol rw - tmpfs vol rw\n"
+	w := tmpfsHolderWorld(t, correlate.Options{LeakSettle: 2 * time.Second}, 1001)
 	w.send(exitEv(91, "true", hostNS)) // the holder's table is read
-	w.proc.tables[hostNS] = gone
-	reader := proc(60, "reader", hostNS, "")
-	w.proc.procs = append(w.proc.procs, reader)
-	w.proc.pins = []procfs.Pin{{Process: reader, Kind: procfs.PinCwd, Dev: event.MakeDev(0, 40), Path: "/"}}
+	pinFromTheNode(w)
 	w.send(umountEv(40, "umount", hostNS, "/srv/vol", 0))
-	w.proc.procs = slices.DeleteFunc(w.proc.procs, func(p procfs.Process) bool { return p.PID == 20 })
-	delete(w.proc.tables, priv)
-	w.send(exitEv(20, "holder", priv))
+	holderGone(w)
+	w.send(exitEv(20, "holder", tmpfsHolderNS))
 	// The next namespace with the inode: listed, but neither its birth id
 	// nor its table can be read through its process any more.
-	w.proc.procs = append(w.proc.procs, proc(70, "true", priv, ""))
+	w.proc.procs = append(w.proc.procs, proc(70, "true", tmpfsHolderNS, ""))
 	w.now = w.now.Add(3 * time.Second)
-	next := unshareEv(70, "unshare", hostNS, priv)
+	next := unshareEv(70, "unshare", hostNS, tmpfsHolderNS)
 	next.NewMntNSID = 2002
 	w.send(next)
 	f := w.only()
+	wantPinner(t, f)
+	if strings.Contains(f.Line(), "could be read") {
+		t.Errorf("the new namespace is taken for the holder's:\n%s", f.Line())
+	}
+}
+
+// tmpfsHolderNS is the private namespace of the tmpfs tests' holder.
+const tmpfsHolderNS = 80
+
+// tmpfsHolderWorld: the node has a tmpfs at /srv/vol and holder[20]
+// unshares a private namespace (birth id id, 0: not known) with a copy.
+func tmpfsHolderWorld(t *testing.T, opts correlate.Options, id uint64) *world {
+	t.Helper()
+	w := newWorldOpts(t, opts, []procfs.Process{proc(1, "systemd", hostNS, "")},
+		map[uint32]string{hostNS: "1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw\n3 1 0:40 / /srv/vol rw shared:3 - tmpfs vol rw\n"})
+	created := unshareEv(20, "holder", hostNS, tmpfsHolderNS)
+	created.NewMntNSID = id
+	w.send(created)
+	w.proc.procs = append(w.proc.procs, proc(20, "holder", tmpfsHolderNS, ""))
+	w.proc.tables[tmpfsHolderNS] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 0:40 / /srv/vol rw - tmpfs vol rw\n"
+	return w
+}
+
+// pinFromTheNode: reader[60], in the node's namespace, has its cwd in the
+// holder's copy (reached through /proc/20/root), and the node's table no
+// longer has the tmpfs (its unmount is the caller's next event).
+func pinFromTheNode(w *world) {
+	reader := proc(60, "reader", hostNS, "")
+	w.proc.procs = append(w.proc.procs, reader)
+	w.proc.pins = []procfs.Pin{{Process: reader, Kind: procfs.PinCwd, Dev: event.MakeDev(0, 40), Path: "/"}}
+	w.proc.tables[hostNS] = "1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw\n"
+}
+
+// holderGone: holder[20] is gone from /proc, with its namespace and copy.
+func holderGone(w *world) {
+	w.proc.procs = slices.DeleteFunc(w.proc.procs, func(p procfs.Process) bool { return p.PID == 20 })
+	delete(w.proc.tables, tmpfsHolderNS)
+}
+
+// wantPinner checks f is a leak whose actor is the pinner reader[60].
+func wantPinner(t *testing.T, f *finding.Finding) {
+	t.Helper()
 	t.Log(f.Line())
 	if _, a := f.Actor(); f.Kind != finding.KindLeak || a == nil || a.PID != 60 || a.Role != finding.RolePinner {
 		t.Errorf("want a leak naming the pinner reader[60]:\n%s", f.Line())
-	}
-	if strings.Contains(f.Line(), "could be read") {
-		t.Errorf("the new namespace is taken for the holder's:\n%s", f.Line())
 	}
 }
