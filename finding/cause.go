@@ -25,6 +25,10 @@ const (
 	// namespace (the runtime's task bundle), is kept busy by a process
 	// outside the container (an agent with a file, cwd or root in it).
 	CauseRootfsHeld
+	// No leak: the object was mounted at two paths (a CSI node plugin's
+	// staging path and a directory of its own); the unmount of one
+	// succeeded and the other still holds it.
+	CauseDoubleMount
 	// A mount made in another namespace propagated into the caller's through
 	// a shared peer group (Bidirectional / rshared) and now blocks it.
 	CauseSharedPropagation
@@ -80,6 +84,9 @@ var causeTable = [...]CauseInfo{
 	CauseRootfsHeld: {Slug: "rootfs-held",
 		Needs: "an unmount or removal that failed with EBUSY on a container's rootfs (containerd's task bundle .../io.containerd.runtime.v2.task/NAMESPACE/ID/rootfs) mounted in the caller's own namespace; a process whose fd, cwd or root lies in it; the runtime's mount of it when traced",
 		Fix:   "have the process close the file (or leave the directory), or stop it, then delete the task again; agents read a running container's files through /proc/PID/root, not the node's path of its rootfs"},
+	CauseDoubleMount: {Slug: "double-mount",
+		Needs: "the object is still mounted at a path a traced mount made (the device again, or a bind to or from the other path); a mount of it at another path made before, and a successful unmount of that path after both",
+		Fix:   "unmount the remaining mount where it is (umount PATH, or nsenter -t PID -m umount PATH in the namespace that has it), then retry; the component that mounted it twice must unmount both (a CSI node plugin: NodeUnstageVolume and NodeUnpublishVolume undo every mount NodeStageVolume and NodePublishVolume made, not only the kubelet's path)"},
 	CauseSharedPropagation: {Slug: "shared-propagation", Leak: true, Releasable: true,
 		Needs: "the object is mounted in the caller's namespace in a shared or slave peer group; a successful mount of it made in another namespace",
 		Fix:   "unmount it where it was mounted; HostToContainer instead of Bidirectional"},
