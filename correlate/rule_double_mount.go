@@ -120,14 +120,16 @@ func unmountedAfter(hist []*event.Event, path string, again, trigger *event.Even
 // doubleMountFix unmounts the remaining mount where it is, and says what
 // the component that mounted twice must do.
 func (c *Correlator) doubleMountFix(m match, again *event.Event) string {
-	fix := "umount " + m.where + " (the mount " + finding.ProcName(again.Comm, int(again.PID)) + " made), then retry"
+	// The maker is named by its command only: a mount(8) it ran has exited,
+	// and a fix names only processes that hold the object.
+	fix := "umount " + m.where + " (the mount " + again.Comm + " made), then retry"
 	if !m.self {
 		pid := "PID"
 		if ms := m.ns.Members(); len(ms) > 0 {
 			pid = itoa(ms[0].PID)
 		}
 		fix = "unmount it in " + finding.NSName(m.ns.Ino) + ": nsenter -t " + pid + " -m umount " + m.where +
-			" (the mount " + finding.ProcName(again.Comm, int(again.PID)) + " made), then retry"
+			" (the mount " + again.Comm + " made), then retry"
 	}
 	return fix + "; " + again.Comm + " must unmount both mounts it made of the volume when it tears it down " +
 		"(a CSI node plugin: NodeUnstageVolume and NodeUnpublishVolume undo every mount its NodeStageVolume and NodePublishVolume made, not only the kubelet's path)"
