@@ -144,3 +144,22 @@ func TestVolumeMountedTwiceAcrossNamespaces(t *testing.T) {
 		}
 	}
 }
+
+// TestVolumeMountedAgainAfterItsUnmount: a volume unmounted at one path
+// and only then mounted at another was never mounted twice: the teardown
+// that fails on the second mount is in-use, as before.
+func TestVolumeMountedAgainAfterItsUnmount(t *testing.T) {
+	w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "")}, map[uint32]string{hostNS: hostWithoutVol})
+	w.proc.tables[hostNS] = strings.Replace(csiNodeTable, "6 1 7:0 / "+csiPluginDir+" rw shared:6 - ext4 /dev/loop0 rw\n", "", 1)
+	w.send(mountEv(300, "csi-node", hostNS, "/dev/loop0", csiStaging, "ext4", 0, 0))
+	w.proc.tables[hostNS] = hostWithoutVol
+	w.send(umountEv(400, "kubelet", hostNS, csiStaging, 0))
+	w.proc.tables[hostNS] = csiNodeUnstaged
+	w.send(mountEv(300, "csi-node", hostNS, "/dev/loop0", csiPluginDir, "ext4", 0, 0))
+	w.c.Flush()
+	w.findings = nil
+	w.send(failEv(50, "mkfs.ext4", hostNS, 257, "/dev/loop0", int64(unix.EBUSY)))
+	if f := w.only(); f.Cause != finding.CauseInUse {
+		t.Errorf("cause %s, want %s: %s", f.Cause, finding.CauseInUse, f.Line())
+	}
+}

@@ -59,8 +59,8 @@ type doubleMount struct{ first, again, gone *event.Event }
 
 // doubleMountOf finds, in the ledger's history before the trigger, the
 // mount that made the match's mount (again), an earlier mount of the same
-// object at another path (first: the device at both, or a bind of one
-// to the other), and a successful unmount of first's path after both.
+// object at another path (first: the device at both, or again a bind of
+// first's path), and a successful unmount of first's path after both.
 // Where one mount was made twice the latest pair counts.
 func (c *Correlator) doubleMountOf(a *analysis, m match) doubleMount {
 	hist := c.ledger.History()
@@ -89,15 +89,14 @@ func (c *Correlator) doubleMountOf(a *analysis, m match) doubleMount {
 }
 
 // sameObjectMounted: two mounts of one object: the same device mounted
-// at both paths, or one a bind of the other's path (or of a directory in
-// it).
+// at both paths, or the later one a bind of the earlier one's path (or of
+// a directory in it). An earlier bind of the later path bound what lay
+// there before the object was mounted on it: not the object.
 func sameObjectMounted(first, again *event.Event) bool {
-	bindOf := func(b, of *event.Event) bool {
-		return hasFlags(b, unix.MS_BIND) && Under(b.Source, of.Target)
+	if hasFlags(again, unix.MS_BIND) {
+		return Under(again.Source, first.Target)
 	}
-	device := !hasFlags(first, unix.MS_BIND) && !hasFlags(again, unix.MS_BIND) &&
-		strings.HasPrefix(first.Source, "/dev/") && first.Source == again.Source
-	return device || bindOf(again, first) || bindOf(first, again)
+	return !hasFlags(first, unix.MS_BIND) && strings.HasPrefix(first.Source, "/dev/") && first.Source == again.Source
 }
 
 // unmountedAfter is the last successful unmount of path after again was
