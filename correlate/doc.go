@@ -68,6 +68,10 @@
 //     rule_busy_copy.go, rule_rootfs_held.go (a container's rootfs kept
 //     busy by a process outside it, before shared-propagation: runc's
 //     bind of the rootfs onto itself propagates nowhere),
+//     rule_double_mount.go (an object mounted at two paths, a CSI node
+//     plugin's staging path and a directory of its own: the unmount of
+//     one succeeded, the other holds it; before shared-propagation, since
+//     a plugin's container publishes both mounts),
 //     rule_shared_propagation.go (with the last table of a namespace
 //     that published a mount, read through the process that mounted or
 //     its parent, kept while the mount is in the history),

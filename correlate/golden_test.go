@@ -92,6 +92,12 @@ var scenarios = map[string][]expectation{
 	"fuse-daemon-killed": {
 		{kind: finding.KindFailure, cause: finding.CauseDeadFuseDaemon, syscall: "rmdir", errno: "EBUSY", holder: "gcsfuse", evidence: "gcsfuse"},
 	},
+	// A CSI node plugin mounted the volume at the staging path and bound
+	// it to a path of its own; the kubelet's unmount of the staging path
+	// left the bind: mkfs.ext4's exclusive open fails on it.
+	"csi-double-mount": {
+		{kind: finding.KindFailure, cause: finding.CauseDoubleMount, syscall: "openat", errno: "EBUSY", holder: "csi-node", evidence: "csi-node"},
+	},
 	"in-use": {
 		{kind: finding.KindFailure, cause: finding.CauseInUse, syscall: "umount2", errno: "EBUSY",
 			actor: "app", role: pinner, holder: "app"},

@@ -25,6 +25,7 @@ func causeRules() []rule {
 		{finding.CauseDeadFuseDaemon, (*Correlator).ruleDeadFuseDaemon},
 		{finding.CauseBusyCopy, (*Correlator).ruleBusyCopy},
 		{finding.CauseRootfsHeld, (*Correlator).ruleRootfsHeld},
+		{finding.CauseDoubleMount, (*Correlator).ruleDoubleMount},
 		{finding.CauseSharedPropagation, (*Correlator).ruleSharedPropagation},
 		{finding.CauseInUse, (*Correlator).ruleInUse},
 		{finding.CausePrivateTmp, (*Correlator).rulePrivateTmp},

@@ -114,6 +114,11 @@ func TestCauseRules(t *testing.T) {
 	rootfsTable := "1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw\n2 1 0:40 / " + rootfs + " rw shared:5 - overlay overlay rw\n"
 	agent := []finding.PinRef{{ProcRef: finding.ProcRef{PID: 78, Comm: "agent"}, MntNS: 1, Pin: "cwd", Path: rootfs + "/var/log"}}
 	privParent := &event.Event{Kind: event.KindMount, PID: 60, Comm: "mount", MntNS: 1, Time: t0.Add(-time.Minute), Target: "/srv", Flags: unix.MS_PRIVATE}
+	twiceMounted := []*event.Event{
+		{Kind: event.KindMount, PID: 40, Comm: "csi-node", MntNS: 1, Time: t0.Add(-time.Minute), Source: "/dev/loop0", Target: "/srv/staging", FSType: "ext4"},
+		{Kind: event.KindMount, PID: 40, Comm: "csi-node", MntNS: 1, Time: t0.Add(-59 * time.Second), Source: "/dev/loop0", Target: "/srv/vol", FSType: "ext4"},
+		{Kind: event.KindUmount, PID: 41, Comm: "kubelet", MntNS: 1, Time: t0.Add(-58 * time.Second), Target: "/srv/staging"},
+	}
 	tests := []struct {
 		cause    finding.Cause
 		match    ruleWorld
@@ -136,6 +141,10 @@ func TestCauseRules(t *testing.T) {
 			ruleWorld{self: true, caller: rootfsTable, where: rootfs, trigger: failing(event.KindUmount, unix.EBUSY, rootfs), pins: agent},
 			ruleWorld{self: true, trigger: busyUmount, pins: agent}, // not a container's rootfs
 			"agent[78] has its cwd at " + rootfs + "/var/log, in the rootfs of container abc (containerd namespace k8s.io)"},
+		{finding.CauseDoubleMount,
+			ruleWorld{self: true, history: twiceMounted},
+			ruleWorld{self: true, history: twiceMounted[:2]}, // both mounts stay: nothing was unmounted
+			"csi-node[40] mounted /dev/loop0 at /srv/staging at 09:59:00.000 and csi-node[40] mounted it again at /srv/vol at 09:59:01.000; kubelet[41] unmounted /srv/staging"},
 		{finding.CauseSharedPropagation,
 			ruleWorld{self: true, history: []*event.Event{{Kind: event.KindMount, PID: 40, Comm: "mount", MntNS: 9, Time: t0, Source: "/dev/loop0", Target: "/srv/vol"}}},
 			ruleWorld{self: true, history: []*event.Event{{Kind: event.KindMount, PID: 40, Comm: "mount", MntNS: 1, Time: t0, Source: "/dev/loop0", Target: "/srv/vol"}}}, // mounted here

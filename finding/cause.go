@@ -25,6 +25,10 @@ const (
 	// namespace (the runtime's task bundle), is kept busy by a process
 	// outside the container (an agent with a file, cwd or root in it).
 	CauseRootfsHeld
+	// No leak: the object was mounted at two paths (a CSI node plugin's
+	// staging path and a directory of its own); the unmount of one
+	// succeeded and the other still holds it.
+	CauseDoubleMount
 	// A mount made in another namespace propagated into the caller's through
 	// a shared peer group (Bidirectional / rshared) and now blocks it.
 	CauseSharedPropagation
@@ -63,44 +67,62 @@ type CauseInfo struct {
 	// Needs is the evidence the rule reads, and Fix the fix it gives, in
 	// words (a verdict has the exact text): docs/causes.md's columns.
 	Needs, Fix string
+	// Example is the recorded scenario (e2e/scenarios/EXAMPLE) whose
+	// golden holds a real finding of the cause: docs/causes.md quotes its
+	// first line of this cause ("": none recorded yet).
+	Example string
 }
 
 // causeTable has one row per cause, in the rule table's order.
 var causeTable = [...]CauseInfo{
 	CauseInvalid: {Slug: "invalid"},
 	CauseStaleBind: {Slug: "stale-bind",
-		Needs: "a mount or move_mount that failed with ENOENT; the source is a mount in the caller's namespace (or the one it was copied from) whose root mountinfo shows as //deleted",
-		Fix:   "unmount the stale bind and bind the current file again; prefer whole-volume ConfigMap mounts over subPath"},
+		Needs:   "a mount or move_mount that failed with ENOENT; the source is a mount in the caller's namespace (or the one it was copied from) whose root mountinfo shows as //deleted",
+		Fix:     "unmount the stale bind and bind the current file again; prefer whole-volume ConfigMap mounts over subPath",
+		Example: "seed003-subpath-configmap"},
 	CauseDeadFuseDaemon: {Slug: "dead-fuse-daemon", Releasable: true,
-		Needs: "the object is a FUSE mount (fuse, fuse.*, fuseblk); its mount event, and the exit of the process that serves it (the mounter, or fusermount's parent) killed by a signal or failing, after it",
-		Fix:   "unmount it lazily in the namespace that has it: fusermount3 -uz PATH or umount -l PATH (nsenter -t PID -m there, or mntleak release), then restart the FUSE server"},
+		Needs:   "the object is a FUSE mount (fuse, fuse.*, fuseblk); its mount event, and the exit of the process that serves it (the mounter, or fusermount's parent) killed by a signal or failing, after it",
+		Fix:     "unmount it lazily in the namespace that has it: fusermount3 -uz PATH or umount -l PATH (nsenter -t PID -m there, or mntleak release), then restart the FUSE server",
+		Example: "fuse-daemon-killed"},
 	CauseBusyCopy: {Slug: "busy-copy", Releasable: true,
-		Needs: "an umount2 that failed with EBUSY (or why/release asked where the caller has it mounted, of a copy that is a peer or slave of the caller's mount); a copy in another namespace, and a process whose cwd, root, fd or mapping lies in it",
-		Fix:   "stop that process or move it off the copy, then retry (or unmount lazily)"},
+		Needs:   "an umount2 that failed with EBUSY (or why/release asked where the caller has it mounted, of a copy that is a peer or slave of the caller's mount); a copy in another namespace, and a process whose cwd, root, fd or mapping lies in it",
+		Fix:     "stop that process or move it off the copy, then retry (or unmount lazily)",
+		Example: "busy-copy"},
 	CauseRootfsHeld: {Slug: "rootfs-held",
 		Needs: "an unmount or removal that failed with EBUSY on a container's rootfs (containerd's task bundle .../io.containerd.runtime.v2.task/NAMESPACE/ID/rootfs) mounted in the caller's own namespace; a process whose fd, cwd or root lies in it; the runtime's mount of it when traced",
 		Fix:   "have the process close the file (or leave the directory), or stop it, then delete the task again; agents read a running container's files through /proc/PID/root, not the node's path of its rootfs"},
+	CauseDoubleMount: {Slug: "double-mount",
+		Needs:   "the object is still mounted at a path a traced mount made (the device again, or a bind to or from the other path); a mount of it at another path made before, and a successful unmount of that path after both",
+		Fix:     "unmount the remaining mount where it is (umount PATH, or nsenter -t PID -m umount PATH in the namespace that has it), then retry; the component that mounted it twice must unmount both (a CSI node plugin: NodeUnstageVolume and NodeUnpublishVolume undo every mount NodeStageVolume and NodePublishVolume made, not only the kubelet's path)",
+		Example: "csi-double-mount"},
 	CauseSharedPropagation: {Slug: "shared-propagation", Leak: true, Releasable: true,
-		Needs: "the object is mounted in the caller's namespace in a shared or slave peer group; a successful mount of it made in another namespace",
-		Fix:   "unmount it where it was mounted; HostToContainer instead of Bidirectional"},
+		Needs:   "the object is mounted in the caller's namespace in a shared or slave peer group; a successful mount of it made in another namespace",
+		Fix:     "unmount it where it was mounted; HostToContainer instead of Bidirectional",
+		Example: "shared-propagation"},
 	CauseInUse: {Slug: "in-use",
-		Needs: "the object is mounted or busy in the caller's own namespace (its own cwd, or a process there)",
-		Fix:   "cd out / stop the processes there / unmount it first, then retry"},
+		Needs:   "the object is mounted or busy in the caller's own namespace (its own cwd, or a process there)",
+		Fix:     "cd out / stop the processes there / unmount it first, then retry",
+		Example: "in-use"},
 	CausePrivateTmp: {Slug: "private-tmp", Leak: true, Releasable: true,
-		Needs: "the holder namespace's /tmp is a bind of /tmp/systemd-private-*-UNIT-*/tmp",
-		Fix:   "restart UNIT; keep the mounts shared or slave, or start UNIT before the containers"},
+		Needs:   "the holder namespace's /tmp is a bind of /tmp/systemd-private-*-UNIT-*/tmp",
+		Fix:     "restart UNIT; keep the mounts shared or slave, or start UNIT before the containers",
+		Example: "seed004-privatetmp"},
 	CauseRprivateBind: {Slug: "rprivate-bind", Leak: true, Releasable: true,
-		Needs: "the copy lies under a private bind in the holder whose source is a directory of the namespace it came from (a container's hostPath); the rbind and make-private events when traced",
-		Fix:   "mountPropagation HostToContainer (docker -v SRC:DST:rslave); restart the container"},
+		Needs:   "the copy lies under a private bind in the holder whose source is a directory of the namespace it came from (a container's hostPath); the rbind and make-private events when traced",
+		Fix:     "mountPropagation HostToContainer (docker -v SRC:DST:rslave); restart the container",
+		Example: "seed002-node-exporter"},
 	CauseMountflagsRestart: {Slug: "mountflags-restart", Leak: true, Releasable: true,
-		Needs: "the caller runs in a namespace its daemon made by unshare; the holder is an older namespace made by the same daemon (creator or past member), created before the caller's",
-		Fix:   "remove MountFlags=slave from the daemon's unit; nsenter -t SURVIVOR -m umount PATH"},
+		Needs:   "the caller runs in a namespace its daemon made by unshare; the holder is an older namespace made by the same daemon (creator or past member), created before the caller's",
+		Fix:     "remove MountFlags=slave from the daemon's unit; nsenter -t SURVIVOR -m umount PATH",
+		Example: "seed001-mountflags-restart"},
 	CausePrivateParent: {Slug: "private-parent", Leak: true, Releasable: true,
-		Needs: "the copy's parent mount is private in the holder; the parent namespace made it private (mount MS_PRIVATE or mount_setattr) before the holder was copied",
-		Fix:   "keep the parent shared or slave before namespaces are copied; restart the holder's processes"},
+		Needs:   "the copy's parent mount is private in the holder; the parent namespace made it private (mount MS_PRIVATE or mount_setattr) before the holder was copied",
+		Fix:     "keep the parent shared or slave before namespaces are copied; restart the holder's processes",
+		Example: "private-parent"},
 	CauseUnshare: {Slug: "unshare", Leak: true, Releasable: true,
-		Needs: "the holder namespace's creator is known: its unshare/clone event, or its oldest process from /proc",
-		Fix:   "restart the creator and the processes in the namespace; create namespaces with slave propagation"},
+		Needs:   "the holder namespace's creator is known: its unshare/clone event, or its oldest process from /proc",
+		Fix:     "restart the creator and the processes in the namespace; create namespaces with slave propagation",
+		Example: "pid-reuse"},
 	CauseUnknown: {Slug: "unknown", Releasable: true,
 		Needs: "nothing more than the copy itself",
 		Fix:   "nsenter into the namespace and unmount the copy"},

@@ -6,7 +6,12 @@
 // rendering is a pure function of it.
 //
 // Files:
-//   - cause.go: Cause, its slugs, IsLeak, ParseCause, Causes.
+//   - cause.go: Cause, its slugs, IsLeak, ParseCause, Causes; each
+//     cause's row (CauseInfo: the evidence it needs, its fix, the recorded
+//     scenario docs/causes.md quotes a real finding of it from).
+//   - covered.go: CoveredSituations, the situations an issue asked about
+//     that an existing cause explains, with the file holding a real
+//     finding line of each and the threads they were read from.
 //   - finding.go: Finding, its kinds (failure, leak, held), its parts
 //     (Call, Object, Holder, Actor, ProcRef, PinRef, Evidence, EventRef,
 //     LeakRef, Incomplete), its id, Check (what makes one unfit to show),

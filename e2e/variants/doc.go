@@ -12,8 +12,8 @@
 // parent's; a parent made private in the holder or on the node), and the
 // timing (the holder exits just before the failure, its creator's pid is
 // another program's by then, the pinner is forked after tracing began),
-// plus churn controls of a healthy node, and a FUSE server killed
-// without unmounting. Each cell lets its teardown
+// plus churn controls of a healthy node, a FUSE server killed
+// without unmounting, and a CSI node plugin that mounts a volume twice. Each cell lets its teardown
 // settle (the leak settle window for a control, then the correlator is
 // flushed) and asserts exactly the findings the kernel's behaviour calls
 // for about its device, mount point and holder namespace, each whole: the
@@ -63,6 +63,12 @@
 //     rmdir or busy umount of its dead mount, and the copy a private
 //     namespace keeps, each one dead-fuse-daemon finding citing the
 //     server's mount and exit; the control unmounts a live server's mount.
+//   - csi_privileged_test.go: a CSI node plugin (a copy of mount(8)
+//     named csi-node) mounts a loop device at the kubelet's staging path
+//     and again at a path of its own (the device, or a bind; in the
+//     node's namespace, or in its container's, which publishes only the
+//     staging mount); the kubelet's unmount succeeds and mkfs.ext4's
+//     exclusive open fails with EBUSY: exactly the double-mount findings.
 //   - fuse_server_test.go: the FUSE server helper's variable (the test
 //     binary runs e2e/testkit/fuseserve's server).
 //   - pinnedruntime_privileged_test.go: a runtime in a namespace kept
