@@ -31,28 +31,29 @@ type stuckPod struct {
 // use, not a leak): the plugin runs no release (the finding carries no
 // release command), says so for the object and exits 1; the kernel shows
 // the same mount in the holder's namespace and on the node, the holder's
-// process running, the pod still Terminating. A plan that would act on
-// another test's namespace (a copy of the pod's volume that another
-// package's test made on this shared machine) is not applied: it would
-// detach a copy this test did not make.
-func applyOnInUse(t *testing.T, n *k8snode.Node, plugin, kc string, s stuckPod, plan result) result {
+// process running, the pod still Terminating. A plan (the dry run, just
+// before) that would act on another test's namespace (a copy of the pod's
+// volume that another package's test made on this shared machine) is not
+// applied: it would detach a copy this test did not make. It returns the
+// dry run and the --apply.
+func applyOnInUse(t *testing.T, n *k8snode.Node, plugin, kc string, s stuckPod) (result, result) {
 	t.Helper()
+	plan := runCommand(t, plugin, "release", "pod/"+s.name, "-n", s.ns, kc)
+	want := s.object + ": no copy release can detach: "
+	if mine := linesAbout(plan.stdout, s.object); plan.code != 1 || len(mine) != 1 || !strings.HasPrefix(mine[0], want) {
+		t.Errorf("release pod/%s: exit %d, lines about %q: %q; want exit 1, one line starting %q (not applied)", s.name, plan.code, s.object, mine, want)
+		return plan, result{}
+	}
 	if strings.Contains(plan.stdout, ": mntleak release --mntns ") {
 		t.Logf("release pod/%s plans to act on another test's namespace: --apply not run on this shared machine", s.name)
-		return result{}
+		return plan, result{}
 	}
 	before, err := k8snode.MountsUnder(s.holderPID, s.inHolder)
 	if err != nil || len(before) != 1 {
 		t.Fatalf("%s (pid %d) has %d mounts at %s (%v), want the tmpfs", s.holderNS, s.holderPID, len(before), s.inHolder, err)
 	}
 	r := runCommand(t, plugin, "release", "pod/"+s.name, "-n", s.ns, kc, "--apply")
-	var mine []string
-	for _, l := range strings.Split(r.stdout, "\n") {
-		if strings.HasPrefix(l, s.object+": ") {
-			mine = append(mine, l)
-		}
-	}
-	if want := s.object + ": no copy release can detach: "; r.code != 1 || len(mine) != 1 || !strings.HasPrefix(mine[0], want) ||
+	if mine := linesAbout(r.stdout, s.object); r.code != 1 || len(mine) != 1 || !strings.HasPrefix(mine[0], want) ||
 		strings.Contains(r.stdout, "released: ") {
 		t.Errorf("release pod/%s --apply: exit %d, lines about %q: %q; want exit 1, one line starting %q, nothing released", s.name, r.code, s.object, mine, want)
 	}
@@ -63,13 +64,25 @@ func applyOnInUse(t *testing.T, n *k8snode.Node, plugin, kc string, s stuckPod, 
 	if ms, err := k8snode.MountsUnder(1, s.onNode); err != nil || len(ms) != 1 {
 		t.Errorf("after release --apply, the node has %d mounts at %s (%v), want the tmpfs still", len(ms), s.onNode, err)
 	}
-	if ns, err := k8snode.MountNS(s.holderPID); err != nil || ns != s.holderNS {
-		t.Errorf("after release --apply, the holder's process %d is in %q (%v), want it running in %s", s.holderPID, ns, err, s.holderNS)
+	if in, err := k8snode.MountNS(s.holderPID); err != nil || in != s.holderNS {
+		t.Errorf("after release --apply, the holder's process %d is in %q (%v), want it running in %s", s.holderPID, in, err, s.holderNS)
 	}
 	if p := n.GetPod(t, s.ns, s.name); p.DeletionTimestamp == "" {
 		t.Errorf("pod %s/%s: no deletionTimestamp after release --apply", s.ns, s.name)
 	}
-	return r
+	return plan, r
+}
+
+// linesAbout are the lines of out about object (kubectl mntleak release
+// starts each object's with "OBJECT: ").
+func linesAbout(out, object string) []string {
+	var mine []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, object+": ") {
+			mine = append(mine, l)
+		}
+	}
+	return mine
 }
 
 // releaseInThePod leaks a copy on the node and releases it from the

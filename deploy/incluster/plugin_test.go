@@ -212,8 +212,8 @@ func TestPluginOnTheNode(t *testing.T) {
 	// own namespace and the node has it too (in-use, no copy is a leak):
 	// nothing is detached, and the kernel shows it so.
 	s := stuckPod{ns: plugShop, name: "web", object: nested, holderPID: holderPID, holderNS: nsLink, inHolder: inHolder, onNode: mounter.HostPath}
-	applied := applyOnInUse(t, n, plugin, kc, s, plan)
-	keep(t, "release-web.txt", "$ kubectl mntleak release pod/web -n "+plugShop+"\n"+plan.stderr+plan.stdout+
+	dry, applied := applyOnInUse(t, n, plugin, kc, s)
+	keep(t, "release-web.txt", "$ kubectl mntleak release pod/web -n "+plugShop+"\n"+dry.stderr+dry.stdout+
 		"\n$ kubectl mntleak release pod/web -n "+plugShop+" --apply\n"+applied.stderr+applied.stdout)
 	// The finding's fix, on the node: the unmount reaches csi-node's copy
 	// (a peer of the node's), and the kubelet's next retry ends web.
