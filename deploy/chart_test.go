@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/mntleak/mntleak/e2e/testkit/privtest"
+	releasepkg "github.com/mntleak/mntleak/release"
 )
 
 // helm runs deploy/helm/helm.sh (which builds the helm CLI into its cache
@@ -186,6 +187,13 @@ func TestChartValues(t *testing.T) {
 				!hasMount(c, "/run/containerd/containerd.sock", false) {
 				t.Errorf("volume mounts %+v", c.VolumeMounts)
 			}
+			// release (kubectl mntleak release --apply, run in the pod)
+			// locks each copy in the node's lock directory, writable on a
+			// read-only root filesystem and shared with a release run on
+			// the node.
+			if !hasMount(c, releasepkg.LockDir, false) || ds.hostPath("release-locks") != releasepkg.LockDir {
+				t.Errorf("volume mounts %+v: want the node's %s, writable", c.VolumeMounts, releasepkg.LockDir)
+			}
 			if ds.Template.Spec.PriorityClassName != "system-node-critical" || len(ds.Template.Spec.Tolerations) != 1 {
 				t.Errorf("priorityClassName %q tolerations %v", ds.Template.Spec.PriorityClassName, ds.Template.Spec.Tolerations)
 			}
@@ -203,8 +211,9 @@ func TestChartValues(t *testing.T) {
 		{"no journal, no state, no kubelet dir, no runtime socket", []string{"journald.enabled=false", "stateDir=", "kubeletDir=", "criSocket="}, nil, func(t *testing.T, objs []object, ds *dsSpec, c *container) {
 			wantArgs(t, c, "--journald=off", "--state-dir=", "--cri-socket=")
 			noArgs(t, c, "--kubelet-root")
-			if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != "/sys/kernel/btf" || len(ds.Template.Spec.Volumes) != 1 {
-				t.Errorf("volume mounts %+v: want /sys/kernel/btf only", c.VolumeMounts)
+			if len(c.VolumeMounts) != 2 || c.VolumeMounts[0].MountPath != "/sys/kernel/btf" || c.VolumeMounts[1].MountPath != releasepkg.LockDir ||
+				len(ds.Template.Spec.Volumes) != 2 {
+				t.Errorf("volume mounts %+v: want /sys/kernel/btf and release's lock directory only", c.VolumeMounts)
 			}
 		}},
 		{"no metrics", []string{"metrics.enabled=false"}, []string{"ClusterRole", "ClusterRoleBinding", "DaemonSet", "ServiceAccount"}, func(t *testing.T, objs []object, ds *dsSpec, c *container) {
@@ -308,6 +317,17 @@ func hasMount(c *container, path string, readOnly bool) bool {
 		}
 	}
 	return false
+}
+
+// hostPath is the node path of the pod's hostPath volume name ("" for
+// none).
+func (ds *dsSpec) hostPath(name string) string {
+	for _, v := range ds.Template.Spec.Volumes {
+		if v.Name == name && v.HostPath != nil {
+			return v.HostPath.Path
+		}
+	}
+	return ""
 }
 
 // TestChartArgsParse: the daemon's own flag parser takes the args every

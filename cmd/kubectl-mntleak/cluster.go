@@ -163,6 +163,15 @@ func daemonFlags(p corev1.Pod) []string {
 	return daemonFlagsFor(p, "--kubelet-root=", "--cri-socket=", "--state-dir=")
 }
 
+// releaseFlags are the daemon's flags `mntleak release` needs too: its
+// state dir (the ledger that proves a leak, the findings it kept, where
+// the action is recorded) and its journal socket; without them a release
+// in the pod reads /var/lib/mntleak, which is not the daemon's when the
+// chart's stateDir is another.
+func releaseFlags(p corev1.Pod) []string {
+	return daemonFlagsFor(p, "--state-dir=", "--journald-socket=")
+}
+
 // daemonFlagsFor are the daemon's flags (the first container's command
 // line) with these prefixes.
 func daemonFlagsFor(p corev1.Pod, prefixes ...string) []string {

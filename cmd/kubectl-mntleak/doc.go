@@ -13,8 +13,13 @@
 // and the resource), and runs `/mntleak why pod --pod-uid UID ...` there
 // through the exec subresource (client-go remotecommand: WebSocket, SPDY
 // when the server cannot upgrade), with the daemon's own --kubelet-root,
-// --cri-socket and --state-dir. The user's kubeconfig and RBAC are used:
-// get and list pods, create pods/exec, list nodes for --all-nodes.
+// --cri-socket and --state-dir. release runs, for each held object whose
+// finding carries a release command, that command there (/mntleak release
+// --mntns N --mount-id M, --apply when asked) with the daemon's
+// --state-dir and --journald-socket (the ledger that proves a leak); the
+// copy's lock is in the node's /run/mntleak/release, which the chart
+// mounts. The user's kubeconfig and RBAC are used: get and list pods,
+// create pods/exec, list nodes for --all-nodes.
 //
 // Exit codes: the node's (0 nothing holds, 1 held or leaked, 3 nothing
 // found but the node could not be seen); 2 bad input; 4 the cluster could

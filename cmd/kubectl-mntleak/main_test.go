@@ -59,7 +59,7 @@ func world(allowExec bool) (*fake.Clientset, *fakeRunner) {
 	c := fake.NewClientset(
 		node("n1"), node("n2"), node("n3"),
 		podOn("shop", "web", "n1", nil),
-		podOn("mntleak", "mntleak-a", "n1", daemon, "trace", "--kubelet-root=/data/kubelet", "--cri-socket=/run/k3s/containerd.sock", "--state-dir=/var/lib/mntleak", "--journald=on"),
+		podOn("mntleak", "mntleak-a", "n1", daemon, "trace", "--kubelet-root=/data/kubelet", "--cri-socket=/run/k3s/containerd.sock", "--state-dir=/data/mntleak", "--journald=on", "--journald-socket=/run/journal.sock"),
 		podOn("mntleak", "mntleak-b", "n2", daemon, "trace"),
 	)
 	c.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -107,11 +107,11 @@ func TestPluginCommands(t *testing.T) {
 		{name: "why", args: []string{"why", "pod/web", "-n", "shop"}, code: 1,
 			stdout: "pod shop/web (uid " + webUID + "): 1 objects on this node\n",
 			stderr: "kubectl mntleak why: node n1, asking mntleak/mntleak-a\n",
-			ran:    []string{"mntleak-a: /mntleak why pod --pod-uid " + webUID + " --node-name n1 --kubelet-root=/data/kubelet --cri-socket=/run/k3s/containerd.sock --state-dir=/var/lib/mntleak shop/web"}},
+			ran:    []string{"mntleak-a: /mntleak why pod --pod-uid " + webUID + " --node-name n1 --kubelet-root=/data/kubelet --cri-socket=/run/k3s/containerd.sock --state-dir=/data/mntleak shop/web"}},
 		{name: "why by uid", args: []string{"why", "--pod-uid", webUID, "--node", "n1", "--json"}, code: 1,
 			stdout: `{"held":[{"object":{"text":"volume cache (emptyDir)"},"finding":{"release":"mntleak release --mntns 4026532333 --mount-id 812","summary":"leaked"}}]}` + "\n",
 			stderr: "kubectl mntleak why: node n1, asking mntleak/mntleak-a\n",
-			ran:    []string{"mntleak-a: /mntleak why pod --pod-uid " + webUID + " --node-name n1 --kubelet-root=/data/kubelet --cri-socket=/run/k3s/containerd.sock --state-dir=/var/lib/mntleak --json"}},
+			ran:    []string{"mntleak-a: /mntleak why pod --pod-uid " + webUID + " --node-name n1 --kubelet-root=/data/kubelet --cri-socket=/run/k3s/containerd.sock --state-dir=/data/mntleak --json"}},
 		{name: "no such pod", args: []string{"why", "pod/nope", "-n", "shop"}, code: 4,
 			stderr: "kubectl mntleak why: pod shop/nope not found (a pod gone from the API server: --pod-uid UID --node NODE)\n"},
 		{name: "no mntleak pod on the node", args: []string{"why", "--pod-uid", webUID, "--node", "n3"}, code: 4,
@@ -138,12 +138,12 @@ func TestPluginCommands(t *testing.T) {
 		{name: "audit neither", args: []string{"audit"}, code: 2, stderr: "kubectl mntleak audit: want --node NODE or --all-nodes\n"},
 		{name: "release plan", args: []string{"release", "pod/web", "-n", "shop"}, code: 0,
 			stdout: "volume cache (emptyDir): mntleak release --mntns 4026532333 --mount-id 812\nplan: umount2 in mnt:[4026532333]\n",
-			ran: []string{"mntleak-a: /mntleak why pod --pod-uid " + webUID + " --node-name n1 --kubelet-root=/data/kubelet --cri-socket=/run/k3s/containerd.sock --state-dir=/var/lib/mntleak --json shop/web",
-				"mntleak-a: /mntleak release --mntns 4026532333 --mount-id 812"}},
+			ran: []string{"mntleak-a: /mntleak why pod --pod-uid " + webUID + " --node-name n1 --kubelet-root=/data/kubelet --cri-socket=/run/k3s/containerd.sock --state-dir=/data/mntleak --json shop/web",
+				"mntleak-a: /mntleak release --mntns 4026532333 --mount-id 812 --state-dir=/data/mntleak --journald-socket=/run/journal.sock"}},
 		{name: "release apply", args: []string{"release", "pod/web", "-n", "shop", "--apply"}, code: 0,
 			stdout: "volume cache (emptyDir): mntleak release --mntns 4026532333 --mount-id 812\nplan: umount2 in mnt:[4026532333]\n",
-			ran: []string{"mntleak-a: /mntleak why pod --pod-uid " + webUID + " --node-name n1 --kubelet-root=/data/kubelet --cri-socket=/run/k3s/containerd.sock --state-dir=/var/lib/mntleak --json shop/web",
-				"mntleak-a: /mntleak release --mntns 4026532333 --mount-id 812 --apply"}},
+			ran: []string{"mntleak-a: /mntleak why pod --pod-uid " + webUID + " --node-name n1 --kubelet-root=/data/kubelet --cri-socket=/run/k3s/containerd.sock --state-dir=/data/mntleak --json shop/web",
+				"mntleak-a: /mntleak release --mntns 4026532333 --mount-id 812 --state-dir=/data/mntleak --journald-socket=/run/journal.sock --apply"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c, r := world(!tt.denyExec)

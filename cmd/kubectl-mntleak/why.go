@@ -175,6 +175,7 @@ func runRelease(ctx context.Context, args []string, stdout, stderr io.Writer, fa
 		fmt.Fprintf(stdout, "%s: %s\n", h.Object.Text, rel)
 		cmd := strings.Fields(rel)
 		cmd[0] = daemonBinary
+		cmd = append(cmd, releaseFlags(t.daemon)...)
 		if *apply {
 			cmd = append(cmd, "--apply")
 		}

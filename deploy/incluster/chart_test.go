@@ -16,6 +16,7 @@ import (
 	"github.com/mntleak/mntleak/e2e/testkit/journaldtest"
 	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/kubeevents"
+	releasepkg "github.com/mntleak/mntleak/release"
 
 	"github.com/mntleak/mntleak/finding"
 )
@@ -51,7 +52,7 @@ func TestChartInstalledOnTheNode(t *testing.T) {
 	state := privtest.Mkdir(t, filepath.Join(dir, "state"))
 	// Every hostPath the chart mounts HostToContainer, on a shared mount
 	// as on a real node.
-	for _, p := range []string{"/sys/kernel/btf", j.Socket, state, k8snode.KubeletRoot, k8snode.ContainerdSocket} {
+	for _, p := range []string{"/sys/kernel/btf", j.Socket, state, k8snode.KubeletRoot, k8snode.ContainerdSocket, privtest.Mkdir(t, releasepkg.LockDir)} {
 		shareHostPath(t, p)
 	}
 

@@ -16,15 +16,20 @@
 // without a daemon, installs the chart with its defaults (Events on) and
 // drives the kubectl plugin (cmd/kubectl-mntleak) against its pod: why for
 // a pod stuck Terminating by another pod's Bidirectional mount (by name
-// and by UID and node), for a healthy pod, release's dry run, audit
-// --all-nodes, and each error's one line. Other tests share the machine:
+// and by UID and node), for a healthy pod, release's dry run and --apply
+// (which detaches nothing of a mount its maker still has; the node's
+// unmount then ends the stuck pod), audit --all-nodes, and each error's
+// one line; and release --apply run in the DaemonSet's pod detaches a
+// leaked copy of the node's. Other tests share the machine:
 // an object held only by namespaces no pod runs in (checked against the
 // kernel) is another test's, logged and not counted.
 //
 // Files: main_test.go (TestMain: k8snode.Main), chart_test.go
 // (TestChartInstalledOnTheNode), lab_test.go (the image, helm, the pod's
 // log, Events and metrics read back), plugin_test.go
-// (TestPluginOnTheNode), plugin_lab_test.go (the binaries built and run,
+// (TestPluginOnTheNode), plugin_release_test.go (release --apply through
+// the plugin and in the DaemonSet's pod, checked against the kernel),
+// plugin_lab_test.go (the binaries built and run,
 // the chart installed with its defaults, a kubeconfig that may not exec,
 // the why pod answers read and split from other tests').
 package incluster

@@ -19,6 +19,7 @@ import (
 	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
+	releasepkg "github.com/mntleak/mntleak/release"
 )
 
 // buildCommand builds one of the repository's commands into dir.
@@ -107,7 +108,9 @@ func installChart(t *testing.T, n *k8snode.Node, state string) pod {
 	v := version(t)
 	archive := buildArchive(t, privtest.Mkdir(t, filepath.Join(t.TempDir(), "build")))
 	n.ImportImage(t, archive, "docker.io/library/mntleak:"+v)
-	for _, p := range []string{"/sys/kernel/btf", state, k8snode.KubeletRoot, k8snode.ContainerdSocket} {
+	// The chart's hostPaths, HostToContainer: shared mounts here (the
+	// release lock directory, release's own, is made first).
+	for _, p := range []string{"/sys/kernel/btf", state, k8snode.KubeletRoot, k8snode.ContainerdSocket, privtest.Mkdir(t, releasepkg.LockDir)} {
 		shareHostPath(t, p)
 	}
 	h := newHelm(t, n)

@@ -31,7 +31,16 @@ const (
 // Event on the stuck pod naming the holder pod (Events on by default,
 // under the chart's RBAC), and `kubectl mntleak` answers the same through
 // the DaemonSet's pod: why for both pods, audit --all-nodes, release's
-// dry run, and each error with its one line and exit code.
+// dry run, and each error with its one line and exit code. Then release
+// --apply: csi-node's tmpfs is its own mount, still on the node (in-use,
+// not a leak), so nothing is detached (the kernel shows the same mount in
+// csi-node's namespace and on the node, csi-node running, web still
+// Terminating); the finding's fix, the unmount on the node, reaches
+// csi-node's copy and web goes. Last, a leaked copy of the node's (a
+// private holder's copy of a tmpfs the node unmounted) is released by
+// `mntleak release --apply` in the DaemonSet's pod, as the plugin runs it:
+// gone from the holder's table, the holder running, the record in the
+// node's lock directory.
 //
 // The daemon's Event names the wrong pod as related: its own
 // HostToContainer copy (master:N, which the node's unmount reaches) is
@@ -198,4 +207,28 @@ func TestPluginOnTheNode(t *testing.T) {
 			t.Errorf("audit --node ghost: %q", r.stdout)
 		}
 	}
+
+	// release --apply through the plugin: csi-node made the tmpfs in its
+	// own namespace and the node has it too (in-use, no copy is a leak):
+	// nothing is detached, and the kernel shows it so.
+	s := stuckPod{ns: plugShop, name: "web", object: nested, holderPID: holderPID, holderNS: nsLink, inHolder: inHolder, onNode: mounter.HostPath}
+	dry, applied := applyOnInUse(t, n, plugin, kc, s)
+	keep(t, "release-web.txt", "$ kubectl mntleak release pod/web -n "+plugShop+"\n"+dry.stderr+dry.stdout+
+		"\n$ kubectl mntleak release pod/web -n "+plugShop+" --apply\n"+applied.stderr+applied.stdout)
+	// The finding's fix, on the node: the unmount reaches csi-node's copy
+	// (a peer of the node's), and the kubelet's next retry ends web.
+	if err := unix.Unmount(mounter.HostPath, 0); err != nil {
+		t.Fatalf("umount %s: %v", mounter.HostPath, err)
+	}
+	if ms, err := k8snode.MountsUnder(holderPID, inHolder); err != nil || len(ms) != 0 {
+		t.Errorf("csi-node's namespace (pid %d) still has %d mounts at %s after the node's unmount (%v)", holderPID, len(ms), inHolder, err)
+	}
+	if !n.WaitPodGone(plugShop, victim.Name, 90*time.Second) {
+		t.Errorf("pod %s/web still there 90 s after the tmpfs was unmounted on the node", plugShop)
+	}
+
+	// A leaked copy released by release --apply in the DaemonSet's pod,
+	// through the exec subresource, as the plugin runs it.
+	inPod := releaseInThePod(t, n, daemonPod, state)
+	keep(t, "release-in-pod.txt", inPod.stdout+inPod.stderr)
 }
