@@ -10,7 +10,8 @@ type Covered struct {
 	Why       string
 	// Source is the file, from the repository's root, that holds a real
 	// finding line of the situation (a lab run's results), and Match a
-	// piece of that line that finds it there: docs/causes.md quotes the
+	// piece of that line that finds it there (the lab writes each finding
+	// by its headline): docs/causes.md quotes the
 	// first line of Source that has Match.
 	Source, Match string
 	Threads       []string
@@ -29,7 +30,7 @@ func CoveredSituations() []Covered {
 			"a slave). The lab's systemd guest runs it for real with device-mapper: scenario 3-devicemapper, a unit " +
 			"(lab-agent.service) that unshares and keeps a copy of a dm target's mount, then `dmsetup remove` fails",
 		Source:  "docs/lab.md",
-		Match:   "EBUSY ioctl /dev/mapper/labdm",
+		Match:   "EBUSY dmsetup remove labdm",
 		Threads: []string{"https://github.com/netblue30/firejail/issues/56", "https://github.com/moby/moby/pull/33846"},
 	}}
 }
