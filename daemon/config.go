@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/mntleak/mntleak/event"
-	"github.com/mntleak/mntleak/output"
+	"github.com/mntleak/mntleak/sink/output"
 	"github.com/mntleak/mntleak/tracer"
 )
 

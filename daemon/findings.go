@@ -18,8 +18,8 @@ import (
 	"github.com/mntleak/mntleak/enrich"
 	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/internal/logkey"
-	"github.com/mntleak/mntleak/kubeevents"
-	"github.com/mntleak/mntleak/output"
+	"github.com/mntleak/mntleak/sink/kubeevents"
+	"github.com/mntleak/mntleak/sink/output"
 	"github.com/mntleak/mntleak/state"
 	"github.com/mntleak/mntleak/stream"
 )

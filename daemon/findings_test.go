@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/mntleak/mntleak/finding"
-	"github.com/mntleak/mntleak/kubeevents"
+	"github.com/mntleak/mntleak/sink/kubeevents"
 )
 
 // apiServer is an API server that knows one pod on node-1 and takes

@@ -9,10 +9,10 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/mntleak/mntleak/internal/journald"
 	"github.com/mntleak/mntleak/internal/logging"
 	"github.com/mntleak/mntleak/internal/logkey"
-	"github.com/mntleak/mntleak/output"
+	"github.com/mntleak/mntleak/sink/journald"
+	"github.com/mntleak/mntleak/sink/output"
 )
 
 // The log on stderr is queued too: under systemd stderr is a stream to

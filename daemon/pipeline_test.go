@@ -16,8 +16,8 @@ import (
 	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/internal/logkey"
 	"github.com/mntleak/mntleak/metrics"
-	"github.com/mntleak/mntleak/output"
 	"github.com/mntleak/mntleak/procfs"
+	"github.com/mntleak/mntleak/sink/output"
 	"github.com/mntleak/mntleak/stream"
 )
 

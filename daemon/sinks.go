@@ -13,9 +13,9 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
-	"github.com/mntleak/mntleak/internal/journald"
 	"github.com/mntleak/mntleak/internal/logkey"
-	"github.com/mntleak/mntleak/output"
+	"github.com/mntleak/mntleak/sink/journald"
+	"github.com/mntleak/mntleak/sink/output"
 )
 
 // Time limits at exit: a daemon told to stop detaches and exits within 2s

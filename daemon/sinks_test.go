@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mntleak/mntleak/event"
-	"github.com/mntleak/mntleak/output"
+	"github.com/mntleak/mntleak/sink/output"
 )
 
 // TestIsDevNull: events are not encoded for /dev/null, and only for it.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/mntleak/mntleak/e2e/testkit/journaldtest"
 	"github.com/mntleak/mntleak/e2e/testkit/privtest"
-	"github.com/mntleak/mntleak/internal/journald"
+	"github.com/mntleak/mntleak/sink/journald"
 )
 
 // busyUmount makes a failure for the daemon to explain: a tmpfs at mnt in

@@ -9,10 +9,10 @@ import (
 
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/finding"
-	"github.com/mntleak/mntleak/internal/journald"
 	"github.com/mntleak/mntleak/nodeview"
 	"github.com/mntleak/mntleak/procfs"
 	"github.com/mntleak/mntleak/release"
+	"github.com/mntleak/mntleak/sink/journald"
 )
 
 // actionRecord is what release logs of each copy, as one JSON line on

@@ -8,7 +8,7 @@ import (
 
 	"github.com/coreos/go-systemd/v22/journal"
 
-	"github.com/mntleak/mntleak/internal/journald"
+	"github.com/mntleak/mntleak/sink/journald"
 	"github.com/mntleak/mntleak/state"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/enrich"
 	"github.com/mntleak/mntleak/finding"
-	"github.com/mntleak/mntleak/output"
+	"github.com/mntleak/mntleak/sink/output"
 	"github.com/mntleak/mntleak/stream"
 )
 

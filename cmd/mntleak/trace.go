@@ -18,10 +18,10 @@ import (
 	"github.com/mntleak/mntleak/attribution/cri"
 	"github.com/mntleak/mntleak/attribution/docker"
 	"github.com/mntleak/mntleak/daemon"
-	"github.com/mntleak/mntleak/internal/journald"
 	"github.com/mntleak/mntleak/kubeletpath"
 	"github.com/mntleak/mntleak/metrics"
-	"github.com/mntleak/mntleak/output"
+	"github.com/mntleak/mntleak/sink/journald"
+	"github.com/mntleak/mntleak/sink/output"
 	"github.com/mntleak/mntleak/state"
 	"github.com/mntleak/mntleak/tracer"
 )

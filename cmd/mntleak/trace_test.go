@@ -10,8 +10,8 @@ import (
 	"github.com/mntleak/mntleak/attribution/cri"
 	"github.com/mntleak/mntleak/daemon"
 	"github.com/mntleak/mntleak/event"
-	"github.com/mntleak/mntleak/internal/journald"
-	"github.com/mntleak/mntleak/output"
+	"github.com/mntleak/mntleak/sink/journald"
+	"github.com/mntleak/mntleak/sink/output"
 	"github.com/mntleak/mntleak/tracer"
 )
 

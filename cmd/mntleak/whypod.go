@@ -24,11 +24,11 @@ import (
 	"github.com/mntleak/mntleak/enrich"
 	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/internal/podref"
-	"github.com/mntleak/mntleak/kubeevents"
 	"github.com/mntleak/mntleak/kubeletpath"
 	"github.com/mntleak/mntleak/nodeview"
 	"github.com/mntleak/mntleak/podmounts"
 	"github.com/mntleak/mntleak/procfs"
+	"github.com/mntleak/mntleak/sink/kubeevents"
 )
 
 // whyPodArgs is what `mntleak why pod` was asked.

@@ -15,8 +15,8 @@ import (
 	"github.com/mntleak/mntleak/e2e/oraclecheck"
 	"github.com/mntleak/mntleak/e2e/testkit/journaldtest"
 	"github.com/mntleak/mntleak/e2e/testkit/privtest"
-	"github.com/mntleak/mntleak/kubeevents"
 	releasepkg "github.com/mntleak/mntleak/release"
+	"github.com/mntleak/mntleak/sink/kubeevents"
 
 	"github.com/mntleak/mntleak/finding"
 )

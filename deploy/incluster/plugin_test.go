@@ -13,7 +13,7 @@ import (
 
 	"github.com/mntleak/mntleak/e2e/k8snode"
 	"github.com/mntleak/mntleak/e2e/testkit/privtest"
-	"github.com/mntleak/mntleak/kubeevents"
+	"github.com/mntleak/mntleak/sink/kubeevents"
 )
 
 // The plugin test's namespaces.

@@ -12,7 +12,7 @@ import (
 	"github.com/mntleak/mntleak/e2e/k8snode"
 	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/finding"
-	"github.com/mntleak/mntleak/kubeevents"
+	"github.com/mntleak/mntleak/sink/kubeevents"
 )
 
 // TestDeletedMounterNamedByItsPod (issue 29, item 5): a Bidirectional pod

@@ -22,7 +22,7 @@ import (
 	"github.com/mntleak/mntleak/e2e/testkit/journaldtest"
 	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/finding"
-	"github.com/mntleak/mntleak/kubeevents"
+	"github.com/mntleak/mntleak/sink/kubeevents"
 )
 
 // logged is one finding line of the daemon's JSON log, with its fields.

@@ -10,7 +10,7 @@ import (
 	"github.com/mntleak/mntleak/e2e/findingset"
 	"github.com/mntleak/mntleak/e2e/k8snode"
 	"github.com/mntleak/mntleak/e2e/testkit/privtest"
-	"github.com/mntleak/mntleak/kubeevents"
+	"github.com/mntleak/mntleak/sink/kubeevents"
 
 	"github.com/mntleak/mntleak/finding"
 )

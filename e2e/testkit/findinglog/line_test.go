@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mntleak/mntleak/output"
+	"github.com/mntleak/mntleak/sink/output"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 

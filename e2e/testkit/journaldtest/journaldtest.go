@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/mntleak/mntleak/e2e/testkit/privtest"
-	"github.com/mntleak/mntleak/internal/journald"
+	"github.com/mntleak/mntleak/sink/journald"
 )
 
 const binary = "/lib/systemd/systemd-journald"

@@ -3,8 +3,8 @@ package output
 import (
 	"testing"
 
-	"github.com/mntleak/mntleak/internal/journald"
 	"github.com/mntleak/mntleak/internal/logkey"
+	"github.com/mntleak/mntleak/sink/journald"
 
 	"github.com/mntleak/mntleak/finding"
 )
