@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,6 +69,7 @@ func TestCausesEndToEnd(t *testing.T) {
 // facts its events recorded, and how many events the tracer lost.
 func runScenario(t *testing.T, name string) ([]*finding.Finding, map[string]string, *facts, uint64) {
 	t.Helper()
+	sc := startScenario(t, name)
 	var mu sync.Mutex
 	var findings []*finding.Finding
 	var lost uint64
@@ -106,24 +108,11 @@ func runScenario(t *testing.T, name string) ([]*finding.Finding, map[string]stri
 	done := make(chan error, 1)
 	go func() { done <- tr.Run(ctx) }()
 
-	expFile := filepath.Join(t.TempDir(), "expect")
-	outFile := filepath.Join(t.TempDir(), "output")
-	outF, err := os.Create(outFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(filepath.Join("..", "e2e", "scenarios", name, "run.sh"))
-	// MNTLEAK_HOLD: the scenario's state stays 2.5 s before its cleanup,
-	// for the oracle to check the last findings (a leak's settles 2 s).
-	cmd.Env = append(os.Environ(), "MNTLEAK_EXPECT="+expFile, "MNTLEAK_HOLD=2.5")
-	// A file, not a pipe: a process the scenario failed to clean up
-	// must not hang the test by holding the pipe open.
-	cmd.Stdout, cmd.Stderr = outF, outF
-	runErr := cmd.Run()
-	outF.Close()
-	out, _ := os.ReadFile(outFile)
+	runErr := sc.run()
+	out, _ := os.ReadFile(sc.out)
+	cmd := sc.cmd
 	exp := map[string]string{}
-	b, _ := os.ReadFile(expFile)
+	b, _ := os.ReadFile(sc.expect)
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		if k, v, ok := strings.Cut(line, "="); ok {
 			exp[k] = v
@@ -211,4 +200,65 @@ func waitExit(t *testing.T, mu *sync.Mutex, evs *[]*event.Event, pid uint32, lim
 		mu.Unlock()
 	}
 	t.Logf("no exit of holder %d within %s of the scenario's end", pid, limit)
+}
+
+// scenarioRun is a scenario's run.sh: what it is told to expect is
+// written to expect, its output to out.
+type scenarioRun struct {
+	cmd         *exec.Cmd
+	expect, out string
+	gate        string // a scenario that calls tracing_begins: started before tracing, waiting at gate (lib.sh)
+}
+
+// startScenario readies run.sh; one that makes part of its situation
+// before tracing (it calls tracing_begins) is started now, and returns
+// once it waits at its gate: the caller starts tracing, then run opens it.
+func startScenario(t *testing.T, name string) *scenarioRun {
+	t.Helper()
+	dir := t.TempDir()
+	sc := &scenarioRun{expect: filepath.Join(dir, "expect"), out: filepath.Join(dir, "output")}
+	script := filepath.Join("..", "e2e", "scenarios", name, "run.sh")
+	sc.cmd = exec.Command(script)
+	// MNTLEAK_HOLD: the scenario's state stays 2.5 s before its cleanup,
+	// for the oracle to check the last findings (a leak's settles 2 s).
+	sc.cmd.Env = append(os.Environ(), "MNTLEAK_EXPECT="+sc.expect, "MNTLEAK_HOLD=2.5")
+	outF, err := os.Create(sc.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A file, not a pipe: a process the scenario failed to clean up
+	// must not hang the test by holding the pipe open.
+	sc.cmd.Stdout, sc.cmd.Stderr = outF, outF
+	t.Cleanup(func() { outF.Close() })
+	text, err := os.ReadFile(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^tracing_begins\b`).Match(text) {
+		return sc
+	}
+	sc.gate = filepath.Join(dir, "gate")
+	sc.cmd.Env = append(sc.cmd.Env, "MNTLEAK_GATE="+sc.gate)
+	if err := sc.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if !privtest.Poll(30*time.Second, func() bool { _, err := os.Stat(sc.gate + ".ready"); return err == nil }) {
+		_ = sc.cmd.Process.Kill()
+		_ = sc.cmd.Wait()
+		out, _ := os.ReadFile(sc.out)
+		t.Fatalf("scenario %s never reached tracing_begins:\n%s", name, out)
+	}
+	return sc
+}
+
+// run runs the scenario to its end: opens the gate of one already
+// started (tracing has begun), or runs it whole.
+func (sc *scenarioRun) run() error {
+	if sc.gate == "" {
+		return sc.cmd.Run()
+	}
+	if err := os.WriteFile(sc.gate+".go", nil, 0o644); err != nil {
+		return err
+	}
+	return sc.cmd.Wait()
 }

@@ -149,6 +149,18 @@ func (x *facts) nsOf(t testing.TB, comm string) uint32 {
 	return seen[0]
 }
 
+// ranIn is every process recorded in namespace ns, as comm[pid].
+func (x *facts) ranIn(ns uint32) []string {
+	var out []string
+	for r, n := range x.ns {
+		if n == ns {
+			out = append(out, r.comm+"["+strconv.Itoa(r.pid)+"]")
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // checkHolder checks who a finding names against the facts: the process
 // to act on (comm, the pid it ran as, role) and the namespace it holds in;
 // the primary holder's namespace; the event that made that namespace
@@ -174,8 +186,19 @@ func checkHolder(t testing.TB, i int, f *finding.Finding, w expectation, x *fact
 		return
 	}
 	ns := f.Holders[0].MntNS
-	if want := x.nsOf(t, w.holder); ns != want {
-		t.Errorf("finding %d: primary holder mnt:[%d], want mnt:[%d] (of %s): %s", i, ns, want, w.holder, f.Line())
+	switch {
+	case w.kept && (f.Holders[0].KeptBy == "" || f.Holders[0].Self):
+		t.Errorf("finding %d: primary holder mnt:[%d] is not said to be kept by a bind or an open file of its nsfs file: %s", i, ns, f.Line())
+	case w.holder == "" && !w.kept:
+		t.Errorf("finding %d: an expectation names no holder process and does not say the namespace is kept", i)
+	case w.holder == "":
+		if in := x.ranIn(ns); len(in) > 0 {
+			t.Errorf("finding %d: mnt:[%d], which no process runs in, was where %v ran: %s", i, ns, in, f.Line())
+		}
+	default:
+		if want := x.nsOf(t, w.holder); ns != want {
+			t.Errorf("finding %d: primary holder mnt:[%d], want mnt:[%d] (of %s): %s", i, ns, want, w.holder, f.Line())
+		}
 	}
 	switch w.madeBy {
 	case "inferred":

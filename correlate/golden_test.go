@@ -27,7 +27,8 @@ type expectation struct {
 	errno    string
 	actor    string // the process named to act on (holder_pid), by comm; "": none
 	role     string // and how it holds (finding.RolePinner, ...)
-	holder   string // a process recorded in the primary holder namespace, by comm
+	holder   string // a process recorded in the primary holder namespace, by comm ("": none, with kept)
+	kept     bool   // the primary holder namespace is kept by a bind (or an open file) of its nsfs file
 	madeBy   string // comm of the cited event that made that namespace; "inferred"; "": the caller's own namespace
 	fix      []string
 	evidence string // comm of an event in the evidence (the leaking bind, the restart...)
@@ -136,6 +137,19 @@ var scenarios = map[string][]expectation{
 	"forked-pinner": {
 		{kind: finding.KindLeak, cause: finding.CauseUnshare, syscall: "umount2",
 			actor: "worker", role: pinner, holder: "keeper", madeBy: "keeper", fix: []string{"keeper"}},
+	},
+	// A failure mntleak rightly calls unknown: a namespace made before
+	// tracing began, no process in it, kept by a bind of its nsfs file:
+	// nothing says who made it. The bind is named, no process is.
+	"bind-kept-before-tracing": {
+		{kind: finding.KindFailure, cause: finding.CauseUnknown, syscall: "openat", errno: "EBUSY", kept: true, madeBy: "inferred"},
+	},
+	// A log agent on the node keeps a file of a stopped container's
+	// rootfs open: the shim's unmount of the rootfs fails (issue 28, item
+	// 5). Not a leak: the agent and its fd, and the shim's mount.
+	"rootfs-held": {
+		{kind: finding.KindFailure, cause: finding.CauseRootfsHeld, syscall: "umount2", errno: "EBUSY",
+			actor: "log-agent", role: pinner, holder: "log-agent", fix: []string{"log-agent"}, evidence: "containerd-shim"},
 	},
 	// Negatives: twenty containers started and removed, no finding at all.
 	"day-in-the-life": nil,

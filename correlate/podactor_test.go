@@ -150,3 +150,32 @@ func TestGoneMounterReadThroughItsShell(t *testing.T) {
 	w.send(failEv(800, "kubelet", hostNS, 84, "/pods/vol/sub", int64(unix.EBUSY)))
 	checkGoneMounter(t, w.only())
 }
+
+// A pod stuck on teardown by another pod's Bidirectional mount inside its
+// volume, made before tracing began, with mntleak's own pod on the node:
+// the tmpfs is in the node's namespace (in-use), a peer in the mounter's
+// namespace (shared:5, Bidirectional) and a slave in mntleak's
+// (master:5, HostToContainer: the node's unmount reaches it, and nothing
+// it mounts reaches the node). The process the finding names, and so the
+// pod its Event relates to, is the peer's member, never the slave's,
+// though the slave's namespace comes first (an older inode).
+func TestReceivingCopyIsNotTheHolder(t *testing.T) {
+	const daemonCgroup = "/kubepods/besteffort/pod9a1b2c3d-0000-4000-8000-000000000001/" + cid
+	host := hostTable + "10 1 254:0 /pods/vol /pods/vol rw shared:4 - ext4 /dev/vda rw\n11 10 0:70 / /pods/vol/held rw shared:5 - tmpfs csi rw\n"
+	w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "/init.scope"), proc(500, "mntleak", 30, daemonCgroup), proc(600, "sleep", 40, sidecarCgroup)},
+		map[uint32]string{
+			hostNS: host,
+			30: "60 59 254:0 / / rw - ext4 /dev/vda rw\n61 60 254:0 /pods /kubelet/pods rw master:4 - ext4 /dev/vda rw\n" +
+				"62 61 0:70 / /kubelet/pods/vol/held rw master:5 - tmpfs csi rw\n",
+			40: "70 69 254:0 / / rw - ext4 /dev/vda rw\n71 70 254:0 /pods /kubelet/pods rw shared:4 - ext4 /dev/vda rw\n" +
+				"72 71 0:70 / /kubelet/pods/vol/held rw shared:5 - tmpfs csi rw\n",
+		})
+	w.send(failEv(800, "kubelet", hostNS, 84, "/pods/vol/held", int64(unix.EBUSY)))
+	f := w.only()
+	if f.Cause != finding.CauseInUse || len(f.Holders) != 3 {
+		t.Fatalf("cause %s, %d holders; want %s and 3: %s", f.Cause, len(f.Holders), finding.CauseInUse, f.Line())
+	}
+	if h, a := f.Actor(); a == nil || a.PID != 600 || h.MntNS != 40 {
+		t.Errorf("the finding names %+v in %+v; want sleep[600] in mnt:[40], the mounter's peer: %s", a, h, f.Line())
+	}
+}

@@ -89,8 +89,9 @@ var causeTable = [...]CauseInfo{
 		Fix:     "stop that process or move it off the copy, then retry (or unmount lazily)",
 		Example: "busy-copy"},
 	CauseRootfsHeld: {Slug: "rootfs-held",
-		Needs: "an unmount or removal that failed with EBUSY on a container's rootfs (containerd's task bundle .../io.containerd.runtime.v2.task/NAMESPACE/ID/rootfs) mounted in the caller's own namespace; a process whose fd, cwd or root lies in it; the runtime's mount of it when traced",
-		Fix:   "have the process close the file (or leave the directory), or stop it, then delete the task again; agents read a running container's files through /proc/PID/root, not the node's path of its rootfs"},
+		Needs:   "an unmount or removal that failed with EBUSY on a container's rootfs (containerd's task bundle .../io.containerd.runtime.v2.task/NAMESPACE/ID/rootfs) mounted in the caller's own namespace; a process whose fd, cwd or root lies in it; the runtime's mount of it when traced",
+		Fix:     "have the process close the file (or leave the directory), or stop it, then delete the task again; agents read a running container's files through /proc/PID/root, not the node's path of its rootfs",
+		Example: "rootfs-held"},
 	CauseDoubleMount: {Slug: "double-mount",
 		Needs:   "the object is still mounted at a path a traced mount made (the device again, or a bind to or from the other path); a mount of it at another path made before, and a successful unmount of that path after both",
 		Fix:     "unmount the remaining mount where it is (umount PATH, or nsenter -t PID -m umount PATH in the namespace that has it), then retry; the component that mounted it twice must unmount both (a CSI node plugin: NodeUnstageVolume and NodeUnpublishVolume undo every mount NodeStageVolume and NodePublishVolume made, not only the kubelet's path)",
@@ -124,8 +125,9 @@ var causeTable = [...]CauseInfo{
 		Fix:     "restart the creator and the processes in the namespace; create namespaces with slave propagation",
 		Example: "pid-reuse"},
 	CauseUnknown: {Slug: "unknown", Releasable: true,
-		Needs: "nothing more than the copy itself",
-		Fix:   "nsenter into the namespace and unmount the copy"},
+		Needs:   "nothing more than the copy itself",
+		Fix:     "nsenter into the namespace and unmount the copy",
+		Example: "bind-kept-before-tracing"},
 }
 
 // Info is the cause's row of the cause table (the zero CauseInfo for a

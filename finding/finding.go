@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -168,11 +169,14 @@ type Actor struct {
 }
 
 // Actor is the process the finding names to act on, and its holder: the
-// first holder (the primary one leads) with a live actor. With none, the
-// primary holder and a nil actor.
+// first holder (the primary one leads) with a live actor, passing over a
+// holder whose copy only receives the primary holder's mount (a slave of
+// its peer group that nothing pins: mntleak's own HostToContainer copy of
+// the kubelet's directory, for one). With none, the primary holder and a
+// nil actor.
 func (f *Finding) Actor() (*Holder, *Actor) {
 	for i := range f.Holders {
-		if a := f.Holders[i].Actor; a != nil {
+		if a := f.Holders[i].Actor; a != nil && (i == 0 || !f.Holders[i].receives(&f.Holders[0])) {
 			return &f.Holders[i], a
 		}
 	}
@@ -180,6 +184,24 @@ func (f *Finding) Actor() (*Holder, *Actor) {
 		return &f.Holders[0], nil
 	}
 	return nil, nil
+}
+
+// receives reports whether h's copy only receives what happens to
+// primary's mount: it is a slave of primary's peer group (master:N where
+// primary is shared:N) and no peer of it, and nothing pins it. The
+// primary's unmount takes it away; nothing mounted there reaches the
+// primary, so its processes neither made nor keep the object.
+func (h *Holder) receives(primary *Holder) bool {
+	if len(h.Pins) > 0 {
+		return false
+	}
+	tags := strings.Fields(h.Propagation)
+	for _, tag := range strings.Fields(primary.Propagation) {
+		if g, ok := strings.CutPrefix(tag, "shared:"); ok && slices.Contains(tags, "master:"+g) && !slices.Contains(tags, tag) {
+			return true
+		}
+	}
+	return false
 }
 
 // ChooseActor picks the process a holder is named by: the first process pinning

@@ -71,13 +71,19 @@ func (w *Workload) Text() string {
 }
 
 // HolderWorkload is the workload of the process the finding names to act
-// on (Actor), else of the first holding process whose workload is known.
+// on (Actor), else of the first holding process whose workload is known,
+// in a holder whose copy does not only receive the primary holder's mount
+// (mntleak's own pod, whose HostToContainer copy of the kubelet's
+// directory has every pod's mounts, is never named for them).
 func (f *Finding) HolderWorkload() *Workload {
 	if _, a := f.Actor(); a != nil && a.Workload.Text() != "" {
 		return a.Workload
 	}
 	for i := range f.Holders {
 		h := &f.Holders[i]
+		if i > 0 && h.receives(&f.Holders[0]) {
+			continue
+		}
 		for _, p := range h.Pins {
 			if p.Workload.Text() != "" {
 				return p.Workload

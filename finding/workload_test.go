@@ -98,3 +98,36 @@ func TestPodTermsEscaped(t *testing.T) {
 		t.Errorf("line %q", line)
 	}
 }
+
+// TestReceivingCopyNamesNoPod: a pod stuck by a mount the node still has
+// (in-use), with copies in three other namespaces, as on the Kubernetes
+// node: mntleak's own pod (a slave: master:4, HostToContainer), a host
+// process's peer namespace, and the Bidirectional pod that made the mount
+// (a peer). The finding names neither mntleak's pod nor its process; the
+// pod it relates to is the peer's, csi-node.
+func TestReceivingCopyNamesNoPod(t *testing.T) {
+	daemon := &finding.Workload{ContainerID: "1a", Pod: "mntleak-z9j9p", Namespace: "mntleak", PodUID: "u-1", PodContainer: "mntleak"}
+	csi := &finding.Workload{ContainerID: "2b", Pod: "csi-node", Namespace: "plugin-storage", PodUID: "u-2", PodContainer: "main"}
+	member := func(ns uint32, prop string, pid int, comm string, w *finding.Workload) finding.Holder {
+		p := finding.ProcRef{PID: pid, Comm: comm, Workload: w}
+		return finding.Holder{MntNS: ns, Where: "/kubelet/pods/x/held", Propagation: prop, Processes: []finding.ProcRef{p},
+			Actor: &finding.Actor{ProcRef: p, Role: finding.RoleMember}}
+	}
+	f := &finding.Finding{Kind: finding.KindFailure, Cause: finding.CauseInUse,
+		Call:   finding.Call{PID: 40, Comm: "kubelet", Syscall: "rmdir", Errno: "EBUSY", MntNS: 1},
+		Object: finding.Object{Path: "/var/lib/kubelet/pods/x/held", FSType: "tmpfs"},
+		Holders: []finding.Holder{{MntNS: 1, Self: true, Where: "/var/lib/kubelet/pods/x/held", Propagation: "shared:4"},
+			member(2, "master:4", 500, "mntleak", daemon), member(3, "shared:4", 1137, "bash", nil), member(4, "shared:4", 600, "sleep", csi)}}
+	if h, a := f.Actor(); a == nil || a.PID != 1137 || h.MntNS != 3 {
+		t.Errorf("Actor: %+v in %+v, want bash[1137] in mnt:[3], the first peer", a, h)
+	}
+	if w := f.HolderWorkload(); w != csi {
+		t.Errorf("HolderWorkload: %s, want %s", w.Text(), csi.Text())
+	}
+	// A slave copy something pins is held there: its pinner is named.
+	f.Holders[1].Pins = []finding.PinRef{{ProcRef: finding.ProcRef{PID: 501, Comm: "sh", Workload: daemon}, MntNS: 2, Pin: "cwd"}}
+	f.Holders[1].Actor = &finding.Actor{ProcRef: f.Holders[1].Pins[0].ProcRef, Role: finding.RolePinner, Pin: "cwd"}
+	if _, a := f.Actor(); a == nil || a.PID != 501 {
+		t.Errorf("Actor with a pinned slave copy: %+v, want sh[501]", a)
+	}
+}

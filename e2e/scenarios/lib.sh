@@ -46,5 +46,18 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# tracing_begins: what the scenario did so far happened before tracing
+# began. A harness (record.sh, correlate's TestCausesEndToEnd) that finds
+# this call in a run.sh starts the script first, with MNTLEAK_GATE=FILE,
+# waits for FILE.ready, starts tracing, then writes FILE.go; without
+# MNTLEAK_GATE (a run by hand) it does nothing.
+tracing_begins() {
+	[ -n "${MNTLEAK_GATE:-}" ] || return 0
+	touch "$MNTLEAK_GATE.ready"
+	for _ in $(seq 600); do [ -e "$MNTLEAK_GATE.go" ] && return 0; sleep 0.05; done
+	echo "tracing did not begin within 30 s" >&2
+	return 1
+}
+
 mkdir -p "$W/bin"
 expect node_ns "$(nsof $$)"
