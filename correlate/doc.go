@@ -47,9 +47,10 @@
 //     is retired, never revived for it, and every holder names its
 //     namespace's birth id where a process of it tells; gc.go: what is forgotten, and
 //     when.
-//   - ledger.go, tableindex.go, peergroups.go: Table and Ledger, the mount
-//     tables read from /proc, indexed by mount and by peer group, and the
-//     mount event that made an object.
+//   - ledger.go: Table and Ledger, the mount tables read from /proc,
+//     indexed by mount and by peer group, and which tables an event can
+//     have changed; peergroups.go: a mount's propagation (its peer group
+//     tags, private, shared, slave).
 //   - analyze.go: a failure, from the event to the holdings and pins.
 //   - holders.go: an object's identity (device, path through bind roots,
 //     overlay, nsfs) and the search for its copies; kept.go: namespaces no
