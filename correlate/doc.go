@@ -53,7 +53,9 @@
 //     tags, private, shared, slave).
 //   - analyze.go: a failure, from the event to the holdings and pins.
 //   - holders.go: an object's identity (device, path through bind roots,
-//     overlay, nsfs) and the search for its copies; kept.go: namespaces no
+//     overlay, nsfs), what an unmount took away and the mount event that
+//     made it, and the search for its copies (in every table, and detached
+//     ones in no table); kept.go: namespaces no
 //     process runs in, kept by a bind of their nsfs file or by a process
 //     holding it open, read through it, and their verdict; a namespace
 //     with processes that such a bind keeps too (markBound, boundVerdict:
@@ -82,7 +84,8 @@
 //     rule_mountflags_restart.go, rule_private_parent.go, rule_unshare.go,
 //     rule_unknown.go; prevention.go: how to keep a namespace's copy from
 //     staying (which mount stopped the unmount, and where).
-//   - assemble.go: holdings grouped into one Finding, the primary verdict;
+//   - assemble.go: holdings grouped into one Finding (each holder made
+//     from its match, holderOf), the primary verdict;
 //     the processes it names asked what they run now (freshen).
 //   - leak.go: leaks as they form (also in a namespace found gone at the
 //     unmount: its copy went detached with it); settle.go: reported once the teardown

@@ -4,7 +4,6 @@ import (
 	"path"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/moby/sys/mountinfo"
@@ -72,32 +71,6 @@ func (t *Table) Parent(m *mountinfo.Info) *mountinfo.Info {
 		return nil
 	}
 	return t.mount(m.Parent)
-}
-
-// devOf returns a mount's device in event.Dev form.
-func devOf(m *mountinfo.Info) event.Dev { return event.MakeDev(uint32(m.Major), uint32(m.Minor)) }
-
-// Under reports whether path p is dir or below it.
-func Under(p, dir string) bool {
-	if dir == "/" {
-		return strings.HasPrefix(p, "/")
-	}
-	return p == dir || strings.HasPrefix(p, dir+"/")
-}
-
-// rel returns p relative to dir ("" when equal), assuming Under(p, dir).
-func rel(p, dir string) string {
-	if dir == "/" {
-		return strings.TrimPrefix(p, "/")
-	}
-	return strings.TrimPrefix(strings.TrimPrefix(p, dir), "/")
-}
-
-func join(dir, r string) string {
-	if r == "" {
-		return dir
-	}
-	return path.Join(dir, r)
 }
 
 // Ledger holds the mount tables and the recent mount-family events.
@@ -234,24 +207,6 @@ func (l *Ledger) namespaces() []uint32 {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
-}
-
-// mountEventFor returns the last successful mount that made the object,
-// before t when t is set. A propagation change (mount --make-shared) or a
-// remount of the path made nothing: it is not that mount.
-func (c *Correlator) mountEventFor(id identity, before time.Time) *event.Event {
-	hist := c.ledger.History()
-	for i := len(hist) - 1; i >= 0; i-- {
-		ev := hist[i]
-		if ev.Kind != event.KindMount || ev.Ret != 0 || (!before.IsZero() && !ev.Time.Before(before)) ||
-			ev.Flags&madeNothing != 0 {
-			continue
-		}
-		if ev.Target == id.path && id.path != "" {
-			return ev
-		}
-	}
-	return nil
 }
 
 // A busy node has hundreds of namespaces of hundreds of mounts each, and
