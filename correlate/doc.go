@@ -31,19 +31,21 @@
 //   - prepare.go: Prepare and Sources, the one step before an event is
 //     recorded and handed to Handle: what the engine needs of it that
 //     the kernel did not give (executable, the cgroup of the process a
-//     finding may name, birth id, teardown device).
-//   - correlator.go: Options, New, Start, Handle; which events are
-//     failures worth explaining; an unshare or a setns joins a process
-//     to a namespace only from its main thread (another thread's unshare
-//     still makes the namespace).
+//     finding may name, birth id, teardown device); which events are
+//     failures worth explaining and which change mount tables.
+//   - correlator.go: Options, New, Start, Handle; an unshare or a setns
+//     joins a process to a namespace only from its main thread (another
+//     thread's unshare still makes the namespace).
 //   - remember.go: Remember, the persistent lineage of an earlier run; a
 //     namespace whose inode another one has now (its birth id differs)
 //     loses that history at Start.
 //   - lineage.go: Lineage, Namespace, Member: namespaces and their members
-//     over time; lineage_pinned.go: a retired namespace that is still
-//     alive (entered again, kept by a bind of its nsfs file) is the same
-//     generation, revived with its creation; reused.go: one whose inode
-//     the process list shows another namespace has (its birth id differs)
+//     over time; a retired namespace that is still alive (entered again,
+//     kept by a bind of its nsfs file) is the same generation, revived
+//     with its creation; lineage_pinned.go: the namespaces a bind of
+//     their nsfs file keeps alive with no process in them; reused.go: one
+//     whose inode the process list shows another namespace has (its birth
+//     id differs)
 //     is retired, never revived for it, and every holder names its
 //     namespace's birth id where a process of it tells; gc.go: what is forgotten, and
 //     when.
