@@ -166,16 +166,6 @@ func keptInstead(ms, kept []match) []match {
 	return append(out, kept...)
 }
 
-func otherThan(ms []match, ns uint32) []match {
-	var out []match
-	for _, m := range ms {
-		if m.ns.Ino != ns {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 // objectOf works out what a failing call was about.
 func (c *Correlator) objectOf(ev *event.Event) (identity, finding.Object) {
 	p := firstNonEmpty(ev.Path, ev.Target)

@@ -273,3 +273,36 @@ func (c *Correlator) commands(f *finding.Finding, asked map[int]procfs.Command) 
 		}
 	}
 }
+
+// holderOf renders a match as a Holder, with the namespace's processes.
+func (c *Correlator) holderOf(m match, pins map[uint32][]finding.PinRef) finding.Holder {
+	h := finding.Holder{MntNS: m.ns.Ino, MntNSID: m.ns.ID, Self: m.self, Where: m.where, Exited: m.exited, Created: m.ns.Created, Pins: pins[m.ns.Ino], Detached: m.detached}
+	if m.mount != nil {
+		h.MountID = m.mount.ID
+		h.Propagation = Propagation(m.mount)
+	}
+	if m.self {
+		return h // the caller's namespace may be the host's: its pins say who matters
+	}
+	if m.kept != nil {
+		h.KeptBy = m.kept.by(c)
+		h.Enter = m.kept.files[0]
+		if f := m.kept.fd; f != nil {
+			// The process holding it open is the one to act on.
+			h.Pins = []finding.PinRef{{ProcRef: procRef(f.PID, f.StartTime, f.Comm, f.Cgroup), MntNS: f.MntNS, Pin: finding.PinNSFD,
+				Path: "/proc/" + itoa(f.PID) + "/fd/" + itoa(f.FD)}}
+		}
+		return h // no process runs in it: none is named as a member
+	}
+	if m.bound != nil {
+		h.KeptBy = m.bound.by(c)
+	}
+	members := m.ns.Members()
+	if m.ns.Dead {
+		members = m.ns.Past()
+	}
+	for i := range members {
+		h.Processes = append(h.Processes, members[i].Ref())
+	}
+	return h
+}

@@ -8,7 +8,6 @@ import (
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
-	"golang.org/x/sys/unix"
 )
 
 // Options tunes the correlator. Zero values take the defaults.
@@ -187,16 +186,6 @@ func (c *Correlator) lineageEvent(ev *event.Event, live bool) bool {
 		return false
 	}
 	return true
-}
-
-// mountFamily reports whether events of kind change mount tables.
-func mountFamily(k event.Kind) bool {
-	switch k {
-	case event.KindMount, event.KindUmount, event.KindPivotRoot, event.KindOpenTree,
-		event.KindMoveMount, event.KindFsmount, event.KindMountSetattr:
-		return true
-	}
-	return false
 }
 
 // Start takes the startup snapshot: every process, and one mount table per
@@ -424,17 +413,4 @@ func mainThread(ev *event.Event) bool { return ev.TID == 0 || ev.TID == ev.PID }
 
 func memberOf(ev *event.Event) Member {
 	return Member{PID: int(ev.PID), Comm: ev.Comm, Cgroup: ev.Cgroup, Joined: ev.Time}
-}
-
-// isTrigger reports whether an event is a failure worth explaining.
-func isTrigger(ev *event.Event) bool {
-	switch ev.Kind {
-	case event.KindFailure:
-		return failedWith(ev, unix.EBUSY)
-	case event.KindUmount:
-		return failedWith(ev, unix.EINVAL) || failedWith(ev, unix.EBUSY)
-	case event.KindMount, event.KindMoveMount:
-		return failedWith(ev, unix.ENOENT) || failedWith(ev, unix.EBUSY)
-	}
-	return false
 }

@@ -31,28 +31,33 @@
 //   - prepare.go: Prepare and Sources, the one step before an event is
 //     recorded and handed to Handle: what the engine needs of it that
 //     the kernel did not give (executable, the cgroup of the process a
-//     finding may name, birth id, teardown device).
-//   - correlator.go: Options, New, Start, Handle; which events are
-//     failures worth explaining; an unshare or a setns joins a process
-//     to a namespace only from its main thread (another thread's unshare
-//     still makes the namespace).
+//     finding may name, birth id, teardown device); which events are
+//     failures worth explaining and which change mount tables.
+//   - correlator.go: Options, New, Start, Handle; an unshare or a setns
+//     joins a process to a namespace only from its main thread (another
+//     thread's unshare still makes the namespace).
 //   - remember.go: Remember, the persistent lineage of an earlier run; a
 //     namespace whose inode another one has now (its birth id differs)
 //     loses that history at Start.
 //   - lineage.go: Lineage, Namespace, Member: namespaces and their members
-//     over time; lineage_pinned.go: a retired namespace that is still
-//     alive (entered again, kept by a bind of its nsfs file) is the same
-//     generation, revived with its creation; reused.go: one whose inode
-//     the process list shows another namespace has (its birth id differs)
+//     over time; a retired namespace that is still alive (entered again,
+//     kept by a bind of its nsfs file) is the same generation, revived
+//     with its creation; lineage_pinned.go: the namespaces a bind of
+//     their nsfs file keeps alive with no process in them; reused.go: one
+//     whose inode the process list shows another namespace has (its birth
+//     id differs)
 //     is retired, never revived for it, and every holder names its
 //     namespace's birth id where a process of it tells; gc.go: what is forgotten, and
 //     when.
-//   - ledger.go, tableindex.go, peergroups.go: Table and Ledger, the mount
-//     tables read from /proc, indexed by mount and by peer group, and the
-//     mount event that made an object.
+//   - ledger.go: Table and Ledger, the mount tables read from /proc,
+//     indexed by mount and by peer group, and which tables an event can
+//     have changed; peergroups.go: a mount's propagation (its peer group
+//     tags, private, shared, slave).
 //   - analyze.go: a failure, from the event to the holdings and pins.
 //   - holders.go: an object's identity (device, path through bind roots,
-//     overlay, nsfs) and the search for its copies; kept.go: namespaces no
+//     overlay, nsfs), what an unmount took away and the mount event that
+//     made it, and the search for its copies (in every table, and detached
+//     ones in no table); kept.go: namespaces no
 //     process runs in, kept by a bind of their nsfs file or by a process
 //     holding it open, read through it, and their verdict; a namespace
 //     with processes that such a bind keeps too (markBound, boundVerdict:
@@ -81,7 +86,8 @@
 //     rule_mountflags_restart.go, rule_private_parent.go, rule_unshare.go,
 //     rule_unknown.go; prevention.go: how to keep a namespace's copy from
 //     staying (which mount stopped the unmount, and where).
-//   - assemble.go: holdings grouped into one Finding, the primary verdict;
+//   - assemble.go: holdings grouped into one Finding (each holder made
+//     from its match, holderOf), the primary verdict;
 //     the processes it names asked what they run now (freshen).
 //   - leak.go: leaks as they form (also in a namespace found gone at the
 //     unmount: its copy went detached with it); settle.go: reported once the teardown

@@ -1,6 +1,7 @@
 package correlate
 
 import (
+	"path"
 	"sort"
 	"strings"
 	"time"
@@ -264,39 +265,6 @@ func pinRefs(pins []procfs.Pin) map[uint32][]finding.PinRef {
 	return out
 }
 
-// holderOf renders a match as a Holder, with the namespace's processes.
-func (c *Correlator) holderOf(m match, pins map[uint32][]finding.PinRef) finding.Holder {
-	h := finding.Holder{MntNS: m.ns.Ino, MntNSID: m.ns.ID, Self: m.self, Where: m.where, Exited: m.exited, Created: m.ns.Created, Pins: pins[m.ns.Ino], Detached: m.detached}
-	if m.mount != nil {
-		h.MountID = m.mount.ID
-		h.Propagation = Propagation(m.mount)
-	}
-	if m.self {
-		return h // the caller's namespace may be the host's: its pins say who matters
-	}
-	if m.kept != nil {
-		h.KeptBy = m.kept.by(c)
-		h.Enter = m.kept.files[0]
-		if f := m.kept.fd; f != nil {
-			// The process holding it open is the one to act on.
-			h.Pins = []finding.PinRef{{ProcRef: procRef(f.PID, f.StartTime, f.Comm, f.Cgroup), MntNS: f.MntNS, Pin: finding.PinNSFD,
-				Path: "/proc/" + itoa(f.PID) + "/fd/" + itoa(f.FD)}}
-		}
-		return h // no process runs in it: none is named as a member
-	}
-	if m.bound != nil {
-		h.KeptBy = m.bound.by(c)
-	}
-	members := m.ns.Members()
-	if m.ns.Dead {
-		members = m.ns.Past()
-	}
-	for i := range members {
-		h.Processes = append(h.Processes, members[i].Ref())
-	}
-	return h
-}
-
 // reused reports whether the filesystem a failure is about (id) is another
 // than the one an earlier unmount left copies of (leak), though both show
 // the same device number: id's was mounted at its path after leak's was
@@ -320,4 +288,154 @@ func (c *Correlator) reused(id, leak identity) bool {
 		}
 	}
 	return !made.IsZero() && !gone.IsZero() && made.After(gone)
+}
+
+// devOf returns a mount's device in event.Dev form.
+func devOf(m *mountinfo.Info) event.Dev { return event.MakeDev(uint32(m.Major), uint32(m.Minor)) }
+
+// Under reports whether path p is dir or below it.
+func Under(p, dir string) bool {
+	if dir == "/" {
+		return strings.HasPrefix(p, "/")
+	}
+	return p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+// rel returns p relative to dir ("" when equal), assuming Under(p, dir).
+func rel(p, dir string) string {
+	if dir == "/" {
+		return strings.TrimPrefix(p, "/")
+	}
+	return strings.TrimPrefix(strings.TrimPrefix(p, dir), "/")
+}
+
+func join(dir, r string) string {
+	if r == "" {
+		return dir
+	}
+	return path.Join(dir, r)
+}
+
+// mountEventFor returns the last successful mount that made the object,
+// before t when t is set. A propagation change (mount --make-shared) or a
+// remount of the path made nothing: it is not that mount.
+func (c *Correlator) mountEventFor(id identity, before time.Time) *event.Event {
+	hist := c.ledger.History()
+	for i := len(hist) - 1; i >= 0; i-- {
+		ev := hist[i]
+		if ev.Kind != event.KindMount || ev.Ret != 0 || (!before.IsZero() && !ev.Time.Before(before)) ||
+			ev.Flags&madeNothing != 0 {
+			continue
+		}
+		if ev.Target == id.path && id.path != "" {
+			return ev
+		}
+	}
+	return nil
+}
+
+// unmounted identifies what an unmount removed. The correlator runs a
+// little behind the kernel, so the caller's latest table may have been read
+// after the unmount already happened: the table before it is tried too, and
+// a block device is recognised from the mount event's source.
+func (c *Correlator) unmounted(ev *event.Event, latest *Table) (identity, finding.Object, bool) {
+	for _, t := range []*Table{latest, c.ledger.Previous(ev.MntNS)} {
+		if t == nil {
+			continue
+		}
+		if m := t.At(ev.Target); m != nil {
+			return identityOf(m, ev.Target), finding.Object{Path: ev.Target, Dev: devOf(m), FSType: m.FSType, Root: m.Root}, true
+		}
+	}
+	mnt := c.mountEventFor(identity{path: ev.Target}, ev.Time)
+	if mnt == nil {
+		return identity{}, finding.Object{}, false
+	}
+	if strings.HasPrefix(mnt.Source, "/dev/") {
+		if dev, err := c.proc.BlockDevice(mnt.Source); err == nil {
+			return identity{dev: dev, block: true, path: ev.Target, fs: mnt.FSType}, finding.Object{Path: ev.Target, Dev: dev, FSType: mnt.FSType}, true
+		}
+	}
+	return c.unmountedAsCopied(ev, mnt)
+}
+
+// unmountedAsCopied identifies what an unmount removed from a copy of it:
+// a namespace copied from the caller's after the mount and before the
+// unmount has it at the same path, unless it changed its own mounts since
+// (a bind over the file of `ip netns add`, which is not a block device, is
+// known this way when the caller's table was read only before the mount
+// and after the unmount).
+func (c *Correlator) unmountedAsCopied(ev, mnt *event.Event) (identity, finding.Object, bool) {
+	for _, n := range c.lineage.Live() {
+		if n.Parent != ev.MntNS || !n.Created.After(mnt.Time) || !n.Created.Before(ev.Time) {
+			continue
+		}
+		t := c.ledger.Table(n.Ino)
+		if t == nil || !t.ReadAt.After(n.Created) || c.changedOwnMounts(n.Ino, n.Created) {
+			continue
+		}
+		if m := t.At(ev.Target); m != nil && (mnt.FSType == "" || m.FSType == mnt.FSType || mnt.FSType == "none") {
+			return identityOf(m, ev.Target), finding.Object{Path: ev.Target, Dev: devOf(m), FSType: m.FSType, Root: m.Root}, true
+		}
+	}
+	return identity{}, finding.Object{}, false
+}
+
+// detachedCopies finds private copies the tables read before the unmount
+// showed and the fresh ones do not. A private copy cannot have followed the
+// unmount, and its namespace did not unmount it: the kernel detached it, as
+// it does on unlink or rmdir of the mountpoint (containerd unlinks a netns
+// right after its lazy unmount, docker removes `merged`). The leak formed
+// all the same; on RHEL 7 kernels that unlink fails with EBUSY instead.
+//
+// The correlator runs behind the kernel: the latest table of a namespace
+// may have been read, for an event queued before the unmount, after the
+// unmount and the rmdir already happened. The table before it (earlier)
+// is looked at too: a private copy of the same object leaves a namespace
+// only by its own unmount or by that detach, which needs the object
+// unmounted where the directory is removed.
+func (c *Correlator) detachedCopies(id identity, ev *event.Event, before, earlier map[uint32]*Table, found []match) []match {
+	callerTable := c.ledger.Table(ev.MntNS)
+	var out []match
+	for _, n := range c.lineage.Live() {
+		if n.Ino == ev.MntNS || hasMatchIn(found, n.Ino) {
+			continue // the caller, or still there
+		}
+		for _, t := range []*Table{before[n.Ino], earlier[n.Ino]} {
+			if t == nil || c.ledger.Table(n.Ino) == t {
+				continue // no such table, or not re-read
+			}
+			var copies []match
+			for _, m := range outermost(t, findIn(t, id, callerTable)) {
+				if IsPrivate(m) && !c.unmountedIn(n.Ino, m.Mountpoint, t.ReadAt) {
+					copies = append(copies, match{ns: n, table: t, mount: m, where: m.Mountpoint, detached: true})
+				}
+			}
+			if len(copies) > 0 {
+				out = append(out, copies...)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// unmountedIn reports whether ns itself unmounted path after t.
+func (c *Correlator) unmountedIn(ns uint32, path string, t time.Time) bool {
+	for _, ev := range c.ledger.History() {
+		if ev.Kind == event.KindUmount && ev.MntNS == ns && ev.Ret == 0 && ev.Target == path && !ev.Time.Before(t) {
+			return true
+		}
+	}
+	return false
+}
+
+func otherThan(ms []match, ns uint32) []match {
+	var out []match
+	for _, m := range ms {
+		if m.ns.Ino != ns {
+			out = append(out, m)
+		}
+	}
+	return out
 }

@@ -1,7 +1,6 @@
 package correlate
 
 import (
-	"strings"
 	"time"
 
 	"github.com/mntleak/mntleak/event"
@@ -108,53 +107,6 @@ func (c *Correlator) keepLeak(rec *leakRecord) {
 	c.report(rec.finding)
 }
 
-// unmounted identifies what an unmount removed. The correlator runs a
-// little behind the kernel, so the caller's latest table may have been read
-// after the unmount already happened: the table before it is tried too, and
-// a block device is recognised from the mount event's source.
-func (c *Correlator) unmounted(ev *event.Event, latest *Table) (identity, finding.Object, bool) {
-	for _, t := range []*Table{latest, c.ledger.Previous(ev.MntNS)} {
-		if t == nil {
-			continue
-		}
-		if m := t.At(ev.Target); m != nil {
-			return identityOf(m, ev.Target), finding.Object{Path: ev.Target, Dev: devOf(m), FSType: m.FSType, Root: m.Root}, true
-		}
-	}
-	mnt := c.mountEventFor(identity{path: ev.Target}, ev.Time)
-	if mnt == nil {
-		return identity{}, finding.Object{}, false
-	}
-	if strings.HasPrefix(mnt.Source, "/dev/") {
-		if dev, err := c.proc.BlockDevice(mnt.Source); err == nil {
-			return identity{dev: dev, block: true, path: ev.Target, fs: mnt.FSType}, finding.Object{Path: ev.Target, Dev: dev, FSType: mnt.FSType}, true
-		}
-	}
-	return c.unmountedAsCopied(ev, mnt)
-}
-
-// unmountedAsCopied identifies what an unmount removed from a copy of it:
-// a namespace copied from the caller's after the mount and before the
-// unmount has it at the same path, unless it changed its own mounts since
-// (a bind over the file of `ip netns add`, which is not a block device, is
-// known this way when the caller's table was read only before the mount
-// and after the unmount).
-func (c *Correlator) unmountedAsCopied(ev, mnt *event.Event) (identity, finding.Object, bool) {
-	for _, n := range c.lineage.Live() {
-		if n.Parent != ev.MntNS || !n.Created.After(mnt.Time) || !n.Created.Before(ev.Time) {
-			continue
-		}
-		t := c.ledger.Table(n.Ino)
-		if t == nil || !t.ReadAt.After(n.Created) || c.changedOwnMounts(n.Ino, n.Created) {
-			continue
-		}
-		if m := t.At(ev.Target); m != nil && (mnt.FSType == "" || m.FSType == mnt.FSType || mnt.FSType == "none") {
-			return identityOf(m, ev.Target), finding.Object{Path: ev.Target, Dev: devOf(m), FSType: m.FSType, Root: m.Root}, true
-		}
-	}
-	return identity{}, finding.Object{}, false
-}
-
 // changedOwnMounts reports whether namespace ns mounted or unmounted
 // anything itself since t.
 func (c *Correlator) changedOwnMounts(ns uint32, t time.Time) bool {
@@ -164,45 +116,6 @@ func (c *Correlator) changedOwnMounts(ns uint32, t time.Time) bool {
 		}
 	}
 	return false
-}
-
-// detachedCopies finds private copies the tables read before the unmount
-// showed and the fresh ones do not. A private copy cannot have followed the
-// unmount, and its namespace did not unmount it: the kernel detached it, as
-// it does on unlink or rmdir of the mountpoint (containerd unlinks a netns
-// right after its lazy unmount, docker removes `merged`). The leak formed
-// all the same; on RHEL 7 kernels that unlink fails with EBUSY instead.
-//
-// The correlator runs behind the kernel: the latest table of a namespace
-// may have been read, for an event queued before the unmount, after the
-// unmount and the rmdir already happened. The table before it (earlier)
-// is looked at too: a private copy of the same object leaves a namespace
-// only by its own unmount or by that detach, which needs the object
-// unmounted where the directory is removed.
-func (c *Correlator) detachedCopies(id identity, ev *event.Event, before, earlier map[uint32]*Table, found []match) []match {
-	callerTable := c.ledger.Table(ev.MntNS)
-	var out []match
-	for _, n := range c.lineage.Live() {
-		if n.Ino == ev.MntNS || hasMatchIn(found, n.Ino) {
-			continue // the caller, or still there
-		}
-		for _, t := range []*Table{before[n.Ino], earlier[n.Ino]} {
-			if t == nil || c.ledger.Table(n.Ino) == t {
-				continue // no such table, or not re-read
-			}
-			var copies []match
-			for _, m := range outermost(t, findIn(t, id, callerTable)) {
-				if IsPrivate(m) && !c.unmountedIn(n.Ino, m.Mountpoint, t.ReadAt) {
-					copies = append(copies, match{ns: n, table: t, mount: m, where: m.Mountpoint, detached: true})
-				}
-			}
-			if len(copies) > 0 {
-				out = append(out, copies...)
-				break
-			}
-		}
-	}
-	return out
 }
 
 // tables returns the current table of every live namespace.
@@ -230,16 +143,6 @@ func (c *Correlator) tableSnapshot(previous bool) (current, earlier map[uint32]*
 		}
 	}
 	return current, earlier
-}
-
-// unmountedIn reports whether ns itself unmounted path after t.
-func (c *Correlator) unmountedIn(ns uint32, path string, t time.Time) bool {
-	for _, ev := range c.ledger.History() {
-		if ev.Kind == event.KindUmount && ev.MntNS == ns && ev.Ret == 0 && ev.Target == path && !ev.Time.Before(t) {
-			return true
-		}
-	}
-	return false
 }
 
 // OpenLeaks counts the leak findings whose holder namespaces are not all

@@ -4,10 +4,10 @@ import (
 	"path"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/event"
 )
@@ -18,7 +18,7 @@ type Table struct {
 	ReadAt time.Time
 	Seq    uint64 // ledger change sequence when read
 	Mounts []*mountinfo.Info
-	byID   []int32 // indexes into Mounts, in mount ID order (see tableindex.go)
+	byID   []int32 // indexes into Mounts, in mount ID order (see indexByID)
 	local  uint64  // the namespace's own change count when read (see Ledger.Record)
 	shared bool    // some mount is in a shared peer group
 	groups peerGroups
@@ -73,73 +73,6 @@ func (t *Table) Parent(m *mountinfo.Info) *mountinfo.Info {
 	return t.mount(m.Parent)
 }
 
-// Propagation renders a mount's propagation as mountinfo's optional fields
-// say it: "shared:N", "master:N", "shared:N master:M", or "private".
-func Propagation(m *mountinfo.Info) string {
-	var tags []string
-	for _, f := range strings.Fields(m.Optional) {
-		if strings.HasPrefix(f, "shared:") || strings.HasPrefix(f, "master:") {
-			tags = append(tags, f)
-		}
-	}
-	if len(tags) == 0 {
-		return "private"
-	}
-	return strings.Join(tags, " ")
-}
-
-// IsPrivate reports whether a mount neither sends nor receives propagation.
-func IsPrivate(m *mountinfo.Info) bool { return !IsShared(m) && !IsSlave(m) }
-
-// IsShared reports whether a mount is in a shared peer group (its shared:N
-// tag, as a number).
-func IsShared(m *mountinfo.Info) bool { shared, _ := tags(m); return shared != 0 }
-
-// IsSlave reports whether a mount receives propagation from a master (its
-// master:N tag).
-func IsSlave(m *mountinfo.Info) bool { _, master := tags(m); return master != 0 }
-
-// RootPropagation names how a namespace's root mount propagates:
-// "shared", "slave" or "private".
-func RootPropagation(t *Table) string {
-	r := t.Root()
-	switch {
-	case r == nil:
-		return ""
-	case IsShared(r):
-		return "shared"
-	case IsSlave(r):
-		return "slave"
-	}
-	return "private"
-}
-
-// devOf returns a mount's device in event.Dev form.
-func devOf(m *mountinfo.Info) event.Dev { return event.MakeDev(uint32(m.Major), uint32(m.Minor)) }
-
-// Under reports whether path p is dir or below it.
-func Under(p, dir string) bool {
-	if dir == "/" {
-		return strings.HasPrefix(p, "/")
-	}
-	return p == dir || strings.HasPrefix(p, dir+"/")
-}
-
-// rel returns p relative to dir ("" when equal), assuming Under(p, dir).
-func rel(p, dir string) string {
-	if dir == "/" {
-		return strings.TrimPrefix(p, "/")
-	}
-	return strings.TrimPrefix(strings.TrimPrefix(p, dir), "/")
-}
-
-func join(dir, r string) string {
-	if r == "" {
-		return dir
-	}
-	return path.Join(dir, r)
-}
-
 // Ledger holds the mount tables and the recent mount-family events.
 type Ledger struct {
 	tables  map[uint32]*Table
@@ -149,7 +82,7 @@ type Ledger struct {
 	history []*event.Event
 	maxHist int
 	dirty   map[uint32]time.Time // namespace -> its last mount activity
-	groups  groupIndex           // peer groups of the current tables (peergroups.go)
+	groups  groupIndex           // peer groups of the current tables (see groupIndex)
 }
 
 // NewLedger returns a ledger keeping up to maxHistory events.
@@ -276,20 +209,180 @@ func (l *Ledger) namespaces() []uint32 {
 	return out
 }
 
-// mountEventFor returns the last successful mount that made the object,
-// before t when t is set. A propagation change (mount --make-shared) or a
-// remount of the path made nothing: it is not that mount.
-func (c *Correlator) mountEventFor(id identity, before time.Time) *event.Event {
-	hist := c.ledger.History()
-	for i := len(hist) - 1; i >= 0; i-- {
-		ev := hist[i]
-		if ev.Kind != event.KindMount || ev.Ret != 0 || (!before.IsZero() && !ev.Time.Before(before)) ||
-			ev.Flags&madeNothing != 0 {
-			continue
-		}
-		if ev.Target == id.path && id.path != "" {
-			return ev
+// A busy node has hundreds of namespaces of hundreds of mounts each, and
+// the ledger keeps two tables per namespace (the latest and the one
+// before). What one mount entry costs is what the daemon's memory scales
+// with, so a table indexes its entries by ID in a sorted slice of 4-byte
+// positions rather than a map, and a re-read table shares the entries that
+// did not change with the table before it.
+
+// indexByID returns the positions of mounts sorted by mount ID.
+func indexByID(mounts []*mountinfo.Info) []int32 {
+	idx := make([]int32, len(mounts))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	sort.Slice(idx, func(i, j int) bool { return mounts[idx[i]].ID < mounts[idx[j]].ID })
+	return idx
+}
+
+// mount returns the entry with mount ID id, or nil. With duplicate IDs
+// (never in one mountinfo) the last one listed wins, as a map's would.
+func (t *Table) mount(id int) *mountinfo.Info {
+	i := sort.Search(len(t.byID), func(i int) bool { return t.Mounts[t.byID[i]].ID > id })
+	if i == 0 || t.Mounts[t.byID[i-1]].ID != id {
+		return nil
+	}
+	return t.Mounts[t.byID[i-1]]
+}
+
+// shareWith points t's entries that are unchanged since old (same mount ID,
+// same fields) at old's, so the two tables hold one copy of them. Entries
+// are never modified once read.
+func (t *Table) shareWith(old *Table) {
+	for i, m := range t.Mounts {
+		if o := old.mount(m.ID); o != nil && o != m && *o == *m {
+			t.Mounts[i] = o
 		}
 	}
-	return nil
+}
+
+// propagationFlags are the mount(2) flags that change how mounts propagate
+// or move them: their effect on other namespaces is not judged here.
+const propagationFlags = unix.MS_REMOUNT | unix.MS_MOVE | unix.MS_SHARED | unix.MS_SLAVE | unix.MS_PRIVATE | unix.MS_UNBINDABLE
+
+// contained reports whether a successful event can only have changed its
+// own namespace's table. A mount or unmount propagates to other namespaces
+// only through a shared parent mount; in a namespace with no shared mount
+// at all (a container's, a service's private namespace, a storm of binds
+// in a runtime's scratch namespace) nothing it mounts or unmounts reaches
+// another table, and a plain mount or bind there creates no shared mount
+// (a bind of a slave is a slave: it receives, it does not send). So such
+// an event leaves every other table fresh, and a failure elsewhere does
+// not re-read hundreds of them. The namespace's table must be current as
+// to every change that could have reached it (Seq): propagation into it
+// is what could have made a mount there shared since. Anything else
+// (propagation changes, moves, remounts, the new mount API, pivot_root,
+// namespace creation) marks every table stale, as before.
+func (l *Ledger) contained(ev *event.Event) bool {
+	if ev.Kind != event.KindMount && ev.Kind != event.KindUmount {
+		return false
+	}
+	if ev.Kind == event.KindMount && ev.Flags&propagationFlags != 0 {
+		return false
+	}
+	t := l.tables[ev.MntNS]
+	return t != nil && t.Seq == l.seq && !t.shared
+}
+
+// A mount or an unmount propagates out of its namespace only through the
+// peer group of the mount it happens under: to that group's peers and
+// slaves, and on through any of those that are themselves shared (a mount
+// tagged "shared:Y master:X" passes what it receives from X on to Y). On a
+// node whose / is shared, every container start mounts under it, but only
+// the namespaces that hold a mount of that group (the host's peers, the
+// slaves systemd services and runtimes make) can change: the others' tables
+// stay fresh, and a failure does not re-read them.
+
+// groupIndex is the ledger's peer groups over its current tables: which
+// namespaces have a mount in each group, and where each group forwards to
+// (counted, a forward being declared by as many tables as show it). Kept
+// on Store and Forget, it makes reach cost what it reaches, not a walk
+// over every table for every mount of a storm.
+type groupIndex struct {
+	in      map[int]map[uint32]bool
+	forward map[int]map[int]int
+}
+
+func newGroupIndex() groupIndex {
+	return groupIndex{in: map[int]map[uint32]bool{}, forward: map[int]map[int]int{}}
+}
+
+func (x groupIndex) add(t *Table) {
+	for g := range t.groups.in {
+		if x.in[g] == nil {
+			x.in[g] = map[uint32]bool{}
+		}
+		x.in[g][t.NS] = true
+	}
+	for from, tos := range t.groups.forward {
+		if x.forward[from] == nil {
+			x.forward[from] = map[int]int{}
+		}
+		for _, to := range tos {
+			x.forward[from][to]++
+		}
+	}
+}
+
+func (x groupIndex) remove(t *Table) {
+	for g := range t.groups.in {
+		delete(x.in[g], t.NS)
+		if len(x.in[g]) == 0 {
+			delete(x.in, g)
+		}
+	}
+	for from, tos := range t.groups.forward {
+		for _, to := range tos {
+			if x.forward[from][to]--; x.forward[from][to] <= 0 {
+				delete(x.forward[from], to)
+			}
+		}
+		if len(x.forward[from]) == 0 {
+			delete(x.forward, from)
+		}
+	}
+}
+
+// reach returns the namespaces a successful plain mount or unmount can
+// have changed besides its own, and whether it could tell: the caller's
+// table must be current, the event a plain mount or unmount, and the mount
+// it happens under known. A parent that is not shared sends nothing
+// (reach is empty).
+func (l *Ledger) reach(ev *event.Event) ([]uint32, bool) {
+	if ev.Kind != event.KindMount && ev.Kind != event.KindUmount {
+		return nil, false
+	}
+	if ev.Kind == event.KindMount && ev.Flags&propagationFlags != 0 {
+		return nil, false
+	}
+	t := l.tables[ev.MntNS]
+	if t == nil || t.Seq != l.seq || t.local != l.local[ev.MntNS] || ev.Target == "" {
+		return nil, false
+	}
+	var parent *mountinfo.Info
+	if ev.Kind == event.KindMount {
+		parent = t.Containing(ev.Target)
+	} else if m := t.At(ev.Target); m != nil {
+		parent = t.Parent(m)
+	}
+	if parent == nil {
+		return nil, false
+	}
+	first, _ := tags(parent)
+	if first == 0 {
+		return nil, true // private or slave: it receives, it does not send
+	}
+	groups := map[int]bool{first: true}
+	for todo := []int{first}; len(todo) > 0; {
+		g := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		for to := range l.groups.forward[g] {
+			if !groups[to] {
+				groups[to] = true
+				todo = append(todo, to)
+			}
+		}
+	}
+	seen := map[uint32]bool{ev.MntNS: true}
+	var out []uint32
+	for g := range groups {
+		for ns := range l.groups.in[g] {
+			if !seen[ns] {
+				seen[ns] = true
+				out = append(out, ns)
+			}
+		}
+	}
+	return out, true
 }

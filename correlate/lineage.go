@@ -467,3 +467,41 @@ func (l *Lineage) namespaceOf(pid, ppid int) uint32 {
 	}
 	return parent
 }
+
+// revive brings back the latest dead generation of namespace ino when the
+// namespace is seen alive again (a process entered it, a bind of its nsfs
+// file keeps it) and returns it, or nil: none is remembered, the latest
+// was replaced by a newer namespace with the inode, or events were lost
+// since it was last known alive (its end and its inode's reuse by a
+// namespace made unseen may be among them).
+func (l *Lineage) revive(ino uint32) *Namespace {
+	for i := len(l.dead) - 1; i >= 0; i-- {
+		n := l.dead[i]
+		if n.Ino != ino {
+			continue
+		}
+		if n.replaced || n.aliveAt.IsZero() || !l.lostAt.Before(n.aliveAt) {
+			return nil
+		}
+		l.dead = slices.Delete(slices.Clone(l.dead), i, i+1)
+		// What its death left: the table kept for holders that had just
+		// exited (it is read anew now), the time of its last exit.
+		n.Dead, n.Died, n.LastTable, n.lastExit = false, time.Time{}, nil, time.Time{}
+		l.live[ino] = n
+		// The creator's exit while it was retired reached no one: only a
+		// creator known by its start time (a reused pid is told apart)
+		// is indexed again.
+		if !n.creatorGone && n.Creator.PID != 0 && n.Creator.StartTime != 0 {
+			l.byCreator[n.Creator.PID] = append(l.byCreator[n.Creator.PID], n)
+		}
+		return n
+	}
+	return nil
+}
+
+// seenAlive records that n was alive at t.
+func (n *Namespace) seenAlive(t time.Time) {
+	if t.After(n.aliveAt) {
+		n.aliveAt = t
+	}
+}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/procfs"
+	"golang.org/x/sys/unix"
 )
 
 // Sources answer what the engine needs of an event that the kernel did
@@ -102,4 +103,27 @@ func newNamespace(ev *event.Event) (pid int, ino uint32) {
 		return int(ev.ChildPID), ev.ChildMntNS
 	}
 	return 0, 0
+}
+
+// mountFamily reports whether events of kind change mount tables.
+func mountFamily(k event.Kind) bool {
+	switch k {
+	case event.KindMount, event.KindUmount, event.KindPivotRoot, event.KindOpenTree,
+		event.KindMoveMount, event.KindFsmount, event.KindMountSetattr:
+		return true
+	}
+	return false
+}
+
+// isTrigger reports whether an event is a failure worth explaining.
+func isTrigger(ev *event.Event) bool {
+	switch ev.Kind {
+	case event.KindFailure:
+		return failedWith(ev, unix.EBUSY)
+	case event.KindUmount:
+		return failedWith(ev, unix.EINVAL) || failedWith(ev, unix.EBUSY)
+	case event.KindMount, event.KindMoveMount:
+		return failedWith(ev, unix.ENOENT) || failedWith(ev, unix.EBUSY)
+	}
+	return false
 }
