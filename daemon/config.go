@@ -30,6 +30,7 @@ type Config struct {
 	StateBytes int64  // its size cap
 
 	Buffer          tracer.Buffer // kernel-to-reader buffer
+	Hooks           tracer.Hooks  // sys_exit tracepoint or syscall trampolines
 	RingBufferBytes int           // its size
 
 	// Naming the workloads of a finding (findings.go): the CRI sockets

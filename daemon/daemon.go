@@ -105,7 +105,7 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer, log *Log, reopen <-c
 		p.eventLog = zap.New(log.journal).Named("event")
 	}
 
-	t, err := tracer.New(tracer.Config{Sink: p.handle, Buffer: cfg.Buffer, RingBufferBytes: cfg.RingBufferBytes}, log.Named("tracer"))
+	t, err := tracer.New(tracer.Config{Sink: p.handle, Buffer: cfg.Buffer, Hooks: cfg.Hooks, RingBufferBytes: cfg.RingBufferBytes}, log.Named("tracer"))
 	if err != nil {
 		return err
 	}

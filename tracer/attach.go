@@ -11,30 +11,45 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// attachPoint is one program and the tracepoint it is attached to.
+// attachPoint is one program and the hook it is attached to.
 type attachPoint struct {
+	// name is the tracepoint, or the kernel function of an fexit program.
 	name string
-	// btf marks a BTF-typed (tp_btf) program; else a raw tracepoint
-	// program. Neither needs tracefs.
-	btf  bool
+	kind hookKind
 	prog *ebpf.Program
 }
 
+// hookKind is how a program attaches. None needs tracefs.
+type hookKind int
+
+const (
+	hookRawTracepoint hookKind = iota
+	hookTPBTF                  // a BTF-typed (tp_btf) tracepoint program
+	hookFexit                  // an fexit program on a kernel function
+)
+
 func (a attachPoint) String() string {
-	if a.btf {
+	switch a.kind {
+	case hookTPBTF:
 		return "tp_btf " + a.name
+	case hookFexit:
+		return "fexit " + a.name
 	}
 	return "raw tracepoint " + a.name
 }
 
-// attachPoints lists every program that is attached. Only the dispatcher
-// runs on each syscall (on its exit; nothing is attached to sys_enter);
-// the syscall handlers are reached through its tail call (handlers). It
-// only reads program fields, so it also describes what a zero objects
-// would attach (DetectFeatures).
+// attachPoints lists every program that is attached on the tracepoint
+// path. Only the dispatcher runs on each syscall (on its exit; nothing is
+// attached to sys_enter); the syscall handlers are reached through its
+// tail call (handlers). It only reads program fields, so it also describes
+// what a zero objects would attach (DetectFeatures).
 func (o *objects) attachPoints() []attachPoint {
+	return append([]attachPoint{{name: "sys_exit", kind: hookTPBTF, prog: o.dispatch.Dispatch}}, o.schedPoints()...)
+}
+
+// schedPoints are the process lifecycle's programs, on both paths.
+func (o *objects) schedPoints() []attachPoint {
 	return []attachPoint{
-		{name: "sys_exit", btf: true, prog: o.dispatch.Dispatch},
 		{name: "sched_process_fork", prog: o.nsproc.NewnsFork},
 		{name: "sched_process_exit", prog: o.nsproc.LeaderExit},
 	}
@@ -44,9 +59,13 @@ func (o *objects) attachPoints() []attachPoint {
 // bpf/common.bpf.h), above every syscall number.
 const slotFailure = 511
 
-// handler is one program in the dispatcher's handlers prog array.
+// handler is one program in the dispatcher's handlers prog array, or, on
+// the trampoline path, the fexit program on its syscall's function.
 type handler struct {
 	event string // what is lost without it: "open_tree", "failure"...
+	// program is the program's name in its object (the C function), which
+	// the trampoline path retargets to the syscall function.
+	program string
 	// syscall is the kernel's name for it (<syscallPrefix><syscall> in the
 	// kernel BTF); empty for the failure catch-all, which needs none.
 	syscall string
@@ -61,17 +80,17 @@ type handler struct {
 // reads program fields.
 func (o *objects) handlers() []handler {
 	return []handler{
-		{"mount", "mount", unix.SYS_MOUNT, false, o.mount.MountExit},
-		{"umount", "umount", unix.SYS_UMOUNT2, false, o.mount.UmountExit},
-		{"unshare", "unshare", unix.SYS_UNSHARE, false, o.nsproc.UnshareExit},
-		{"setns", "setns", unix.SYS_SETNS, false, o.nsproc.SetnsExit},
-		{"pivot_root", "pivot_root", unix.SYS_PIVOT_ROOT, true, o.mount.PivotRootExit},
-		{"open_tree", "open_tree", unix.SYS_OPEN_TREE, true, o.newmount.OpenTreeExit},
-		{"move_mount", "move_mount", unix.SYS_MOVE_MOUNT, true, o.newmount.MoveMountExit},
-		{"fsopen", "fsopen", unix.SYS_FSOPEN, true, o.newmount.FsopenExit},
-		{"fsmount", "fsmount", unix.SYS_FSMOUNT, true, o.newmount.FsmountExit},
-		{"mount_setattr", "mount_setattr", unix.SYS_MOUNT_SETATTR, true, o.newmount.MountSetattrExit},
-		{"failure", "", slotFailure, false, o.failure.FailureExit},
+		{"mount", mountProgMountExit, "mount", unix.SYS_MOUNT, false, o.mount.MountExit},
+		{"umount", mountProgUmountExit, "umount", unix.SYS_UMOUNT2, false, o.mount.UmountExit},
+		{"unshare", nsprocProgUnshareExit, "unshare", unix.SYS_UNSHARE, false, o.nsproc.UnshareExit},
+		{"setns", nsprocProgSetnsExit, "setns", unix.SYS_SETNS, false, o.nsproc.SetnsExit},
+		{"pivot_root", mountProgPivotRootExit, "pivot_root", unix.SYS_PIVOT_ROOT, true, o.mount.PivotRootExit},
+		{"open_tree", newmountProgOpenTreeExit, "open_tree", unix.SYS_OPEN_TREE, true, o.newmount.OpenTreeExit},
+		{"move_mount", newmountProgMoveMountExit, "move_mount", unix.SYS_MOVE_MOUNT, true, o.newmount.MoveMountExit},
+		{"fsopen", newmountProgFsopenExit, "fsopen", unix.SYS_FSOPEN, true, o.newmount.FsopenExit},
+		{"fsmount", newmountProgFsmountExit, "fsmount", unix.SYS_FSMOUNT, true, o.newmount.FsmountExit},
+		{"mount_setattr", newmountProgMountSetattrExit, "mount_setattr", unix.SYS_MOUNT_SETATTR, true, o.newmount.MountSetattrExit},
+		{"failure", failureProgFailureExit, "", slotFailure, false, o.failure.FailureExit},
 	}
 }
 
@@ -109,17 +128,27 @@ func (e *missingError) Error() string {
 	return fmt.Sprintf("syscall %s: the kernel has none (no %s in its BTF)", e.syscall, syscallFunc(e.syscall))
 }
 
+// checkSyscall checks that the kernel has h's syscall (a *missingError
+// when not).
+func checkSyscall(h handler, spec *btf.Spec) error {
+	if h.syscall == "" {
+		return nil
+	}
+	ok, err := haveSyscall(spec, h.syscall)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return &missingError{syscall: h.syscall}
+	}
+	return nil
+}
+
 // install puts h in the handlers prog array, after checking that the
 // kernel has its syscall (a *missingError when not).
 func install(slots *ebpf.Map, h handler, spec *btf.Spec) error {
-	if h.syscall != "" {
-		ok, err := haveSyscall(spec, h.syscall)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return &missingError{syscall: h.syscall}
-		}
+	if err := checkSyscall(h, spec); err != nil {
+		return err
 	}
 	if err := slots.Put(h.slot, h.prog); err != nil {
 		return fmt.Errorf("put %s handler in handlers slot %d: %w", h.event, h.slot, err)
@@ -132,7 +161,7 @@ func attach(a attachPoint) (link.Link, error) {
 		l   link.Link
 		err error
 	)
-	if a.btf {
+	if a.kind != hookRawTracepoint {
 		l, err = link.AttachTracing(link.TracingOptions{Program: a.prog})
 	} else {
 		l, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: a.name, Program: a.prog})

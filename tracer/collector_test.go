@@ -29,6 +29,11 @@ type collector struct {
 // (MNTLEAK_TEST_BUFFER=perf), to exercise the perf fallback with all of them.
 const envBuffer = "MNTLEAK_TEST_BUFFER"
 
+// envHooks runs every test that uses startTracer on one path
+// (MNTLEAK_TEST_HOOKS=tracepoint or trampoline; unset is auto), so that a
+// kernel with trampolines runs them on both.
+const envHooks = "MNTLEAK_TEST_HOOKS"
+
 // startTracer loads and attaches the real programs; they are detached at
 // cleanup, where the test also fails if any event was lost.
 func startTracer(t *testing.T) *collector {
@@ -40,7 +45,14 @@ func startTracer(t *testing.T) *collector {
 	if err != nil {
 		t.Fatalf("%s: %v", envBuffer, err)
 	}
-	return startTracerWith(t, tracer.Config{Buffer: buf}, zaptest.NewLogger(t))
+	hooks, err := tracer.ParseHooks(os.Getenv(envHooks))
+	if os.Getenv(envHooks) == "" {
+		hooks, err = tracer.HooksAuto, nil
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", envHooks, err)
+	}
+	return startTracerWith(t, tracer.Config{Buffer: buf, Hooks: hooks}, zaptest.NewLogger(t))
 }
 
 // startTracerWith is startTracer with cfg (its Sink is the collector's)

@@ -12,6 +12,18 @@
 // loader puts in the handlers prog array (attach.go). Nothing is attached
 // to syscall entry.
 //
+// That is the tracepoint path. Where the kernel has BPF trampolines the
+// tracer takes the trampoline path instead (Config.Hooks, hooks.go; auto
+// probes by attaching an empty fexit program to a syscall function): the
+// same handler programs, from the same objects, are loaded as fexit
+// programs on the kernel's syscall functions (__x64_sys_mount...), the
+// -EBUSY catch-all once per syscall it explains, and the dispatcher is not
+// loaded (trampoline.go). An fexit program on a syscall function gets the
+// saved user registers and the return value, as a handler does on
+// sys_exit, so the same events come out; every other syscall stays on the
+// kernel's fast path. The process lifecycle is on the sched tracepoints on
+// both paths.
+//
 // The events buffer is a BPF ring buffer or, without one (or with
 // Config.Buffer = BufferPerf), a perf event array; the loader sets the
 // programs' use_perf constant to match (buffer.go, load.go). A perf event
@@ -32,7 +44,8 @@
 //
 // Files: tracer.go (New, Run, Stats, Close), preflight.go and features.go
 // (what the kernel offers), memlock.go (RLIMIT_MEMLOCK on older kernels),
-// load.go, attach.go, buffer.go, reorder.go, lost.go, walk.go, clock.go,
+// load.go, attach.go, hooks.go and trampoline.go (the two paths),
+// buffer.go, reorder.go, lost.go, walk.go, clock.go,
 // arch_amd64.go and arch_arm64.go (the kernel's syscall function names),
 // gen.go and the generated *_bpfel.go with their .o (dispatch, failure,
 // mount, newmount, nsproc; x86 and arm64).

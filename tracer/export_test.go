@@ -34,3 +34,7 @@ func WithBoundedWalk(cfg Config) Config {
 	cfg.boundedWalk = true
 	return cfg
 }
+
+// ProbeTrampoline is the probe --hooks=auto asks: nil where the kernel
+// attaches an fexit program to a syscall function.
+var ProbeTrampoline = probeTrampoline

@@ -28,11 +28,15 @@ type Features struct {
 	// Memlock is what RemoveMemlock did: nothing on kernels that charge
 	// BPF memory to the memory cgroup, else the limit raised, or why not.
 	Memlock string `json:"memlock"`
-	// Kprobes and Fentry say whether the kernel has the hooks mntleak does
-	// not use (it needs tracepoints only) but users' other tools may:
-	// "yes", "no" and why, or "unknown" and why.
+	// Kprobes and Fentry say whether the kernel has kprobes and an fentry
+	// on vfs_statfs, which users' other tools may need (mntleak uses no
+	// kprobe; its trampoline probe is Hooks): "yes", "no" and why, or
+	// "unknown" and why.
 	Kprobes string `json:"kprobes"`
 	Fentry  string `json:"fentry"`
+	// Hooks is the path --hooks=auto runs and why: "trampoline (...)" or
+	// "tracepoint (...)", or why it is unknown.
+	Hooks string `json:"hooks"`
 	// Tracepoints are the tracepoints mntleak attaches to: sys_exit (the
 	// only per-syscall hook) and the sched ones.
 	Tracepoints map[string]bool `json:"tracepoints"`
@@ -92,6 +96,7 @@ func DetectFeatures() Features {
 		}
 	}
 	f.Kprobes, f.Fentry = probeKprobes(), probeFentry()
+	f.Hooks = describeHooks(chooseHooks(HooksAuto, probeTrampoline))
 	// What New checks, from the kernel BTF: the tracepoints it attaches to
 	// (each has a btf_trace_<name> type) and the syscalls the dispatcher
 	// hands to a handler.
@@ -153,4 +158,12 @@ func probeFentry() string {
 		return "no (" + err.Error() + ")"
 	}
 	return "unknown (" + err.Error() + ")"
+}
+
+// describeHooks is Features.Hooks from chooseHooks's answer.
+func describeHooks(h Hooks, why string, err error) string {
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	return h.String() + " (" + why + ")"
 }

@@ -19,11 +19,12 @@ import (
 // no perf event is opened for a syscalls:* tracepoint (each would register
 // the kernel's perf probe on every syscall's entry or exit): with the ring
 // buffer the process gains no perf event fd at all. Every syscall handler
-// is in the dispatcher's prog array instead.
+// is in the dispatcher's prog array instead. (The tracepoint path, forced:
+// TestTrampolineHooks is the other one.)
 func TestOnlySysExitHooked(t *testing.T) {
 	privtest.Require(t)
 	perfBefore := perfEventFDs(t)
-	tr, err := New(Config{Sink: func(*event.Event) {}, Buffer: BufferRingbuf}, zaptest.NewLogger(t))
+	tr, err := New(Config{Sink: func(*event.Event) {}, Buffer: BufferRingbuf, Hooks: HooksTracepoint}, zaptest.NewLogger(t))
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

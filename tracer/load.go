@@ -18,6 +18,10 @@ type objects struct {
 	nsproc   nsprocObjects
 	failure  failureObjects
 	dispatch dispatchObjects
+	// hooks is the path loaded: HooksTracepoint or HooksTrampoline, whose
+	// fexit programs are fexits (trampoline.go).
+	hooks  Hooks
+	fexits []fexitProgram
 }
 
 // Maps every object defines (bpf/common.bpf.h, bpf/path.bpf.h) and that
@@ -32,6 +36,7 @@ type loadOptions struct {
 	// running kernel's, found by cilium/ebpf itself.
 	kernelTypes *btf.Spec
 	walk        PathWalk
+	hooks       Hooks // HooksTracepoint or HooksTrampoline, never auto
 	// logStats keeps the verifier's statistics (processed instructions,
 	// verification time) in each Program's VerifierLog, for the tests.
 	logStats bool
@@ -66,7 +71,7 @@ func (lo loadOptions) prepare(name string, spec *ebpf.CollectionSpec) error {
 }
 
 func loadObjects(lo loadOptions, log *zap.Logger) (*objects, error) {
-	o := &objects{}
+	o := &objects{hooks: lo.hooks}
 	all := []struct {
 		name string
 		load func() (*ebpf.CollectionSpec, error)
@@ -79,8 +84,14 @@ func loadObjects(lo loadOptions, log *zap.Logger) (*objects, error) {
 		{"failure", loadFailure, &o.failure},
 		{"dispatch", loadDispatch, &o.dispatch},
 	}
-	var shared map[string]*ebpf.Map
+	var (
+		shared  map[string]*ebpf.Map
+		failure []string // the trampoline path's catch-all syscalls
+	)
 	for _, obj := range all {
+		if lo.hooks == HooksTrampoline && obj.name == "dispatch" {
+			continue
+		}
 		spec, err := obj.load()
 		if err != nil {
 			o.close()
@@ -89,6 +100,12 @@ func loadObjects(lo loadOptions, log *zap.Logger) (*objects, error) {
 		if err := lo.prepare(obj.name, spec); err != nil {
 			o.close()
 			return nil, err
+		}
+		if lo.hooks == HooksTrampoline {
+			if failure, err = lo.retarget(obj.name, spec); err != nil {
+				o.close()
+				return nil, fmt.Errorf("BPF object %s: %w", obj.name, err)
+			}
 		}
 		opts := &ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: lo.kernelTypes}}
 		if lo.logStats {
@@ -106,6 +123,14 @@ func loadObjects(lo loadOptions, log *zap.Logger) (*objects, error) {
 			o.close()
 			return nil, loadError(obj.name, err, log)
 		}
+		if len(failure) > 0 {
+			o.fexits = append(o.fexits, fexitProgram{event: "failure", fn: syscallFunc(failure[0]), prog: o.failure.FailureExit})
+			if err := loadFailureCopies(o, spec, failure[1:], *opts); err != nil {
+				o.close()
+				return nil, loadError(obj.name, err, log)
+			}
+			failure = nil
+		}
 		if shared == nil {
 			shared = map[string]*ebpf.Map{
 				"events":         o.mount.Events,
@@ -117,7 +142,44 @@ func loadObjects(lo loadOptions, log *zap.Logger) (*objects, error) {
 			}
 		}
 	}
+	if lo.hooks == HooksTrampoline {
+		if err := o.handlerFexits(lo.kernelTypes); err != nil {
+			o.close()
+			return nil, err
+		}
+	}
 	return o, nil
+}
+
+// retarget makes the trampoline path's fexit programs of one object: its
+// handlers on their syscalls, or, for the failure object, the catch-all on
+// the first of the syscalls it returns (the others get copies).
+func (lo loadOptions) retarget(name string, spec *ebpf.CollectionSpec) ([]string, error) {
+	if name != "failure" {
+		return nil, retargetHandlers(spec, lo.kernelTypes)
+	}
+	names, err := presentFailureSyscalls(lo.kernelTypes)
+	if err != nil {
+		return nil, err
+	}
+	return names, retarget(spec, failureProgFailureExit, syscallFunc(names[0]))
+}
+
+// handlerFexits lists the handlers loaded as fexit programs.
+func (o *objects) handlerFexits(kernel *btf.Spec) error {
+	for _, h := range o.handlers() {
+		if h.syscall == "" {
+			continue
+		}
+		ok, err := haveSyscall(kernel, h.syscall)
+		if err != nil {
+			return err
+		}
+		if ok {
+			o.fexits = append(o.fexits, fexitProgram{event: h.event, fn: syscallFunc(h.syscall), prog: h.prog})
+		}
+	}
+	return nil
 }
 
 // loadError logs the whole verifier log when there is one: the error string
@@ -139,4 +201,9 @@ func (o *objects) close() {
 	_ = o.nsproc.Close()
 	_ = o.failure.Close()
 	_ = o.dispatch.Close()
+	for _, f := range o.fexits {
+		if f.owned {
+			_ = f.prog.Close()
+		}
+	}
 }

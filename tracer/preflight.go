@@ -40,6 +40,9 @@ var tracefsDirs = []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}
 type kernel struct {
 	buffer Buffer // resolved: ringbuf or perf
 	walk   PathWalk
+	hooks  Hooks // resolved: tracepoint or trampoline
+	// hooksWhy says why hooks was chosen.
+	hooksWhy string
 	// btf is the kernel BTF when it was read from somewhere other than the
 	// default path; nil lets cilium/ebpf use (and cache) the default.
 	btf *btf.Spec
@@ -57,6 +60,9 @@ func preflight(cfg Config, log *zap.Logger) (kernel, error) {
 		return k, err
 	}
 	if k.buffer, err = chooseBuffer(cfg.Buffer); err != nil {
+		return k, err
+	}
+	if k.hooks, k.hooksWhy, err = chooseHooks(cfg.Hooks, probeTrampoline); err != nil {
 		return k, err
 	}
 	k.walk, err = probePathWalk()

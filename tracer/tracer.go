@@ -34,6 +34,9 @@ type Config struct {
 	Sink func(*event.Event)
 	// Buffer picks the ring buffer or a perf event array; zero is auto.
 	Buffer Buffer
+	// Hooks picks the sys_exit tracepoint or the syscall functions' BPF
+	// trampolines; zero is auto (trampolines where the kernel has them).
+	Hooks Hooks
 	// RingBufferBytes is the ring buffer size: a power of two and a
 	// multiple of the page size. Zero means DefaultRingBufferBytes. A perf
 	// buffer gets the same total, split over the CPUs.
@@ -95,10 +98,13 @@ type Tracer struct {
 	cfg    Config
 	buffer Buffer
 	walk   PathWalk
-	objs   *objects
-	links  []link.Link
-	reader reader
-	clock  event.WallClock
+	hooks  Hooks
+	// hooksWhy says why hooks was chosen, for the log and Hooks.
+	hooksWhy string
+	objs     *objects
+	links    []link.Link
+	reader   reader
+	clock    event.WallClock
 	// disabled lists the events whose optional syscalls are missing.
 	disabled []string
 	// kernelTypes is the kernel BTF read from elsewhere (tests), else nil.
@@ -154,11 +160,11 @@ func New(cfg Config, log *zap.Logger) (*Tracer, error) {
 		return nil, fmt.Errorf("read CLOCK_MONOTONIC: %w", err)
 	}
 	start := time.Now()
-	objs, err := loadObjects(loadOptions{buffer: k.buffer, ringBufBytes: cfg.RingBufferBytes, kernelTypes: k.btf, walk: k.walk}, log)
+	objs, err := loadObjects(loadOptions{buffer: k.buffer, ringBufBytes: cfg.RingBufferBytes, kernelTypes: k.btf, walk: k.walk, hooks: k.hooks}, log)
 	if err != nil {
 		return nil, err
 	}
-	t := &Tracer{log: log, cfg: cfg, buffer: k.buffer, walk: k.walk, objs: objs, clock: clock, kernelTypes: k.btf}
+	t := &Tracer{log: log, cfg: cfg, buffer: k.buffer, walk: k.walk, hooks: k.hooks, hooksWhy: k.hooksWhy, objs: objs, clock: clock, kernelTypes: k.btf}
 	// The reader before the programs: a perf output to a CPU whose buffer
 	// is not open yet fails, and would count as lost.
 	if t.reader, err = newReader(objs.mount.Events, k.buffer, cfg.RingBufferBytes); err != nil {
@@ -173,15 +179,18 @@ func New(cfg Config, log *zap.Logger) (*Tracer, error) {
 		zap.Int(logkey.Attached, len(t.links)),
 		zap.Stringer(logkey.Buffer, k.buffer),
 		zap.Stringer(logkey.PathWalk, k.walk),
+		zap.Stringer(logkey.Hooks, k.hooks),
+		zap.String(logkey.HooksWhy, k.hooksWhy),
 		zap.Int(logkey.RingBufBytes, cfg.RingBufferBytes),
 		zap.String(logkey.Memlock, string(memlock)),
 		zap.Duration(logkey.Elapsed, time.Since(start)))
 	return t, nil
 }
 
-// attachAll fills the dispatcher's handlers, then attaches the programs.
-// Handlers whose optional syscall the kernel lacks are left out, which
-// disables their events with one warning for all of them.
+// attachAll fills the dispatcher's handlers (on the trampoline path, only
+// checks their syscalls), then attaches the programs. Handlers whose
+// optional syscall the kernel lacks are left out, which disables their
+// events with one warning for all of them.
 func (t *Tracer) attachAll() error {
 	handlers := t.objs.handlers()
 	if t.cfg.extraHandlers != nil {
@@ -189,7 +198,12 @@ func (t *Tracer) attachAll() error {
 	}
 	var missing []string
 	for _, h := range handlers {
-		err := install(t.objs.mount.Handlers, h, t.kernelTypes)
+		var err error
+		if t.hooks == HooksTrampoline {
+			err = checkSyscall(h, t.kernelTypes)
+		} else {
+			err = install(t.objs.mount.Handlers, h, t.kernelTypes)
+		}
 		var me *missingError
 		switch {
 		case errors.As(err, &me) && h.optional:
@@ -202,7 +216,11 @@ func (t *Tracer) attachAll() error {
 			return err
 		}
 	}
-	for _, a := range t.objs.attachPoints() {
+	points := t.objs.attachPoints()
+	if t.hooks == HooksTrampoline {
+		points = t.objs.fexitPoints()
+	}
+	for _, a := range points {
 		l, err := attach(a)
 		if err != nil {
 			return err
@@ -219,6 +237,10 @@ func (t *Tracer) attachAll() error {
 // Disabled lists the events that are not traced because the kernel lacks
 // their (optional) syscalls.
 func (t *Tracer) Disabled() []string { return append([]string(nil), t.disabled...) }
+
+// Hooks is the path in use, HooksTracepoint or HooksTrampoline, and why
+// it was chosen.
+func (t *Tracer) Hooks() (Hooks, string) { return t.hooks, t.hooksWhy }
 
 // Buffer is the buffer in use: BufferRingbuf or BufferPerf.
 func (t *Tracer) Buffer() Buffer { return t.buffer }

@@ -71,6 +71,7 @@ func parseTraceFlags(args []string, stdoutTTY, stderrTTY bool, stderr io.Writer)
 	fs.Int64Var(&d.StateBytes, "state-size", state.DefaultMaxBytes, "size cap of the persistent lineage in bytes")
 	fs.IntVar(&d.RingBufferBytes, "ringbuf-size", tracer.DefaultRingBufferBytes, "ring buffer size in bytes (a power of two); a perf buffer splits it over the CPUs")
 	buffer := fs.String("buffer", "auto", "kernel-to-reader buffer: auto (ringbuf when the kernel has it, else perf), ringbuf, perf")
+	hooks := fs.String("hooks", "auto", "where the syscall programs run: auto (trampoline when the kernel has BPF trampolines, else tracepoint), trampoline (fexit on the traced syscalls' functions), tracepoint (the sys_exit tracepoint)")
 	criSocket := fs.String("cri-socket", "auto", "CRI runtime socket asked for the container and pod names of a finding's processes: auto (the first of "+
 		strings.Join(cri.DefaultSockets, ", ")+" that exists), a path, or \"\" for none")
 	fs.StringVar(&d.DockerSocket, "docker-socket", docker.DefaultSocket, "Docker Engine socket asked for container names (\"\" for none)")
@@ -105,6 +106,9 @@ func parseTraceFlags(args []string, stdoutTTY, stderrTTY bool, stderr io.Writer)
 	}
 	if d.Buffer, err = tracer.ParseBuffer(*buffer); err != nil {
 		return opts, fmt.Errorf("invalid --buffer %q: want auto, ringbuf or perf", *buffer)
+	}
+	if d.Hooks, err = tracer.ParseHooks(*hooks); err != nil {
+		return opts, fmt.Errorf("invalid --hooks %q: want auto, trampoline or tracepoint", *hooks)
 	}
 	if n := d.RingBufferBytes; n < 4096 || n&(n-1) != 0 {
 		return opts, fmt.Errorf("invalid --ringbuf-size %d: want a power of two of at least 4096", n)

@@ -83,6 +83,9 @@ func TestParseTraceFlags(t *testing.T) {
 		{name: "perf buffer", args: []string{"--buffer", "perf"}, want: traceDefaults(func(o *traceOptions) { o.daemon.Buffer = tracer.BufferPerf })},
 		{name: "ring buffer asked", args: []string{"--buffer=ringbuf"}, want: traceDefaults(func(o *traceOptions) { o.daemon.Buffer = tracer.BufferRingbuf })},
 		{name: "bad buffer", args: []string{"--buffer", "mmap"}, wantErr: `invalid --buffer "mmap": want auto, ringbuf or perf`},
+		{name: "trampoline hooks", args: []string{"--hooks=trampoline"}, want: traceDefaults(func(o *traceOptions) { o.daemon.Hooks = tracer.HooksTrampoline })},
+		{name: "tracepoint hooks", args: []string{"--hooks", "tracepoint"}, want: traceDefaults(func(o *traceOptions) { o.daemon.Hooks = tracer.HooksTracepoint })},
+		{name: "bad hooks", args: []string{"--hooks", "fentry"}, wantErr: `invalid --hooks "fentry": want auto, trampoline or tracepoint`},
 		{name: "runtimes: a CRI socket, no Docker", args: []string{"--cri-socket", "/run/k3s/containerd/containerd.sock", "--docker-socket=", "--runtime-timeout", "500ms"},
 			want: traceDefaults(func(o *traceOptions) {
 				o.daemon.CRISockets, o.daemon.DockerSocket, o.daemon.RuntimeTimeout = []string{"/run/k3s/containerd/containerd.sock"}, "", 500*time.Millisecond
@@ -191,7 +194,7 @@ func TestWriteFeaturesLines(t *testing.T) {
 	var out bytes.Buffer
 	writeFeatures(&out, tracer.Features{
 		Kernel: "5.4.0", BTF: true, RingBuffer: "yes", Buffer: "ringbuf", Tracefs: "/sys/kernel/tracing", Memlock: string(tracer.MemlockRaised),
-		Kprobes: "yes", Fentry: "no (not supported)",
+		Kprobes: "yes", Fentry: "no (not supported)", Hooks: "tracepoint (no BPF trampolines: the kernel refuses to load an fexit program on __x64_sys_mount: operation not permitted)",
 		Tracepoints: map[string]bool{"sys_exit": true, "sched_process_fork": true, "sched_process_exit": true},
 		Syscalls:    map[string]bool{"mount": true, "open_tree": false, "mount_setattr": false},
 		Disabled:    []string{"open_tree", "mount_setattr"},
@@ -204,6 +207,7 @@ func TestWriteFeaturesLines(t *testing.T) {
 		"disabled:    open_tree, mount_setattr events (optional syscalls missing)\n",
 		"kprobes:     yes (not used)\n",
 		"fentry:      no (not supported) (not used)\n",
+		"hooks:       tracepoint (no BPF trampolines: the kernel refuses to load an fexit program on __x64_sys_mount: operation not permitted) (what --hooks=auto uses)\n",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())

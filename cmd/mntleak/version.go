@@ -73,6 +73,7 @@ func writeFeatures(stdout io.Writer, feat tracer.Features) {
 	fmt.Fprintf(stdout, "ring buffer: %s\n", feat.RingBuffer)
 	fmt.Fprintf(stdout, "buffer:      %s (what --buffer=auto uses)\n", feat.Buffer)
 	fmt.Fprintf(stdout, "path walk:   %s\n", feat.PathWalk)
+	fmt.Fprintf(stdout, "hooks:       %s (what --hooks=auto uses)\n", feat.Hooks)
 	fmt.Fprintf(stdout, "memlock:     %s\n", feat.Memlock)
 	fmt.Fprintf(stdout, "tracefs:     %s (not needed: tp_btf and raw tracepoints only)\n", feat.Tracefs)
 	if feat.Kprobes != "" {

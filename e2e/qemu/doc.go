@@ -39,7 +39,9 @@
 //     oraclecheck.Verdict a finding; its own doc.go);
 //     guest/kernel-probe.sh and guest/probe: the kernel's own answers
 //     (rmdir, the new mount API, listmount, NS_GET_MNTNS_ID; its own
-//     doc.go); guest/lib.sh (on
+//     doc.go); guest/hookbench: what each hook path costs the
+//     syscalls it does not trace, measured in the guest (its own doc.go);
+//     guest/lib.sh (on
 //     e2e/scenarios/common.sh, which lab.sh copies into the payload) and
 //     guest/scenarios/*.sh: the scenarios, each recording what the test
 //     must find (NAME.expect).

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -161,3 +162,55 @@ func checkBuffer(t *testing.T, attached, want string) {
 		t.Errorf("the daemon attached with buffer %q, want %q: %s", line.Buffer, want, attached)
 	}
 }
+
+// autoHooks is the path `mntleak version` says auto takes: its hooks line
+// starts with it.
+func autoHooks(t *testing.T, version string) string {
+	t.Helper()
+	for _, l := range strings.Split(version, "\n") {
+		if rest, ok := strings.CutPrefix(l, "hooks:"); ok {
+			if f := strings.Fields(rest); len(f) > 0 {
+				return f[0]
+			}
+		}
+	}
+	t.Fatalf("mntleak version has no hooks line:\n%s", version)
+	return ""
+}
+
+// checkHooks checks the path in the daemon's attach line.
+func checkHooks(t *testing.T, attached, want string) {
+	t.Helper()
+	var line struct {
+		Hooks string `json:"hooks"`
+	}
+	if err := json.Unmarshal([]byte(attached), &line); err != nil {
+		t.Fatalf("the daemon's attach line %q: %v", attached, err)
+	}
+	if line.Hooks != want {
+		t.Errorf("the daemon attached on %q hooks, want %q: %s", line.Hooks, want, attached)
+	}
+}
+
+// sameFindings compares one scenario's findings on the two paths: the
+// same kinds, causes, calls and headlines, in the same order, with the
+// numbers (pids, namespace inodes, mount ids, times: the two passes are
+// two runs) masked.
+func sameFindings(t *testing.T, scenario string, trampoline, tracepoint []*journalEntry) {
+	t.Helper()
+	shape := func(es []*journalEntry) []string {
+		var out []string
+		for _, e := range es {
+			out = append(out, e.Cause+": "+digits.ReplaceAllString(e.Message, "#"))
+		}
+		return out
+	}
+	a, b := shape(trampoline), shape(tracepoint)
+	if strings.Join(a, "\n") != strings.Join(b, "\n") {
+		t.Errorf("%s: the paths found differently:\ntrampoline:\n%s\ntracepoint:\n%s", scenario, strings.Join(a, "\n"), strings.Join(b, "\n"))
+	} else {
+		t.Logf("%s: the same %d findings on both paths", scenario, len(a))
+	}
+}
+
+var digits = regexp.MustCompile(`[0-9]+`)

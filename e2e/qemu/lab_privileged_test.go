@@ -136,28 +136,21 @@ func runGuest(t *testing.T, k labKernel, bins labBinaries, results string, table
 	for _, e := range entries {
 		t.Log(e.Summary)
 	}
-	for _, tt := range labScenarios {
-		t.Run(tt.scenario, func(t *testing.T) {
-			rc := strings.Fields(read(t, out, tt.scenario+".rc"))
-			log := read(t, out, tt.scenario+".log")
-			if len(rc) != 2 || rc[0] != "0" {
-				t.Fatalf("scenario exited %v:\n%s", rc, log)
+	hooks := autoHooks(t, g.version)
+	byPath := map[string]map[string][]*journalEntry{}
+	byPath[hooks] = checkScenarios(t, out, entries, hooks, &g)
+	// A kernel with trampolines runs every scenario on the tracepoint path
+	// too (guest/run.sh): the same findings, numbers aside.
+	if tp := filepath.Join(out, "tracepoint"); hooks == "trampoline" {
+		t.Run("tracepoint", func(t *testing.T) {
+			var other guestRun
+			byPath["tracepoint"] = checkScenarios(t, tp, entries, "tracepoint", &other)
+			for _, tt := range labScenarios {
+				sameFindings(t, tt.scenario, byPath["trampoline"][tt.scenario], byPath["tracepoint"][tt.scenario])
 			}
-			t.Logf("scenario ran %ss in the guest", rc[1])
-			buffer := scenarioBuffer(t, tt.scenario)
-			checkBuffer(t, read(t, out, tt.scenario+".attached"), buffer)
-			exp := expectations(t, filepath.Join(out, tt.scenario+".expect"))
-			got := ofScenario(t, entries, exp, read(t, out, tt.scenario+".window"))
-			var findings []*finding.Finding
-			for _, e := range got {
-				findings = append(findings, &e.finding)
-			}
-			findingset.Exact(t, findings, wants(t, tt.want, exp), findingset.Remote())
-			for _, w := range tt.want {
-				checkEntry(t, got, w, exp)
-			}
-			g.scenarios = append(g.scenarios, scenarioRun{name: tt.scenario, seconds: rc[1], buffer: buffer, entries: got, passed: !t.Failed()})
 		})
+	} else if _, err := os.Stat(tp); err == nil {
+		t.Errorf("the guest ran the tracepoint pass on a kernel whose auto path is %s", hooks)
 	}
 	verdicts(t, filepath.Join(out, "oracle.jsonl"), read(t, out, "oracle.rc"))
 	for _, c := range []string{"private-tmp", "mountflags-restart"} {
@@ -167,6 +160,40 @@ func runGuest(t *testing.T, k labKernel, bins labBinaries, results string, table
 	}
 	g.failed = t.Failed()
 	table.add(g)
+}
+
+// checkScenarios checks every scenario's results in dir (one path's run):
+// the daemon attached on hooks, and the exact findings. It returns each
+// scenario's findings.
+func checkScenarios(t *testing.T, dir string, entries []*journalEntry, hooks string, g *guestRun) map[string][]*journalEntry {
+	found := map[string][]*journalEntry{}
+	for _, tt := range labScenarios {
+		t.Run(tt.scenario, func(t *testing.T) {
+			rc := strings.Fields(read(t, dir, tt.scenario+".rc"))
+			log := read(t, dir, tt.scenario+".log")
+			if len(rc) != 2 || rc[0] != "0" {
+				t.Fatalf("scenario exited %v:\n%s", rc, log)
+			}
+			t.Logf("scenario ran %ss in the guest", rc[1])
+			buffer := scenarioBuffer(t, tt.scenario)
+			attached := read(t, dir, tt.scenario+".attached")
+			checkBuffer(t, attached, buffer)
+			checkHooks(t, attached, hooks)
+			exp := expectations(t, filepath.Join(dir, tt.scenario+".expect"))
+			got := ofScenario(t, entries, exp, read(t, dir, tt.scenario+".window"))
+			var findings []*finding.Finding
+			for _, e := range got {
+				findings = append(findings, &e.finding)
+			}
+			findingset.Exact(t, findings, wants(t, tt.want, exp), findingset.Remote())
+			for _, w := range tt.want {
+				checkEntry(t, got, w, exp)
+			}
+			found[tt.scenario] = got
+			g.scenarios = append(g.scenarios, scenarioRun{name: tt.scenario, seconds: rc[1], buffer: buffer, entries: got, passed: !t.Failed()})
+		})
+	}
+	return found
 }
 
 // ofScenario returns the entries of the scenario's window (its start and

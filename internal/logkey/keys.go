@@ -37,6 +37,8 @@ const (
 	Remembered     = "remembered"
 	Buffer         = "buffer"
 	PathWalk       = "path_walk" // bpf_loop or bounded loop (tracer.PathWalk)
+	Hooks          = "hooks"     // tracepoint or trampoline (tracer.Hooks)
+	HooksWhy       = "hooks_why" // why that path was chosen
 	Disabled       = "disabled"
 	Tracepoints    = "tracepoints"
 	Capabilities   = "capabilities"

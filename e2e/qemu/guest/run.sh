@@ -37,7 +37,7 @@ daemon() {
 	done
 	journalctl -u mntleak.service -o cat --no-pager --since "$since" | grep '"msg":"BPF programs attached"' >/run/lab-attached || true
 }
-daemon ""
+daemon " "
 # The oracle (when the payload has it) compares every finding with the
 # kernel's state the moment it is logged: it follows mntleak's journal.
 if [ -x /lab/oracle ]; then
@@ -45,19 +45,31 @@ if [ -x /lab/oracle ]; then
 		/lab/oracle >"$out/oracle.jsonl" 2>"$out/oracle.err" &
 	oracle=$!
 fi
-for s in /lab/scenarios/*.sh; do
-	name=$(basename "$s" .sh)
-	daemon "$(sed -n 's/^# lab-daemon-args: //p' "$s")"
-	cp /run/lab-attached "$out/$name.attached"
-	start=$(date +%s)
-	# The scenario's window, in the journal's microseconds: its findings
-	# are logged within it (or 3 s after: a leak settles 2 s).
-	echo "$(date +%s%6N)" >"$out/$name.window"
-	bash "$s" >"$out/$name.log" 2>&1
-	echo "$? $(($(date +%s) - start))" >"$out/$name.rc"
-	sleep 3
-	echo "$(date +%s%6N)" >>"$out/$name.window"
-done
+# scenarios DIR HOOKS: every scenario, results in DIR, the daemon run with
+# HOOKS (and the scenario's own arguments).
+scenarios() {
+	local dir=$1 hooks=$2 s name start
+	mkdir -p "$dir"
+	for s in /lab/scenarios/*.sh; do
+		name=$(basename "$s" .sh)
+		daemon "$(sed -n 's/^# lab-daemon-args: //p' "$s") $hooks"
+		cp /run/lab-attached "$dir/$name.attached"
+		start=$(date +%s)
+		# The scenario's window, in the journal's microseconds: its findings
+		# are logged within it (or 3 s after: a leak settles 2 s).
+		echo "$(date +%s%6N)" >"$dir/$name.window"
+		bash "$s" >"$dir/$name.log" 2>&1
+		echo "$? $(($(date +%s) - start))" >"$dir/$name.rc"
+		sleep 3
+		echo "$(date +%s%6N)" >>"$dir/$name.window"
+	done
+}
+# The path auto takes (the trampolines where the kernel has them), then,
+# on such a kernel, the tracepoint path too: both must find the same.
+scenarios "$out" ""
+if grep -q '^hooks: *trampoline' "$out/version.txt"; then
+	scenarios "$out/tracepoint" --hooks=tracepoint
+fi
 systemctl stop mntleak.service
 if [ -n "${oracle:-}" ]; then
 	sleep 2 # the last entries reach the oracle
