@@ -25,6 +25,11 @@ type CrowdResult struct {
 	StartupBare           []float64 // seconds, before the crowd was started
 	StartupCrowd          []float64
 	Why, Audit            []float64
+	// FailureCPU is the daemon's CPU time (user + system) over the
+	// latency trials, per trial, in seconds: what a failure costs the
+	// daemon, which the load of a shared machine does not stretch as it
+	// stretches the wall time.
+	FailureCPU float64
 }
 
 // crowdLifetime bounds every sleeper: should the benchmark die without
@@ -120,6 +125,10 @@ func (r *Runner) latency(ctx context.Context, paths []string, res *CrowdResult) 
 	}
 	defer d.Stop()
 	time.Sleep(time.Second) // past the startup snapshot's settling
+	cpu0, err := cpuTime(d.PID())
+	if err != nil {
+		return err
+	}
 	for _, p := range paths {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -143,8 +152,15 @@ func (r *Runner) latency(ctx context.Context, paths []string, res *CrowdResult) 
 		}
 		time.Sleep(20 * time.Millisecond) // one failure at a time
 	}
-	r.logf("  latency p50 %s p99 %s (read from stderr: p50 %s p99 %s), %d of %d explained", ms(percentile(res.Latencies, 50)),
-		ms(percentile(res.Latencies, 99)), ms(percentile(res.Delivered, 50)), ms(percentile(res.Delivered, 99)), len(res.Latencies), res.Trials)
+	cpu1, err := cpuTime(d.PID())
+	if err != nil {
+		return err
+	}
+	if res.Trials > 0 {
+		res.FailureCPU = (cpu1 - cpu0).Seconds() / float64(res.Trials)
+	}
+	r.logf("  latency p50 %s p99 %s (read from stderr: p50 %s p99 %s), %d of %d explained; daemon CPU %s per failure", ms(percentile(res.Latencies, 50)),
+		ms(percentile(res.Latencies, 99)), ms(percentile(res.Delivered, 50)), ms(percentile(res.Delivered, 99)), len(res.Latencies), res.Trials, ms(res.FailureCPU))
 	return nil
 }
 

@@ -90,6 +90,7 @@ func Run(ctx context.Context, cfg Config) ([]string, error) {
 	section("crowd", func() (err error) { rep.Crowd, err = r.Crowd(ctx); return })
 	section("memory", func() (err error) { rep.Memory, err = r.Memory(ctx); return })
 	rep.Elapsed = time.Since(rep.Started)
+	rep.Machine.LoadEnd = LoadAverage()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -62,7 +62,10 @@
 //     holding it open, read through it, and their verdict; a namespace
 //     with processes that such a bind keeps too (markBound, boundVerdict:
 //     a runtime confined in a namespace of its own, snapd's
-//     /run/snapd/ns/SNAP.mnt).
+//     /run/snapd/ns/SNAP.mnt); kernelns.go: where the kernel lists its
+//     mount namespaces and reads any one's table by id, the scan of every
+//     process's open files for a namespace held open runs only when one
+//     no process runs in may hold the object.
 //   - verdict.go: the analysis a rule reads and the verdict it writes.
 //   - rules.go: the rule table (cause, rule), classify and the causes'
 //     rank. One file per cause, in the table's order:

@@ -162,8 +162,12 @@ func (c *Correlator) keptNamespace(ino uint32) *Namespace {
 // keeps by holding their nsfs file open (no bind of it anywhere), reading
 // each one's table through /proc/PID/fd/N. It reads every process's open
 // files (a failure and why ask it every time: a namespace kept so holds
-// the object beside any live one).
+// the object beside any live one), unless the kernel shows no namespace
+// that could be kept so holds it (heldOpenNowhere).
 func (c *Correlator) fdMatches(id identity, caller uint32) ([]match, []string) {
+	if c.heldOpenNowhere(id, caller) {
+		return nil, nil
+	}
 	fds, err := c.proc.NSFDs()
 	var missing []string
 	var unreadable *procfs.UnreadableError

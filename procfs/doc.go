@@ -20,7 +20,9 @@
 // number and inode of an open file, and who could not be read), nsfile.go
 // (a kept namespace's table, from a thread that enters it), nsid.go (a
 // mount namespace's birth id, and the processes holding a namespace's nsfs
-// file open), realpath.go (symbolic links in a process's root),
+// file open), kernelns.go (KernelNamespaces: every mount namespace from
+// the kernel's walk, and any one's table by birth id through listmount and
+// statmount, as mountinfo lines), realpath.go (symbolic links in a process's root),
 // visibility.go (how much of the node the caller sees, and which
 // processes it could not read), record.go (Recorder, Replay).
 package procfs

@@ -9,6 +9,7 @@ import (
 	"github.com/moby/sys/mountinfo"
 
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/internal/kmount"
 	"github.com/mntleak/mntleak/internal/replayq"
 )
 
@@ -24,6 +25,9 @@ const (
 	OpNSMountinfo = "nsmountinfo"
 	OpMntNSID     = "mntnsid"
 	OpNSFDs       = "nsfds"
+	// KernelNamespaces' answers.
+	OpMountNamespaces = "mntnamespaces"
+	OpNSTable         = "nstable"
 )
 
 // Record is one Proc answer as it is written into a recorded stream (the
@@ -42,6 +46,8 @@ type Record struct {
 	RealPath  string            `json:"realpath,omitempty"`
 	NSID      uint64            `json:"nsid,omitempty"`
 	NSFDs     []NSFD            `json:"nsfds,omitempty"`
+	// Namespaces: every mount namespace the kernel has (KernelNamespaces).
+	Namespaces []kmount.Namespace `json:"namespaces,omitempty"`
 	// Unreadable is how many processes a pin search could not read
 	// (UnreadableError): the pins are the others'.
 	Unreadable int    `json:"unreadable,omitempty"`
@@ -52,6 +58,8 @@ func (r *Record) key() string {
 	switch r.Op {
 	case OpMountinfo, OpCommand, OpMntNSID:
 		return r.Op + " " + strconv.Itoa(r.PID)
+	case OpNSTable:
+		return r.Op + " " + strconv.FormatUint(r.NSID, 10)
 	case OpBlockDevice, OpNSMountinfo:
 		return r.Op + " " + r.Path
 	case OpRealPath:
@@ -176,6 +184,29 @@ func (r Recorder) NSFDs() ([]NSFD, error) {
 	fds, err := r.Proc.NSFDs()
 	r.Write(withSearchErr(&Record{Op: OpNSFDs, NSFDs: fds}, err))
 	return fds, err
+}
+
+// MountNamespaces implements KernelNamespaces: the wrapped Proc's answer,
+// or an error when it has none.
+func (r Recorder) MountNamespaces() ([]kmount.Namespace, error) {
+	var nss []kmount.Namespace
+	err := errNoKernelNamespaces(r.Proc)
+	if k, ok := r.Proc.(KernelNamespaces); ok {
+		nss, err = k.MountNamespaces()
+	}
+	r.Write(&Record{Op: OpMountNamespaces, Namespaces: nss, Err: errString(err)})
+	return nss, err
+}
+
+// NamespaceTable implements KernelNamespaces.
+func (r Recorder) NamespaceTable(id uint64) ([]*mountinfo.Info, error) {
+	var mounts []*mountinfo.Info
+	err := errNoKernelNamespaces(r.Proc)
+	if k, ok := r.Proc.(KernelNamespaces); ok {
+		mounts, err = k.NamespaceTable(id)
+	}
+	r.Write(&Record{Op: OpNSTable, NSID: id, Mounts: mounts, Err: errString(err)})
+	return mounts, err
 }
 
 // Replay answers from recorded Records: each call takes the next unused
@@ -314,4 +345,22 @@ func (r *Replay) NSFDs() ([]NSFD, error) {
 		return nil, err
 	}
 	return rec.NSFDs, rec.searchErr()
+}
+
+// MountNamespaces implements KernelNamespaces.
+func (r *Replay) MountNamespaces() ([]kmount.Namespace, error) {
+	rec, err := r.next(OpMountNamespaces)
+	if err != nil {
+		return nil, err
+	}
+	return rec.Namespaces, rec.err()
+}
+
+// NamespaceTable implements KernelNamespaces.
+func (r *Replay) NamespaceTable(id uint64) ([]*mountinfo.Info, error) {
+	rec, err := r.next((&Record{Op: OpNSTable, NSID: id}).key())
+	if err != nil {
+		return nil, err
+	}
+	return rec.Mounts, rec.err()
 }

@@ -36,8 +36,8 @@
 //
 // Files:
 //   - plan.go: Step, Refusal, Plan, Make.
-//   - kernel.go: listmount, statmount (decoded with length checks) and
-//     NS_GET_MNTNS_ID; Mount.
+//   - kernel.go: Mount, a namespace's table by birth id and
+//     NS_GET_MNTNS_ID, from package kmount (listmount, statmount).
 //   - prove.go: Table, Proof, NotLeak; proveLeak, the leak proof from
 //     the tables of the holder and the origins.
 //   - ledger.go: Ledger, the daemon's record of this boot: a namespace's

@@ -1,0 +1,59 @@
+package correlate
+
+import (
+	"github.com/mntleak/mntleak/procfs"
+)
+
+// heldOpenNowhere reports whether the kernel itself shows that no
+// namespace an open nsfs file alone could keep holds the object, so
+// fdMatches need not read every process's open files (on a node with
+// thousands of processes that scan is most of what a failure waits for).
+// It walks every mount namespace (procfs.KernelNamespaces) and reads, by
+// birth id, the table of each that fdMatches would search (no known
+// process, not the caller's, not kept by a bind); the object may be in
+// one when it is found there as fdMatches finds it, or when any mount of
+// one is on the object's device or is an overlay that may use it as a
+// layer. False when the kernel cannot be asked (before 6.12, a recording
+// made without it): the scan runs as before.
+func (c *Correlator) heldOpenNowhere(id identity, caller uint32) bool {
+	kn, ok := c.proc.(procfs.KernelNamespaces)
+	if !ok {
+		return false
+	}
+	nss, err := kn.MountNamespaces()
+	if err != nil {
+		return false
+	}
+	bound := c.keptNamespaces()
+	callerTable := c.ledger.Table(caller)
+	for _, ns := range nss {
+		if n := c.lineage.Get(ns.Ino); (n != nil && len(n.members) > 0) || ns.Ino == caller {
+			continue // searched as any other, or the caller's own
+		}
+		if _, ok := bound[ns.Ino]; ok {
+			continue // kept by a bind: keptMatches reads it
+		}
+		mounts, err := kn.NamespaceTable(ns.ID)
+		if err != nil {
+			return false
+		}
+		if mayHold(NewTable(ns.Ino, mounts, c.now, c.ledger.Seq()), id, callerTable) {
+			return false
+		}
+	}
+	return true
+}
+
+// mayHold reports whether table t may hold the object: findIn finds it,
+// or a mount is on its device, or an overlay may use it as a layer.
+func mayHold(t *Table, id identity, callerTable *Table) bool {
+	if len(findIn(t, id, callerTable)) > 0 {
+		return true
+	}
+	for _, m := range t.Mounts {
+		if (id.known() && devOf(m) == id.dev) || (id.layers && m.FSType == "overlay") {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,117 @@
+package correlate_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
+
+	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/finding"
+	"github.com/mntleak/mntleak/internal/kmount"
+	"github.com/mntleak/mntleak/procfs"
+)
+
+// kernelProc is the fake /proc with the kernel's own namespace walk
+// (procfs.KernelNamespaces): nss is every namespace there is (by inode,
+// birth id = inode + 1000), each table read from the world's tables; a
+// nil nss answers as a kernel without the walk. It counts the scans of
+// every process's open files.
+type kernelProc struct {
+	*fakeProc
+	nss     []uint32
+	fdScans int
+}
+
+func (k *kernelProc) NSFDs() ([]procfs.NSFD, error) {
+	k.fdScans++
+	return k.fakeProc.NSFDs()
+}
+
+func (k *kernelProc) MountNamespaces() ([]kmount.Namespace, error) {
+	if k.nss == nil {
+		return nil, fmt.Errorf("walk the mount namespaces: %w", unix.ENOTTY)
+	}
+	var out []kmount.Namespace
+	for _, ino := range k.nss {
+		out = append(out, kmount.Namespace{Ino: ino, ID: uint64(ino) + 1000})
+	}
+	return out, nil
+}
+
+func (k *kernelProc) NamespaceTable(id uint64) ([]*mountinfo.Info, error) {
+	text, ok := k.tables[uint32(id-1000)]
+	if !ok {
+		return nil, errors.New("listmount: no such namespace")
+	}
+	return mountinfo.GetMountsFromReader(strings.NewReader(text), nil)
+}
+
+// withKernelWalk gives the world a correlator that asks the kernel for
+// its namespaces (nss; nil: a kernel without the walk).
+func withKernelWalk(w *world, nss []uint32) *kernelProc {
+	w.t.Helper()
+	k := &kernelProc{fakeProc: w.proc, nss: nss}
+	w.c = correlate.New(k, correlate.Options{LeakSettle: -1}, func(f *finding.Finding) { w.findings = append(w.findings, f) })
+	if err := w.c.Start(); err != nil {
+		w.t.Fatal(err)
+	}
+	return k
+}
+
+// keptByAnOpenFile is TestNamespaceKeptByAnOpenFile's world: mnt:[95], no
+// process in it, held open by pinner[60], keeps /dev/loop0 mounted after
+// the host unmounted it; plus mnt:[96], the kernel's devtmpfs namespace
+// (no process either, nothing of the object). It returns the line of the
+// mkfs.ext4 EBUSY and how many times every process's open files were read.
+func keptByAnOpenFile(t *testing.T, nss []uint32, keptHolds bool) (string, int) {
+	const kept = 95
+	w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, ""), proc(60, "pinner", hostNS, "")}, map[uint32]string{hostNS: hostTable})
+	w.proc.tables[kept] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n"
+	if keptHolds {
+		w.proc.tables[kept] += "111 110 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"
+	}
+	w.proc.tables[96] = "120 120 0:6 / / rw - devtmpfs devtmpfs rw,size=4096k\n"
+	w.proc.nsfiles = map[string]uint32{"/proc/60/fd/3": kept}
+	w.proc.nsfds = []procfs.NSFD{{Process: proc(60, "pinner", hostNS, ""), FD: 3, NS: kept}}
+	k := withKernelWalk(w, nss)
+	w.proc.tables[hostNS] = hostWithoutVol
+	w.send(umountEv(40, "umount", hostNS, "/srv/vol", 0))
+	w.findings = nil
+	k.fdScans = 0
+	w.send(failEv(50, "mkfs.ext4", hostNS, 257, "/dev/loop0", int64(unix.EBUSY)))
+	if !keptHolds {
+		if len(w.findings) != 0 {
+			t.Fatalf("%d findings, want none: %s", len(w.findings), w.findings[0].Line())
+		}
+		return "", k.fdScans
+	}
+	return w.only().Line(), k.fdScans
+}
+
+// Where the kernel lists its namespaces, a failure reads every process's
+// open files only when a namespace that no process runs in may hold the
+// object; the finding is the same, byte for byte, as on a kernel without
+// the walk.
+func TestOpenFileScanOnlyWhereTheKernelShowsACopy(t *testing.T) {
+	want, scans := keptByAnOpenFile(t, nil, true)
+	if scans != 1 {
+		t.Errorf("without the walk: %d scans of the open files, want 1", scans)
+	}
+	if !strings.Contains(want, "kept by fd 3 of pinner[60] in the host") {
+		t.Fatalf("without the walk: line lacks the open file that keeps mnt:[95]:\n%s", want)
+	}
+	got, scans := keptByAnOpenFile(t, []uint32{hostNS, 95, 96}, true)
+	if got != want || scans != 1 {
+		t.Errorf("with the walk: %d scans, line\n%s\nwant 1 scan and\n%s", scans, got, want)
+	}
+	if _, scans := keptByAnOpenFile(t, []uint32{hostNS, 95, 96}, false); scans != 0 {
+		t.Errorf("no namespace without processes holds it: %d scans of the open files, want 0", scans)
+	}
+	if _, scans := keptByAnOpenFile(t, nil, false); scans != 1 {
+		t.Errorf("without the walk, nothing held: %d scans of the open files, want 1 (the fallback)", scans)
+	}
+}

@@ -1,0 +1,110 @@
+package procfs
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
+
+	"github.com/mntleak/mntleak/internal/kmount"
+)
+
+// KernelNamespaces is implemented by a Proc that asks the kernel itself
+// about mount namespaces (Linux 6.12+): every one there is, with no process
+// list (NS_MNT_GET_NEXT/PREV), and the table of any one by its birth id,
+// with no process or nsfs file to read it through (listmount, statmount).
+// Host implements it; on an older kernel its methods fail and the caller
+// reads /proc as before. A Recorder records its answers and a Replay gives
+// them back; a recording made without them answers with an error, so an
+// old recording replays through /proc's answers as it was recorded.
+type KernelNamespaces interface {
+	// MountNamespaces lists every mount namespace of the machine.
+	MountNamespaces() ([]kmount.Namespace, error)
+	// NamespaceTable is the mount table of the namespace born with id, as
+	// /proc/PID/mountinfo would show it (ids, parents, devices, roots,
+	// mount points, propagation, fstype, super options; not the source).
+	NamespaceTable(id uint64) ([]*mountinfo.Info, error)
+}
+
+// MountNamespaces implements KernelNamespaces.
+func (h Host) MountNamespaces() ([]kmount.Namespace, error) {
+	return kmount.Namespaces(h.root() + "/self/ns/mnt")
+}
+
+// NamespaceTable implements KernelNamespaces.
+func (h Host) NamespaceTable(id uint64) ([]*mountinfo.Info, error) {
+	mounts, err := kmount.Table(id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*mountinfo.Info, len(mounts))
+	for i := range mounts {
+		out[i] = infoOf(&mounts[i])
+		intern(out[i])
+	}
+	return out, nil
+}
+
+// infoOf is a statmount answer as a mountinfo line would show it.
+func infoOf(m *kmount.Mount) *mountinfo.Info {
+	return &mountinfo.Info{
+		ID: m.OldID, Parent: m.OldParent, Major: int(m.Dev.Major()), Minor: int(m.Dev.Minor()),
+		Root: m.Root, Mountpoint: m.Point, Options: mountOptions(m.Attr), Optional: optionalFields(m),
+		FSType: m.FSType, VFSOptions: m.Opts,
+	}
+}
+
+// The MOUNT_ATTR_ bits statmount reports, and the words mountinfo uses.
+var mountAttrWords = []struct {
+	bit  uint64
+	word string
+}{
+	{unix.MOUNT_ATTR_NOSUID, "nosuid"}, {unix.MOUNT_ATTR_NODEV, "nodev"}, {unix.MOUNT_ATTR_NOEXEC, "noexec"},
+	{unix.MOUNT_ATTR_NOATIME, "noatime"}, {unix.MOUNT_ATTR_STRICTATIME, "strictatime"},
+	{unix.MOUNT_ATTR_NODIRATIME, "nodiratime"}, {unix.MOUNT_ATTR_IDMAP, "idmapped"},
+	{unix.MOUNT_ATTR_NOSYMFOLLOW, "nosymfollow"},
+}
+
+// mountOptions are a mount's per-mount options as mountinfo's field 6
+// names them.
+func mountOptions(attr uint64) string {
+	words := []string{"rw"}
+	if attr&unix.MOUNT_ATTR_RDONLY != 0 {
+		words[0] = "ro"
+	}
+	for _, w := range mountAttrWords {
+		if attr&w.bit != 0 {
+			words = append(words, w.word)
+		}
+	}
+	if attr&(unix.MOUNT_ATTR_NOATIME|unix.MOUNT_ATTR_STRICTATIME) == 0 {
+		words = append(words, "relatime")
+	}
+	return strings.Join(words, ",")
+}
+
+// optionalFields are mountinfo's optional fields: the peer group, the
+// master, the peer group propagation comes from, unbindable.
+func optionalFields(m *kmount.Mount) string {
+	var out []string
+	if m.Prop&unix.MS_SHARED != 0 {
+		out = append(out, "shared:"+strconv.FormatUint(m.Peer, 10))
+	}
+	if m.Prop&unix.MS_SLAVE != 0 {
+		out = append(out, "master:"+strconv.FormatUint(m.Master, 10))
+		if m.PropFrom != 0 && m.PropFrom != m.Master {
+			out = append(out, "propagate_from:"+strconv.FormatUint(m.PropFrom, 10))
+		}
+	}
+	if m.Prop&unix.MS_UNBINDABLE != 0 {
+		out = append(out, "unbindable")
+	}
+	return strings.Join(out, " ")
+}
+
+// errNoKernelNamespaces is the answer of a Proc without KernelNamespaces.
+func errNoKernelNamespaces(p Proc) error {
+	return fmt.Errorf("%T cannot ask the kernel for mount namespaces", p)
+}
