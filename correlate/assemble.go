@@ -227,11 +227,11 @@ func (c *Correlator) freshen(matches []match, pins map[uint32][]finding.PinRef) 
 		seen[m.ns.Ino] = true
 		for _, mem := range m.ns.Members() {
 			if cmd, ok := ask(mem.PID); ok {
-				c.lineage.Verify(m.ns, mem.PID, cmd.Comm, cmd.StartTime, c.now)
+				c.lineage.Verify(m.ns, mem, cmd.Comm, cmd.StartTime, c.now)
 			} else if gone[mem.PID] {
 				// It exited; its exit event is not handled yet (mntleak's
 				// own short-lived helpers, read while it waited for them).
-				c.lineage.Gone(m.ns, mem.PID, c.now)
+				c.lineage.Gone(m.ns, mem, c.now)
 			}
 		}
 	}

@@ -166,8 +166,14 @@ func (c *Correlator) lineageEvent(ev *event.Event, live bool) bool {
 		// thread) moves that thread alone, until it ends with no exit
 		// event of its own: the namespace is made, the process does not
 		// join it nor leave its own.
+		// The namespace made by another thread is its thread's (its
+		// creator names the tid); the thread is a member of it only when
+		// a process list shows it there: it may have ended already.
 		if ev.Ret == 0 && ev.MntNSAfter != ev.MntNSBefore {
 			actor := memberOf(ev)
+			if !mainThread(ev) {
+				actor.TID = int(ev.TID)
+			}
 			create(ev.MntNSAfter, ev.MntNSBefore, OriginUnshare, actor)
 			if mainThread(ev) {
 				c.lineage.Join(ev.MntNSAfter, ev.MntNSBefore, actor)
@@ -213,9 +219,9 @@ func (c *Correlator) Start() error {
 func (c *Correlator) readTable(n *Namespace) error {
 	var last error = errors.New("no process in " + finding.NSName(n.Ino))
 	for _, m := range n.Members() {
-		ns, mounts, err := c.proc.Mountinfo(m.PID)
+		ns, mounts, err := c.proc.Mountinfo(m.Enter())
 		if err == nil && ns != n.Ino {
-			err = fmt.Errorf("pid %d is in %s now", m.PID, finding.NSName(ns)) // reused, or moved by setns
+			err = fmt.Errorf("pid %d is in %s now", m.Enter(), finding.NSName(ns)) // reused, or moved by setns
 		}
 		if err != nil {
 			last = err

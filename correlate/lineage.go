@@ -24,7 +24,12 @@ const (
 // Member is a process in a namespace. PID and StartTime together identify
 // it; StartTime is 0 for a process only seen in events.
 type Member struct {
-	PID       int       `json:"pid"`
+	PID int `json:"pid"`
+	// TID is the thread that is the member, when it is not the process's
+	// main thread: a thread of its own in another namespace than its
+	// process (/proc/PID/task/TID/ns/mnt). 0: the process, by its main
+	// thread.
+	TID       int       `json:"tid,omitempty"`
 	StartTime uint64    `json:"start_time,omitempty"`
 	Comm      string    `json:"comm"`
 	Cgroup    string    `json:"cgroup,omitempty"`
@@ -33,7 +38,25 @@ type Member struct {
 }
 
 // Ref is the member as a finding names it.
-func (m *Member) Ref() finding.ProcRef { return procRef(m.PID, m.StartTime, m.Comm, m.Cgroup) }
+func (m *Member) Ref() finding.ProcRef {
+	r := procRef(m.PID, m.StartTime, m.Comm, m.Cgroup)
+	r.TID = m.TID
+	return r
+}
+
+// key is what a namespace knows the member by: its thread for a thread
+// member, else its pid (tids and pids are one number space).
+func (m *Member) key() int {
+	if m.TID != 0 {
+		return m.TID
+	}
+	return m.PID
+}
+
+// Enter is the pid to enter the member's namespace through (nsenter -t):
+// the thread's, for a thread member (/proc/PID/ns/mnt is its main
+// thread's, in another namespace).
+func (m *Member) Enter() int { return m.key() }
 
 // procRef is a process as findings name it: the container, unit and pod
 // come from its cgroup.
@@ -90,7 +113,7 @@ func (n *Namespace) Members() []Member {
 // sortMembers orders members oldest first: start time, then pid.
 func sortMembers(ms []Member) {
 	slices.SortFunc(ms, func(a, b Member) int {
-		return cmp.Or(cmp.Compare(a.StartTime, b.StartTime), cmp.Compare(a.PID, b.PID))
+		return cmp.Or(cmp.Compare(a.StartTime, b.StartTime), cmp.Compare(a.PID, b.PID), cmp.Compare(a.TID, b.TID))
 	})
 }
 
@@ -226,7 +249,7 @@ func (l *Lineage) Join(ino, from uint32, m Member) {
 		l.setCreator(n, m)
 	}
 	mm := m
-	n.members[m.PID] = &mm
+	n.members[m.key()] = &mm
 	n.seenAlive(m.Joined)
 }
 
@@ -252,14 +275,15 @@ func (l *Lineage) Exit(ino uint32, pid int, comm string, at time.Time) {
 // Verify applies what /proc says of a member of n now: the same process
 // (start time) that exec'd takes its new name; a pid that another process
 // has now is gone from n (and, if it made n, n's creator is gone).
-func (l *Lineage) Verify(n *Namespace, pid int, comm string, start uint64, at time.Time) {
-	m := n.members[pid]
+func (l *Lineage) Verify(n *Namespace, mem Member, comm string, start uint64, at time.Time) {
+	key, pid := mem.key(), mem.PID
+	m := n.members[key]
 	if m == nil || start == 0 {
 		return
 	}
 	if m.StartTime != 0 && m.StartTime != start {
 		l.renameCreator(pid, m.StartTime, m.Comm, "", true)
-		n.leave(pid, at)
+		n.leave(key, at)
 		return
 	}
 	if m.StartTime == 0 {
@@ -272,10 +296,10 @@ func (l *Lineage) Verify(n *Namespace, pid int, comm string, start uint64, at ti
 }
 
 // Gone removes a member /proc says is gone (its exit event still to come).
-func (l *Lineage) Gone(n *Namespace, pid int, at time.Time) {
-	if m := n.members[pid]; m != nil {
-		l.renameCreator(pid, m.StartTime, m.Comm, "", true)
-		n.leave(pid, at)
+func (l *Lineage) Gone(n *Namespace, mem Member, at time.Time) {
+	if m := n.members[mem.key()]; m != nil {
+		l.renameCreator(mem.PID, m.StartTime, m.Comm, "", true)
+		n.leave(mem.key(), at)
 	}
 }
 
@@ -303,12 +327,21 @@ func (l *Lineage) renameCreator(pid int, start uint64, comm, cgroup string, exit
 // reused by another process is told apart by its start time, and
 // namespaces without any process are retired.
 func (l *Lineage) Reconcile(procs []procfs.Process, now time.Time) {
+	// Each namespace's processes by member key: a process by its pid in
+	// its main thread's namespace, and by the tid of each of its threads
+	// in a namespace of its own (Process.Threads).
 	present := map[uint32]map[int]procfs.Process{}
-	for _, p := range procs {
-		if present[p.MntNS] == nil {
-			present[p.MntNS] = map[int]procfs.Process{}
+	add := func(ns uint32, key int, p procfs.Process) {
+		if present[ns] == nil {
+			present[ns] = map[int]procfs.Process{}
 		}
-		present[p.MntNS][p.PID] = p
+		present[ns][key] = p
+	}
+	for _, p := range procs {
+		add(p.MntNS, p.PID, p)
+		for _, th := range p.Threads {
+			add(th.MntNS, th.TID, p)
+		}
 	}
 	// Retirements and departures are applied in order (inode; start time,
 	// pid): they append to the dead list and to past members, which reach
@@ -327,8 +360,8 @@ func (l *Lineage) Reconcile(procs []procfs.Process, now time.Time) {
 			continue
 		}
 		var gone []Member
-		for pid, m := range n.members {
-			p, ok := procsHere[pid]
+		for key, m := range n.members {
+			p, ok := procsHere[key]
 			if !ok || (m.StartTime != 0 && p.StartTime != m.StartTime) {
 				gone = append(gone, *m) // gone, or its pid now belongs to another process
 				continue
@@ -337,14 +370,14 @@ func (l *Lineage) Reconcile(procs []procfs.Process, now time.Time) {
 				m.StartTime = p.StartTime
 			}
 			m.Comm = p.Comm // exec changes it; pid and start time stay
-			l.renameCreator(pid, p.StartTime, p.Comm, p.Cgroup, false)
+			l.renameCreator(m.PID, p.StartTime, p.Comm, p.Cgroup, false)
 			if m.Cgroup == "" {
 				m.Cgroup = p.Cgroup
 			}
 		}
 		sortMembers(gone)
 		for _, m := range gone {
-			n.leave(m.PID, now)
+			n.leave(m.key(), now)
 		}
 	}
 	slices.SortFunc(retired, func(a, b *Namespace) int { return cmp.Compare(a.Ino, b.Ino) })
@@ -360,14 +393,18 @@ func (l *Lineage) Reconcile(procs []procfs.Process, now time.Time) {
 			n = &Namespace{Ino: ino, Origin: OriginPredates, Inferred: true, members: map[int]*Member{}}
 			l.live[ino] = n
 		}
-		for pid, p := range procsHere {
-			if _, ok := n.members[pid]; !ok {
-				n.members[pid] = &Member{PID: pid, StartTime: p.StartTime, Comm: p.Comm, Cgroup: p.Cgroup}
+		for key, p := range procsHere {
+			if _, ok := n.members[key]; !ok {
+				m := &Member{PID: p.PID, StartTime: p.StartTime, Comm: p.Comm, Cgroup: p.Cgroup}
+				if key != p.PID {
+					m.TID = key
+				}
+				n.members[key] = m
 			}
 		}
 		// A namespace whose creation was not seen is named by its oldest
 		// process: the one a remembered join named may be gone since.
-		if n.Origin == OriginPredates && (n.Creator.PID == 0 || n.members[n.Creator.PID] == nil) {
+		if n.Origin == OriginPredates && (n.Creator.PID == 0 || n.members[n.Creator.key()] == nil) {
 			if oldest := n.Members(); len(oldest) > 0 {
 				l.untrack(n)
 				l.setCreator(n, oldest[0])
@@ -417,7 +454,7 @@ func (l *Lineage) retire(n *Namespace, at time.Time) {
 	// In Members' order (start time, pid), not the map's: Past() is in
 	// findings, and a replay must read the same every time.
 	for _, m := range n.Members() {
-		n.leave(m.PID, at)
+		n.leave(m.key(), at)
 	}
 	n.Dead, n.Died = true, at
 	l.dead = append(l.dead, n)

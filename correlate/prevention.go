@@ -25,7 +25,7 @@ func (c *Correlator) prevention(a *analysis, m match) (string, *event.Event) {
 			if ev := c.madePrivate(m.ns, parent.Mountpoint); ev != nil {
 				enter := "nsenter into " + finding.NSName(m.ns.Ino) + " and run"
 				if ms := m.ns.Members(); len(ms) > 0 {
-					enter = "nsenter -t " + itoa(ms[0].PID) + " -m"
+					enter = "nsenter -t " + itoa(ms[0].Enter()) + " -m"
 				}
 				return parent.Mountpoint + " was made private in " + finding.NSName(m.ns.Ino) + " after the namespace was copied as a slave: " +
 					"no unmount reaches the copies below it; keep it a slave there (" + enter + " mount --make-rslave " + parent.Mountpoint + ")", ev

@@ -1,6 +1,7 @@
 package correlate
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 
@@ -99,11 +100,11 @@ func (c *Correlator) fillBirthIDs(f *finding.Finding) {
 				continue
 			}
 			for _, m := range n.Members() {
-				pids = append(pids, m.PID)
+				pids = append(pids, m.Enter())
 			}
 		}
 		for _, p := range h.Processes {
-			pids = append(pids, p.PID)
+			pids = append(pids, cmp.Or(p.TID, p.PID))
 		}
 		for _, p := range h.Pins {
 			pids = append(pids, p.PID)

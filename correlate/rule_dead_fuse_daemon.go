@@ -61,7 +61,7 @@ func (c *Correlator) fuseFix(a *analysis, m match) string {
 	if !m.self {
 		switch ms := m.ns.Members(); {
 		case len(ms) > 0 && m.exited.IsZero():
-			fix = "unmount it lazily in " + finding.NSName(m.ns.Ino) + ": nsenter -t " + itoa(ms[0].PID) + " -m umount -l " + m.where + ", or mntleak release"
+			fix = "unmount it lazily in " + finding.NSName(m.ns.Ino) + ": nsenter -t " + itoa(ms[0].Enter()) + " -m umount -l " + m.where + ", or mntleak release"
 		case m.kept != nil && len(m.kept.files) > 0:
 			fix = "unmount it lazily in " + finding.NSName(m.ns.Ino) + ": nsenter --mount=" + m.kept.files[0] + " umount -l " + m.where + ", or mntleak release"
 		default:

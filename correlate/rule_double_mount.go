@@ -125,7 +125,7 @@ func (c *Correlator) doubleMountFix(m match, again *event.Event) string {
 	if !m.self {
 		pid := "PID"
 		if ms := m.ns.Members(); len(ms) > 0 {
-			pid = itoa(ms[0].PID)
+			pid = itoa(ms[0].Enter())
 		}
 		fix = "unmount it in " + finding.NSName(m.ns.Ino) + ": nsenter -t " + pid + " -m umount " + m.where +
 			" (the mount " + again.Comm + " made), then retry"

@@ -86,7 +86,7 @@ func (c *Correlator) runningAs(n *Namespace) string {
 
 func firstSurvivorPID(n *Namespace) string {
 	if ms := n.Members(); len(ms) > 0 {
-		return itoa(ms[0].PID)
+		return itoa(ms[0].Enter())
 	}
 	return "<pid in " + finding.NSName(n.Ino) + ">"
 }

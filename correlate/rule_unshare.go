@@ -38,9 +38,9 @@ func (c *Correlator) ruleUnshare(a *analysis, m match) (verdict, bool) {
 		if w := creatorWorkload(n); w != "" {
 			how += " in " + w
 		}
-		creator := finding.ProcName(n.Creator.Comm, n.Creator.PID)
-		who := "stop or restart " + creator + " and the processes in " + finding.NSName(n.Ino)
-		_, inside := n.members[n.Creator.PID]
+		creator := n.Creator.Ref().Name()
+		who := "stop or restart " + finding.ProcName(n.Creator.Comm, n.Creator.PID) + " and the processes in " + finding.NSName(n.Ino)
+		_, inside := n.members[n.Creator.key()]
 		if n.creatorGone || !inside {
 			// Its pid may belong to another program now, or it runs
 			// elsewhere (the parent of a CLONE_NEWNS child): name what
@@ -82,7 +82,7 @@ func (c *Correlator) ruleUnshare(a *analysis, m match) (verdict, bool) {
 			v.summary += "; " + finding.ProcName(cut.Comm, int(cut.PID)) + " made " + firstNonEmpty(cut.Target, cut.Path) + " private in it at " + finding.Clock(cut.Time)
 			v.evidence = append(v.evidence, eventEvidence(cut, "made private there: "+eventSummary(cut)))
 		}
-		v.fix = who + "; " + prevent
+		v.fix = who + threadEntry(n, m.where) + "; " + prevent
 		return v, true
 	}
 	// Its creation was not seen: it is named by its oldest live process
@@ -100,6 +100,22 @@ func (c *Correlator) ruleUnshare(a *analysis, m match) (verdict, bool) {
 		evidence: []finding.Evidence{factEvidence(mountFact(n.Ino, m.mount))},
 		fix:      "restart " + finding.ProcName(oldest.Comm, oldest.PID) + " and the other processes in " + finding.NSName(n.Ino) + " to release the copy",
 	}, true
+}
+
+// threadEntry is how to reach n's copy when a thread of its own keeps n
+// (the first such member): through that thread, whose /proc/TID/ns/mnt is
+// n, while /proc/PID/ns/mnt is its process's other namespace; "" when
+// no thread member keeps n.
+func threadEntry(n *Namespace, where string) string {
+	for _, m := range n.Members() {
+		if m.TID == 0 {
+			continue
+		}
+		tid, pid := itoa(m.TID), itoa(m.PID)
+		return "; or unmount the copy through that thread, the one in " + finding.NSName(n.Ino) + ": nsenter -t " + tid +
+			" -m umount " + where + " (nsenter -t " + pid + " would enter its main thread's namespace)"
+	}
+	return ""
 }
 
 // pinnersOf names the processes that pin the object, in every namespace

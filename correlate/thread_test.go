@@ -127,3 +127,64 @@ func TestThreadUnshareMakesNoMember(t *testing.T) {
 		})
 	}
 }
+
+// A namespace a thread unshared and stays in (a Go program's locked OS
+// thread) is kept by that thread alone: /proc/PID/ns/mnt is its main
+// thread's, /proc/PID/task/TID/ns/mnt the thread's (procfs lists it in
+// Process.Threads). When the host unmounts a volume that namespace
+// copied, the leak names the namespace, the process and its thread, and a
+// fix that enters the namespace through the thread (nsenter -t TID -m);
+// its table is read through the thread. A control: the same thread gone
+// before the unmount (its goroutine ended) leaves no holder and no leak.
+func TestNamespaceKeptByAThread(t *testing.T) {
+	const priv = 97
+	for _, tc := range []struct {
+		name   string
+		stays  bool
+		wantNo bool
+	}{
+		{"the thread stays", true, false},
+		{"the thread ended", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorldOpts(t, correlate.Options{LeakSettle: 2 * time.Second},
+				[]procfs.Process{proc(1, "systemd", hostNS, ""), proc(60, "prog", hostNS, "")}, map[uint32]string{hostNS: hostTable})
+			w.proc.tables[priv] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"
+			unshare := unshareEv(60, "prog", hostNS, priv)
+			unshare.TID = 61
+			w.send(unshare)
+			if tc.stays {
+				w.proc.procs[1].Threads = []procfs.Thread{{TID: 61, MntNS: priv}}
+			}
+			w.proc.tables[hostNS] = hostWithoutVol
+			w.send(umountEv(40, "umount", hostNS, "/srv/vol", 0))
+			w.now = w.now.Add(3 * time.Second)
+			w.send(exitEv(90, "true", hostNS))
+			if tc.wantNo {
+				w.c.Flush()
+				for _, f := range w.findings {
+					t.Errorf("want no finding: %s", f.Line())
+				}
+				return
+			}
+			f := w.only()
+			line := f.Line()
+			t.Log(line)
+			if f.Kind != finding.KindLeak || f.Cause != finding.CauseUnshare {
+				t.Errorf("%s finding, cause %q: want an unshare leak", f.Kind, f.Cause)
+			}
+			h, a := f.Actor()
+			if h == nil || h.MntNS != priv || a == nil || a.PID != 60 || a.TID != 61 || a.Role != finding.RoleMember {
+				t.Errorf("holder %+v actor %+v, want prog[60] thread 61, a member of mnt:[97]:\n%s", h, a, line)
+			}
+			for _, want := range []string{"held by prog[60] thread 61 (namespace members", "created by prog[60] thread 61 (unshare)"} {
+				if !strings.Contains(line, want) {
+					t.Errorf("line lacks %q:\n%s", want, line)
+				}
+			}
+			if want := "nsenter -t 61 -m umount /srv/vol"; !strings.Contains(f.Fix, want) {
+				t.Errorf("fix lacks %q: %s", want, f.Fix)
+			}
+		})
+	}
+}

@@ -34,15 +34,30 @@ type fakeProc struct {
 // MntNSID answers the id nsids gives pid's namespace (none: an error, as
 // from a kernel without NS_GET_MNTNS_ID).
 func (f *fakeProc) MntNSID(pid int) (uint32, uint64, error) {
+	ns, ok := f.nsOf(pid)
+	if !ok {
+		return 0, 0, fmt.Errorf("no process %d", pid)
+	}
+	if id, ok := f.nsids[ns]; ok {
+		return ns, id, nil
+	}
+	return ns, 0, errors.New("NS_GET_MNTNS_ID: inappropriate ioctl for device")
+}
+
+// nsOf is the namespace of a process, or of a thread listed in
+// Process.Threads, by its id, as /proc/ID/ns/mnt says it.
+func (f *fakeProc) nsOf(id int) (uint32, bool) {
 	for _, p := range f.procs {
-		if p.PID == pid {
-			if id, ok := f.nsids[p.MntNS]; ok {
-				return p.MntNS, id, nil
+		if p.PID == id {
+			return p.MntNS, true
+		}
+		for _, th := range p.Threads {
+			if th.TID == id {
+				return th.MntNS, true
 			}
-			return p.MntNS, 0, errors.New("NS_GET_MNTNS_ID: inappropriate ioctl for device")
 		}
 	}
-	return 0, 0, fmt.Errorf("no process %d", pid)
+	return 0, false
 }
 
 func (f *fakeProc) NSFDs() ([]procfs.NSFD, error) { return append([]procfs.NSFD(nil), f.nsfds...), nil }
@@ -52,13 +67,12 @@ func (f *fakeProc) Processes() ([]procfs.Process, error) {
 }
 
 func (f *fakeProc) Mountinfo(pid int) (uint32, []*mountinfo.Info, error) {
-	for _, p := range f.procs {
-		if p.PID == pid {
-			mounts, err := mountinfo.GetMountsFromReader(strings.NewReader(f.tables[p.MntNS]), nil)
-			return p.MntNS, mounts, err
-		}
+	ns, ok := f.nsOf(pid)
+	if !ok {
+		return 0, nil, fmt.Errorf("no process %d", pid)
 	}
-	return 0, nil, fmt.Errorf("no process %d", pid)
+	mounts, err := mountinfo.GetMountsFromReader(strings.NewReader(f.tables[ns]), nil)
+	return ns, mounts, err
 }
 
 func (f *fakeProc) Pins(devs []event.Dev) ([]procfs.Pin, error) {

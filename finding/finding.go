@@ -222,7 +222,12 @@ func (h *Holder) ChooseActor() *Actor {
 
 // ProcRef names a process.
 type ProcRef struct {
-	PID       int    `json:"pid"`
+	PID int `json:"pid"`
+	// TID is the thread, when the process is named for one thread of its
+	// own (not its main one) that is in another mount namespace than the
+	// process (/proc/PID/task/TID/ns/mnt): it alone keeps that namespace,
+	// and only it enters it (nsenter -t TID -m).
+	TID       int    `json:"tid,omitempty"`
 	StartTime uint64 `json:"-"` // clock ticks after boot, when known: tells a reused pid apart
 	Comm      string `json:"comm"`
 	Container string `json:"container,omitempty"`

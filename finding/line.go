@@ -191,10 +191,24 @@ func ProcList(procs []ProcRef, max int) string {
 			parts = append(parts, "+"+strconv.Itoa(len(procs)-max)+" more")
 			break
 		}
-		parts = append(parts, ProcName(p.Comm, p.PID)+procTag(p))
+		parts = append(parts, ProcName(p.Comm, p.PID)+threadTag(p)+procTag(p))
 	}
 	return strings.Join(parts, ", ")
 }
+
+// threadTag names the thread a process is named for (" thread 125": a
+// thread of its own in another namespace than its process), "" for the
+// process itself.
+func threadTag(p ProcRef) string {
+	if p.TID == 0 || p.TID == p.PID {
+		return ""
+	}
+	return " thread " + strconv.Itoa(p.TID)
+}
+
+// Name is the process as a finding names it: comm[pid], and the thread
+// it is named for ("comm[pid] thread tid").
+func (p ProcRef) Name() string { return ProcName(p.Comm, p.PID) + threadTag(p) }
 
 // ProcName is a process as a finding names it: comm[pid].
 func ProcName(comm string, pid int) string {

@@ -96,7 +96,7 @@ func (f *Finding) holderShort(n int) string {
 	case a != nil:
 		head, tail := "held by ", " in "+NSName(h.MntNS)
 		// A comm has at most 15 bytes; escaped, at most 60: cut at 20.
-		name := fit(Escape(a.Comm), 20) + "[" + strconv.Itoa(a.PID) + "]"
+		name := fit(Escape(a.Comm), 20) + "[" + strconv.Itoa(a.PID) + "]" + threadTag(a.ProcRef)
 		room := n - runes(head) - runes(name) - runes(tail)
 		return head + name + fit(Escape(procTag(a.ProcRef)), room) + tail
 	case h.KeptBy != "":

@@ -16,7 +16,8 @@
 // daemon saw.
 //
 // Files: types.go (Proc, Process, Pin), host.go (the live reader), scan.go
-// (the parallel /proc scan), pins.go (who pins a filesystem, with the
+// (the parallel /proc scan), threads.go (a process's threads in
+// namespaces of their own), pins.go (who pins a filesystem, with the
 // number and inode of an open file, and who could not be read), nsfile.go
 // (a kept namespace's table, from a thread that enters it), nsid.go (a
 // mount namespace's birth id, and the processes holding a namespace's nsfs

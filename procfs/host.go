@@ -61,7 +61,8 @@ func (h Host) process(pid int, s *scratch) (Process, error) {
 	if err != nil {
 		return p, err
 	}
-	if err := parseStat(stat, &p); err != nil {
+	threads, err := parseStat(stat, &p)
+	if err != nil {
 		return p, fmt.Errorf("%s/stat: %w", dir, err)
 	}
 	link, err := s.readlink(dir + "/ns/mnt")
@@ -74,32 +75,37 @@ func (h Host) process(pid int, s *scratch) (Process, error) {
 	if b, err := s.read(dir + "/cgroup"); err == nil {
 		p.Cgroup = pickCgroup(string(b))
 	}
+	if threads > 1 {
+		p.Threads = threadsElsewhere(dir, p.MntNS, s)
+	}
 	return p, nil
 }
 
-// parseStat reads comm, ppid and starttime from /proc/PID/stat. The comm
-// is in parentheses and may itself contain spaces and parentheses.
-func parseStat(b []byte, p *Process) error {
+// parseStat reads comm, ppid and starttime from /proc/PID/stat, and
+// returns the number of threads. The comm is in parentheses and may itself
+// contain spaces and parentheses.
+func parseStat(b []byte, p *Process) (int, error) {
 	open, close := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
 	if open < 0 || close < open {
-		return errors.New("no comm field")
+		return 0, errors.New("no comm field")
 	}
 	p.Comm = string(b[open+1 : close])
 	fields := strings.Fields(string(b[close+1:]))
 	// fields[0] is state (field 3); ppid is field 4, starttime field 22.
 	if len(fields) < 20 {
-		return fmt.Errorf("%d fields after comm, want at least 20", len(fields))
+		return 0, fmt.Errorf("%d fields after comm, want at least 20", len(fields))
 	}
 	ppid, err1 := strconv.Atoi(fields[1])
 	start, err2 := strconv.ParseUint(fields[19], 10, 64)
 	if err1 != nil || err2 != nil {
-		return errors.New("bad ppid or starttime")
+		return 0, errors.New("bad ppid or starttime")
 	}
 	p.PPID, p.StartTime = ppid, start
 	if flags, err := strconv.ParseUint(fields[6], 10, 64); err == nil && flags&pfKthread != 0 {
-		return errKernelThread
+		return 0, errKernelThread
 	}
-	return nil
+	threads, _ := strconv.Atoi(fields[17]) // num_threads, field 20
+	return threads, nil
 }
 
 // pfKthread is PF_KTHREAD in the flags field of /proc/PID/stat. Kernel
@@ -237,7 +243,7 @@ func (h Host) Command(pid int) (Command, error) {
 	}
 	if stat, err := os.ReadFile(dir + "/stat"); err == nil {
 		var p Process
-		if parseStat(stat, &p) == nil {
+		if _, err := parseStat(stat, &p); err == nil {
 			c.Comm, c.StartTime = p.Comm, p.StartTime
 		}
 	}

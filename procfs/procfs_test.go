@@ -23,7 +23,7 @@ func TestParseStat(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var p Process
-		err := parseStat([]byte(tt.stat), &p)
+		_, err := parseStat([]byte(tt.stat), &p)
 		if (err != nil) != tt.wantErr {
 			t.Errorf("%s: err %v", tt.name, err)
 			continue

@@ -79,6 +79,17 @@ type Process struct {
 	Comm      string `json:"comm"`
 	MntNS     uint32 `json:"mntns"`
 	Cgroup    string `json:"cgroup,omitempty"` // the most specific cgroup path
+	// Threads are the threads of the process, other than its main one,
+	// that are in another mount namespace than it (a thread that unshared
+	// or entered one and stays: /proc/PID/task/TID/ns/mnt): each keeps its
+	// namespace alive. mntleak's own passing reader threads are left out.
+	Threads []Thread `json:"threads,omitempty"`
+}
+
+// Thread is one thread of a process in a mount namespace of its own.
+type Thread struct {
+	TID   int    `json:"tid"`
+	MntNS uint32 `json:"mntns"`
 }
 
 // PinKind says how a process pins a filesystem.

@@ -233,6 +233,9 @@ func FixPIDs(t testing.TB, f *finding.Finding, actor int, opts ...Option) {
 		}
 		for _, p := range h.Processes {
 			named[p.PID] = true
+			if p.TID != 0 {
+				named[p.TID] = true // a thread named as keeping the namespace: nsenter -t TID
+			}
 		}
 		for _, p := range h.Pins {
 			named[p.PID] = true

@@ -29,13 +29,20 @@ func (t Target) String() string {
 
 func (t Target) dev() uint64 { return unix.Mkdev(t.Major, t.Minor) }
 
-// ProcRef names a process in an answer.
+// ProcRef names a process in an answer; TID, a member by one thread of
+// its own in another namespace than the process's (0: by its main thread).
 type ProcRef struct {
 	PID  int
+	TID  int
 	Comm string
 }
 
-func (p ProcRef) String() string { return fmt.Sprintf("%s[%d]", p.Comm, p.PID) }
+func (p ProcRef) String() string {
+	if p.TID != 0 {
+		return fmt.Sprintf("%s[%d] thread %d", p.Comm, p.PID, p.TID)
+	}
+	return fmt.Sprintf("%s[%d]", p.Comm, p.PID)
+}
 
 // Holding is one namespace whose table has a mount of the target.
 type Holding struct {
@@ -159,8 +166,8 @@ func (s *Snapshot) Holders(t Target) Answer {
 	for _, p := range s.Procs {
 		a.Live[p.PID] = true
 		a.Exists[p.MntNS] = true
-		for _, ns := range p.ThreadNS {
-			a.Exists[ns] = true
+		for _, th := range p.Threads {
+			a.Exists[th.NS] = true
 		}
 	}
 	for _, ns := range s.Namespaces {
@@ -185,9 +192,12 @@ func (s *Snapshot) Holders(t Target) Answer {
 	mountNS := s.mountIndex()
 	for _, p := range s.Procs {
 		ref := ProcRef{PID: p.PID, Comm: p.Comm}
-		for _, ns := range append([]uint64{p.MntNS}, p.ThreadNS...) {
-			if i, ok := nsByIno[ns]; ok {
-				a.Namespaces[i].Members = append(a.Namespaces[i].Members, ref)
+		if i, ok := nsByIno[p.MntNS]; ok {
+			a.Namespaces[i].Members = append(a.Namespaces[i].Members, ref)
+		}
+		for _, th := range p.Threads {
+			if i, ok := nsByIno[th.NS]; ok {
+				a.Namespaces[i].Members = append(a.Namespaces[i].Members, ProcRef{PID: p.PID, TID: th.TID, Comm: p.Comm})
 			}
 		}
 		for _, f := range p.Files {
@@ -277,7 +287,7 @@ func (s *Snapshot) addKeepers(a *Answer, nsByIno map[uint64]int) {
 			}
 			if i, ok := nsByIno[f.Ino]; ok {
 				a.Namespaces[i].HeldOpenBy = append(a.Namespaces[i].HeldOpenBy,
-					Pin{ProcRef: ProcRef{p.PID, p.Comm}, MntNS: p.MntNS, How: f.How, Path: linkText(f.ref)})
+					Pin{ProcRef: ProcRef{PID: p.PID, Comm: p.Comm}, MntNS: p.MntNS, How: f.How, Path: linkText(f.ref)})
 			}
 		}
 	}

@@ -35,8 +35,12 @@ type HolderFacts struct {
 	Exited   bool // its last member left: the finding says it is gone
 	Detached bool // the copy is detached from the namespace's table
 	Members  []int
-	Pins     []PinFacts
-	Actor    *ActorFacts
+	// Threads are the members the finding names for one thread of theirs
+	// (pid → tid): a thread of its own in another namespace than its
+	// process's keeps the holder namespace.
+	Threads map[int]int
+	Pins    []PinFacts
+	Actor   *ActorFacts
 }
 
 // PinFacts is a process a finding says pins the object: Pin is "cwd",
@@ -169,14 +173,14 @@ func (c *checker) holder(h HolderFacts) {
 		c.pin(p, h.Detached)
 	}
 	for _, pid := range h.Members {
-		c.member(pid, h.NS)
+		c.member(pid, h.Threads[pid], h.NS)
 	}
 	if a := h.Actor; a != nil {
 		switch a.Role {
 		case "pinner":
 			c.pin(PinFacts{PID: a.PID, Pin: a.Pin}, h.Detached)
 		default:
-			c.member(a.PID, h.NS)
+			c.member(a.PID, h.Threads[a.PID], h.NS)
 		}
 	}
 	if h.Detached || h.NS == 0 {
@@ -224,8 +228,11 @@ func (c *checker) pin(p PinFacts, detached bool) {
 	c.unverifiable("the finding says pid %d pins %s by its %s; the oracle finds no such pin", p.PID, c.a.Target, p.Pin)
 }
 
-// member checks a process named as keeping namespace ns (0: any).
-func (c *checker) member(pid int, ns uint64) {
+// member checks a process named as keeping namespace ns (0: any), by
+// its thread tid (0: by its main thread): a process the oracle finds
+// there by one thread only must be named for that thread, and a thread
+// named must be the one there.
+func (c *checker) member(pid, tid int, ns uint64) {
 	if !c.a.Live[pid] {
 		c.moved = append(c.moved, fmt.Sprintf("pid %d exited before the snapshot", pid))
 		return
@@ -234,10 +241,22 @@ func (c *checker) member(pid int, ns uint64) {
 		if ns != 0 && h.Inode != ns {
 			continue
 		}
+		var threads []string
 		for _, m := range h.Members {
-			if m.PID == pid {
+			if m.PID == pid && m.TID == tid {
 				return
 			}
+			if m.PID == pid {
+				threads = append(threads, m.String())
+			}
+		}
+		if len(threads) > 0 {
+			named := "the process"
+			if tid != 0 {
+				named = fmt.Sprintf("its thread %d", tid)
+			}
+			c.disagree("the finding names %s of pid %d as keeping mnt:[%d]; the oracle finds %s there", named, pid, h.Inode, strings.Join(threads, ", "))
+			return
 		}
 		for _, o := range h.HeldOpenBy {
 			if o.PID == pid {

@@ -11,9 +11,9 @@ import (
 func answerWith() Answer {
 	return Answer{
 		Target: Target{Major: 7, Minor: 3},
-		Namespaces: []Holding{{Inode: 2, Points: []string{"/vol"}, Members: []ProcRef{{20, "a"}, {21, "b"}},
-			HeldOpenBy: []Pin{{ProcRef: ProcRef{40, "k"}, How: "fd 5"}}}},
-		Pins:   []Pin{{ProcRef: ProcRef{30, "p"}, How: "cwd", InNS: 2}},
+		Namespaces: []Holding{{Inode: 2, Points: []string{"/vol"}, Members: []ProcRef{{PID: 20, Comm: "a"}, {PID: 21, Comm: "b"}},
+			HeldOpenBy: []Pin{{ProcRef: ProcRef{PID: 40, Comm: "k"}, How: "fd 5"}}}},
+		Pins:   []Pin{{ProcRef: ProcRef{PID: 30, Comm: "p"}, How: "cwd", InNS: 2}},
 		Live:   map[int]bool{1: true, 20: true, 21: true, 30: true, 40: true, 50: true},
 		Exists: map[uint64]bool{1: true, 2: true, 3: true},
 	}
@@ -36,6 +36,14 @@ func TestCheck(t *testing.T) {
 		{name: "nsfd keeper named", f: leak(HolderFacts{NS: 2, Pins: []PinFacts{{40, "nsfd"}}})},
 		{name: "wrong pin kind", f: leak(HolderFacts{NS: 2, Actor: &ActorFacts{PID: 30, Role: "pinner", Pin: "fd"}}),
 			disagree: []string{"pid 30 pins 7:3 by its fd"}},
+		{name: "a thread member named by its thread", f: leak(HolderFacts{NS: 2, Members: []int{20, 21, 60}, Threads: map[int]int{60: 61},
+			Actor: &ActorFacts{PID: 60, Role: "member"}}), a: threadMember},
+		{name: "a thread member named as its process", f: leak(HolderFacts{NS: 2, Members: []int{20, 21}, Actor: &ActorFacts{PID: 60, Role: "member"}}),
+			a: threadMember, disagree: []string{"names the process of pid 60 as keeping mnt:[2]; the oracle finds g[60] thread 61 there"}},
+		{name: "another thread named", f: leak(HolderFacts{NS: 2, Members: []int{20, 21}, Threads: map[int]int{60: 62}, Actor: &ActorFacts{PID: 60, Role: "member"}}),
+			a: threadMember, disagree: []string{"names its thread 62 of pid 60"}},
+		{name: "a thread named for a process there by its main thread", f: leak(HolderFacts{NS: 2, Members: []int{20, 21}, Threads: map[int]int{20: 22}}),
+			disagree: []string{"names its thread 22 of pid 20 as keeping mnt:[2]; the oracle finds a[20] there"}},
 		{name: "a bystander named", f: leak(HolderFacts{NS: 2, Actor: &ActorFacts{PID: 50, Role: "member"}}),
 			disagree: []string{"names pid 50"}},
 		{name: "the wrong namespace", f: leak(HolderFacts{NS: 3}),
@@ -57,7 +65,9 @@ func TestCheck(t *testing.T) {
 		{name: "released before the snapshot", f: leak(HolderFacts{NS: 3, Actor: &ActorFacts{PID: 50, Role: "member"}}),
 			a: func(a *Answer) { a.Namespaces = nil; a.Pins = nil }, moved: 2},
 		{name: "detached pin unnamed", f: leak(HolderFacts{NS: 2}),
-			a:        func(a *Answer) { a.Pins = append(a.Pins, Pin{ProcRef: ProcRef{50, "x"}, How: "fd 3", Detached: true}) },
+			a: func(a *Answer) {
+				a.Pins = append(a.Pins, Pin{ProcRef: ProcRef{PID: 50, Comm: "x"}, How: "fd 3", Detached: true})
+			},
 			disagree: []string{"detached copy of 7:3 pinned by x[50]"}},
 		{name: "detached claimed, in a table", f: leak(HolderFacts{NS: 2, Detached: true, Pins: []PinFacts{{30, "cwd"}}}),
 			disagree: []string{"pins a detached copy"}},
@@ -83,6 +93,13 @@ func TestCheck(t *testing.T) {
 			}
 		})
 	}
+}
+
+// threadMember adds pid 60, whose thread 61 alone is in namespace 2 (its
+// main thread is in 1).
+func threadMember(a *Answer) {
+	a.Live[60] = true
+	a.Namespaces[0].Members = append(a.Namespaces[0].Members, ProcRef{PID: 60, TID: 61, Comm: "g"})
 }
 
 func TestUnheld(t *testing.T) {

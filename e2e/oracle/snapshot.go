@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -54,10 +53,17 @@ type Proc struct {
 	PID   int
 	Comm  string
 	MntNS uint64 // inode of its mount namespace (its main thread's)
-	// ThreadNS are the other mount namespaces its threads are in (a thread
-	// that entered one with setns keeps it too).
-	ThreadNS []uint64
-	Files    []File
+	// Threads are its threads in other mount namespaces than its main
+	// thread's (a thread that unshared or entered one keeps it too).
+	Threads []Thread
+	Files   []File
+}
+
+// Thread is one thread of a process in another namespace than the
+// process's (/proc/PID/task/TID/ns/mnt).
+type Thread struct {
+	TID int
+	NS  uint64
 }
 
 // Snapshot is the kernel's state at one moment: every mount namespace
@@ -173,7 +179,7 @@ func readProc(pid int) (Proc, error) {
 		return p, fmt.Errorf("stat %s/ns/mnt: %w", dir, err)
 	}
 	p.MntNS = st.Ino
-	p.ThreadNS = threadNamespaces(dir, p.MntNS)
+	p.Threads = threadNamespaces(dir, p.MntNS)
 	for _, how := range []string{"cwd", "root"} {
 		dev, ino, mnt, uniq, err := statxMount(dir + "/" + how)
 		if err != nil {
@@ -208,15 +214,15 @@ func readProc(pid int) (Proc, error) {
 // kept by an nsfs file is no member of them.
 const readerThread = "mntleak-setns"
 
-// threadNamespaces lists the mount namespaces of a process's threads
+// threadNamespaces lists the threads of a process in mount namespaces
 // other than main (its main thread's), but mntleak's passing reader
-// threads'; a thread gone meanwhile is skipped.
-func threadNamespaces(dir string, main uint64) []uint64 {
+// threads; a thread gone meanwhile is skipped.
+func threadNamespaces(dir string, main uint64) []Thread {
 	tasks, err := os.ReadDir(dir + "/task")
 	if err != nil || len(tasks) < 2 {
 		return nil
 	}
-	var out []uint64
+	var out []Thread
 	for _, task := range tasks {
 		var st unix.Stat_t
 		if unix.Stat(dir+"/task/"+task.Name()+"/ns/mnt", &st) != nil || st.Ino == main {
@@ -225,8 +231,8 @@ func threadNamespaces(dir string, main uint64) []uint64 {
 		if comm, err := os.ReadFile(dir + "/task/" + task.Name() + "/comm"); err == nil && strings.TrimSpace(string(comm)) == readerThread {
 			continue
 		}
-		if !slices.Contains(out, st.Ino) {
-			out = append(out, st.Ino)
+		if tid, err := strconv.Atoi(task.Name()); err == nil {
+			out = append(out, Thread{TID: tid, NS: st.Ino})
 		}
 	}
 	return out
@@ -304,16 +310,22 @@ func (s *Snapshot) readNamespacesFromProcs() {
 		order = append(order, ino)
 		return byIno[ino]
 	}
-	for _, p := range s.Procs {
-		ns := add(p.MntNS)
+	read := func(ino uint64, task int) {
+		ns := add(ino)
 		if ns.Unread == "" {
-			continue
+			return
 		}
-		ms, err := readMountinfo("/proc/" + strconv.Itoa(p.PID) + "/mountinfo")
+		ms, err := readMountinfo("/proc/" + strconv.Itoa(task) + "/mountinfo") // a tid's is its thread's
 		if err != nil {
-			continue
+			return
 		}
 		ns.Mounts, ns.Unread = ms, ""
+	}
+	for _, p := range s.Procs {
+		read(p.MntNS, p.PID)
+		for _, th := range p.Threads {
+			read(th.NS, th.TID)
+		}
 	}
 	for _, p := range s.Procs {
 		for _, f := range p.Files {

@@ -35,6 +35,12 @@ func Facts(f *finding.Finding) (oracle.FindingFacts, bool) {
 		hf := oracle.HolderFacts{NS: uint64(h.MntNS), Self: h.Self, Exited: !h.Exited.IsZero(), Detached: h.Detached}
 		for _, p := range h.Processes {
 			hf.Members = append(hf.Members, p.PID)
+			if p.TID != 0 {
+				if hf.Threads == nil {
+					hf.Threads = map[int]int{}
+				}
+				hf.Threads[p.PID] = p.TID
+			}
 		}
 		for _, p := range h.Pins {
 			hf.Pins = append(hf.Pins, oracle.PinFacts{PID: p.PID, Pin: p.Pin})

@@ -35,6 +35,14 @@ const mountEnv = "MNTLEAK_VARIANT_MOUNT"
 // its goroutine returns); the process stays in its namespace until killed.
 const threadEnv = "MNTLEAK_VARIANT_THREAD"
 
+// threadStaysEnv, set to 1 with threadEnv, makes the thread helper's
+// thread stay: after its unshare it makes its namespace's root private
+// (as unshare(1) does; unshare(2) keeps the propagation the copies had),
+// writes its tid and blocks, locked, until the process is killed. Its
+// namespace is then kept by that thread alone: /proc/PID/ns/mnt is the
+// main thread's, /proc/PID/task/TID/ns/mnt the thread's.
+const threadStaysEnv = "MNTLEAK_VARIANT_THREAD_STAYS"
+
 func TestMain(m *testing.M) {
 	if target := os.Getenv(mountEnv); target != "" {
 		if err := syscall.Mount("csi-vol", target, "tmpfs", 0, ""); err != nil {
@@ -93,7 +101,17 @@ func unshareThread(dir string) int {
 				done <- fmt.Errorf("unshare(CLONE_NEWNS): %w", err)
 				return
 			}
+			stays := os.Getenv(threadStaysEnv) == "1"
+			if stays {
+				if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+					done <- fmt.Errorf("make / rprivate in the thread's namespace: %w", err)
+					return
+				}
+			}
 			done <- os.WriteFile(filepath.Join(dir, "tid"), []byte(strconv.Itoa(unix.Gettid())), 0o600)
+			if stays {
+				select {} // the thread stays in its namespace until the process is killed
+			}
 		}()
 		err := <-done
 		if errors.Is(err, errMainThread) && tries < 100 {

@@ -5,9 +5,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/mntleak/mntleak/e2e/findingset"
 	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/finding"
 )
@@ -74,4 +76,68 @@ func namesProcess(f *finding.Finding, ns uint32, pid int) bool {
 		}
 	}
 	return false
+}
+
+// TestNamespaceKeptByAThread: a Go program on the node has one locked OS
+// thread (not its main one) unshare a mount namespace, make its root
+// private and stay; /proc/PID/ns/mnt is the main thread's (the node's),
+// /proc/PID/task/TID/ns/mnt the thread's. The node unmounts a volume the
+// thread's namespace copied: that namespace, kept by the thread alone,
+// holds the volume. The one leak finding names that namespace, the
+// process and the thread (by its tid), and a fix that enters the
+// namespace through the thread (nsenter -t TID -m: /proc/PID/ns/mnt would
+// enter the node's); the oracle, which reads every thread's namespace,
+// agrees.
+func TestNamespaceKeptByAThread(t *testing.T) {
+	privtest.Require(t)
+	privtest.RequireCommands(t, "unshare", "nsenter", "mount", "umount", "losetup", "sh", "sleep")
+	dir := t.TempDir()
+	dev := privtest.LoopDevice(t, 8)
+	vol := privtest.Mkdir(t, filepath.Join(dir, "vol"))
+	node := privtest.StartNode(t)
+	node.Run(t, "mount", dev, vol)
+	l := startTracing(t)
+	files := privtest.Mkdir(t, filepath.Join(dir, "thread"))
+	prog := exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", os.Args[0])
+	prog.Env = append(os.Environ(), threadEnv+"="+files, threadStaysEnv+"=1")
+	run(t, prog)
+	if err := os.WriteFile(filepath.Join(files, "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var tid int
+	privtest.WaitFor(t, 5*time.Second, "the thread's unshare", func() bool {
+		b, err := os.ReadFile(filepath.Join(files, "tid"))
+		if err != nil {
+			return false
+		}
+		tid, err = strconv.Atoi(string(b))
+		return err == nil
+	})
+	pid := prog.Process.Pid
+	if ns := privtest.MountNS(t, strconv.Itoa(pid)); ns != node.MntNS {
+		t.Fatalf("the Go program is in mnt:[%d], want the node's mnt:[%d]", ns, node.MntNS)
+	}
+	threadNS := privtest.MountNS(t, strconv.Itoa(pid)+"/task/"+strconv.Itoa(tid))
+	if threadNS == node.MntNS {
+		t.Fatalf("the thread %d is in the node's mnt:[%d], want a namespace of its own", tid, threadNS)
+	}
+	time.Sleep(300 * time.Millisecond)
+	node.Run(t, "umount", vol)
+	privtest.AfterLeakSettle(t)
+	l.settle(t, false)
+	objs := objects{paths: []string{dev, vol}, ns: []uint32{threadNS}, ids: []uint64{findingset.BirthID(t, tid)}}
+	exactFindings(t, l.all(), objs, []expected{{kind: finding.KindLeak, syscall: "umount2", cause: finding.CauseUnshare,
+		holder: holder{pid: pid, ns: threadNS, id: objs.ids[0]}, role: finding.RoleMember, fix: pid}})
+	for _, f := range l.about(dev, vol) {
+		line := f.Line()
+		if _, a := f.Actor(); a == nil || a.TID != tid {
+			t.Errorf("actor %+v, want the thread %d of [%d]:\n%s", a, tid, pid, line)
+		}
+		if want := "thread " + strconv.Itoa(tid); !strings.Contains(line, want) {
+			t.Errorf("line lacks %q:\n%s", want, line)
+		}
+		if want := "nsenter -t " + strconv.Itoa(tid) + " -m"; !strings.Contains(f.Fix, want) {
+			t.Errorf("fix lacks %q: %s", want, f.Fix)
+		}
+	}
 }
