@@ -102,7 +102,7 @@ func loadObjects(lo loadOptions, log *zap.Logger) (*objects, error) {
 			return nil, err
 		}
 		if lo.hooks == HooksTrampoline {
-			if failure, err = lo.retarget(obj.name, spec); err != nil {
+			if failure, err = lo.retarget(obj.name, spec, log); err != nil {
 				o.close()
 				return nil, fmt.Errorf("BPF object %s: %w", obj.name, err)
 			}
@@ -154,13 +154,17 @@ func loadObjects(lo loadOptions, log *zap.Logger) (*objects, error) {
 // retarget makes the trampoline path's fexit programs of one object: its
 // handlers on their syscalls, or, for the failure object, the catch-all on
 // the first of the syscalls it returns (the others get copies).
-func (lo loadOptions) retarget(name string, spec *ebpf.CollectionSpec) ([]string, error) {
+func (lo loadOptions) retarget(name string, spec *ebpf.CollectionSpec, log *zap.Logger) ([]string, error) {
 	if name != "failure" {
 		return nil, retargetHandlers(spec, lo.kernelTypes)
 	}
-	names, err := presentFailureSyscalls(lo.kernelTypes)
+	names, ambiguous, err := presentFailureSyscalls(lo.kernelTypes)
 	if err != nil {
 		return nil, err
+	}
+	if len(ambiguous) > 0 {
+		log.Warn("the kernel BTF has more than one function for these syscalls: the trampoline path cannot hook them, so their EBUSY failures go unreported (--hooks=tracepoint reports them)",
+			zap.Strings(logkey.Syscall, ambiguous))
 	}
 	return names, retarget(spec, failureProgFailureExit, syscallFunc(names[0]))
 }

@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/cilium/ebpf"
@@ -86,22 +87,26 @@ func retargetHandlers(spec *ebpf.CollectionSpec, kernel *btf.Spec) error {
 	return nil
 }
 
-// presentFailureSyscalls are the failureSyscalls the kernel has.
-func presentFailureSyscalls(kernel *btf.Spec) ([]string, error) {
-	var out []string
+// presentFailureSyscalls are the failureSyscalls the kernel has, and
+// those it has more than one function of that name for (a kernel BTF can
+// hold two __x64_sys_acct): an fexit program cannot name its target
+// then, so the trampoline path leaves them out (the caller warns).
+func presentFailureSyscalls(kernel *btf.Spec) (present, ambiguous []string, err error) {
 	for _, name := range failureSyscalls {
 		ok, err := haveSyscall(kernel, name)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			out = append(out, name)
+		switch {
+		case errors.Is(err, btf.ErrMultipleMatches):
+			ambiguous = append(ambiguous, name)
+		case err != nil:
+			return nil, nil, err
+		case ok:
+			present = append(present, name)
 		}
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("none of the syscalls the failure program explains is in the kernel BTF (%s...)", syscallFunc(failureSyscalls[0]))
+	if len(present) == 0 {
+		return nil, nil, fmt.Errorf("none of the syscalls the failure program explains is in the kernel BTF (%s...)", syscallFunc(failureSyscalls[0]))
 	}
-	return out, nil
+	return present, ambiguous, nil
 }
 
 // loadFailureCopies loads the catch-all for every syscall of names after
