@@ -59,6 +59,9 @@ func TestWatchReportsDetachAndAttach(t *testing.T) {
 		_ = node.Wait()
 	})
 	line, err := lines.ReadString('\n')
+	if err != nil {
+		t.Fatalf("node: %v", err)
+	}
 	if holder, err = strconv.Atoi(strings.TrimSpace(line)); err != nil {
 		t.Fatalf("holder's pid: %q: %v", line, err)
 	}
