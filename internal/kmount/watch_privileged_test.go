@@ -1,0 +1,150 @@
+package kmount
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
+)
+
+// TestWatchReportsDetachAndAttach: a mark on a holder's namespace reports
+// FAN_MNT_DETACH with the unique id of its copy when the node's rmdir
+// detaches that copy, and FAN_MNT_ATTACH with the id of a mount made
+// inside it; the oracle is the holder's table read by id before and after.
+func TestWatchReportsDetachAndAttach(t *testing.T) {
+	privtest.Require(t)
+	privtest.RequireCommands(t, "unshare", "nsenter", "sh", "sleep", "mount", "umount")
+	w, err := NewWatch()
+	if err != nil {
+		t.Skipf("no fanotify mount-namespace marks here: %v", err)
+	}
+	defer w.Close()
+	dir := t.TempDir()
+	vol, own := filepath.Join(dir, "vol"), filepath.Join(dir, "own")
+	if err := os.Mkdir(own, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The node: a namespace of its own mounts vol, then a holder copies it
+	// privately; on a line from the test the node unmounts vol and
+	// removes the directory, which detaches the holder's copy.
+	node := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c",
+		"mkdir "+vol+" && mount -t tmpfs kmwatch "+vol+" && "+
+			"{ unshare -m --propagation private sleep 600 & } && sleep 0.2 && echo $! && read go && umount "+vol+" && rmdir "+vol+" && echo done && read end")
+	stdin, err := node.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := node.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := node.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewReader(stdout)
+	holder := 0
+	t.Cleanup(func() {
+		if holder != 0 {
+			_ = exec.Command("kill", strconv.Itoa(holder)).Run()
+		}
+		stdin.Close()
+		_ = node.Process.Kill()
+		_ = node.Wait()
+	})
+	line, err := lines.ReadString('\n')
+	if err != nil {
+		t.Fatalf("node: %v", err)
+	}
+	if holder, err = strconv.Atoi(strings.TrimSpace(line)); err != nil {
+		t.Fatalf("holder's pid: %q: %v", line, err)
+	}
+	nsFile := "/proc/" + strconv.Itoa(holder) + "/ns/mnt"
+	copyID := mountAt(t, nsFile, vol)
+	if err := w.Add(nsFile); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(stdin, "go\n"); err != nil {
+		t.Fatal(err)
+	}
+	if line, _ := lines.ReadString('\n'); strings.TrimSpace(line) != "done" {
+		t.Fatalf("node: %q, want done", line)
+	}
+	if got := readEvents(t, w, 1); got[0] != (MountEvent{Detach: true, Mount: copyID, PID: got[0].PID}) {
+		t.Errorf("after the node's rmdir: %+v, want the detach of mount %d", got, copyID)
+	}
+	if id := lookup(t, nsFile, vol); id != 0 {
+		t.Errorf("the holder's table still has mount %d at %s", id, vol)
+	}
+	if out, err := exec.Command("nsenter", "--mount="+nsFile, "mount", "-t", "tmpfs", "kmown", own).CombinedOutput(); err != nil {
+		t.Fatalf("mount in the holder: %v: %s", err, out)
+	}
+	ownID := mountAt(t, nsFile, own)
+	if got := readEvents(t, w, 1); got[0] != (MountEvent{Mount: ownID, PID: got[0].PID}) {
+		t.Errorf("after a mount in the holder: %+v, want the attach of mount %d", got, ownID)
+	}
+}
+
+// mountAt is the unique id of the mount at p in the namespace of nsFile,
+// read by its birth id.
+func mountAt(t *testing.T, nsFile, p string) uint64 {
+	t.Helper()
+	id := lookup(t, nsFile, p)
+	if id == 0 {
+		t.Fatalf("no mount at %s in %s", p, nsFile)
+	}
+	return id
+}
+
+func lookup(t *testing.T, nsFile, p string) uint64 {
+	t.Helper()
+	f, err := os.Open(nsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ns, err := NSID(int(f.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mounts, err := Table(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range mounts {
+		if m.Point == p {
+			return m.ID
+		}
+	}
+	return 0
+}
+
+// readEvents waits up to 5 s for exactly n events, and returns them.
+func readEvents(t *testing.T, w *Watch, n int) []MountEvent {
+	t.Helper()
+	var got []MountEvent
+	deadline := time.Now().Add(5 * time.Second)
+	for len(got) < n && time.Now().Before(deadline) {
+		evs, err := w.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, evs...)
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // none more may follow
+	more, err := w.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got = append(got, more...); len(got) != n {
+		t.Fatalf("%d events %+v, want %d", len(got), got, n)
+	}
+	return got
+}
