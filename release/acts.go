@@ -53,7 +53,9 @@ func (c Checker) kernel() kernelActs {
 // liveKernel makes the acts on the running kernel.
 type liveKernel struct{}
 
-func (liveKernel) OpenNS(alternatives string) (int, uint32, uint64, error) { return openNS(alternatives) }
+func (liveKernel) OpenNS(alternatives string) (int, uint32, uint64, error) {
+	return openNS(alternatives)
+}
 
 func (liveKernel) Close(fd int) { unix.Close(fd) }
 
