@@ -27,6 +27,16 @@ type Checker struct {
 	FailedUnmount string
 	// acts are the kernel calls (nil: the live kernel's); a test's fake.
 	acts kernelActs
+	// locks is where Identify looks for the records of earlier releases
+	// ("": LockDir); a test's directory.
+	locks string
+}
+
+func (c Checker) lockDir() string {
+	if c.locks != "" {
+		return c.locks
+	}
+	return LockDir
 }
 
 // originFiles are the namespace files of the host (pid 1's, or
@@ -148,7 +158,7 @@ func (c Checker) Identify(s *Step) error {
 		}
 	}
 	if s.Unique != 0 && unique != s.Unique {
-		if prev, ok := released(LockDir, id, s.Unique); ok {
+		if prev, ok := released(c.lockDir(), id, s.Unique); ok {
 			return &NotLeak{prev.String()}
 		}
 		if unique != 0 {
@@ -156,14 +166,14 @@ func (c Checker) Identify(s *Step) error {
 		}
 	}
 	if unique == 0 {
-		if prev, ok := ReleasedMount(LockDir, id, s.MountID, s.Where); ok {
+		if prev, ok := ReleasedMount(c.lockDir(), id, s.MountID, s.Where); ok {
 			return &NotLeak{prev.String()}
 		}
 		return &NotLeak{fmt.Sprintf("mnt:[%d] (id %d) has no mount %d at %s", ino, id, s.MountID, s.Where)}
 	}
 	p, err := c.prove(ino, id, unique)
 	if err != nil {
-		if prev, ok := released(LockDir, id, unique); ok {
+		if prev, ok := released(c.lockDir(), id, unique); ok {
 			return &NotLeak{prev.String()}
 		}
 		return err
