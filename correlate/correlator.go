@@ -344,9 +344,11 @@ func (c *Correlator) Handle(ev *event.Event) {
 		c.lastScan = c.now // the startup snapshot's list
 	}
 	c.retireBeforeCreation(ev)
+	early := c.copiesAHolder(ev) && c.lineageEvent(ev, true)
 	c.settleLeaks(nil, false)
 	c.fuse.observe(ev)
 	switch {
+	case early:
 	case c.lineageEvent(ev, true):
 	case ev.Kind == event.KindExit:
 		c.lineage.Exit(ev.MntNS, int(ev.PID), ev.Comm, ev.Time)
@@ -367,6 +369,37 @@ func (c *Correlator) Handle(ev *event.Event) {
 	}
 	c.settle()
 	c.collect()
+}
+
+// copiesAHolder reports whether ev makes a namespace out of a holder of a
+// leak that settles now (its deadline passed): a holder's process that
+// unshared again, or its CLONE_NEWNS child. Such a creation is applied
+// before the leak settles: the process list the settle reads shows the
+// process in the new namespace already, which, its creation not applied,
+// would be one of unknown origin, and the copy it took of the leak lost
+// with the namespace it left.
+func (c *Correlator) copiesAHolder(ev *event.Event) bool {
+	if _, ino := newNamespace(ev); ino == 0 {
+		return false
+	}
+	from := ev.MntNSBefore
+	switch {
+	case ev.Kind == event.KindNewNSFork:
+		from = ev.ParentMntNS
+	case from == 0:
+		from = c.lineage.namespaceOf(int(ev.PID), int(ev.PPID))
+	}
+	for _, p := range c.pending {
+		if c.now.Before(p.deadline) {
+			continue
+		}
+		for _, m := range p.matches {
+			if m.ns.Ino == from {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // retireBeforeCreation retires what the lineage knows under the inode of

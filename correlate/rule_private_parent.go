@@ -9,6 +9,14 @@ import (
 	"github.com/mntleak/mntleak/finding"
 )
 
+// copiedAfterTheUnmount reports whether n, a holder of a leak, was made
+// after the unmount (its creator's main thread unshared again, from a
+// namespace that had kept its copy): no propagation could have reached
+// it, whatever its parent's flags; its copy is a copy of that leak.
+func copiedAfterTheUnmount(a *analysis, n *Namespace) bool {
+	return a.leak && !n.Created.IsZero() && n.Created.After(a.trigger.Time)
+}
+
 // rulePrivateParent: the holder namespace copied the object's parent mount
 // while it was private, so its copy never receives the unmount.
 func (c *Correlator) rulePrivateParent(a *analysis, m match) (verdict, bool) {
@@ -22,7 +30,7 @@ func (c *Correlator) rulePrivateParent(a *analysis, m match) (verdict, bool) {
 	// Only the parent namespace's own propagation change counts, and only
 	// from its present generation: every `unshare --propagation private`
 	// on the node makes some / private, in its own new namespace.
-	if m.ns.Parent == 0 {
+	if m.ns.Parent == 0 || copiedAfterTheUnmount(a, m.ns) {
 		return verdict{}, false
 	}
 	var since time.Time

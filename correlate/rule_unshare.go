@@ -38,6 +38,9 @@ func (c *Correlator) ruleUnshare(a *analysis, m match) (verdict, bool) {
 		if w := creatorWorkload(n); w != "" {
 			how += " in " + w
 		}
+		if copiedAfterTheUnmount(a, n) {
+			how += ", after the unmount, copying the copy " + c.label(n.Parent) + " had kept"
+		}
 		creator := n.Creator.Ref().Name()
 		who := "stop or restart " + finding.ProcName(n.Creator.Comm, n.Creator.PID) + " and the processes in " + finding.NSName(n.Ino)
 		_, inside := n.members[n.Creator.key()]

@@ -199,6 +199,7 @@ func (c *Correlator) confirmLeak(p *pendingLeak, reread, failed bool) *leakRecor
 	for _, m := range p.matches {
 		holders[m.ns.Ino] = true
 	}
+	c.addCopiedSince(p, holders)
 	missing := append([]string(nil), p.missing...)
 	if reread {
 		missing = append(missing, c.refreshTables(func(n *Namespace) bool { return holders[n.Ino] }, true)...)
@@ -258,6 +259,23 @@ func (c *Correlator) confirmLeak(p *pendingLeak, reread, failed bool) *leakRecor
 		}
 	}
 	return rec
+}
+
+// addCopiedSince adds to holders the namespaces made from one of them
+// after the unmount (a member's main thread unshared again, a CLONE_NEWNS
+// child), and from those, and so on: each copied its parent's table, the
+// leaked copy included, so it holds the copy too, and it alone once the
+// namespace it left has no process any more.
+func (c *Correlator) addCopiedSince(p *pendingLeak, holders map[uint32]bool) {
+	live := c.lineage.Live()
+	for added := true; added; {
+		added = false
+		for _, n := range live {
+			if !holders[n.Ino] && holders[n.Parent] && n.Created.After(p.ev.Time) {
+				holders[n.Ino], added = true, true
+			}
+		}
+	}
 }
 
 // rereadCompared reads again, when stale, the tables a leak's holders are

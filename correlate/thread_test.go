@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/finding"
@@ -184,6 +186,59 @@ func TestNamespaceKeptByAThread(t *testing.T) {
 			}
 			if want := "nsenter -t 61 -m umount /srv/vol"; !strings.Contains(f.Fix, want) {
 				t.Errorf("fix lacks %q: %s", want, f.Fix)
+			}
+		})
+	}
+}
+
+// A holder whose main thread unshares again after the unmount (exec
+// unshare: the same pid, a new namespace copied from the one it left, the
+// leaked copy included) leaves its first namespace with no process; the
+// leak names the namespace that holds the copy now, the new one, with the
+// unshare that made it, whether that unshare comes within the settle
+// window or is itself the first event after it (the settle then runs with
+// a process list that already shows the holder in the new namespace).
+// Its cause stays unshare, not private-parent: no propagation could have
+// reached a copy taken after the unmount.
+func TestHolderMovedAfterTheUnmount(t *testing.T) {
+	const first, moved = 95, 96
+	for _, tc := range []struct {
+		name  string
+		after time.Duration // from the unmount to the holder's unshare
+	}{
+		{"within the settle window", 500 * time.Millisecond},
+		{"as the first event after it", 2500 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorldOpts(t, correlate.Options{LeakSettle: 2 * time.Second},
+				[]procfs.Process{proc(1, "systemd", hostNS, "")}, map[uint32]string{hostNS: hostTable})
+			copied := "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"
+			w.proc.tables[first] = copied
+			w.send(unshareEv(20, "holder", hostNS, first))
+			w.proc.procs = append(w.proc.procs, proc(20, "holder", first, ""))
+			// unshare(1) makes the new namespace's root private: the
+			// parent of the copy mnt:[96] takes is private in mnt:[95].
+			w.send(mountEv(20, "unshare", first, "none", "/", "", unix.MS_REC|unix.MS_PRIVATE, 0))
+			w.proc.tables[hostNS] = hostWithoutVol
+			w.send(umountEv(40, "umount", hostNS, "/srv/vol", 0))
+			w.now = w.now.Add(tc.after)
+			w.proc.procs[1].MntNS = moved
+			w.proc.tables[moved] = copied
+			w.send(unshareEv(20, "holder", first, moved))
+			w.now = w.now.Add(3 * time.Second)
+			w.send(exitEv(90, "true", hostNS))
+			w.c.Flush()
+			f := w.only()
+			line := f.Line()
+			t.Log(line)
+			if f.Kind != finding.KindLeak || f.Cause != finding.CauseUnshare {
+				t.Errorf("%s finding, cause %q: want an unshare leak", f.Kind, f.Cause)
+			}
+			if h, a := f.Actor(); h == nil || h.MntNS != moved || a == nil || a.PID != 20 || len(f.Holders) != 1 {
+				t.Errorf("holders %+v, want holder[20] in mnt:[96] alone:\n%s", f.Holders, line)
+			}
+			if !strings.Contains(line, "mnt:[96] was created by holder[20] (unshare, after the unmount, copying the copy mnt:[95] had kept)") {
+				t.Errorf("the summary does not say mnt:[96] copied mnt:[95]'s leaked copy:\n%s", line)
 			}
 		})
 	}

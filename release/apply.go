@@ -1,11 +1,7 @@
 package release
 
 import (
-	"errors"
 	"fmt"
-	"strconv"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/internal/nsthread"
 )
@@ -22,14 +18,15 @@ func (c Checker) Apply(s Step, lockDir string) error {
 }
 
 func (c Checker) applyHere(s Step, lockDir string) error {
+	k := c.kernel()
 	if s.NSID == 0 || s.Unique == 0 {
 		return &NotLeak{fmt.Sprintf("the step for mount %d in mnt:[%d] carries no identities: it was not proven", s.MountID, s.MntNS)}
 	}
-	fd, ino, id, err := openNS(s.Enter)
+	fd, ino, id, err := k.OpenNS(s.Enter)
 	if err != nil {
 		return err
 	}
-	defer unix.Close(fd)
+	defer k.Close(fd)
 	if ino != s.MntNS || id != s.NSID {
 		return &NotLeak{fmt.Sprintf("changed since the plan: %s is mnt:[%d] born with id %d now, not mnt:[%d] id %d", s.Enter, ino, id, s.MntNS, s.NSID)}
 	}
@@ -51,26 +48,21 @@ func (c Checker) applyHere(s Step, lockDir string) error {
 	// The caller's /proc, opened before the thread moves: the act names
 	// the mount through it (the namespace's own /proc may be another pid
 	// namespace's, or none).
-	proc, err := unix.Open("/proc", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	proc, err := k.OpenProc()
 	if err != nil {
-		return fmt.Errorf("open /proc: %w", err)
+		return err
 	}
-	defer unix.Close(proc)
-	// A thread shares its filesystem context (root, cwd) with the others;
-	// setns into a mount namespace needs one of its own.
-	if err := unix.Unshare(unix.CLONE_FS); err != nil {
-		return fmt.Errorf("unshare the thread's filesystem context: %w", err)
-	}
-	if err := unix.Setns(fd, unix.CLONE_NEWNS); err != nil {
-		return fmt.Errorf("enter mnt:[%d]: %w", s.MntNS, err)
+	defer k.Close(proc)
+	if err := k.Enter(fd, s.MntNS); err != nil {
+		return err
 	}
 	lock.begin(Record{MntNS: s.MntNS, NSID: s.NSID, MountID: s.MountID, Unique: s.Unique, Where: s.Where, Dev: p.Copy.Dev})
-	if err := detachExactly(s, proc); err != nil {
+	if err := detachExactly(k, s, proc); err != nil {
 		lock.abort()
 		return err
 	}
 	lock.done()
-	mounts, err := readTable(id)
+	mounts, err := k.ReadTable(id)
 	if err != nil {
 		return err
 	}
@@ -88,27 +80,17 @@ func (c Checker) applyHere(s Step, lockDir string) error {
 // it by that open file (thread-self/fd/N under the caller's /proc, the
 // thread's cwd for the call), never by its path again, which a mount
 // stacked on it since would answer.
-func detachExactly(s Step, proc int) error {
-	fd, err := unix.Open(s.Where, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+func detachExactly(k kernelActs, s Step, proc int) error {
+	fd, unique, ok, err := k.TopMount(s.Where, s.MntNS)
 	if err != nil {
-		return fmt.Errorf("open %s in mnt:[%d]: %w", s.Where, s.MntNS, err)
+		return err
 	}
-	defer unix.Close(fd)
-	var stx unix.Statx_t
-	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID_UNIQUE, &stx); err != nil {
-		return fmt.Errorf("statx %s in mnt:[%d]: %w", s.Where, s.MntNS, err)
+	defer k.Close(fd)
+	if !ok {
+		return errNoUniqueID
 	}
-	if stx.Mask&unix.STATX_MNT_ID_UNIQUE == 0 {
-		return errors.New("statx gave no unique mount id: the kernel cannot bind the act to the planned mount")
+	if unique != s.Unique {
+		return &NotLeak{fmt.Sprintf("changed since the plan: the top mount at %s in mnt:[%d] is unique mount %d, not %d", s.Where, s.MntNS, unique, s.Unique)}
 	}
-	if stx.Mnt_id != s.Unique {
-		return &NotLeak{fmt.Sprintf("changed since the plan: the top mount at %s in mnt:[%d] is unique mount %d, not %d", s.Where, s.MntNS, stx.Mnt_id, s.Unique)}
-	}
-	if err := unix.Fchdir(proc); err != nil {
-		return fmt.Errorf("chdir to the caller's /proc: %w", err)
-	}
-	if err := unix.Unmount("thread-self/fd/"+strconv.Itoa(fd), unix.MNT_DETACH); err != nil {
-		return fmt.Errorf("umount2(%s, MNT_DETACH) in mnt:[%d]: %w", s.Where, s.MntNS, err)
-	}
-	return nil
+	return k.Detach(proc, fd, s.Where, s.MntNS)
 }

@@ -45,6 +45,11 @@
 //     namespace against the live one's birth id.
 //   - identity.go: Checker (origins, ledger, verdict), Identify.
 //   - apply.go: Checker.Apply, on a locked thread; detachExactly.
+//   - acts.go: kernelActs, the kernel calls Identify and Apply act through
+//     (open a namespace file, read a table, enter, open the top mount and
+//     its unique id, detach through the open file), and liveKernel, the
+//     running kernel's; a test gives a fake, so every decision made on
+//     their answers is tested without root.
 //   - lock.go: one flock per copy under LockDir; Record, what each
 //     release of a copy leaves in its lock file; ReleasedMount,
 //     ReleasedDevice, the record a release that finds its copy gone

@@ -25,6 +25,18 @@ type Checker struct {
 	// FailedUnmount is the failed unmount a busy-copy finding the daemon
 	// kept reports (checked against its state dir), or "".
 	FailedUnmount string
+	// acts are the kernel calls (nil: the live kernel's); a test's fake.
+	acts kernelActs
+	// locks is where Identify looks for the records of earlier releases
+	// ("": LockDir); a test's directory.
+	locks string
+}
+
+func (c Checker) lockDir() string {
+	if c.locks != "" {
+		return c.locks
+	}
+	return LockDir
 }
 
 // originFiles are the namespace files of the host (pid 1's, or
@@ -75,19 +87,20 @@ func splitBar(s string) []string {
 
 // tables reads the origins' tables, each namespace once.
 func (c Checker) tables() ([]Table, error) {
+	k := c.kernel()
 	var out []Table
 	seen := map[uint64]bool{}
 	for _, alt := range c.originFiles() {
-		fd, ino, id, err := openNS(alt)
+		fd, ino, id, err := k.OpenNS(alt)
 		if err != nil {
 			return nil, err
 		}
-		unix.Close(fd)
+		k.Close(fd)
 		if seen[id] {
 			continue
 		}
 		seen[id] = true
-		mounts, err := readTable(id)
+		mounts, err := k.ReadTable(id)
 		if err != nil {
 			return nil, err
 		}
@@ -103,14 +116,15 @@ func (c Checker) prove(ino uint32, id, copyID uint64) (Proof, error) {
 	if err != nil {
 		return Proof{}, err
 	}
-	mounts, err := readTable(id)
+	k := c.kernel()
+	mounts, err := k.ReadTable(id)
 	if err != nil {
 		return Proof{}, err
 	}
 	holder := Table{Ino: ino, ID: id, Mounts: mounts}
 	ev := evidence{failedUnmount: c.FailedUnmount}
 	if c.Ledger != nil {
-		ev.ledger = func(m Mount) (string, bool) { return c.Ledger.Received(ino, id, m, c.Verdict, runsIn) }
+		ev.ledger = func(m Mount) (string, bool) { return c.Ledger.Received(ino, id, m, c.Verdict, k.RunsIn) }
 	}
 	return proveLeak(holder, copyID, origins, ev)
 }
@@ -121,18 +135,19 @@ func (c Checker) prove(ino uint32, id, copyID uint64) (Proof, error) {
 // already (a plan's, given back) must be the live ones. A *NotLeak error
 // refuses it.
 func (c Checker) Identify(s *Step) error {
-	fd, ino, id, err := openNS(s.Enter)
+	k := c.kernel()
+	fd, ino, id, err := k.OpenNS(s.Enter)
 	if err != nil {
 		return err
 	}
-	unix.Close(fd)
+	k.Close(fd)
 	if ino != s.MntNS {
 		return &NotLeak{fmt.Sprintf("%s names mnt:[%d] now, not mnt:[%d]", s.Enter, ino, s.MntNS)}
 	}
 	if s.NSID != 0 && id != s.NSID {
 		return &NotLeak{ReusedInode(ino, id, s.Enter, s.NSID)}
 	}
-	mounts, err := readTable(id)
+	mounts, err := k.ReadTable(id)
 	if err != nil {
 		return err
 	}
@@ -143,7 +158,7 @@ func (c Checker) Identify(s *Step) error {
 		}
 	}
 	if s.Unique != 0 && unique != s.Unique {
-		if prev, ok := released(LockDir, id, s.Unique); ok {
+		if prev, ok := released(c.lockDir(), id, s.Unique); ok {
 			return &NotLeak{prev.String()}
 		}
 		if unique != 0 {
@@ -151,14 +166,14 @@ func (c Checker) Identify(s *Step) error {
 		}
 	}
 	if unique == 0 {
-		if prev, ok := ReleasedMount(LockDir, id, s.MountID, s.Where); ok {
+		if prev, ok := ReleasedMount(c.lockDir(), id, s.MountID, s.Where); ok {
 			return &NotLeak{prev.String()}
 		}
 		return &NotLeak{fmt.Sprintf("mnt:[%d] (id %d) has no mount %d at %s", ino, id, s.MountID, s.Where)}
 	}
 	p, err := c.prove(ino, id, unique)
 	if err != nil {
-		if prev, ok := released(LockDir, id, unique); ok {
+		if prev, ok := released(c.lockDir(), id, unique); ok {
 			return &NotLeak{prev.String()}
 		}
 		return err

@@ -141,3 +141,46 @@ func TestNamespaceKeptByAThread(t *testing.T) {
 		}
 	}
 }
+
+// TestHolderMovedAfterTheUnmount: a holder in a private namespace copied
+// the node's volume; the node unmounts it; while the teardown settles the
+// holder's main thread unshares again (exec unshare: the same pid moves
+// to a new namespace, a copy of the one it left, volume included) and its
+// first namespace, with no process left, goes. The one leak finding names
+// the namespace that holds the copy now, the new one, with the holder and
+// the unshare that made it; the oracle agrees.
+func TestHolderMovedAfterTheUnmount(t *testing.T) {
+	privtest.Require(t)
+	privtest.RequireCommands(t, "unshare", "nsenter", "mount", "umount", "losetup", "sh", "sleep")
+	dir := t.TempDir()
+	dev := privtest.LoopDevice(t, 8)
+	vol := privtest.Mkdir(t, filepath.Join(dir, "vol"))
+	move := filepath.Join(dir, "move")
+	node := privtest.StartNode(t)
+	node.Run(t, "mount", dev, vol)
+	l := startTracing(t)
+	// The script says ready itself, then waits; StartHolder's own
+	// "echo ready && exec sleep" after it is never reached.
+	h := node.StartHolder(t, "private", "echo ready; while [ ! -e "+move+" ]; do sleep 0.05; done; exec unshare -m --propagation private sleep 600")
+	first := h.MntNS
+	time.Sleep(300 * time.Millisecond)
+	node.Run(t, "umount", vol)
+	time.Sleep(300 * time.Millisecond)
+	if err := os.WriteFile(move, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var now uint32
+	privtest.WaitFor(t, 5*time.Second, "the holder's unshare", func() bool {
+		now = privtest.MountNS(t, strconv.Itoa(h.PID))
+		return now != first
+	})
+	privtest.AfterLeakSettle(t)
+	l.settle(t, false)
+	// By the paths and the namespace it holds now: the private holder
+	// dropped the test node's Kubernetes mounts in its first namespace
+	// (privtest), whose leaks are not this test's.
+	objs := objects{paths: []string{dev, vol}, ns: []uint32{now}, ids: []uint64{findingset.BirthID(t, h.PID)}}
+	exactFindings(t, l.all(), objs, []expected{{kind: finding.KindLeak, syscall: "umount2", cause: finding.CauseUnshare,
+		holder: holder{pid: h.PID, ns: now, id: objs.ids[0]}, role: finding.RoleMember, fix: h.PID}})
+	l.about(dev, vol)
+}
