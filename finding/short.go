@@ -194,7 +194,10 @@ func shortenPaths(s string, n int) string {
 
 func runes(s string) int { return utf8.RuneCountInString(s) }
 
-// fit cuts s to at most n runes, ending it with "…" when cut.
+// fit cuts s to at most n runes, at a word boundary, ending it with "…"
+// when cut: what is kept ends with a space or a slash ("(pod
+// storage/csi-node …", "pod default/…"), never in a word or a rune; with
+// no boundary before the limit, only "…" is left.
 func fit(s string, n int) string {
 	if runes(s) <= n {
 		return s
@@ -202,23 +205,29 @@ func fit(s string, n int) string {
 	if n < 1 {
 		return ""
 	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
+	r := []rune(s)[:n-1]
+	i := len(r)
+	for i > 0 && r[i-1] != ' ' && r[i-1] != '/' {
+		i--
+	}
+	return string(r[:i]) + "…"
 }
 
 // fitPath shortens a path to at most n runes, keeping its end: "…/" and
-// as many of its last components as fit, else its last n runes.
+// as many of its last components as fit. When not even the last one fits,
+// or s is no path, it is cut as fit cuts.
 func fitPath(s string, n int) string {
 	if runes(s) <= n {
 		return s
 	}
-	if n < 2 {
+	if n < 2 || !strings.HasPrefix(s, "/") {
 		return fit(s, n)
 	}
 	r := []rune(s)
 	tail := string(r[len(r)-(n-1):])
-	if i := strings.IndexByte(tail, '/'); i >= 0 && runes(tail[i:]) >= n/2 {
-		tail = tail[i:]
+	i := strings.IndexByte(tail, '/')
+	if i < 0 {
+		return fit(s, n)
 	}
-	return "…" + tail
+	return "…" + tail[i:]
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/mntleak/mntleak/finding"
@@ -70,6 +71,12 @@ func checkHeadline(f *finding.Finding) []string {
 	if !strings.HasSuffix(h, " [cause: "+f.Cause.String()+"]") {
 		wrong = append(wrong, "no cause")
 	}
+	if !utf8.ValidString(h) {
+		wrong = append(wrong, "a rune cut")
+	}
+	if cutInAWord(h) {
+		wrong = append(wrong, "cut in a word")
+	}
 	holder := "no holder found"
 	if hd, a := f.Actor(); a != nil {
 		holder = finding.Escape(finding.ProcName(a.Comm, a.PID))
@@ -83,6 +90,24 @@ func checkHeadline(f *finding.Finding) []string {
 		wrong = append(wrong, "no holder ("+holder+")")
 	}
 	return wrong
+}
+
+// cutInAWord reports whether a "…" of h stands for the rest or the start
+// of a word: a letter or digit right before or after it.
+func cutInAWord(h string) bool {
+	wordRune := func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+	for rest := h; ; {
+		i := strings.Index(rest, "…")
+		if i < 0 {
+			return false
+		}
+		before, _ := utf8.DecodeLastRuneInString(rest[:i])
+		after, _ := utf8.DecodeRuneInString(rest[i+len("…"):])
+		if wordRune(before) || wordRune(after) {
+			return true
+		}
+		rest = rest[i+len("…"):]
+	}
 }
 
 // TestGoldenHeadlines: every golden finding's headline is one line of at
@@ -135,6 +160,33 @@ func TestHeadlineOfLongNames(t *testing.T) {
 		f.Holders[0].Actor = f.Holders[0].ChooseActor()
 		if wrong := checkHeadline(f); len(wrong) > 0 {
 			t.Errorf("%s: headline %s (%d characters):\n%s", kind, strings.Join(wrong, ", "), utf8.RuneCountInString(f.Headline()), f.Headline())
+		}
+	}
+}
+
+// TestHeadlineCutAtAWord: a headline too long for its holder and object
+// (issue 29's "…ume data (emptyDir)" and "(container …" on the node)
+// cuts them where a word ends, with "…", never in a word nor in a
+// multi-byte rune: names of Latin, Greek and CJK letters, at every
+// length from fitting to far over.
+func TestHeadlineCutAtAWord(t *testing.T) {
+	for _, word := range []string{"csi-node", "größe-für-ünïcode", "ノード-プラグイン", "αβγδ"} {
+		for extra := 0; extra <= 60; extra++ {
+			name := word + strings.Repeat(" "+word, extra/len([]rune(word)))
+			w := &finding.Workload{ContainerID: "c", Pod: name, Namespace: "storage", PodContainer: "main"}
+			p := finding.ProcRef{PID: 29405, Comm: "sleep", Workload: w}
+			f := &finding.Finding{Kind: finding.KindFailure, Cause: finding.CauseSharedPropagation,
+				Call:   finding.Call{PID: 7, Comm: "kubelet", Syscall: "unlinkat", Errno: "EBUSY", MntNS: 1},
+				Object: finding.Object{Path: "/var/lib/kubelet/pods/e4e7df05-c543-4e87-b804-4735ce5d69f1/volumes/kubernetes.io~empty-dir/data/" + name},
+				Stuck:  &finding.StuckPod{UID: "e4e7df05", Name: "web-" + name, Namespace: "shop", VolumeText: "volume data (emptyDir)"},
+				Holders: []finding.Holder{{MntNS: 4026532331, Where: "/kubelet/x", Processes: []finding.ProcRef{p},
+					Actor: &finding.Actor{ProcRef: p, Role: finding.RoleMember}}}}
+			for _, vol := range []string{"volume data (emptyDir)", ""} {
+				f.Stuck.VolumeText = vol
+				if wrong := checkHeadline(f); len(wrong) > 0 {
+					t.Errorf("%q ×%d: headline %s:\n%s", word, extra, strings.Join(wrong, ", "), f.Headline())
+				}
+			}
 		}
 	}
 }
