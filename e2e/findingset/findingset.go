@@ -123,7 +123,11 @@ type Want struct {
 	// made there (a Bidirectional mount that propagated, the rbind that
 	// copied a hostPath into a container).
 	Event string
-	Fix   int // the process the fix names (0: none; a unit to restart, a namespace no process runs in)
+	// Own: NS is the caller's own namespace, where what it holds was
+	// mounted before tracing began: the finding says so (the holder is
+	// its own), and no event is cited for NS.
+	Own bool
+	Fix int // the process the fix names (0: none; a unit to restart, a namespace no process runs in)
 }
 
 func (w Want) String() string {
@@ -131,6 +135,8 @@ func (w Want) String() string {
 	switch {
 	case w.Inferred:
 		made = "inferred"
+	case w.Own:
+		made = "the caller's own, nothing made there traced"
 	case w.Event != "":
 		made = "citing the " + w.Event + " made there"
 	}
@@ -203,6 +209,9 @@ func Expect(t testing.TB, f *finding.Finding, w Want, opts ...Option) {
 	switch {
 	case w.Inferred && !f.Inferred:
 		t.Errorf("a namespace made before tracing, not said to be inferred:\n%s", f.Line())
+	case w.Own && !hd.Self:
+		t.Errorf("mnt:[%d] is not said to be the caller's own:\n%s", w.NS, f.Line())
+	case w.Own:
 	case !w.Inferred && w.Event == "" && !CreatedBy(f, w.NS):
 		t.Errorf("the event that made mnt:[%d] is not cited: %+v\n%s", w.NS, f.Evidence, f.Line())
 	case !w.Inferred && w.Event != "" && !Cites(f, w.NS, w.Event):

@@ -47,13 +47,25 @@ func TestExactRefusesWhatIsNotWanted(t *testing.T) {
 		{"its namespace born with the id wanted", []*finding.Finding{born(leak(20), 7)}, true},
 		{"another namespace born with the inode since", []*finding.Finding{born(leak(20), 8)}, false},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := privtest.Record(t, func(tb testing.TB) { Exact(tb, tc.got, want, Remote()) })
-			if r.Failed() == tc.pass {
-				t.Errorf("failed: %v, want %v; reports: %q", r.Failed(), !tc.pass, r.Reports())
-			}
-		})
+		check(t, tc.name, tc.got, want, tc.pass)
 	}
+	// Own: the caller's own namespace, nothing made there traced.
+	own := []Want{{Kind: finding.KindLeak, Syscall: "umount2", Cause: finding.CauseUnshare, PID: 20, Role: finding.RoleMember, NS: 95, Own: true, Fix: 20}}
+	self := leak(20)
+	self.Holders[0].Self = true
+	check(t, "the caller's own, as wanted", []*finding.Finding{self}, own, true)
+	check(t, "not said to be the caller's own", []*finding.Finding{noEvent}, own, false)
+}
+
+// check runs Exact on got (Remote) under a recorder: it must fail unless
+// pass.
+func check(t *testing.T, name string, got []*finding.Finding, want []Want, pass bool) {
+	t.Run(name, func(t *testing.T) {
+		r := privtest.Record(t, func(tb testing.TB) { Exact(tb, got, want, Remote()) })
+		if r.Failed() == pass {
+			t.Errorf("failed: %v, want %v; reports: %q", r.Failed(), !pass, r.Reports())
+		}
+	})
 }
 
 // TestObjectsOf: a finding is the test's when it names one of its paths

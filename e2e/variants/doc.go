@@ -13,7 +13,9 @@
 // timing (the holder exits just before the failure, its creator's pid is
 // another program's by then, the pinner is forked after tracing began),
 // plus churn controls of a healthy node, a FUSE server killed
-// without unmounting, and a CSI node plugin that mounts a volume twice. Each cell lets its teardown
+// without unmounting, a CSI node plugin that mounts a volume twice, a
+// runtime in a namespace kept by a bind of its nsfs file, and an agent
+// holding a stopped container's rootfs. Each cell lets its teardown
 // settle (the leak settle window for a control, then the correlator is
 // flushed) and asserts exactly the findings the kernel's behaviour calls
 // for about its device, mount point and holder namespace, each whole: the
@@ -72,8 +74,19 @@
 //   - fuse_server_test.go: the FUSE server helper's variable (the test
 //     binary runs e2e/testkit/fuseserve's server).
 //   - pinnedruntime_privileged_test.go: a runtime in a namespace kept
-//     by a bind of its nsfs file under /run/…/ns (issue 28 item 4): the
-//     finding names the bind besides the runtime; its control.
+//     by a bind of its nsfs file under /run/…/ns (issue 28 item 4), its
+//     cells: the runtime a member or pinning the device's mount by its
+//     cwd, a file, a mapping, its root, or gone before the failure (the
+//     bind alone keeps it), traced or made before tracing (inferred; with
+//     no process, unknown); each finding names the bind besides the
+//     runtime; the controls: the runtime unmounts first, or the
+//     namespace is released (the runtime stops, the bind is unmounted).
+//   - rootfsheld_privileged_test.go: a stopped container's rootfs (an
+//     overlay the shim mounted at containerd's task bundle) held by an
+//     agent on the node (cwd, fd, map, root; traced or from before
+//     tracing; the agent gone after the failure): exactly one
+//     rootfs-held failure of the shim's unmount; the control: the agent
+//     gone first, the unmount succeeds, nothing found (issue 28 item 5).
 //   - holder_test.go: TestMain, the clone(CLONE_NEWNS) helper, the
 //     mounter helper (a process that mounts and stays) and the thread
 //     helper (a Go program whose one locked thread unshares).
