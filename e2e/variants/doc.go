@@ -39,7 +39,8 @@
 //   - live_privileged_test.go: the tracer and correlator of a cell, its
 //     events prepared as the daemon prepares them (daemon.Sources), and,
 //     with MNTLEAK_TEST_RECORD=DIR, recorded to DIR/CELL.jsonl for
-//     mntleak replay (settle: wait, stop, flush), and the checks of a verdict (the pids a fix
+//     mntleak replay (settle: wait, stop, flush; caughtUp: wait until a
+//     marker call made now has reached the correlator), and the checks of a verdict (the pids a fix
 //     names are live holders, e2e/findingset; every finding of the cell agrees with the
 //     oracle, e2e/oracle, read as it arrived; a control's volume is held
 //     by nothing after it).

@@ -37,6 +37,8 @@ type live struct {
 	settleWait func(t testing.TB) // the settle window (privtest.AfterLeakSettle)
 	t          *testing.T
 	oracle     *oraclecheck.Checker // every finding of the cell is checked against the kernel's state
+	marker     string               // caughtUp's call, waited for in the stream ("": none)
+	markerSeen chan struct{}        // closed when it came
 }
 
 func startTracing(t *testing.T) *live {
@@ -57,6 +59,7 @@ func startTracing(t *testing.T) *live {
 	log := zaptest.NewLogger(t)
 	src := daemon.NewSources(log)
 	tr, err := tracer.New(tracer.Config{Sink: func(ev *event.Event) {
+		l.sawMarker(ev)
 		// As the daemon does (daemon/pipeline.go): the test's own events
 		// are the correlator's reads (a thread entering a namespace to read
 		// its table), not a process joining it.
@@ -113,6 +116,43 @@ func (l *live) settle(t testing.TB, control bool) {
 	if l.stop != nil {
 		l.stop()
 		l.stop = nil
+	}
+}
+
+// caughtUp returns once every event made before it was called has
+// reached the correlator (at most d): it makes a marker call now (an
+// unmount of a path that does not exist) and waits for the tracer to
+// deliver it; the sink hands events to the correlator one at a time, so
+// all before it have been handled. Under load the correlator can lag the
+// kernel by seconds (another package's thousands of mounts), and tracing
+// stopped by settle drains only for a moment.
+func (l *live) caughtUp(t testing.TB, d time.Duration) {
+	t.Helper()
+	seen := make(chan struct{})
+	l.mu.Lock()
+	l.marker, l.markerSeen = "/mntleak-variants-caught-up-"+strconv.FormatInt(time.Now().UnixNano(), 36), seen
+	marker := l.marker
+	l.mu.Unlock()
+	if err := unix.Unmount(marker, 0); err == nil {
+		t.Fatalf("umount %s: it existed", marker)
+	}
+	select {
+	case <-seen:
+	case <-time.After(d):
+		t.Fatalf("the tracer did not deliver the marker call (umount %s) within %v", marker, d)
+	}
+}
+
+// sawMarker closes markerSeen when ev is caughtUp's marker call.
+func (l *live) sawMarker(ev *event.Event) {
+	if ev.Kind != event.KindUmount {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.marker != "" && ev.Target == l.marker {
+		close(l.markerSeen)
+		l.marker = ""
 	}
 }
 

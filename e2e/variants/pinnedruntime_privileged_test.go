@@ -152,6 +152,7 @@ func runtimeInAPinnedNamespace(t *testing.T, c runtimeCell) {
 			node.Run(t, "umount", r.file)
 		}
 		node.Run(t, "mkfs.ext4", "-q", "-F", dev)
+		l.caughtUp(t, 60*time.Second) // a false finding has had its events
 		control(t, l, o)
 		l.controlDevices(t, o)
 		return
@@ -162,6 +163,7 @@ func runtimeInAPinnedNamespace(t *testing.T, c runtimeCell) {
 	if err := exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", "mkfs.ext4", "-q", "-F", dev).Run(); err == nil {
 		t.Fatal("mkfs.ext4 of the device the runtime mounted succeeded")
 	}
+	l.caughtUp(t, 60*time.Second)
 	privtest.AfterLeakSettle(t)
 	l.settle(t, false)
 	exactFindings(t, l.all(), o, []expected{runtimeWant(c, runtime, r)})

@@ -143,6 +143,7 @@ func rootfsHeld(t *testing.T, c rootfsCell) {
 		if out, err := shimUmount(); err != nil {
 			t.Fatalf("the shim's unmount with no agent left: %v, %s", err, out)
 		}
+		l.caughtUp(t, 60*time.Second) // a false finding has had its events
 		control(t, l, o)
 		l.oracle.Control(t, target, o.paths)
 		return
@@ -150,6 +151,7 @@ func rootfsHeld(t *testing.T, c rootfsCell) {
 	if out, err := shimUmount(); err == nil || !strings.Contains(string(out), "busy") {
 		t.Fatalf("the shim's unmount of the held rootfs: %v, %s; want EBUSY", err, out)
 	}
+	l.caughtUp(t, 60*time.Second)
 	want := findingset.Want{Kind: finding.KindFailure, Syscall: "umount2", Cause: finding.CauseRootfsHeld, PID: pid, Role: finding.RolePinner,
 		NS: node.MntNS, Event: "mount", Fix: pid}
 	if c.predates {
@@ -172,12 +174,14 @@ func rootfsHeld(t *testing.T, c rootfsCell) {
 		}
 		return
 	}
-	time.Sleep(300 * time.Millisecond)
 	fs := l.about(r.rootfs, r.rootfs) // each checked against the oracle's answer as it arrived
 	l.settle(t, true)
 	got := o.set().Of(l.all())
 	findingset.Exact(t, got, []findingset.Want{want})
 	if len(fs) != 1 || len(got) != 1 {
+		for _, f := range l.all() { // what the cell saw instead (MNTLEAK_TEST_RECORD keeps its events)
+			t.Logf("a finding of the cell's tracing: %s", f.Line())
+		}
 		return
 	}
 	f := got[0]
