@@ -31,7 +31,9 @@ daemon() {
 	local since
 	since=$(date '+%Y-%m-%d %H:%M:%S')
 	systemctl start mntleak.service
-	for _ in $(seq 120); do
+	# Up to 10 min: the trampoline path loads the catch-all once per
+	# syscall, 3.5 min in the 6.1 guest under TCG on a loaded host.
+	for _ in $(seq 1200); do
 		journalctl -u mntleak.service -o cat --no-pager --since "$since" | grep -q '"msg":"tracing"' && break
 		sleep 0.5
 	done
