@@ -127,7 +127,7 @@ fuzz:
 ## one other x86 kernel a day (LAB_KERNELS chooses: README, Lab).
 LAB_ARGS ?=
 lab: deps
-	LAB_KERNELS=all $(GO) test -count=1 -v -timeout 90m -run '^TestLab(Guest|Arm64)$$' ./e2e/qemu $(LAB_ARGS)
+	LAB_KERNELS=all LAB_HOOKS=both $(GO) test -count=1 -v -timeout 90m -run '^TestLab(Guest|Arm64)$$' ./e2e/qemu $(LAB_ARGS)
 
 ## k8s-node: a real single-node Kubernetes (e2e/k8snode/): builds what the cache
 ## (/var/cache/mntleak-k8s/v<version>) lacks from the Go module proxy (5 min

@@ -112,8 +112,8 @@ func kernelBTFWith(t *testing.T, names []string, twice ...string) *btf.Spec {
 
 // TestPresentFailureSyscalls: the catch-all hooks the syscalls the kernel
 // has; one whose name two functions share in the kernel BTF (Debian's 6.1
-// has two __x64_sys_acct), which an fexit program cannot name, is left
-// out and reported, not an error.
+// has two of acct, flock, finit_module and delete_module), which an fexit
+// program cannot name, is left out and reported, not an error.
 func TestPresentFailureSyscalls(t *testing.T) {
 	spec := kernelBTFWith(t, []string{"rmdir", "acct", "unlinkat"}, "acct")
 	present, ambiguous, err := presentFailureSyscalls(spec)

@@ -107,6 +107,7 @@ run() {
 	[ -z "$oracle" ] || install -m 0755 "$oracle" "$work/payload/oracle"
 	install -m 0644 "$here/../../deploy/systemd/mntleak.service" "$work/payload/mntleak.service"
 	install -m 0755 "$here/guest/run.sh" "$work/payload/run.sh"
+	[ -z "${LAB_HOOKS:-}" ] || echo "$LAB_HOOKS" >"$work/payload/hooks"
 	[ -z "$probe" ] || install -m 0755 "$probe" "$work/payload/probe"
 	cp -r "$here/guest/scenarios" "$here/guest/lib.sh" "$here/guest/kernel-probe.sh" "$here/../scenarios/common.sh" "$work/payload/"
 	mkfs.ext4 -q -F -L lab -d "$work/payload" "$work/payload.img" 256M
