@@ -2,6 +2,7 @@ package incluster
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -136,7 +137,7 @@ func TestPluginOnTheNode(t *testing.T) {
 	// on web, related to csi-node (the pod whose Bidirectional mount it
 	// is), posted by the pod. The daemon's own namespace has a copy too
 	// (HostToContainer: a slave the node's unmount reaches): never named.
-	nodeNS, err := k8snode.MountNS(1)
+	nodeNS, err := k8snode.MountNS(os.Getpid()) // the node's: the test runs there
 	if err != nil {
 		t.Fatal(err)
 	}
