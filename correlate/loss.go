@@ -1,7 +1,6 @@
 package correlate
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/mntleak/mntleak/event"
@@ -53,14 +52,7 @@ func nameActors(f *finding.Finding) {
 	for i := range f.Holders {
 		f.Holders[i].Actor = f.Holders[i].ChooseActor()
 	}
-	f.Release = ""
-	if len(f.Holders) > 0 && f.Cause.Releasable() {
-		h := f.Holders[0]
-		enterable := (h.KeptBy == "" && len(h.Processes) > 0 && h.Exited.IsZero()) || h.Enter != ""
-		if !h.Self && h.MountID != 0 && h.Where != "/" && enterable {
-			f.Release = "mntleak release --mntns " + strconv.FormatUint(uint64(h.MntNS), 10) + " --mount-id " + itoa(h.MountID)
-		}
-	}
+	f.Release = f.ReleaseCommand()
 }
 
 // markIncomplete: the evidence window runs from the oldest dated fact the

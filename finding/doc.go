@@ -26,6 +26,9 @@
 //     the fix, the release command) and Block (both, as a terminal shows
 //     a finding).
 //   - report.go: the form `mntleak why` prints.
+//   - release.go: ReleaseRefusal, why release leaves a holder's copy
+//     alone (the one check of release's plan and of the command a finding
+//     offers), and ReleaseCommand.
 //   - workload.go: the pod and container names a finding carries once
 //     enriched (package enrich, off the event path), the pod terms its
 //     line starts with, NamePods (a pod named by UID, by its name), and

@@ -35,7 +35,8 @@
 // database is what --force exists to make explicit.
 //
 // Files:
-//   - plan.go: Step, Refusal, Plan, Make.
+//   - plan.go: Step, Refusal, Plan, Make (the per-holder refusals are
+//     finding.ReleaseRefusal's, the check behind a finding's command).
 //   - kernel.go: Mount, a namespace's table by birth id and
 //     NS_GET_MNTNS_ID, from package kmount (listmount, statmount).
 //   - prove.go: Table, Proof, NotLeak; proveLeak, the leak proof from

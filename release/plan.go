@@ -68,17 +68,9 @@ func Make(f *finding.Finding, host, self uint32, force bool) Plan {
 		case h.MntNS == host:
 			refuse("the host's namespace", "mntleak never acts in the host's namespace")
 			continue
-		case h.Where == "" || h.MountID == 0:
-			refuse("no mount to detach (a detached copy kept busy)", "stop the processes that keep it busy")
-			continue
-		case h.Where == "/":
-			refuse("the namespace's root", "stop the processes of the namespace")
-			continue
-		case h.KeptBy != "" && h.Enter == "":
-			refuse("no process runs in the namespace and its bind cannot be reached", "umount the bind that keeps it: "+h.KeptBy)
-			continue
-		case h.KeptBy == "" && len(h.Processes) == 0:
-			refuse("no process of the namespace is known", "mntleak why "+f.Object.Path+" to look again")
+		}
+		if reason, hint := f.ReleaseRefusal(&h); reason != "" {
+			refuse(reason, hint)
 			continue
 		}
 		// A process holding the namespace's nsfs file open keeps the

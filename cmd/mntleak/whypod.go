@@ -62,7 +62,8 @@ func parseWhyPod(args []string, stderr io.Writer) (whyPodArgs, int, bool) {
 	fs.StringVar(&a.kubeletRoot, "kubelet-root", kubeletpath.DefaultRoot, "the kubelet's --root-dir")
 	criSocket := fs.String("cri-socket", "auto", "CRI runtime socket (the pod's sandbox and containers, names): auto, a path, or \"\" for none")
 	fs.StringVar(&a.stateDir, "state-dir", "/var/lib/mntleak", "persistent lineage of a daemon, if any: cite recorded events instead of inferring")
-	fs.BoolVar(&a.json, "json", false, "print the objects and the findings as JSON")
+	format := fs.String("format", "human", "stdout: human (the objects, then each held one's finding as trace prints it on a terminal: a headline and its detail lines) or json")
+	fs.BoolVar(&a.json, "json", false, "the same as --format json")
 	fs.StringVar(&a.node, "node-name", defaultNodeName(), "this node's name (pods are asked from the API server by node): $NODE_NAME, else the hostname")
 	fs.DurationVar(&a.timeout, "timeout", 5*time.Second, "timeout of the questions to the API server and the runtime")
 	fs.Usage = func() {
@@ -90,7 +91,10 @@ func parseWhyPod(args []string, stderr io.Writer) (whyPodArgs, int, bool) {
 		return fail("--kubelet-root %q: want an absolute path", a.kubeletRoot)
 	case a.timeout <= 0:
 		return fail("--timeout %v: want a positive duration", a.timeout)
+	case *format != "human" && *format != "json":
+		return fail("invalid --format %q: want human or json", *format)
 	}
+	a.json = a.json || *format == "json"
 	if fs.NArg() == 1 {
 		ref, err := podref.ParseNamespaced(fs.Arg(0))
 		if err != nil {
@@ -355,7 +359,7 @@ func printPodAnswer(w io.Writer, a whyPodArgs, objects []podmounts.Object, held 
 		fmt.Fprintf(w, "  %s at %s%s\n", o.Text, finding.Escape(o.Path), where)
 	}
 	for _, h := range held {
-		fmt.Fprintf(w, "\n%s is held:\n%s", h.Object.Text, h.Finding.Report())
+		fmt.Fprintf(w, "\n%s is held:\n%s", h.Object.Text, h.Finding.Block())
 	}
 	if len(held) > 0 {
 		return

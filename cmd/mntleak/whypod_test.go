@@ -80,3 +80,40 @@ func TestHoldingNamespaces(t *testing.T) {
 		t.Errorf("no peer group, mntleak on the node: holding %v, want [2 3 5 6 7]", got)
 	}
 }
+
+// TestPodAnswerShortForm: `mntleak why pod` prints each held object's
+// finding in the short form trace prints on a terminal (the headline,
+// then the detail lines indented), never the long report; --format json
+// (and --json) prints the answer as JSON.
+func TestPodAnswerShortForm(t *testing.T) {
+	p := finding.ProcRef{PID: 24444, Comm: "sleep"}
+	f := &finding.Finding{Kind: finding.KindHeld, Cause: finding.CauseInUse, Summary: "not a leak", Fix: "unmount it first",
+		Call:   finding.Call{Syscall: "why", MntNS: 1},
+		Object: finding.Object{Path: "/var/lib/kubelet/pods/u/volumes/kubernetes.io~empty-dir/data/held", FSType: "tmpfs"},
+		Holders: []finding.Holder{{MntNS: 1, Self: true, Where: "/var/lib/kubelet/pods/u/volumes/kubernetes.io~empty-dir/data/held", Propagation: "shared:3"},
+			{MntNS: 2, Where: "/kubelet/pods/u/volumes/kubernetes.io~empty-dir/data/held", Propagation: "shared:3", Processes: []finding.ProcRef{p},
+				Actor: &finding.Actor{ProcRef: p, Role: finding.RoleMember}}}}
+	obj := podmounts.Object{Text: "a mount inside volume data (emptyDir)", Path: f.Object.Path, OnNode: true, Nested: true}
+	held := []heldObject{{Object: obj, Holding: []uint32{2}, Finding: f}}
+	var out bytes.Buffer
+	printPodAnswer(&out, whyPodArgs{namespace: "shop", name: "web", uid: "u"}, []podmounts.Object{obj}, held, false)
+	want := "pod shop/web (uid u): 1 objects on this node\n  a mount inside volume data (emptyDir) at " + obj.Path + "\n\n" +
+		"a mount inside volume data (emptyDir) is held:\n" + f.Block()
+	if out.String() != want {
+		t.Errorf("why pod printed:\n%s\nwant:\n%s", out.String(), want)
+	}
+	for _, args := range [][]string{{"--format", "json"}, {"--json"}} {
+		var stderr bytes.Buffer
+		a, code, done := parseWhyPod(append(args, "shop/web"), &stderr)
+		out.Reset()
+		printPodAnswer(&out, a, []podmounts.Object{obj}, held, false)
+		if done || code != 0 || !strings.HasPrefix(out.String(), `{"namespace":"shop","name":"web"`) {
+			t.Errorf("why pod %q: exit %d, done %v, printed %s%s", args, code, done, out.String(), stderr.String())
+		}
+	}
+	var stderr bytes.Buffer
+	if _, code, _ := parseWhyPod([]string{"--format", "yaml", "shop/web"}, &stderr); code != exitUsage ||
+		stderr.String() != "mntleak why pod: invalid --format \"yaml\": want human or json\n" {
+		t.Errorf("--format yaml: exit %d, %q", code, stderr.String())
+	}
+}

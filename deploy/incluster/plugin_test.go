@@ -2,6 +2,7 @@ package incluster
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -136,10 +137,25 @@ func TestPluginOnTheNode(t *testing.T) {
 	// on web, related to csi-node (the pod whose Bidirectional mount it
 	// is), posted by the pod. The daemon's own namespace has a copy too
 	// (HostToContainer: a slave the node's unmount reaches): never named.
+	nodeNS, err := k8snode.MountNS(os.Getpid()) // the node's: the test runs there
+	if err != nil {
+		t.Fatal(err)
+	}
 	var evs []event
 	onWeb := func(e event) bool { return e.Regarding.Name == "web" }
 	privtest.Poll(90*time.Second, func() bool { evs = mntleakEvents(t, n, plugShop); return slices.ContainsFunc(evs, onWeb) })
 	csiRef := objectRef{Kind: "Pod", Namespace: plugStorage, Name: mounter.Name, UID: csi.UID}
+	// A leak whose unmount another test made in a namespace of its own
+	// (umount -R of a copy of the kubelet's directory, seen once) is that
+	// test's: logged, not counted.
+	evs = slices.DeleteFunc(evs, func(e event) bool {
+		_, in, ok := strings.Cut(e.Note, ") unmounted by ")
+		if ok && !onWeb(e) && !strings.Contains(in, " in "+nsLink+":") && !strings.Contains(in, " in "+nodeNS+":") {
+			t.Logf("another test's unmount: %s on %s: %s", e.Reason, e.Regarding.String(), e.Note)
+			return true
+		}
+		return false
+	})
 	if len(evs) != 1 {
 		t.Errorf("%d Events of mntleak in %s, want 1 (a MountBusy on web)", len(evs), plugShop)
 	}
@@ -238,4 +254,9 @@ func TestPluginOnTheNode(t *testing.T) {
 	// through the exec subresource, as the plugin runs it.
 	inPod := releaseInThePod(t, n, daemonPod, state)
 	keep(t, "release-in-pod.txt", inPod.stdout+inPod.stderr)
+
+	// A pod's leaked copy released by the pod's name, end to end.
+	vaultDry, vaultApplied := releaseByPodName(t, n, plugin, kc)
+	keep(t, "release-vault.txt", "$ kubectl mntleak release pod/vault -n "+plugShop+"\n"+vaultDry.stderr+vaultDry.stdout+
+		"\n$ kubectl mntleak release pod/vault -n "+plugShop+" --apply\n"+vaultApplied.stderr+vaultApplied.stdout)
 }
