@@ -283,58 +283,6 @@ func (c *Correlator) refreshTables(only func(*Namespace) bool, force bool) []str
 	return out
 }
 
-// scan reads the process list and reconciles the lineage with it.
-func (c *Correlator) scan() error {
-	procs, err := c.proc.Processes()
-	if err != nil {
-		return err
-	}
-	c.reconcile(procs)
-	c.lastScan, c.scanned = c.now, true
-	return nil
-}
-
-// rescanFor reads the process list again when a namespace among the
-// matches has no known process left (they exited, or it only has
-// processes forked since the last list), or one known only from an event
-// (its name is the one it had then: an unshare exec's its program after):
-// the list says whether it is gone, who holds it and what they run. It
-// reports whether it read one.
-func (c *Correlator) rescanFor(matches []match) bool {
-	if c.lastScan.Equal(c.now) && c.scanned {
-		return false
-	}
-	for _, m := range matches {
-		if !m.exited.IsZero() || m.ns.Dead {
-			continue
-		}
-		stale := len(m.ns.members) == 0
-		for _, mem := range m.ns.members {
-			stale = stale || mem.StartTime == 0
-		}
-		if stale {
-			return c.scan() == nil
-		}
-	}
-	return false
-}
-
-// reconcile applies a process snapshot and keeps the last table of every
-// namespace that died for the holders-that-just-exited search.
-func (c *Correlator) reconcile(procs []procfs.Process) {
-	before := map[uint32]*Namespace{}
-	for _, n := range c.lineage.Live() {
-		before[n.Ino] = n
-	}
-	c.retireReplaced(procs)
-	c.lineage.Reconcile(procs, c.now)
-	for ino, n := range before {
-		if n.Dead && n.LastTable == nil {
-			n.LastTable = c.ledger.Forget(ino)
-		}
-	}
-}
-
 // Handle consumes one event.
 func (c *Correlator) Handle(ev *event.Event) {
 	if ev.Time.After(c.now) {

@@ -43,12 +43,12 @@
 //     over time; a retired namespace that is still alive (entered again,
 //     kept by a bind of its nsfs file) is the same generation, revived
 //     with its creation; lineage_pinned.go: the namespaces a bind of
-//     their nsfs file keeps alive with no process in them; reused.go: one
-//     whose inode the process list shows another namespace has (its birth
-//     id differs)
-//     is retired, never revived for it, and every holder names its
-//     namespace's birth id where a process of it tells; gc.go: what is forgotten, and
-//     when.
+//     their nsfs file keeps alive with no process in them; reused.go: the
+//     process list read (scan, rescanFor) and applied to the lineage
+//     (reconcile); a namespace whose inode the process list shows another
+//     namespace has (its birth id differs) is retired, never revived for
+//     it, and every holder names its namespace's birth id where a process
+//     of it tells; gc.go: what is forgotten, and when.
 //   - ledger.go: Table and Ledger, the mount tables read from /proc,
 //     indexed by mount and by peer group, and which tables an event can
 //     have changed; peergroups.go: a mount's propagation (its peer group
