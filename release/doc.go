@@ -59,5 +59,6 @@
 //   - target.go: CopyTarget, the object (and mount point) of a copy named
 //     by namespace and mount id, read through a process of it, a bind of
 //     its nsfs file or a process holding that file open; BirthID, the live
-//     namespace's.
+//     namespace's; both read /proc through procReader (procfs.Host; a
+//     test's fake).
 package release
