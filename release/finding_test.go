@@ -113,3 +113,37 @@ func TestGeneration(t *testing.T) {
 		})
 	}
 }
+
+func TestBootTime(t *testing.T) {
+	booted, err := BootTime()
+	if err != nil || !booted.Before(time.Now()) || booted.Year() < 2000 {
+		t.Fatalf("booted at %v, %v", booted, err)
+	}
+	for _, tc := range []struct{ stat, want string }{
+		{"cpu 1 2 3\nbtime 1764115200\nprocesses 9\n", ""},
+		{"cpu 1 2 3\nbtime x\n", `/proc/stat: btime "x"`},
+		{"cpu 1 2 3\n", "/proc/stat: no btime"},
+	} {
+		got, err := bootTimeIn([]byte(tc.stat))
+		switch {
+		case tc.want == "" && (err != nil || got.Unix() != 1764115200):
+			t.Errorf("%q: %v, %v; want 1764115200", tc.stat, got, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%q: err %v, want %q", tc.stat, err, tc.want)
+		}
+	}
+}
+
+// The origins are the host's namespace (pid 1's, else kthreadd's) and the
+// caller's, unless the Checker names others.
+func TestOriginFiles(t *testing.T) {
+	if got := (Checker{}).originFiles(); len(got) != 2 || got[0] != "/proc/1/ns/mnt|/proc/2/ns/mnt" || got[1] != "/proc/self/ns/mnt" {
+		t.Errorf("%q, want the host's and the caller's", got)
+	}
+	if got := (Checker{Origins: []string{"/x"}}).originFiles(); len(got) != 1 || got[0] != "/x" {
+		t.Errorf("%q, want the Checker's", got)
+	}
+	if got := (Checker{}).lockDir(); got != LockDir {
+		t.Errorf("lock dir %q, want %q", got, LockDir)
+	}
+}

@@ -187,4 +187,3 @@ func TestBirthIDOfTheLiveNamespace(t *testing.T) {
 		})
 	}
 }
-
