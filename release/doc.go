@@ -55,10 +55,11 @@
 //     release of a copy leaves in its lock file; ReleasedMount,
 //     ReleasedDevice, the record a release that finds its copy gone
 //     quotes.
-//   - finding.go: CheckFinding, BootTime; HolderBorn, a finding's holder
+//   - finding.go: CheckFinding, BootTime (bootTimeIn); HolderBorn, a finding's holder
 //     against the live namespace's birth id.
 //   - target.go: CopyTarget, the object (and mount point) of a copy named
 //     by namespace and mount id, read through a process of it, a bind of
 //     its nsfs file or a process holding that file open; BirthID, the live
-//     namespace's.
+//     namespace's; both read /proc through procReader (procfs.Host; a
+//     test's fake).
 package release

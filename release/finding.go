@@ -60,6 +60,11 @@ func BootTime() (time.Time, error) {
 	if err != nil {
 		return time.Time{}, fmt.Errorf("read /proc/stat: %w", err)
 	}
+	return bootTimeIn(b)
+}
+
+// bootTimeIn is the btime line of /proc/stat's text b.
+func bootTimeIn(b []byte) (time.Time, error) {
 	for _, line := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, "btime "); ok {
 			s, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)

@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/moby/sys/mountinfo"
-	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
@@ -19,7 +18,25 @@ import (
 // file or the open fd of a process holding that file; and its mount point
 // there.
 func CopyTarget(ns uint32, id int) (correlate.Target, string, error) {
-	h := procfs.Host{}
+	return copyTarget(procfs.Host{}, fileExists, ns, id)
+}
+
+// procReader is what CopyTarget and BirthID read of /proc (procfs.Host;
+// a test's fake).
+type procReader interface {
+	Processes() ([]procfs.Process, error)
+	Mountinfo(pid int) (uint32, []*mountinfo.Info, error)
+	NSMountinfo(file string) (uint32, []*mountinfo.Info, error)
+	NSFDs() ([]procfs.NSFD, error)
+}
+
+// fileExists reports whether a path can be stat'ed from here.
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func copyTarget(h procReader, exists func(string) bool, ns uint32, id int) (correlate.Target, string, error) {
 	procs, err := h.Processes()
 	if err != nil {
 		return correlate.Target{}, "", err
@@ -36,7 +53,7 @@ func CopyTarget(ns uint32, id int) (correlate.Target, string, error) {
 		}
 	}
 	if !found {
-		file := nsBind(h, procs, ns)
+		file := nsBind(h, exists, procs, ns)
 		if file == "" {
 			file = nsFD(h, ns)
 		}
@@ -66,7 +83,7 @@ func CopyTarget(ns uint32, id int) (correlate.Target, string, error) {
 // nsBind is a path through which the bind of namespace ns's nsfs file can
 // be opened from here, or "": the bind's mount point seen through the root
 // of a process of the namespace whose table shows it.
-func nsBind(h procfs.Host, procs []procfs.Process, ns uint32) string {
+func nsBind(h procReader, exists func(string) bool, procs []procfs.Process, ns uint32) string {
 	want := "mnt:[" + strconv.FormatUint(uint64(ns), 10) + "]"
 	seen := map[uint32]bool{}
 	for _, p := range procs {
@@ -80,8 +97,7 @@ func nsBind(h procfs.Host, procs []procfs.Process, ns uint32) string {
 		}
 		for _, m := range mounts {
 			if m.FSType == "nsfs" && m.Root == want {
-				file := "/proc/" + strconv.Itoa(p.PID) + "/root" + m.Mountpoint
-				if _, err := os.Stat(file); err == nil {
+				if file := "/proc/" + strconv.Itoa(p.PID) + "/root" + m.Mountpoint; exists(file) {
 					return file
 				}
 			}
@@ -92,7 +108,7 @@ func nsBind(h procfs.Host, procs []procfs.Process, ns uint32) string {
 
 // nsFD is /proc/PID/fd/N of a process holding namespace ns's nsfs file
 // open (the lowest pid and fd: the same every time), or "".
-func nsFD(h procfs.Host, ns uint32) string {
+func nsFD(h procReader, ns uint32) string {
 	fds, _ := h.NSFDs() // some processes unreadable: those read are enough
 	best := -1
 	for i, f := range fds {
@@ -110,7 +126,10 @@ func nsFD(h procfs.Host, ns uint32) string {
 // through a member's /proc/PID/ns/mnt, a bind of its nsfs file or an open
 // fd of it, and the file it was read through.
 func BirthID(ns uint32) (uint64, string, error) {
-	h := procfs.Host{}
+	return birthID(procfs.Host{}, liveKernel{}, fileExists, ns)
+}
+
+func birthID(h procReader, k kernelActs, exists func(string) bool, ns uint32) (uint64, string, error) {
 	procs, err := h.Processes()
 	if err != nil {
 		return 0, "", err
@@ -122,7 +141,7 @@ func BirthID(ns uint32) (uint64, string, error) {
 			break
 		}
 	}
-	if file := nsBind(h, procs, ns); file != "" {
+	if file := nsBind(h, exists, procs, ns); file != "" {
 		files = append(files, file)
 	}
 	if file := nsFD(h, ns); file != "" {
@@ -132,11 +151,11 @@ func BirthID(ns uint32) (uint64, string, error) {
 		return 0, "", fmt.Errorf("no process runs in mnt:[%d], and no bind of its nsfs file nor a process holding it open was found", ns)
 	}
 	for _, file := range files {
-		fd, ino, id, err := openNS(file)
+		fd, ino, id, err := k.OpenNS(file)
 		if err != nil {
 			continue // the member exited meanwhile: the next file
 		}
-		unix.Close(fd)
+		k.Close(fd)
 		if ino == ns {
 			return id, file, nil
 		}

@@ -1,6 +1,7 @@
 // Package oracle answers, from the kernel's own state at one moment, who
 // holds a filesystem: which mount namespaces have it mounted and where,
-// and which processes hold it and how (a member of such a namespace; its
+// and which processes hold it and how (a member of such a namespace, by
+// its main thread or, named with its tid, by a thread of its own; its
 // cwd, root, an open file or a mapping on it; a copy the kernel detached
 // that such a file still pins; an nsfs bind or an open nsfs file keeping a
 // holder namespace no process runs in). The privileged tests compare every
