@@ -209,9 +209,7 @@ func (c *Correlator) Start() error {
 	if c.hostNS, err = c.proc.HostNS(); err != nil {
 		return fmt.Errorf("host mount namespace: %w", err)
 	}
-	for _, n := range c.lineage.Live() {
-		_ = c.readTable(n) // a namespace whose processes all exited is simply skipped
-	}
+	c.readTables(c.lineage.Live()) // a namespace whose processes all exited is simply skipped
 	return nil
 }
 
@@ -248,7 +246,7 @@ func (c *Correlator) refreshTables(only func(*Namespace) bool, force bool) []str
 		}
 		scanned = true
 	}
-	var missing, retry []*Namespace
+	var missing, retry, todo []*Namespace
 	for _, n := range c.lineage.Live() {
 		if (c.ledger.Fresh(n.Ino) && !force) || (only != nil && !only(n)) {
 			continue
@@ -256,12 +254,13 @@ func (c *Correlator) refreshTables(only func(*Namespace) bool, force bool) []str
 		if n.keptOnly() {
 			continue // no process to read it through: the search reads it through its bind
 		}
-		if err := c.readTable(n); err != nil {
-			if scanned {
-				missing = append(missing, n)
-			} else {
-				retry = append(retry, n) // its known processes are gone: who else is there?
-			}
+		todo = append(todo, n)
+	}
+	for _, n := range c.readTables(todo) {
+		if scanned {
+			missing = append(missing, n)
+		} else {
+			retry = append(retry, n) // its known processes are gone: who else is there?
 		}
 	}
 	if len(retry) > 0 {

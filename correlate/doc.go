@@ -65,7 +65,9 @@
 //     /run/snapd/ns/SNAP.mnt); kernelns.go: where the kernel lists its
 //     mount namespaces and reads any one's table by id, the scan of every
 //     process's open files for a namespace held open runs only when one
-//     no process runs in may hold the object.
+//     no process runs in may hold the object; and where the Proc reads
+//     many tables at once (procfs.TableReader), the snapshot and a refresh
+//     read one per namespace in one batch (readTables).
 //   - verdict.go: the analysis a rule reads and the verdict it writes.
 //   - rules.go: the rule table (cause, rule), classify and the causes'
 //     rank. One file per cause, in the table's order:

@@ -57,3 +57,51 @@ func mayHold(t *Table, id identity, callerTable *Table) bool {
 	}
 	return false
 }
+
+// readTables reads the tables of namespaces nss as readTable does, and
+// returns the ones that could not be read. Where the Proc reads many
+// tables at once (procfs.TableReader: the startup snapshot and a refresh
+// read one per namespace, hundreds on a busy node), each namespace's
+// oldest member is read in one batch first; a namespace whose answer is
+// not its table is then read by readTable, member by member, as before.
+// The tables are stored in the order of nss either way.
+func (c *Correlator) readTables(nss []*Namespace) []*Namespace {
+	var failed []*Namespace
+	tr, ok := c.proc.(procfs.TableReader)
+	if !ok || len(nss) < 2 {
+		for _, n := range nss {
+			if c.readTable(n) != nil {
+				failed = append(failed, n)
+			}
+		}
+		return failed
+	}
+	pids := make([]int, len(nss))
+	for i, n := range nss {
+		if ms := n.Members(); len(ms) > 0 {
+			pids[i] = ms[0].PID
+		}
+	}
+	var batch []int
+	for _, pid := range pids {
+		if pid != 0 {
+			batch = append(batch, pid)
+		}
+	}
+	answers := tr.Mountinfos(batch)
+	next := 0
+	for i, n := range nss {
+		if pids[i] != 0 {
+			a := answers[next]
+			next++
+			if a.Err == nil && a.NS == n.Ino {
+				c.ledger.Store(NewTable(n.Ino, a.Mounts, c.now, c.ledger.Seq()))
+				continue
+			}
+		}
+		if c.readTable(n) != nil {
+			failed = append(failed, n)
+		}
+	}
+	return failed
+}

@@ -3,6 +3,7 @@ package correlate_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -113,5 +114,62 @@ func TestOpenFileScanOnlyWhereTheKernelShowsACopy(t *testing.T) {
 	}
 	if _, scans := keptByAnOpenFile(t, nil, false); scans != 1 {
 		t.Errorf("without the walk, nothing held: %d scans of the open files, want 1 (the fallback)", scans)
+	}
+}
+
+// batchProc is the fake /proc reading many tables at once
+// (procfs.TableReader); the pids in gone answer as a process that exited
+// within the batch, so the correlator reads their namespace again member
+// by member. It records every batch.
+type batchProc struct {
+	*fakeProc
+	gone    map[int]bool
+	batches [][]int
+}
+
+func (b *batchProc) Mountinfos(pids []int) []procfs.TableAnswer {
+	b.batches = append(b.batches, append([]int(nil), pids...))
+	out := make([]procfs.TableAnswer, len(pids))
+	for i, pid := range pids {
+		if b.gone[pid] {
+			out[i].Err = fmt.Errorf("open /proc/%d/mountinfo: %w", pid, unix.ESRCH)
+			continue
+		}
+		out[i].NS, out[i].Mounts, out[i].Err = b.Mountinfo(pid)
+	}
+	return out
+}
+
+// The tables of the startup snapshot are read in one batch, one process
+// per namespace; a namespace whose process was gone in the batch is read
+// through its other members; the finding is the one read table by table.
+func TestTablesReadInOneBatch(t *testing.T) {
+	const agentNS, sidecarNS = 30, 31
+	copyTable := "40 39 254:0 / / rw - ext4 /dev/vda rw\n41 40 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"
+	run := func(batch bool) (string, *batchProc) {
+		w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, ""), proc(50, "agent", agentNS, ""),
+			proc(51, "sidecar", sidecarNS, ""), proc(52, "sidecar", sidecarNS, "")},
+			map[uint32]string{hostNS: hostWithoutVol, agentNS: copyTable, sidecarNS: "60 59 254:0 / / rw - ext4 /dev/vda rw\n"})
+		var b *batchProc
+		if batch {
+			b = &batchProc{fakeProc: w.proc, gone: map[int]bool{51: true}}
+			w.c = correlate.New(b, correlate.Options{LeakSettle: -1}, func(f *finding.Finding) { w.findings = append(w.findings, f) })
+			if err := w.c.Start(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w.send(failEv(70, "mkfs.ext4", hostNS, 257, "/dev/loop0", int64(unix.EBUSY)))
+		return w.only().Line(), b
+	}
+	want, _ := run(false)
+	got, b := run(true)
+	if got != want {
+		t.Errorf("read in a batch:\n%s\nwant, as read table by table:\n%s", got, want)
+	}
+	if len(b.batches) == 0 || fmt.Sprint(slices.Sorted(slices.Values(b.batches[0]))) != "[1 50 51]" {
+		t.Errorf("batches %v, want the first of pids 1, 50 and 51 (one process per namespace, the oldest)", b.batches)
+	}
+	if !strings.Contains(want, "mnt:[30]") {
+		t.Errorf("the finding does not name the agent's namespace:\n%s", want)
 	}
 }

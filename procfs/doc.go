@@ -23,7 +23,8 @@
 // mount namespace's birth id, and the processes holding a namespace's nsfs
 // file open), kernelns.go (KernelNamespaces: every mount namespace from
 // the kernel's walk, and any one's table by birth id through listmount and
-// statmount, as mountinfo lines), realpath.go (symbolic links in a process's root),
+// statmount, as mountinfo lines; TableReader, many processes' mount
+// tables read at once), realpath.go (symbolic links in a process's root),
 // visibility.go (how much of the node the caller sees, and which
 // processes it could not read), record.go (Recorder, Replay).
 package procfs

@@ -108,3 +108,48 @@ func optionalFields(m *kmount.Mount) string {
 func errNoKernelNamespaces(p Proc) error {
 	return fmt.Errorf("%T cannot ask the kernel for mount namespaces", p)
 }
+
+// TableReader is implemented by a Proc that reads many processes' mount
+// tables at once (Host: on a few goroutines, as the /proc scans): the
+// answers are Mountinfo's, in the order of pids. The startup snapshot and
+// a refresh read one table per namespace, hundreds on a busy node. A
+// Recorder records the answers in that order; a Replay does not implement
+// it (its answers are looked up one by one).
+type TableReader interface {
+	Mountinfos(pids []int) []TableAnswer
+}
+
+// TableAnswer is one Mountinfo answer.
+type TableAnswer struct {
+	NS     uint32
+	Mounts []*mountinfo.Info
+	Err    error
+}
+
+// Mountinfos implements TableReader.
+func (h Host) Mountinfos(pids []int) []TableAnswer {
+	out := make([]TableAnswer, len(pids))
+	scan(len(pids), func(i int, _ *scratch) {
+		a := &out[i]
+		a.NS, a.Mounts, a.Err = h.Mountinfo(pids[i])
+	})
+	return out
+}
+
+// Mountinfos implements TableReader: the wrapped Proc's answers (one by
+// one when it has no TableReader), recorded in the order of pids.
+func (r Recorder) Mountinfos(pids []int) []TableAnswer {
+	out := make([]TableAnswer, len(pids))
+	tr, ok := r.Proc.(TableReader)
+	if ok {
+		out = tr.Mountinfos(pids)
+	}
+	for i, pid := range pids {
+		a := &out[i]
+		if !ok {
+			a.NS, a.Mounts, a.Err = r.Proc.Mountinfo(pid)
+		}
+		r.Write(&Record{Op: OpMountinfo, PID: pid, MntNS: a.NS, Mounts: a.Mounts, Err: errString(a.Err)})
+	}
+	return out
+}

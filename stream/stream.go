@@ -113,7 +113,7 @@ func parse(b []byte) (Item, error) {
 		}
 		switch pl.Proc.Op {
 		case procfs.OpProcesses, procfs.OpMountinfo, procfs.OpPins, procfs.OpBlockDevice, procfs.OpHostNS, procfs.OpCommand,
-			procfs.OpRealPath, procfs.OpNSMountinfo, procfs.OpMntNSID, procfs.OpNSFDs:
+			procfs.OpRealPath, procfs.OpNSMountinfo, procfs.OpMntNSID, procfs.OpNSFDs, procfs.OpMountNamespaces, procfs.OpNSTable:
 		default:
 			return Item{}, fmt.Errorf("proc record with unknown op %q", pl.Proc.Op)
 		}
