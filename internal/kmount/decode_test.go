@@ -1,4 +1,4 @@
-package release
+package kmount
 
 import (
 	"encoding/binary"
@@ -39,7 +39,7 @@ func statmountBuf(mask uint64) []byte {
 }
 
 func TestDecodeStatmount(t *testing.T) {
-	m, err := decodeStatmount(statmountBuf(statmountAll))
+	m, err := Decode(statmountBuf(statmountAll))
 	want := Mount{ID: 202, OldID: 102, Parent: 200, NS: 50, Dev: event.MakeDev(0, 38), Point: "/srv/vol", Root: "/", FSType: "tmpfs",
 		Opts: "rw,size=8k", SBFlags: 1, Attr: 2, Prop: 1 << 18, Peer: 5, Master: 6, PropFrom: 7}
 	if err != nil || m != want {
@@ -47,7 +47,7 @@ func TestDecodeStatmount(t *testing.T) {
 	}
 	// Only the basic fields asked: no strings, no namespace id, no
 	// propagate_from.
-	m, err = decodeStatmount(statmountBuf(statmountSBBasic | statmountMntBasic))
+	m, err = Decode(statmountBuf(statmountSBBasic | statmountMntBasic))
 	if err != nil || m.Point != "" || m.FSType != "" || m.NS != 0 || m.PropFrom != 0 || m.ID != 202 {
 		t.Fatalf("%+v, %v; want the basic fields only", m, err)
 	}
@@ -80,7 +80,7 @@ func TestDecodeStatmount(t *testing.T) {
 			return b
 		}, "not terminated"},
 	} {
-		if _, err := decodeStatmount(tc.b()); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := Decode(tc.b()); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err %v, want %q", tc.name, err, tc.want)
 		}
 	}
