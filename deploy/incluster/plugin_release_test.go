@@ -2,14 +2,11 @@ package incluster
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -160,94 +157,4 @@ func recorded(t *testing.T, mntns uint32, id int) bool {
 		}
 	}
 	return false
-}
-
-// releaseByPodName is `kubectl mntleak release pod/NAME --apply` on a
-// real leaked copy of a pod's volume: pod vault's Memory emptyDir (a
-// tmpfs) is copied into a private holder namespace on the node (made
-// after a later mount of the node's: the proof's witness); an immutable
-// file under the tmpfs (in the volume's directory on the node's disk,
-// reached through a bind of its parent) makes the kubelet's removal of
-// the directory fail after its unmount, so the kernel does not detach the
-// holder's copy on rmdir and vault stays Terminating, its volume leaked.
-// The plugin's dry run names the copy's plan and changes nothing; --apply
-// detaches it: the holder's table (the kernel's) no longer has it, the
-// holder still runs in its namespace. The file made mutable again, the
-// kubelet's retry ends vault. It returns the dry run and the --apply.
-func releaseByPodName(t *testing.T, n *k8snode.Node, plugin, kc string) (result, result) {
-	t.Helper()
-	w := k8snode.MemoryEmptyDirPod(plugShop, "vault")
-	n.Apply(t, w.Manifest)
-	p := n.WaitPodRunning(t, plugShop, w.Name)
-	vol := w.HostDir(p.UID)
-	// The volume's directory on the disk, under its tmpfs: a bind of the
-	// parent (not recursive) shows it.
-	dir := t.TempDir()
-	under := privtest.Mkdir(t, filepath.Join(dir, "under"))
-	if err := unix.Mount(filepath.Dir(vol), under, "", unix.MS_BIND, ""); err != nil {
-		t.Fatalf("bind %s: %v", filepath.Dir(vol), err)
-	}
-	pin := filepath.Join(vol, "pin")
-	err := os.WriteFile(filepath.Join(under, filepath.Base(vol), "pin"), []byte("kept\n"), 0o644)
-	if err == nil {
-		err = chattr("+i", filepath.Join(under, filepath.Base(vol), "pin"))
-	}
-	if uerr := unix.Unmount(under, unix.MNT_DETACH); uerr != nil {
-		t.Errorf("umount %s: %v", under, uerr)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = chattr("-i", pin); _ = os.Remove(pin) })
-	later := privtest.Mkdir(t, filepath.Join(dir, "later"))
-	privtest.Mount(t, "mntleak-vault-later", later, "tmpfs", 0, "size=1m")
-	h := privtest.StartHolder(t, "private", "cd /")
-	if !n.DeletePod(t, plugShop, w.Name, false) {
-		t.Fatalf("pod %s/%s: no deletionTimestamp after its deletion", plugShop, w.Name)
-	}
-	privtest.WaitFor(t, 90*time.Second, "the kubelet's unmount of "+vol, func() bool {
-		ms, err := k8snode.MountsUnder(1, vol)
-		return err == nil && len(ms) == 0
-	})
-	before, err := k8snode.MountsUnder(h.PID, vol)
-	if err != nil || len(before) != 1 || before[0].FSType != "tmpfs" {
-		t.Fatalf("the holder (pid %d) has %d mounts at %s (%v), want its copy of vault's tmpfs", h.PID, len(before), vol, err)
-	}
-	object := "volume data (emptyDir)"
-	want := object + ": mntleak release --mntns " + strconv.FormatUint(uint64(h.MntNS), 10) + " --mount-id " + strconv.Itoa(before[0].ID) + "\n"
-	dry := runCommand(t, plugin, "release", "pod/"+w.Name, "-n", plugShop, kc)
-	if dry.code != 0 || !strings.HasPrefix(dry.stdout, want) || !strings.Contains(dry.stdout, "dry run: nothing changed") {
-		t.Errorf("release pod/%s: exit %d:\n%s\nwant exit 0, %q first and a dry run", w.Name, dry.code, dry.stdout, want)
-	}
-	if ms, err := k8snode.MountsUnder(h.PID, vol); err != nil || len(ms) != 1 || ms[0].ID != before[0].ID {
-		t.Errorf("after the dry run the holder has %d mounts at %s (%v), want mount %d still", len(ms), vol, err, before[0].ID)
-	}
-	applied := runCommand(t, plugin, "release", "pod/"+w.Name, "-n", plugShop, kc, "--apply")
-	gone := "released: mount " + strconv.Itoa(before[0].ID) + " at " + vol + " is gone from mnt:[" + strconv.FormatUint(uint64(h.MntNS), 10) + "]\n"
-	if applied.code != 0 || !strings.HasPrefix(applied.stdout, want) || !strings.Contains(applied.stdout, gone) {
-		t.Errorf("release pod/%s --apply: exit %d:\n%s\nwant exit 0 and %q", w.Name, applied.code, applied.stdout, gone)
-	}
-	// The kernel's state: the holder's table has no mount there, and the
-	// holder runs on in its namespace.
-	if ms, err := k8snode.MountsUnder(h.PID, vol); err != nil || len(ms) != 0 {
-		t.Errorf("after release --apply the holder (pid %d) has %d mounts at %s (%v), want none", h.PID, len(ms), vol, err)
-	}
-	if unix.Kill(h.PID, 0) != nil || privtest.MountNS(t, strconv.Itoa(h.PID)) != h.MntNS {
-		t.Errorf("the holder (pid %d) did not keep running in mnt:[%d]", h.PID, h.MntNS)
-	}
-	if err := chattr("-i", pin); err != nil {
-		t.Error(err)
-	}
-	if !n.WaitPodGone(plugShop, w.Name, 150*time.Second) {
-		t.Errorf("pod %s/%s still there 150 s after its copy was released and %s made mutable", plugShop, w.Name, pin)
-	}
-	return dry, applied
-}
-
-// chattr sets or clears a file's attribute (+i, -i).
-func chattr(attr, file string) error {
-	if out, err := exec.Command("chattr", attr, file).CombinedOutput(); err != nil {
-		return fmt.Errorf("chattr %s %s: %v: %s", attr, file, err, out)
-	}
-	return nil
 }

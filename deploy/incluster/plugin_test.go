@@ -254,9 +254,4 @@ func TestPluginOnTheNode(t *testing.T) {
 	// through the exec subresource, as the plugin runs it.
 	inPod := releaseInThePod(t, n, daemonPod, state)
 	keep(t, "release-in-pod.txt", inPod.stdout+inPod.stderr)
-
-	// A pod's leaked copy released by the pod's name, end to end.
-	vaultDry, vaultApplied := releaseByPodName(t, n, plugin, kc)
-	keep(t, "release-vault.txt", "$ kubectl mntleak release pod/vault -n "+plugShop+"\n"+vaultDry.stderr+vaultDry.stdout+
-		"\n$ kubectl mntleak release pod/vault -n "+plugShop+" --apply\n"+vaultApplied.stderr+vaultApplied.stdout)
 }
