@@ -91,6 +91,8 @@ func TestCopyTarget(t *testing.T) {
 		err    string
 	}{
 		{name: "through a member", member: true, exists: never, id: 102, want: correlate.Target{Dev: event.MakeDev(0, 38)}, where: "/srv/vol"},
+		{name: "through a member, no other way in", member: true, exists: never, id: 102, change: func(f *fakeProcs) { f.fds = nil },
+			want: correlate.Target{Dev: event.MakeDev(0, 38)}, where: "/srv/vol"},
 		{name: "an nsfs bind names its file", member: true, exists: never, id: 103,
 			want: correlate.Target{Dev: event.MakeDev(0, 4), Root: "net:[4026532300]"}, where: "/run/netns/a"},
 		{name: "a member moved since", member: true, exists: always, id: 102, change: func(f *fakeProcs) { f.tables[77] = fakeTable{ns: 8} },
@@ -135,6 +137,11 @@ func TestNSFDLowest(t *testing.T) {
 	f.fds = append(f.fds, procfs.NSFD{Process: procfs.Process{PID: 30}, FD: 4, NS: 9})
 	if got := nsFD(f, 9); got != "/proc/30/fd/4" {
 		t.Errorf("%q, want /proc/30/fd/4", got)
+	}
+	// The lowest first, then others of the namespace.
+	f.fds = []procfs.NSFD{{Process: procfs.Process{PID: 30}, FD: 4, NS: 9}, {Process: procfs.Process{PID: 30}, FD: 9, NS: 9}, {Process: procfs.Process{PID: 40}, FD: 2, NS: 9}}
+	if got := nsFD(f, 9); got != "/proc/30/fd/4" {
+		t.Errorf("%q, want /proc/30/fd/4, the first listed", got)
 	}
 	if got := nsFD(f, 7); got != "" {
 		t.Errorf("%q for a namespace no fd holds, want none", got)
@@ -185,5 +192,11 @@ func TestBirthIDOfTheLiveNamespace(t *testing.T) {
 				t.Errorf("%d fds left open", k.open)
 			}
 		})
+	}
+}
+
+func TestFileExists(t *testing.T) {
+	if !fileExists("/proc/self") || fileExists("/nonexistent/x") {
+		t.Errorf("fileExists: /proc/self %v, /nonexistent/x %v", fileExists("/proc/self"), fileExists("/nonexistent/x"))
 	}
 }
