@@ -1,6 +1,7 @@
 package release
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 	"strings"
@@ -94,7 +95,11 @@ func Make(f *finding.Finding, host, self uint32, force bool) Plan {
 		}
 		enter := h.Enter
 		if enter == "" {
-			enter = "/proc/" + strconv.Itoa(h.Processes[0].PID) + "/ns/mnt"
+			// A process named for one thread of its own keeps the
+			// namespace by that thread: /proc/PID/ns/mnt is its main
+			// thread's, another namespace.
+			m := h.Processes[0]
+			enter = "/proc/" + strconv.Itoa(cmp.Or(m.TID, m.PID)) + "/ns/mnt"
 		}
 		p.Steps = append(p.Steps, Step{MntNS: h.MntNS, MountID: h.MountID, Where: h.Where, Dev: f.Object.Dev,
 			Enter: enter, Pins: inCopy, Stays: stays})

@@ -79,3 +79,16 @@ func TestPlanOnly(t *testing.T) {
 		t.Errorf("refusals %+v, want those of mnt:[9] and of the whole finding", got.Refused)
 	}
 }
+
+// A namespace kept by one thread of a process (not its main one) is
+// entered through that thread's file: /proc/PID/ns/mnt is the main
+// thread's namespace, another one.
+func TestMakeEntersThroughTheThread(t *testing.T) {
+	h := memberHolder()
+	h.Processes[0].TID = 21
+	f := &finding.Finding{Cause: finding.CauseUnshare, Object: finding.Object{Path: "/srv/vol"}, Holders: []finding.Holder{h}}
+	p := Make(f, 1, 2, false)
+	if len(p.Steps) != 1 || p.Steps[0].Enter != "/proc/21/ns/mnt" {
+		t.Fatalf("plan %+v, want one step entered through the thread's /proc/21/ns/mnt", p)
+	}
+}

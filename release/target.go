@@ -43,11 +43,8 @@ func copyTarget(h procReader, exists func(string) bool, ns uint32, id int) (corr
 	}
 	var mounts []*mountinfo.Info
 	found := false
-	for _, p := range procs {
-		if p.MntNS != ns {
-			continue
-		}
-		if got, m, err := h.Mountinfo(p.PID); err == nil && got == ns {
+	for _, task := range tasksIn(procs, ns) {
+		if got, m, err := h.Mountinfo(task); err == nil && got == ns {
 			mounts, found = m, true
 			break
 		}
@@ -78,6 +75,24 @@ func copyTarget(h procReader, exists func(string) bool, ns uint32, id int) (corr
 		}
 	}
 	return correlate.Target{}, "", fmt.Errorf("mnt:[%d] has no mount %d", ns, id)
+}
+
+// tasksIn lists the processes in namespace ns (by their main thread) and
+// then the threads of others in it (a thread of its own that keeps it):
+// /proc/ID/ns/mnt and /proc/ID/mountinfo of each are ns's.
+func tasksIn(procs []procfs.Process, ns uint32) []int {
+	var out, threads []int
+	for _, p := range procs {
+		if p.MntNS == ns {
+			out = append(out, p.PID)
+		}
+		for _, th := range p.Threads {
+			if th.MntNS == ns {
+				threads = append(threads, th.TID)
+			}
+		}
+	}
+	return append(out, threads...)
 }
 
 // nsBind is a path through which the bind of namespace ns's nsfs file can
@@ -135,11 +150,8 @@ func birthID(h procReader, k kernelActs, exists func(string) bool, ns uint32) (u
 		return 0, "", err
 	}
 	var files []string
-	for _, p := range procs {
-		if p.MntNS == ns {
-			files = append(files, "/proc/"+strconv.Itoa(p.PID)+"/ns/mnt")
-			break
-		}
+	if tasks := tasksIn(procs, ns); len(tasks) > 0 {
+		files = append(files, "/proc/"+strconv.Itoa(tasks[0])+"/ns/mnt")
 	}
 	if file := nsBind(h, exists, procs, ns); file != "" {
 		files = append(files, file)

@@ -91,6 +91,13 @@ func TestCopyTarget(t *testing.T) {
 		err    string
 	}{
 		{name: "through a member", member: true, exists: never, id: 102, want: correlate.Target{Dev: event.MakeDev(0, 38)}, where: "/srv/vol"},
+		{name: "through a member, no other way in", member: true, exists: never, id: 102, change: func(f *fakeProcs) { f.fds = nil },
+			want: correlate.Target{Dev: event.MakeDev(0, 38)}, where: "/srv/vol"},
+		{name: "through a thread that keeps it", exists: never, id: 102, change: func(f *fakeProcs) {
+			f.fds = nil
+			f.procs[1].Threads = []procfs.Thread{{TID: 31, MntNS: 9}}
+			f.tables[31] = f.nsFiles["/proc/30/fd/9"]
+		}, want: correlate.Target{Dev: event.MakeDev(0, 38)}, where: "/srv/vol"},
 		{name: "an nsfs bind names its file", member: true, exists: never, id: 103,
 			want: correlate.Target{Dev: event.MakeDev(0, 4), Root: "net:[4026532300]"}, where: "/run/netns/a"},
 		{name: "a member moved since", member: true, exists: always, id: 102, change: func(f *fakeProcs) { f.tables[77] = fakeTable{ns: 8} },
@@ -136,6 +143,11 @@ func TestNSFDLowest(t *testing.T) {
 	if got := nsFD(f, 9); got != "/proc/30/fd/4" {
 		t.Errorf("%q, want /proc/30/fd/4", got)
 	}
+	// The lowest first, then others of the namespace.
+	f.fds = []procfs.NSFD{{Process: procfs.Process{PID: 30}, FD: 4, NS: 9}, {Process: procfs.Process{PID: 30}, FD: 9, NS: 9}, {Process: procfs.Process{PID: 40}, FD: 2, NS: 9}}
+	if got := nsFD(f, 9); got != "/proc/30/fd/4" {
+		t.Errorf("%q, want /proc/30/fd/4, the first listed", got)
+	}
 	if got := nsFD(f, 7); got != "" {
 		t.Errorf("%q for a namespace no fd holds, want none", got)
 	}
@@ -155,6 +167,8 @@ func TestBirthIDOfTheLiveNamespace(t *testing.T) {
 		{name: "through a member", member: true, files: map[string][2]uint64{"/proc/77/ns/mnt": {9, 50}}, id: 50, file: "/proc/77/ns/mnt"},
 		{name: "the member gone, through the bind", member: true, exists: func(string) bool { return true },
 			files: map[string][2]uint64{"/proc/1/root/run/mntns/x": {9, 50}}, id: 50, file: "/proc/1/root/run/mntns/x"},
+		{name: "through a thread that keeps it", change: func(f *fakeProcs) { f.procs[1].Threads = []procfs.Thread{{TID: 31, MntNS: 9}} },
+			files: map[string][2]uint64{"/proc/31/ns/mnt": {9, 52}}, id: 52, file: "/proc/31/ns/mnt"},
 		{name: "through an open fd", files: map[string][2]uint64{"/proc/30/fd/9": {9, 51}}, id: 51, file: "/proc/30/fd/9"},
 		{name: "every file names another namespace", member: true, files: map[string][2]uint64{"/proc/77/ns/mnt": {8, 50}, "/proc/30/fd/9": {8, 50}},
 			err: "mnt:[9]: none of [/proc/77/ns/mnt /proc/30/fd/9] names it now"},
@@ -185,5 +199,11 @@ func TestBirthIDOfTheLiveNamespace(t *testing.T) {
 				t.Errorf("%d fds left open", k.open)
 			}
 		})
+	}
+}
+
+func TestFileExists(t *testing.T) {
+	if !fileExists("/proc/self") || fileExists("/nonexistent/x") {
+		t.Errorf("fileExists: /proc/self %v, /nonexistent/x %v", fileExists("/proc/self"), fileExists("/nonexistent/x"))
 	}
 }
