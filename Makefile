@@ -18,7 +18,7 @@ APT_PKGS := clang llvm libbpf-dev bpftool util-linux mount e2fsprogs coreutils d
 APT_CMDS := clang llvm-strip bpftool losetup unshare nsenter pivot_root mkfs.ext4 blockdev dockerd docker containerd runc busybox ip ruby qemu-system-x86_64 qemu-system-aarch64 qemu-img mmdebstrap debugfs \
 	etcd ctr iptables conntrack socat openssl curl gcc /usr/lib/cni/bridge
 
-.PHONY: all build run test oracle-total deps lint arm64 vet fmt-check staticcheck generate check-generated unit clean lab lab-vagrant fuzz bench bench-quick bench-bin soak k8s-node k8s-node-down k8s-events image image-tar chart manifest helm mutation
+.PHONY: all build run test oracle-total deps lint arm64 vet fmt-check staticcheck generate check-generated unit clean lab lab-bench lab-vagrant fuzz bench bench-quick bench-bin soak k8s-node k8s-node-down k8s-events image image-tar chart manifest helm mutation
 
 all: build
 
@@ -124,10 +124,14 @@ fuzz:
 ## objects and explains a leak. The table of findings goes to
 ## bin/lab-results.md; LAB_ARGS=-update also rewrites docs/lab.md's
 ## generated blocks. make lab runs every kernel; make test (CI) 6.1 and
-## one other x86 kernel a day (LAB_KERNELS chooses: README, Lab).
+## one other x86 kernel a day (LAB_KERNELS chooses: README, Lab). make lab
+## runs each scenario on both hook paths (docs/hooks.md) where the kernel
+## has BPF trampolines, and boots each x86 kernel once more for the paths'
+## start-up and TestHooksSameEvents (TestLabHooks, guest/hooks.sh).
 LAB_ARGS ?=
+LAB_KERNELS ?= all
 lab: deps
-	LAB_KERNELS=all LAB_HOOKS=both $(GO) test -count=1 -v -timeout 90m -run '^TestLab(Guest|Arm64)$$' ./e2e/qemu $(LAB_ARGS)
+	LAB_KERNELS=$(LAB_KERNELS) LAB_HOOKS=both $(GO) test -count=1 -v -timeout 180m -run '^TestLab(Guest|Arm64|Hooks)$$' ./e2e/qemu $(LAB_ARGS)
 
 ## k8s-node: a real single-node Kubernetes (e2e/k8snode/): builds what the cache
 ## (/var/cache/mntleak-k8s/v<version>) lacks from the Go module proxy (5 min
@@ -148,6 +152,22 @@ k8s-events:
 	e2e/k8snode/events.sh -l
 
 ## lab-vagrant: the Vagrant lab VMs for other kernels (needs Vagrant and VirtualBox on the host).
+## lab-bench: hookbench (e2e/qemu/guest/hookbench) in the lab guest of
+## LAB_KERNEL (6.1 by default; 6.12), one boot: no tracer, the empty
+## sys_exit program, mntleak on each hook path and bpftrace (its Debian
+## packages downloaded once), LAB_BENCH_ROUNDS rounds; results in
+## bin/lab/bench-KERNEL/out/hookbench.txt (docs/BENCHMARKS.md).
+LAB_KERNEL ?= 6.1
+LAB_BENCH_ROUNDS ?= 3
+lab-bench: deps
+	mkdir -p bin/lab-bench
+	CGO_ENABLED=0 $(GO) build -o bin/lab-bench/mntleak ./cmd/mntleak
+	CGO_ENABLED=0 $(GO) build -o bin/lab-bench/hookbench ./e2e/qemu/guest/hookbench
+	echo $(LAB_BENCH_ROUNDS) >bin/lab-bench/hookbench.rounds
+	rm -rf bin/lab/bench-$(LAB_KERNEL)
+	LAB_KERNEL=$(LAB_KERNEL) bash e2e/qemu/lab.sh bench bin/lab-bench bin/lab/bench-$(LAB_KERNEL)
+	cat bin/lab/bench-$(LAB_KERNEL)/out/hookbench.txt
+
 lab-vagrant:
 	vagrant up
 

@@ -6,7 +6,7 @@
 // attribution/cri, the Docker Engine API in attribution/docker, the API
 // server in attribution/kubeapi); this package holds what they share and
 // imports none of them, so the correlator and the stream reader stay free
-// of gRPC and client-go.
+// of gRPC and the API server's client.
 //
 // Every call takes a context and runs under a timeout; answers are cached
 // by id and a miss asks the sources again, except that a miss (or a

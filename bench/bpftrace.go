@@ -62,6 +62,15 @@ type bpftraceTracer struct {
 // startBpftrace runs bpftrace with the script and returns once its BEGIN
 // probe fired, which bpftrace does after attaching every probe.
 func startBpftrace(ctx context.Context, logFile string) (tracer, error) {
+	t, err := startBpftraceWithin(ctx, logFile, 60*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// startBpftraceWithin is startBpftrace waiting at most attach.
+func startBpftraceWithin(ctx context.Context, logFile string, attach time.Duration) (*bpftraceTracer, error) {
 	bin, err := exec.LookPath("bpftrace")
 	if err != nil {
 		return nil, fmt.Errorf("bpftrace not found (apt-get install bpftrace): %w", err)
@@ -104,9 +113,9 @@ func startBpftrace(ctx context.Context, logFile string) (tracer, error) {
 	case err := <-t.done:
 		b, _ := os.ReadFile(logFile)
 		return nil, fmt.Errorf("bpftrace exited before attaching: %v: %s", err, strings.TrimSpace(string(b)))
-	case <-time.After(60 * time.Second):
+	case <-time.After(attach):
 		_ = t.stop()
-		return nil, errors.New("bpftrace did not attach within 60s")
+		return nil, fmt.Errorf("bpftrace did not attach within %v", attach)
 	case <-ctx.Done():
 		_ = t.stop()
 		return nil, ctx.Err()

@@ -24,12 +24,26 @@ type CrowdResult struct {
 	Delivered             []float64 // seconds, call to the finding's line read from the daemon's stderr
 	StartupBare           []float64 // seconds, before the crowd was started
 	StartupCrowd          []float64
+	StartupBareCPU        []float64 // the daemon's CPU seconds to "tracing"
+	StartupCrowdCPU       []float64
 	Why, Audit            []float64
 	// FailureCPU is the daemon's CPU time (user + system) over the
 	// latency trials, per trial, in seconds: what a failure costs the
 	// daemon, which the load of a shared machine does not stretch as it
 	// stretches the wall time.
 	FailureCPU float64
+	// NoNotes: the same trials (on paths of their own) under a daemon run
+	// with --mount-notes=false, right after, in the same crowd: the
+	// kernel's mount notes' effect on the failure path.
+	NoNotes LatencySamples
+}
+
+// LatencySamples are one daemon's latency trials.
+type LatencySamples struct {
+	Trials     int
+	Latencies  []float64 // seconds, call to finding logged
+	Delivered  []float64 // seconds, call to the finding's line read
+	FailureCPU float64   // the daemon's CPU seconds per trial
 }
 
 // crowdLifetime bounds every sleeper: should the benchmark die without
@@ -41,7 +55,7 @@ const crowdLifetime = 30 * time.Minute
 func (r *Runner) Crowd(ctx context.Context) (*CrowdResult, error) {
 	res := &CrowdResult{}
 	var err error
-	if res.StartupBare, err = r.startups(ctx, r.cfg.StartupRepeats); err != nil {
+	if res.StartupBare, res.StartupBareCPU, err = r.startups(ctx, r.cfg.StartupRepeats); err != nil {
 		return res, err
 	}
 	n, err := startNode("private")
@@ -65,7 +79,7 @@ func (r *Runner) Crowd(ctx context.Context) (*CrowdResult, error) {
 	// mount points only in the first holder's namespace (EINVAL there,
 	// explained by the copy elsewhere). Each path fails once: the daemon
 	// folds repeats of one failure.
-	paths := make([]string, r.cfg.LatencyTrials)
+	paths := make([]string, 2*r.cfg.LatencyTrials) // the second half: --mount-notes=false
 	for i := range paths {
 		paths[i] = filepath.Join(r.dir, "lat", strconv.Itoa(i))
 	}
@@ -77,10 +91,15 @@ func (r *Runner) Crowd(ctx context.Context) (*CrowdResult, error) {
 	}
 	res.Processes, res.Namespaces = census()
 	r.logf("  crowd: %d processes, %d mount namespaces on the machine", res.Processes, res.Namespaces)
-	if res.StartupCrowd, err = r.startups(ctx, r.cfg.StartupRepeats); err != nil {
+	if res.StartupCrowd, res.StartupCrowdCPU, err = r.startups(ctx, r.cfg.StartupRepeats); err != nil {
 		return res, err
 	}
-	if err := r.latency(ctx, paths, res); err != nil {
+	on, err := r.latency(ctx, paths[:r.cfg.LatencyTrials], nil, "daemon-latency.log")
+	res.Trials, res.Latencies, res.Delivered, res.FailureCPU = on.Trials, on.Latencies, on.Delivered, on.FailureCPU
+	if err != nil {
+		return res, err
+	}
+	if res.NoNotes, err = r.latency(ctx, paths[r.cfg.LatencyTrials:], []string{"--mount-notes=false"}, "daemon-latency-no-notes.log"); err != nil {
 		return res, err
 	}
 	for range r.cfg.CommandRepeats {
@@ -99,45 +118,47 @@ func (r *Runner) Crowd(ctx context.Context) (*CrowdResult, error) {
 }
 
 // startups starts and stops the daemon n times and returns the wall time
-// of each start: exec to the "tracing" line.
-func (r *Runner) startups(ctx context.Context, n int) ([]float64, error) {
-	var out []float64
+// of each start (exec to the "tracing" line) and the CPU time the daemon
+// had used by then.
+func (r *Runner) startups(ctx context.Context, n int) (wall, cpu []float64, err error) {
 	for range n {
 		d, err := StartDaemon(ctx, DaemonOptions{Binary: r.cfg.Mntleak, LogFile: r.logPath("daemon-startup.log")})
 		if err != nil {
-			return out, err
+			return wall, cpu, err
 		}
-		out = append(out, d.Startup.Seconds())
+		wall, cpu = append(wall, d.Startup.Seconds()), append(cpu, d.StartupCPU.Seconds())
 		if err := d.Stop(); err != nil {
-			return out, err
+			return wall, cpu, err
 		}
 	}
-	r.logf("  startup %s (median of %d)", ms(median(out)), len(out))
-	return out, nil
+	r.logf("  startup %s, daemon CPU %s (medians of %d)", ms(median(wall)), ms(median(cpu)), len(wall))
+	return wall, cpu, nil
 }
 
-// latency causes each failure in turn under the daemon and times it from
-// just before the call to the finding's line on the daemon's stderr.
-func (r *Runner) latency(ctx context.Context, paths []string, res *CrowdResult) error {
-	d, err := StartDaemon(ctx, DaemonOptions{Binary: r.cfg.Mntleak, LogFile: r.logPath("daemon-latency.log")})
+// latency causes each failure in turn under a daemon run with args and
+// times it from just before the call to the finding's line on the
+// daemon's stderr.
+func (r *Runner) latency(ctx context.Context, paths, args []string, log string) (LatencySamples, error) {
+	var res LatencySamples
+	d, err := StartDaemon(ctx, DaemonOptions{Binary: r.cfg.Mntleak, LogFile: r.logPath(log), Args: args})
 	if err != nil {
-		return err
+		return res, err
 	}
 	defer d.Stop()
 	time.Sleep(time.Second) // past the startup snapshot's settling
 	cpu0, err := cpuTime(d.PID())
 	if err != nil {
-		return err
+		return res, err
 	}
 	for _, p := range paths {
 		if err := ctx.Err(); err != nil {
-			return err
+			return res, err
 		}
 		res.Trials++
 		seen := len(d.Findings())
 		t0 := time.Now()
 		if err := unix.Unmount(p, 0); !errors.Is(err, unix.EINVAL) {
-			return fmt.Errorf("umount2 %s: %v, want EINVAL (mounted only in another namespace)", p, err)
+			return res, fmt.Errorf("umount2 %s: %v, want EINVAL (mounted only in another namespace)", p, err)
 		}
 		deadline := t0.Add(3 * time.Second)
 		for time.Now().Before(deadline) {
@@ -154,14 +175,14 @@ func (r *Runner) latency(ctx context.Context, paths []string, res *CrowdResult) 
 	}
 	cpu1, err := cpuTime(d.PID())
 	if err != nil {
-		return err
+		return res, err
 	}
 	if res.Trials > 0 {
 		res.FailureCPU = (cpu1 - cpu0).Seconds() / float64(res.Trials)
 	}
-	r.logf("  latency p50 %s p99 %s (read from stderr: p50 %s p99 %s), %d of %d explained; daemon CPU %s per failure", ms(percentile(res.Latencies, 50)),
+	r.logf("  latency %v: p50 %s p99 %s (read from stderr: p50 %s p99 %s), %d of %d explained; daemon CPU %s per failure", args, ms(percentile(res.Latencies, 50)),
 		ms(percentile(res.Latencies, 99)), ms(percentile(res.Delivered, 50)), ms(percentile(res.Delivered, 99)), len(res.Latencies), res.Trials, ms(res.FailureCPU))
-	return nil
+	return res, nil
 }
 
 func findingOn(fs []Finding, path string) *Finding {

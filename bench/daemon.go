@@ -41,13 +41,16 @@ type Finding struct {
 
 // Daemon is a running `mntleak trace`.
 type Daemon struct {
-	cmd      *exec.Cmd
-	Metrics  string        // host:port of its Prometheus endpoint
-	Startup  time.Duration // from exec to the "tracing" line
-	readers  sync.WaitGroup
-	mu       sync.Mutex
-	findings []Finding
-	exited   chan error
+	cmd     *exec.Cmd
+	Metrics string        // host:port of its Prometheus endpoint
+	Startup time.Duration // from exec to the "tracing" line
+	// StartupCPU is the daemon's user + system CPU time when it logged
+	// "tracing": unlike Startup, not stretched by other processes' load.
+	StartupCPU time.Duration
+	readers    sync.WaitGroup
+	mu         sync.Mutex
+	findings   []Finding
+	exited     chan error
 }
 
 // freePort returns a loopback port nothing listens on now.
@@ -172,6 +175,9 @@ func (d *Daemon) readLog(r io.Reader, copyTo io.Writer, ready chan struct{}, sta
 		switch {
 		case !isReady && l.Msg == "tracing" && l.Logger == "":
 			d.Startup = now.Sub(start)
+			if cpu, err := cpuTime(d.cmd.Process.Pid); err == nil {
+				d.StartupCPU = cpu
+			}
 			isReady = true
 			close(ready)
 		case l.Logger == "correlate" && l.Kind != "":

@@ -20,9 +20,12 @@
 // floor.go and nullsys.go (the empty programs, the getppid loop),
 // threads.go, procstat.go and stats.go (CPU time, medians), filechurn.go,
 // storm.go and stormworker.go, docker.go, crowd.go, procs.go, memory.go
-// (the workloads), daemon.go and bpftrace.go (the tracers as children),
+// (the workloads), smaps.go (where the daemon's resident pages are),
+// kubeapi.go (the fake API server of the memory figure with Kubernetes
+// naming on), daemon.go and bpftrace.go (the tracers as children),
 // node.go (the private node namespace), tracefs.go (tracefs mounted for
-// bpftrace when it is not), machine.go, report.go and
+// bpftrace when it is not), guest.go (the floor, bpftrace and the
+// lost-event count for the lab guest's hookbench), machine.go, report.go and
 // markdown.go (the table and docs/BENCHMARKS.md), soak.go and
 // soakreport.go (make soak).
 package bench

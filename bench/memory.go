@@ -12,16 +12,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// MemoryResult is the daemon's memory with many mounts tracked.
+// MemoryResult is the daemon's memory with many mounts tracked, with
+// Kubernetes naming off (RSS, HWM) and on (Naming*).
 type MemoryResult struct {
-	RSS, HWM int64
-	Tracked  float64 // mntleak_namespaces_tracked
-	Entries  int     // mount entries in the benchmark's namespaces
+	RSS, HWM             int64
+	Tracked              float64 // mntleak_namespaces_tracked
+	Entries              int     // mount entries in the benchmark's namespaces
+	NamingRSS, NamingHWM int64
+	NamingTracked        float64
 }
 
 // Memory mounts MountsPerNS tmpfs in a node namespace, copies it into
 // Namespaces holders, starts the daemon (its snapshot reads every table)
-// and reads its resident memory.
+// and reads its resident memory; then again with Kubernetes naming on
+// (--kubeconfig for a fake API server, --node-name: pod names asked of
+// it, Events posted to it).
 func (r *Runner) Memory(ctx context.Context) (*MemoryResult, error) {
 	res := &MemoryResult{}
 	n, err := startNode("private")
@@ -56,11 +61,38 @@ func (r *Runner) Memory(ctx context.Context) (*MemoryResult, error) {
 	if b, err := os.ReadFile("/proc/" + strconv.Itoa(g.cmds[0].Process.Pid) + "/mountinfo"); err == nil {
 		res.Entries = strings.Count(string(b), "\n") * r.cfg.Namespaces
 	}
-	d, err := StartDaemon(ctx, DaemonOptions{Binary: r.cfg.Mntleak, LogFile: r.logPath("daemon-memory.log")})
+	mem, tracked, err := r.daemonMemory(ctx, g, "daemon-memory.log")
 	if err != nil {
 		return res, err
 	}
+	res.RSS, res.HWM, res.Tracked = mem.RSS, mem.HWM, tracked
+	r.logf("  memory: RSS %.1f MiB, peak %.1f MiB, %v namespaces tracked, %d mount entries",
+		float64(res.RSS)/(1<<20), float64(res.HWM)/(1<<20), res.Tracked, res.Entries)
+	api, err := startFakeAPIServer(r.dir)
+	if err != nil {
+		return res, err
+	}
+	defer api.close()
+	mem, tracked, err = r.daemonMemory(ctx, g, "daemon-memory-naming.log",
+		"--kubeconfig", api.Kubeconfig, "--node-name", "bench-node")
+	if err != nil {
+		return res, err
+	}
+	res.NamingRSS, res.NamingHWM, res.NamingTracked = mem.RSS, mem.HWM, tracked
+	r.logf("  memory with Kubernetes naming on: RSS %.1f MiB, peak %.1f MiB, %v namespaces tracked",
+		float64(res.NamingRSS)/(1<<20), float64(res.NamingHWM)/(1<<20), res.NamingTracked)
+	return res, nil
+}
+
+// daemonMemory starts the daemon with args, waits until it tracks the
+// holders' namespaces (and 2 s more) and reads its memory.
+func (r *Runner) daemonMemory(ctx context.Context, g *group, logName string, args ...string) (memory, float64, error) {
+	d, err := StartDaemon(ctx, DaemonOptions{Binary: r.cfg.Mntleak, Args: args, LogFile: r.logPath(logName)})
+	if err != nil {
+		return memory{}, 0, err
+	}
 	defer d.Stop()
+	var tracked float64
 	// The gauges are set on events, at most once a second: make some.
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
@@ -68,19 +100,21 @@ func (r *Runner) Memory(ctx context.Context) (*MemoryResult, error) {
 		time.Sleep(200 * time.Millisecond)
 		m, err := d.Scrape()
 		if err != nil {
-			return res, err
+			return memory{}, 0, err
 		}
-		if res.Tracked = m["mntleak_namespaces_tracked"]; res.Tracked >= float64(r.cfg.Namespaces) {
+		if tracked = m["mntleak_namespaces_tracked"]; tracked >= float64(r.cfg.Namespaces) {
 			break
 		}
 	}
 	time.Sleep(2 * time.Second)
 	mem, err := memoryOf(d.PID())
 	if err != nil {
-		return res, err
+		return mem, tracked, err
 	}
-	res.RSS, res.HWM = mem.RSS, mem.HWM
-	r.logf("  memory: RSS %.1f MiB, peak %.1f MiB, %v namespaces tracked, %d mount entries",
-		float64(res.RSS)/(1<<20), float64(res.HWM)/(1<<20), res.Tracked, res.Entries)
-	return res, nil
+	parts, err := memoryPartsOf(d.PID())
+	if err != nil {
+		return mem, tracked, err
+	}
+	r.logf("  %s: RSS %.1f MiB: %s", logName, float64(mem.RSS)/(1<<20), parts)
+	return mem, tracked, nil
 }

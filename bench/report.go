@@ -188,27 +188,45 @@ func (rep *Report) crowdRows() []Row {
 			ms(percentile(c.Delivered, 50)), ms(percentile(c.Delivered, 99)), ms(c.FailureCPU))
 		lat.Status = status(p99 <= 0.005 && len(c.Latencies) == c.Trials)
 	}
+	rows := []Row{lat}
+	if n := c.NoNotes; n.Trials > 0 {
+		off := Row{Workload: "the same, the daemon run with --mount-notes=false (the re-read path)", Figure: "p50 / p99", Target: "p99 ≤ 5 ms", Status: notRun}
+		if len(n.Latencies) > 0 {
+			off.Measured = fmt.Sprintf("p50 %s, p99 %s (%d of %d failures explained); daemon CPU %s per failure",
+				ms(percentile(n.Latencies, 50)), ms(percentile(n.Latencies, 99)), len(n.Latencies), n.Trials, ms(n.FailureCPU))
+			off.Status = status(percentile(n.Latencies, 99) <= 0.005 && len(n.Latencies) == n.Trials)
+		}
+		off.Hard = false
+		rows = append(rows, off)
+	}
 	if len(c.StartupCrowd) > 0 {
-		st.Measured = fmt.Sprintf("median %s with the crowd present (%s bare node)", ms(median(c.StartupCrowd)), ms(median(c.StartupBare)))
+		st.Measured = fmt.Sprintf("median %s with the crowd present (%s bare node); the daemon's CPU to that line %s with the crowd (%s bare)",
+			ms(median(c.StartupCrowd)), ms(median(c.StartupBare)), ms(median(c.StartupCrowdCPU)), ms(median(c.StartupBareCPU)))
 		st.Status = status(median(c.StartupCrowd) <= 0.3)
 	}
 	if len(c.Why) > 0 && len(c.Audit) > 0 {
 		cmd.Measured = fmt.Sprintf("why %s, audit %s (medians, crowd present)", ms(median(c.Why)), ms(median(c.Audit)))
 		cmd.Status = status(median(c.Why) <= 0.05 && median(c.Audit) <= 0.05)
 	}
-	return []Row{lat, st, cmd}
+	return append(rows, st, cmd)
 }
 
 func (rep *Report) memoryRow() Row {
 	row := Row{Workload: fmt.Sprintf("daemon memory with %d namespaces × %d mounts tracked", rep.Config.Namespaces, rep.Config.MountsPerNS),
-		Figure: "RSS", Target: "≤ 64 MiB", Status: notRun}
+		Figure: "RSS, Kubernetes naming off / on", Target: "≤ 40 MiB off, ≤ 64 MiB on", Status: notRun}
 	m := rep.Memory
 	if m == nil || m.RSS == 0 {
 		return row
 	}
-	row.Measured = fmt.Sprintf("RSS %.1f MiB, peak %.1f MiB (%d namespaces tracked, %d mount entries)",
+	row.Measured = fmt.Sprintf("naming off: RSS %.1f MiB, peak %.1f MiB (%d namespaces tracked, %d mount entries)",
 		float64(m.RSS)/(1<<20), float64(m.HWM)/(1<<20), int(m.Tracked), m.Entries)
-	row.Status = status(m.RSS <= 64<<20)
+	if m.NamingRSS == 0 {
+		row.Measured += "; naming on: not measured"
+		return row
+	}
+	row.Measured += fmt.Sprintf("; naming on (a fake API server, --kubeconfig, Events on): RSS %.1f MiB, peak %.1f MiB (%d namespaces tracked)",
+		float64(m.NamingRSS)/(1<<20), float64(m.NamingHWM)/(1<<20), int(m.NamingTracked))
+	row.Status = status(m.RSS <= 40<<20 && m.NamingRSS <= 64<<20)
 	return row
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 )
 
@@ -84,7 +85,21 @@ func Run(ctx context.Context, cfg Config) ([]string, error) {
 		}
 		res, err := r.MountStorm(ctx, cfg.StormTime)
 		rep.Storm = &res
-		return err
+		if err != nil {
+			return err
+		}
+		r.logStorm("default ring buffer", res)
+		for _, size := range cfg.StormRingBufSizes {
+			res, err := r.MountStorm(ctx, cfg.StormTime, "--ringbuf-size", strconv.Itoa(size))
+			if err != nil {
+				return fmt.Errorf("storm with --ringbuf-size %d: %w", size, err)
+			}
+			// A size that loses events is a finding of the comparison,
+			// not a failure of the run: only the default's storm is held
+			// to 0 lost.
+			r.logStorm(fmt.Sprintf("--ringbuf-size %d", size), res)
+		}
+		return nil
 	})
 	section("docker", func() (err error) { rep.Docker, err = r.ContainerChurn(ctx); return })
 	section("crowd", func() (err error) { rep.Crowd, err = r.Crowd(ctx); return })

@@ -25,20 +25,23 @@ type Config struct {
 	StormTime    time.Duration
 	// StormBaseline is the length of the no-tracer storm rounds that give
 	// the syscall rate without tracing (0: none).
-	StormBaseline   time.Duration
-	DockerRounds    int
-	Containers      int // docker run/rm per round
-	Processes       int // sleeping processes present for latency/startup/why
-	Namespaces      int // mount namespaces present
-	MountsPerNS     int // mounts in each namespace for the memory figure
-	LatencyTrials   int
-	CommandRepeats  int // runs of why/audit
-	StartupRepeats  int
-	NoBpftrace      bool
-	Quick           bool
-	CommandLine     string // printed with the results
-	MarkdownOut     string // where the report goes in Markdown ("" = none)
-	ReportTitleNote string
+	StormBaseline time.Duration
+	// StormRingBufSizes are ring buffer sizes (--ringbuf-size) to run the
+	// storm again with, one storm each, after the default's.
+	StormRingBufSizes []int
+	DockerRounds      int
+	Containers        int // docker run/rm per round
+	Processes         int // sleeping processes present for latency/startup/why
+	Namespaces        int // mount namespaces present
+	MountsPerNS       int // mounts in each namespace for the memory figure
+	LatencyTrials     int
+	CommandRepeats    int // runs of why/audit
+	StartupRepeats    int
+	NoBpftrace        bool
+	Quick             bool
+	CommandLine       string // printed with the results
+	MarkdownOut       string // where the report goes in Markdown ("" = none)
+	ReportTitleNote   string
 }
 
 // Full is the configuration of `make bench`.

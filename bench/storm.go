@@ -24,6 +24,8 @@ type StormResult struct {
 	Failed    int64   // syscalls that failed (should be none)
 	CPU       float64 // daemon CPU / storm wall time (1 = one core)
 	Rate      float64 // syscalls per second
+	RSS       int64   // the daemon's resident set after the drain, bytes
+	BPFMaps   int64   // of which the pages of its BPF maps (the ring buffer)
 }
 
 // stormWorker is a running storm worker process.
@@ -119,9 +121,9 @@ func isStormEvent(line []byte) bool {
 }
 
 // MountStorm runs bind mount + umount pairs on every core for d, in a
-// worker's private namespace, under the daemon, and checks that it
-// received every one.
-func (r *Runner) MountStorm(ctx context.Context, d time.Duration) (StormResult, error) {
+// worker's private namespace, under the daemon (given args as extra trace
+// flags), and checks that it received every one.
+func (r *Runner) MountStorm(ctx context.Context, d time.Duration, args ...string) (StormResult, error) {
 	res := StormResult{}
 	w, err := r.startStormWorker(r.cfg.StormThreads)
 	if err != nil {
@@ -130,8 +132,8 @@ func (r *Runner) MountStorm(ctx context.Context, d time.Duration) (StormResult, 
 	defer w.kill()
 	var received atomic.Int64
 	dm, err := StartDaemon(ctx, DaemonOptions{
-		Binary: r.cfg.Mntleak, LogFile: r.logPath("daemon-storm.log"),
-		Args: []string{"--mntns", strconv.FormatUint(uint64(w.ns), 10)},
+		Binary: r.cfg.Mntleak, LogFile: r.logPath("daemon-storm" + strings.Join(args, "") + ".log"),
+		Args: append([]string{"--mntns", strconv.FormatUint(uint64(w.ns), 10)}, args...),
 		OnEvent: func(line []byte) {
 			if isStormEvent(line) {
 				received.Add(1)
@@ -186,6 +188,15 @@ func (r *Runner) MountStorm(ctx context.Context, d time.Duration) (StormResult, 
 	}
 	res.Lost = lost(after) - lost(before)
 	res.Received = received.Load()
+	mem, err := memoryOf(dm.PID())
+	if err != nil {
+		return res, err
+	}
+	parts, err := memoryPartsOf(dm.PID())
+	if err != nil {
+		return res, err
+	}
+	res.RSS, res.BPFMaps = mem.RSS, parts.BPFMaps
 	if err := w.release(); err != nil {
 		return res, err
 	}
@@ -217,4 +228,11 @@ func (r *Runner) StormBaselineRate(ctx context.Context, d time.Duration) (float6
 		return 0, err
 	}
 	return float64(m+u) / wall.Seconds(), ctx.Err()
+}
+
+// logStorm prints one storm's figures, named by what it ran with.
+func (r *Runner) logStorm(what string, res StormResult) {
+	r.logf("  storm, %s: %d syscalls in %s (%.0f/s), %d received, %v lost, %d failed, daemon CPU %.0f%%, RSS %.1f MiB (BPF maps %.1f MiB)",
+		what, res.Generated, res.Duration.Round(time.Millisecond), res.Rate, res.Received, res.Lost, res.Failed,
+		100*res.CPU, float64(res.RSS)/(1<<20), float64(res.BPFMaps)/(1<<20))
 }

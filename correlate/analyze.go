@@ -280,8 +280,10 @@ func (c *Correlator) pinsFor(id identity, matches []match, before uint64) (map[u
 	// Only processes that pin the object itself: on a shared filesystem
 	// such as the root fs every process has a cwd on the device.
 	var keep []finding.PinRef
+	threads := threadsByPID(pins)
 	for _, refs := range pinRefs(nsFilesNamed(pins, id)) {
 		for _, r := range refs {
+			r.MntNS = throughThread(r, threads, matches)
 			if id.block || r.Pin == "blockdev-fd" || pinInObject(r, matches, id) {
 				keep = append(keep, r)
 			}

@@ -1,13 +1,13 @@
 package correlate
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
+	"golang.org/x/sys/unix"
 )
 
 // Options tunes the correlator. Zero values take the defaults.
@@ -139,6 +139,150 @@ func (c *Correlator) Ledger() *Ledger { return c.ledger }
 // HostNS is the node's mount namespace, as Start read it.
 func (c *Correlator) HostNS() uint32 { return c.hostNS }
 
+// Handle consumes one event.
+func (c *Correlator) Handle(ev *event.Event) {
+	if ev.Time.After(c.now) {
+		c.now = ev.Time
+	}
+	if c.lastScan.IsZero() {
+		c.lastScan = c.now // the startup snapshot's list
+	}
+	c.retireBeforeCreation(ev)
+	early := c.copiesAHolder(ev) && c.lineageEvent(ev, true)
+	c.settleLeaks(nil, false)
+	c.dropDetached()
+	c.fuse.observe(ev)
+	switch {
+	case early:
+	case c.lineageEvent(ev, true):
+	case ev.Kind == event.KindExit:
+		c.lineage.Exit(ev.MntNS, int(ev.PID), ev.Comm, ev.Time)
+	case ev.Kind == event.KindLost:
+		c.lost(ev)
+	case mountFamily(ev.Kind):
+		if ev.Kind == event.KindUmount && ev.Ret == 0 {
+			c.checkLeak(ev) // records ev once it has read what was unmounted
+		} else {
+			c.ledger.Record(ev)
+		}
+		if ev.Ret >= 0 {
+			c.ledger.MarkDirty(ev.MntNS, ev.Time)
+		}
+	}
+	if isTrigger(ev) {
+		c.failure(ev)
+	}
+	c.settle()
+	c.collect()
+}
+
+// Sources answer what the engine needs of an event that the kernel did
+// not give, asked as the event arrives, before it is recorded: by the
+// time a finding names them the process may be gone (a failing
+// mkfs.ext4, runc's child), the namespace's inode reused, the device
+// detached. The daemon answers from /proc and sysfs; a replay asks
+// nothing, the record holds the answers.
+type Sources interface {
+	// Command is a process's executable and command line.
+	Command(pid int) (procfs.Command, error)
+	// Cgroup is a process's cgroup path (the line of /proc/PID/cgroup
+	// that names its container, else the unified or systemd one) and the
+	// inode of its mount namespace.
+	Cgroup(pid int) (cgroup string, mntNS uint32, err error)
+	// BirthID is the id the kernel gave mount namespace ino, read through
+	// pid (0 when it cannot be read).
+	BirthID(pid int, ino uint32) uint64
+	// Teardown sets ev.Teardown when ev is a failing teardown call (rbd
+	// unmap, zram, dmsetup) whose device it can name; the error says why
+	// a teardown call's device could not be named.
+	Teardown(ev *event.Event) error
+}
+
+// Prepare is the one step before an event is recorded and handed to
+// Handle: it fills in, from src, a failure's (or a namespace creator's)
+// executable, the cgroup of the process of an event a finding may name
+// (its container and pod, named also once it is gone), the birth id of a namespace just created (the persistent
+// lineage keys a namespace by its inode and that id), and the device a
+// teardown call named. The event is usable whatever it returns; the
+// error names what could not be filled in.
+func Prepare(ev *event.Event, src Sources) error {
+	if wantsCommand(ev) {
+		if cmd, err := src.Command(int(ev.PID)); err == nil {
+			ev.Exe = cmd.Exe
+			if ev.Cmdline == "" {
+				ev.Cmdline = cmd.Cmdline
+			}
+		}
+	}
+	if wantsCgroup(ev) {
+		ev.Cgroup = cgroupOf(ev, src)
+	}
+	if pid, ino := newNamespace(ev); ino != 0 {
+		ev.NewMntNSID = src.BirthID(pid, ino)
+	}
+	if err := src.Teardown(ev); err != nil {
+		return fmt.Errorf("name the device of %s %s: %w", ev.Syscall, ev.Path, err)
+	}
+	return nil
+}
+
+// wantsCommand reports whether the command of an event's process should
+// be captured when the event arrives: the process may be gone by the time
+// a finding names it (a failing mkfs.ext4, the unshare of a daemon).
+func wantsCommand(ev *event.Event) bool {
+	return isTrigger(ev) || ev.Kind == event.KindUnshare || ev.Kind == event.KindNewNSFork
+}
+
+// wantsCgroup reports whether the cgroup of an event's process should be
+// read when the event arrives: the events whose process a finding may name
+// (a failure's caller, a namespace's creator, the process that made a
+// mount that leaked or propagated), which may be gone, with its pod, by
+// then. A process already gone when its event is read has none.
+func wantsCgroup(ev *event.Event) bool {
+	return wantsCommand(ev) || (mountFamily(ev.Kind) && ev.Ret == 0)
+}
+
+// cgroupOf is the cgroup of an event's process or, when it has exited
+// already (mount(8) run by a container's shell exits as soon as its mount
+// is made), of its parent while that runs in the same mount namespace (a
+// fork inherits the cgroup; a container's init, whose parent is the
+// runtime's shim on the node, is not taken for the shim); "" otherwise.
+func cgroupOf(ev *event.Event, src Sources) string {
+	if cg, _, err := src.Cgroup(int(ev.PID)); err == nil {
+		return cg
+	}
+	if ev.PPID == 0 {
+		return ""
+	}
+	if cg, ns, err := src.Cgroup(int(ev.PPID)); err == nil && ns == ev.MntNS {
+		return cg
+	}
+	return ""
+}
+
+// mountFamily reports whether events of kind change mount tables.
+func mountFamily(k event.Kind) bool {
+	switch k {
+	case event.KindMount, event.KindUmount, event.KindPivotRoot, event.KindOpenTree,
+		event.KindMoveMount, event.KindFsmount, event.KindMountSetattr:
+		return true
+	}
+	return false
+}
+
+// isTrigger reports whether an event is a failure worth explaining.
+func isTrigger(ev *event.Event) bool {
+	switch ev.Kind {
+	case event.KindFailure:
+		return failedWith(ev, unix.EBUSY)
+	case event.KindUmount:
+		return failedWith(ev, unix.EINVAL) || failedWith(ev, unix.EBUSY)
+	case event.KindMount, event.KindMoveMount:
+		return failedWith(ev, unix.ENOENT) || failedWith(ev, unix.EBUSY)
+	}
+	return false
+}
+
 // lineageEvent applies a namespace creation or join and reports whether ev
 // was one. A live creation also reads the parent's mount table (what the
 // new namespace copied); a remembered one only enters the lineage.
@@ -192,192 +336,6 @@ func (c *Correlator) lineageEvent(ev *event.Event, live bool) bool {
 		return false
 	}
 	return true
-}
-
-// Start takes the startup snapshot: every process, and one mount table per
-// namespace. Namespaces found here predate tracing and are marked inferred.
-func (c *Correlator) Start() error {
-	procs, err := c.proc.Processes()
-	if err != nil {
-		return err
-	}
-	if c.remembered {
-		c.forgetReused(procs)
-	}
-	c.lineage.Seed(procs)
-	c.scanned = true // as of the first event (lastScan is set by Handle)
-	if c.hostNS, err = c.proc.HostNS(); err != nil {
-		return fmt.Errorf("host mount namespace: %w", err)
-	}
-	c.readTables(c.lineage.Live()) // a namespace whose processes all exited is simply skipped
-	return nil
-}
-
-// readTable reads a namespace's mount table through one of its processes.
-func (c *Correlator) readTable(n *Namespace) error {
-	var last error = errors.New("no process in " + finding.NSName(n.Ino))
-	for _, m := range n.Members() {
-		ns, mounts, err := c.proc.Mountinfo(m.Enter())
-		if err == nil && ns != n.Ino {
-			err = fmt.Errorf("pid %d is in %s now", m.Enter(), finding.NSName(ns)) // reused, or moved by setns
-		}
-		if err != nil {
-			last = err
-			continue
-		}
-		c.ledger.Store(NewTable(n.Ino, mounts, c.now, c.ledger.Seq()))
-		return nil
-	}
-	return last
-}
-
-// refresh re-reads the process list and every stale mount table (or, with
-// force, every table only selects), as a failure or a leak check needs the
-// present state. It returns what could not be read.
-func (c *Correlator) refresh(only func(*Namespace) bool) []string {
-	return c.refreshTables(only, false)
-}
-
-func (c *Correlator) refreshTables(only func(*Namespace) bool, force bool) []string {
-	scanned := false
-	if !c.scanned || c.now.Sub(c.lastScan) >= c.opts.ScanInterval {
-		if err := c.scan(); err != nil {
-			return []string{"process list: " + err.Error()}
-		}
-		scanned = true
-	}
-	var missing, retry, todo []*Namespace
-	for _, n := range c.lineage.Live() {
-		if (c.ledger.Fresh(n.Ino) && !force) || (only != nil && !only(n)) {
-			continue
-		}
-		if n.keptOnly() {
-			continue // no process to read it through: the search reads it through its bind
-		}
-		todo = append(todo, n)
-	}
-	for _, n := range c.readTables(todo) {
-		if scanned {
-			missing = append(missing, n)
-		} else {
-			retry = append(retry, n) // its known processes are gone: who else is there?
-		}
-	}
-	if len(retry) > 0 {
-		if err := c.scan(); err != nil {
-			return []string{"process list: " + err.Error()}
-		}
-		for _, n := range retry {
-			if c.lineage.Get(n.Ino) == n {
-				if err := c.readTable(n); err != nil {
-					missing = append(missing, n)
-				}
-			}
-		}
-	}
-	var out []string
-	for _, n := range missing {
-		out = append(out, "mount table of "+finding.NSName(n.Ino)+": no process of it could be read")
-	}
-	return out
-}
-
-// Handle consumes one event.
-func (c *Correlator) Handle(ev *event.Event) {
-	if ev.Time.After(c.now) {
-		c.now = ev.Time
-	}
-	if c.lastScan.IsZero() {
-		c.lastScan = c.now // the startup snapshot's list
-	}
-	c.retireBeforeCreation(ev)
-	early := c.copiesAHolder(ev) && c.lineageEvent(ev, true)
-	c.settleLeaks(nil, false)
-	c.fuse.observe(ev)
-	switch {
-	case early:
-	case c.lineageEvent(ev, true):
-	case ev.Kind == event.KindExit:
-		c.lineage.Exit(ev.MntNS, int(ev.PID), ev.Comm, ev.Time)
-	case ev.Kind == event.KindLost:
-		c.lost(ev)
-	case mountFamily(ev.Kind):
-		if ev.Kind == event.KindUmount && ev.Ret == 0 {
-			c.checkLeak(ev) // records ev once it has read what was unmounted
-		} else {
-			c.ledger.Record(ev)
-		}
-		if ev.Ret >= 0 {
-			c.ledger.MarkDirty(ev.MntNS, ev.Time)
-		}
-	}
-	if isTrigger(ev) {
-		c.failure(ev)
-	}
-	c.settle()
-	c.collect()
-}
-
-// copiesAHolder reports whether ev makes a namespace out of a holder of a
-// leak that settles now (its deadline passed): a holder's process that
-// unshared again, or its CLONE_NEWNS child. Such a creation is applied
-// before the leak settles: the process list the settle reads shows the
-// process in the new namespace already, which, its creation not applied,
-// would be one of unknown origin, and the copy it took of the leak lost
-// with the namespace it left.
-func (c *Correlator) copiesAHolder(ev *event.Event) bool {
-	if _, ino := newNamespace(ev); ino == 0 {
-		return false
-	}
-	from := ev.MntNSBefore
-	switch {
-	case ev.Kind == event.KindNewNSFork:
-		from = ev.ParentMntNS
-	case from == 0:
-		from = c.lineage.namespaceOf(int(ev.PID), int(ev.PPID))
-	}
-	for _, p := range c.pending {
-		if c.now.Before(p.deadline) {
-			continue
-		}
-		for _, m := range p.matches {
-			if m.ns.Ino == from {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// retireBeforeCreation retires what the lineage knows under the inode of
-// a namespace ev creates, before anything else is done for ev: the
-// process list a pending leak's settle reads now already has ev's
-// process in that namespace, and the generation known by that inode
-// (whose last process left, its exit handled, and which a scan has not
-// retired yet) would adopt it. The same birth id is the same namespace,
-// learned from a scan ahead of its creation event: left to created.
-func (c *Correlator) retireBeforeCreation(ev *event.Event) {
-	_, ino := newNamespace(ev)
-	old := c.lineage.Get(ino)
-	if ino == 0 || old == nil || (old.ID != 0 && old.ID == ev.NewMntNSID) {
-		return
-	}
-	old.LastTable = c.ledger.Forget(ino)
-	old.replaced = true
-	c.lineage.retire(old, old.deathTime(ev.Time))
-}
-
-// settle re-reads the tables of namespaces whose mount activity has been
-// quiet for SettleDelay. Driven by event time, it happens at the same point
-// of the stream live and in a replay.
-func (c *Correlator) settle() {
-	for _, ns := range c.ledger.Settled(c.now, c.opts.SettleDelay) {
-		if n := c.lineage.Get(ns); n != nil && !c.ledger.Fresh(ns) {
-			if c.readTable(n) != nil {
-				c.readThroughMounter(n)
-			}
-		}
-	}
 }
 
 // created records a namespace creation and reads its parent's mount table:

@@ -10,15 +10,19 @@
 // reached only through procfs.Proc, so tests and `mntleak replay` feed it
 // recorded snapshots.
 //
-// One event through Handle: the lineage learns namespaces and members
-// (lineage.go), the ledger learns mount tables and keeps the recent mount
-// events (ledger.go); a failure is analysed (analyze.go): the object's
-// identity, every namespace that holds it (holders.go) and the processes
-// that pin it; each holding gets its cause from one rule table (rules.go:
-// read top to bottom, first match wins, in the order package finding
-// declares the causes; each rule is rule_<slug>.go, named rule<Cause>)
-// and the holdings are assembled into one Finding (assemble.go). An
-// unmount is checked for copies that stayed behind (leak.go).
+// One event: Prepare, then Handle (correlator.go), which takes it through
+// the steps, each in the file of the type that owns it. The lineage
+// learns namespaces and members (lineage.go); the ledger reads and learns
+// mount tables and keeps the recent mount events (ledger.go); an unmount
+// is checked for copies that stayed behind (leak.go), found by the holder
+// search (holders.go), and reported once the teardown has settled
+// (settle.go, confirm.go); a failure is analysed (analyze.go): the
+// object's identity, every namespace that holds it (holders.go) and the
+// processes that pin it; each holding gets its cause from one rule table
+// (rules.go: read top to bottom, first match wins, in the order package
+// finding declares the causes; each rule is rule_<slug>.go, named
+// rule<Cause>) and the holdings are assembled into one Finding
+// (assemble.go).
 //
 // Adding a cause: its constant and its row (slug, leak, releasable, the
 // evidence it needs, its fix) in finding/cause.go, at its place in the
@@ -28,36 +32,61 @@
 // until the README lists it.
 //
 // Files:
-//   - prepare.go: Prepare and Sources, the one step before an event is
-//     recorded and handed to Handle: what the engine needs of it that
-//     the kernel did not give (executable, the cgroup of the process a
-//     finding may name, birth id, teardown device); which events are
-//     failures worth explaining and which change mount tables.
-//   - correlator.go: Options, New, Start, Handle; an unshare or a setns
-//     joins a process to a namespace only from its main thread (another
-//     thread's unshare still makes the namespace).
+//   - correlator.go: one event's way in. Prepare and Sources, the one
+//     step before an event is recorded and handed to Handle: what the
+//     engine needs of it that the kernel did not give (executable, the
+//     cgroup of the process a finding may name, birth id, teardown
+//     device); which events are failures worth explaining and which
+//     change mount tables. Options, New and Handle, and what Handle does
+//     for a namespace's creation or join (lineageEvent, created): an
+//     unshare or a setns joins a process to a namespace only from its
+//     main thread (another thread's unshare still makes the namespace).
 //   - remember.go: Remember, the persistent lineage of an earlier run; a
 //     namespace whose inode another one has now (its birth id differs)
 //     loses that history at Start.
-//   - lineage.go: Lineage, Namespace, Member: namespaces and their members
-//     over time; a retired namespace that is still alive (entered again,
-//     kept by a bind of its nsfs file) is the same generation, revived
-//     with its creation; lineage_pinned.go: the namespaces a bind of
-//     their nsfs file keeps alive with no process in them; reused.go: the
-//     process list read (scan, rescanFor) and applied to the lineage
-//     (reconcile); a namespace whose inode the process list shows another
-//     namespace has (its birth id differs) is retired, never revived for
-//     it, and every holder names its namespace's birth id where a process
-//     of it tells; gc.go: what is forgotten, and when.
-//   - ledger.go: Table and Ledger, the mount tables read from /proc,
-//     indexed by mount and by peer group, and which tables an event can
-//     have changed; peergroups.go: a mount's propagation (its peer group
-//     tags, private, shared, slave).
+//   - lineage.go: the lineage's step, what each event does to it
+//     (Created, Join, Exit, a namespace retired, expired, revived) and the
+//     process list applied to it (Reconcile); a creation that reuses an
+//     inode the lineage knows, or copies a holder of a leak that settles
+//     now, is applied before anything else (retireBeforeCreation,
+//     copiesAHolder); a retired namespace that is still alive (entered
+//     again, kept by a bind of its nsfs file) is the same generation,
+//     revived with its creation; namespace.go: Lineage, Namespace,
+//     Member: namespaces and their members over time, and what is asked
+//     of them; lineage_pinned.go: the namespaces a bind of their nsfs file
+//     keeps alive with no process in them, and the exit that reaches a
+//     generation a process list retired before the exit was handled
+//     (exitRetired: its creator's name, what a bind brings back);
+//     reused.go: Start, the startup
+//     snapshot, and refresh, the process list and the stale tables read
+//     again before a verdict; the process list read (scan, rescanFor) and
+//     applied to the lineage (reconcile); a namespace whose inode the
+//     process list shows another namespace has (its birth id differs) is
+//     retired, never revived for it, and every holder names its
+//     namespace's birth id where a process of it tells; gc.go: what is
+//     forgotten, and when (and the mounts the ledger holds).
+//   - ledger.go: Table and Ledger, the mount tables read from /proc
+//     (readTable; through the process that made a namespace's latest
+//     mount, readThroughMounter; again once its mount activity settled,
+//     settle), indexed by mount and by peer group, and which tables an
+//     event can have changed; peergroups.go: a mount's propagation (its
+//     peer group tags, private, shared, slave; a table's root's);
+//     mountnotes.go: Note, the kernel's word (event.MountNote: fanotify's
+//     mount-namespace marks, read by the daemon) that a mount was attached
+//     to or detached from a watched namespace, applied to its table at
+//     once (a copy a host's rmdir detached, a bind made in it); a watched
+//     namespace's table kept true by them (keptTrue: a mount elsewhere no
+//     longer makes it stale, a remount or a propagation change does);
+//     TableOf; a pending leak whose copy the kernel detached dropped at
+//     the next event when nothing holds it (dropDetached).
 //   - analyze.go: a failure, from the event to the holdings and pins.
+//   - pin_threads.go: a process's open file or mapping held through a
+//     thread of its own in a holder namespace, placed in that namespace.
 //   - holders.go: an object's identity (device, path through bind roots,
-//     overlay, nsfs), what an unmount took away and the mount event that
-//     made it, and the search for its copies (in every table, and detached
-//     ones in no table); kept.go: namespaces no
+//     overlay, nsfs), a table's mounts by path (At, Containing, Parent),
+//     what an unmount took away and the mount event that made it, and the
+//     search for its copies (in every table, and detached ones in no
+//     table); kept.go: namespaces no
 //     process runs in, kept by a bind of their nsfs file or by a process
 //     holding it open, read through it, and their verdict; a namespace
 //     with processes that such a bind keeps too (markBound, boundVerdict:
@@ -68,7 +97,8 @@
 //     no process runs in may hold the object; and where the Proc reads
 //     many tables at once (procfs.TableReader), the snapshot and a refresh
 //     read one per namespace in one batch (readTables).
-//   - verdict.go: the analysis a rule reads and the verdict it writes.
+//   - verdict.go: the analysis a rule reads and the verdict it writes; a
+//     holding the search found (match).
 //   - rules.go: the rule table (cause, rule), classify and the causes'
 //     rank. One file per cause, in the table's order:
 //     rule_stale_bind.go (mount ENOENT from a bind whose source was
@@ -95,15 +125,18 @@
 //     from its match, holderOf), the primary verdict;
 //     the processes it names asked what they run now (freshen).
 //   - leak.go: leaks as they form (also in a namespace found gone at the
-//     unmount: its copy went detached with it); settle.go: reported once the teardown
-//     has settled, if a copy is still there (or the filesystem is still
+//     unmount: its copy went detached with it); origin.go: an unmount of
+//     a copy the caller's namespace got from one that still has the
+//     object (a private copy of the node's cleaned up) leaks nothing;
+//     settle.go: reported once
+//     the teardown has settled, one finding per teardown and holder, led
+//     by the object the user cares about (a pod's volume, a volume, a
+//     rootfs, then the runtime's internals); confirm.go: what the settle
+//     confirms, that a copy is still there (or the filesystem is still
 //     mounted at another path of the holder's namespace, or a process
 //     keeps the detached copy busy, from the holder's namespace or from
-//     anywhere when no table shows the object any more), one finding per
-//     teardown and holder,
-//     led by the object the user cares about (a pod's volume, a volume,
-//     a rootfs, then the runtime's internals), naming the processes that
-//     pin the copies then.
+//     anywhere when no table shows the object any more), naming the
+//     processes that pin the copies then.
 //   - evidence.go: evidence items and event summaries; calls.go: what an
 //     event's call did (flag bits, errno); attribution.go: container,
 //     systemd unit and pod from cgroup paths, and the words that name an

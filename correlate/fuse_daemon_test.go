@@ -150,26 +150,30 @@ func TestFuseDaemonNotBlamed(t *testing.T) {
 
 // TestDeadFuseMountRemembered: `mntleak why` reads the persistent lineage
 // of the daemon, which keeps the FUSE mount and its server's exit (the
-// daemon asks ServesFUSE), and names the dead server from it.
+// engine hands it back through FUSEServerExits), and names the dead server
+// from it.
 func TestDeadFuseMountRemembered(t *testing.T) {
 	at := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	mount, exit := fuseMountEv(700, 1, "mntleaktest"), killedEv(700, "mntleaktest", int32(unix.SIGKILL))
 	mount.Time, exit.Time = at, at.Add(time.Second)
 	daemon := correlate.New(&fakeProc{host: hostNS, procs: []procfs.Process{proc(1, "systemd", hostNS, "")},
 		tables: map[uint32]string{hostNS: fuseHostTable}}, correlate.Options{}, func(*finding.Finding) {})
+	var kept []*event.Event
+	daemon.FUSEServerExits(func(ev *event.Event) { kept = append(kept, ev) })
 	if err := daemon.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if daemon.ServesFUSE(mount) {
-		t.Error("a mount is kept as a server's exit")
-	}
 	daemon.Handle(mount)
-	if !daemon.ServesFUSE(exit) {
-		t.Fatal("the FUSE server's exit is not kept")
+	if len(kept) != 0 {
+		t.Errorf("a mount is kept as a server's exit: %v", kept)
 	}
 	daemon.Handle(exit)
-	if daemon.ServesFUSE(exitEv(701, "sh", hostNS)) {
-		t.Error("another process's exit is kept")
+	if len(kept) != 1 || kept[0] != exit {
+		t.Fatalf("the FUSE server's exit is not kept alone: %v", kept)
+	}
+	daemon.Handle(exitEv(701, "sh", hostNS))
+	if len(kept) != 1 {
+		t.Errorf("another process's exit is kept: %v", kept[1:])
 	}
 	c := correlate.New(&fakeProc{host: hostNS, procs: []procfs.Process{proc(1, "systemd", hostNS, "")},
 		tables: map[uint32]string{hostNS: fuseHostTable}}, correlate.Options{}, func(*finding.Finding) {})

@@ -148,3 +148,25 @@ func (c *Correlator) Size() Size {
 		History: len(c.ledger.history), Leaks: len(c.leaks), Incidents: len(c.incidents), Evicted: c.evicted,
 	}
 }
+
+// Mounts counts the mounts held in current and previous tables.
+func (l *Ledger) Mounts() int {
+	n := 0
+	for _, t := range l.tables {
+		n += len(t.Mounts)
+	}
+	for _, t := range l.last {
+		n += len(t.Mounts)
+	}
+	return n
+}
+
+// namespaces lists the namespaces with a table, in order.
+func (l *Ledger) namespaces() []uint32 {
+	out := make([]uint32, 0, len(l.tables))
+	for ns := range l.tables {
+		out = append(out, ns)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}

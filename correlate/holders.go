@@ -7,11 +7,9 @@ import (
 	"time"
 
 	"github.com/moby/sys/mountinfo"
-	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/finding"
-	"github.com/mntleak/mntleak/procfs"
 )
 
 // identity is what makes two mount entries the same object: the same
@@ -46,22 +44,6 @@ func identityOf(m *mountinfo.Info, path string) identity {
 	return identity{dev: devOf(m), root: m.Root, path: path, fs: m.FSType}
 }
 
-// match is one place an object was found.
-type match struct {
-	ns       *Namespace
-	table    *Table
-	mount    *mountinfo.Info // nil for a pin-only holder
-	where    string
-	self     bool
-	exited   time.Time
-	detached bool    // seen before the unmount, detached by the kernel since
-	kept     *keeper // no process runs in the namespace: what keeps it
-	// bound: processes run in the namespace, and a bind of its nsfs file
-	// keeps it too (a runtime confined in a namespace of its own, as
-	// snapd keeps a snap's at /run/snapd/ns/SNAP.mnt): it outlives them.
-	bound *keeper
-}
-
 // translate returns where a path p of the caller's namespace (whose table
 // is from) shows up in another namespace's table to: the same literal path,
 // and the same directory seen through bind roots. A host that bound "/" at
@@ -73,13 +55,6 @@ func translate(p string, from, to *Table) []string {
 		out = append(out, v.path)
 	}
 	return out
-}
-
-// view is where a path shows in another table, and the bind mount it shows
-// through (0: the literal path).
-type view struct {
-	path string
-	bind int
 }
 
 // translateVia is translate, saying which bind each place is seen through.
@@ -252,44 +227,6 @@ func (c *Correlator) search(id identity, caller uint32, grace time.Duration) []m
 	return out
 }
 
-// pinRefs turns pins into references, grouped under their namespaces.
-func pinRefs(pins []procfs.Pin) map[uint32][]finding.PinRef {
-	out := map[uint32][]finding.PinRef{}
-	for _, p := range pins {
-		ref := finding.PinRef{
-			ProcRef: procRef(p.PID, 0, p.Comm, p.Cgroup),
-			MntNS:   p.MntNS, Pin: string(p.Kind), Path: p.Path, FD: p.FD,
-		}
-		out[p.MntNS] = append(out[p.MntNS], ref)
-	}
-	return out
-}
-
-// reused reports whether the filesystem a failure is about (id) is another
-// than the one an earlier unmount left copies of (leak), though both show
-// the same device number: id's was mounted at its path after leak's was
-// unmounted, and the kernel had given the freed anonymous device number
-// (tmpfs, overlay: major 0) to the new one. Without both events in the
-// history they are taken for the same.
-func (c *Correlator) reused(id, leak identity) bool {
-	if id.block || id.dev.Major() != 0 || id.path == "" || leak.path == "" {
-		return false
-	}
-	const notNew = unix.MS_BIND | unix.MS_MOVE | madeNothing // no new superblock either
-	var made, gone time.Time
-	hist := c.ledger.History()
-	for i := len(hist) - 1; i >= 0 && (made.IsZero() || gone.IsZero()); i-- {
-		switch ev := hist[i]; {
-		case ev.Ret != 0:
-		case made.IsZero() && ev.Kind == event.KindMount && ev.Target == id.path && ev.Flags&notNew == 0:
-			made = ev.Time
-		case gone.IsZero() && ev.Kind == event.KindUmount && ev.Target == leak.path:
-			gone = ev.Time
-		}
-	}
-	return !made.IsZero() && !gone.IsZero() && made.After(gone)
-}
-
 // devOf returns a mount's device in event.Dev form.
 func devOf(m *mountinfo.Info) event.Dev { return event.MakeDev(uint32(m.Major), uint32(m.Minor)) }
 
@@ -316,6 +253,39 @@ func join(dir, r string) string {
 	return path.Join(dir, r)
 }
 
+// At returns the topmost mount whose mount point is p, or nil.
+func (t *Table) At(p string) *mountinfo.Info {
+	var top *mountinfo.Info
+	for _, m := range t.Mounts {
+		if m.Mountpoint == p {
+			top = m // later entries are mounted over earlier ones
+		}
+	}
+	return top
+}
+
+// Containing returns the mount a path lives on: the topmost mount whose
+// mount point is p or its nearest ancestor.
+func (t *Table) Containing(p string) *mountinfo.Info {
+	for {
+		if m := t.At(p); m != nil {
+			return m
+		}
+		if p == "/" || p == "." || p == "" {
+			return nil
+		}
+		p = path.Dir(p)
+	}
+}
+
+// Parent returns m's parent mount, or nil.
+func (t *Table) Parent(m *mountinfo.Info) *mountinfo.Info {
+	if m.Parent == m.ID {
+		return nil
+	}
+	return t.mount(m.Parent)
+}
+
 // mountEventFor returns the last successful mount that made the object,
 // before t when t is set. A propagation change (mount --make-shared) or a
 // remount of the path made nothing: it is not that mount.
@@ -332,31 +302,6 @@ func (c *Correlator) mountEventFor(id identity, before time.Time) *event.Event {
 		}
 	}
 	return nil
-}
-
-// unmounted identifies what an unmount removed. The correlator runs a
-// little behind the kernel, so the caller's latest table may have been read
-// after the unmount already happened: the table before it is tried too, and
-// a block device is recognised from the mount event's source.
-func (c *Correlator) unmounted(ev *event.Event, latest *Table) (identity, finding.Object, bool) {
-	for _, t := range []*Table{latest, c.ledger.Previous(ev.MntNS)} {
-		if t == nil {
-			continue
-		}
-		if m := t.At(ev.Target); m != nil {
-			return identityOf(m, ev.Target), finding.Object{Path: ev.Target, Dev: devOf(m), FSType: m.FSType, Root: m.Root}, true
-		}
-	}
-	mnt := c.mountEventFor(identity{path: ev.Target}, ev.Time)
-	if mnt == nil {
-		return identity{}, finding.Object{}, false
-	}
-	if strings.HasPrefix(mnt.Source, "/dev/") {
-		if dev, err := c.proc.BlockDevice(mnt.Source); err == nil {
-			return identity{dev: dev, block: true, path: ev.Target, fs: mnt.FSType}, finding.Object{Path: ev.Target, Dev: dev, FSType: mnt.FSType}, true
-		}
-	}
-	return c.unmountedAsCopied(ev, mnt)
 }
 
 // unmountedAsCopied identifies what an unmount removed from a copy of it:
@@ -418,16 +363,6 @@ func (c *Correlator) detachedCopies(id identity, ev *event.Event, before, earlie
 		}
 	}
 	return out
-}
-
-// unmountedIn reports whether ns itself unmounted path after t.
-func (c *Correlator) unmountedIn(ns uint32, path string, t time.Time) bool {
-	for _, ev := range c.ledger.History() {
-		if ev.Kind == event.KindUmount && ev.MntNS == ns && ev.Ret == 0 && ev.Target == path && !ev.Time.Before(t) {
-			return true
-		}
-	}
-	return false
 }
 
 func otherThan(ms []match, ns uint32) []match {

@@ -304,3 +304,28 @@ func snapNamespace(p string) (string, bool) {
 	}
 	return name, true
 }
+
+// pinRefs turns pins into references, grouped under their namespaces.
+func pinRefs(pins []procfs.Pin) map[uint32][]finding.PinRef {
+	out := map[uint32][]finding.PinRef{}
+	for _, p := range pins {
+		ref := finding.PinRef{
+			ProcRef: procRef(p.PID, 0, p.Comm, p.Cgroup),
+			MntNS:   pinNS(p), Pin: string(p.Kind), Path: p.Path, FD: p.FD,
+		}
+		ref.TID = p.TID
+		out[ref.MntNS] = append(out[ref.MntNS], ref)
+	}
+	return out
+}
+
+// pinNS is the namespace a pin's path is in: its thread's, for the cwd or
+// root of a thread in a namespace of its own, else its process's.
+func pinNS(p procfs.Pin) uint32 {
+	for _, th := range p.Threads {
+		if p.TID != 0 && th.TID == p.TID {
+			return th.MntNS
+		}
+	}
+	return p.MntNS
+}

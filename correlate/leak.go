@@ -1,10 +1,12 @@
 package correlate
 
 import (
+	"strings"
 	"time"
 
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/finding"
+	"golang.org/x/sys/unix"
 )
 
 // checkLeak runs on a successful unmount: if a namespace that copied the
@@ -62,14 +64,18 @@ func (c *Correlator) checkLeak(ev *event.Event) {
 		return
 	}
 	before, earlier := c.tableSnapshot(true)
-	missing := c.refresh(candidate)
+	origin := c.copiedFrom(ev.MntNS, mounted)
+	missing := c.refresh(func(n *Namespace) bool { return candidate(n) || origin[n.Ino] })
+	if c.originKeeps(id, ev.MntNS, origin) {
+		return
+	}
 	held := func() []match {
 		var matches []match
 		// A namespace found gone at this very unmount (search's grace is
 		// 0: its last process exited after the unmount, before the
 		// correlator, running behind the kernel, read it) had its copy:
 		// the kernel detached it with the namespace. It is kept, for a
-		// process elsewhere that still pins that copy (settle.go,
+		// process elsewhere that still pins that copy (confirm.go,
 		// pinsOfCopiesInNoTable); nothing pinning it, the leak settles to
 		// nothing.
 		for _, mt := range c.search(id, ev.MntNS, 0) {
@@ -178,4 +184,64 @@ func (c *Correlator) leakFor(id identity, matches []match) *finding.LeakRef {
 		}
 	}
 	return nil
+}
+
+// unmounted identifies what an unmount removed. The correlator runs a
+// little behind the kernel, so the caller's latest table may have been read
+// after the unmount already happened: the table before it is tried too, and
+// a block device is recognised from the mount event's source.
+func (c *Correlator) unmounted(ev *event.Event, latest *Table) (identity, finding.Object, bool) {
+	for _, t := range []*Table{latest, c.ledger.Previous(ev.MntNS)} {
+		if t == nil {
+			continue
+		}
+		if m := t.At(ev.Target); m != nil {
+			return identityOf(m, ev.Target), finding.Object{Path: ev.Target, Dev: devOf(m), FSType: m.FSType, Root: m.Root}, true
+		}
+	}
+	mnt := c.mountEventFor(identity{path: ev.Target}, ev.Time)
+	if mnt == nil {
+		return identity{}, finding.Object{}, false
+	}
+	if strings.HasPrefix(mnt.Source, "/dev/") {
+		if dev, err := c.proc.BlockDevice(mnt.Source); err == nil {
+			return identity{dev: dev, block: true, path: ev.Target, fs: mnt.FSType}, finding.Object{Path: ev.Target, Dev: dev, FSType: mnt.FSType}, true
+		}
+	}
+	return c.unmountedAsCopied(ev, mnt)
+}
+
+// unmountedIn reports whether ns itself unmounted path after t.
+func (c *Correlator) unmountedIn(ns uint32, path string, t time.Time) bool {
+	for _, ev := range c.ledger.History() {
+		if ev.Kind == event.KindUmount && ev.MntNS == ns && ev.Ret == 0 && ev.Target == path && !ev.Time.Before(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// reused reports whether the filesystem a failure is about (id) is another
+// than the one an earlier unmount left copies of (leak), though both show
+// the same device number: id's was mounted at its path after leak's was
+// unmounted, and the kernel had given the freed anonymous device number
+// (tmpfs, overlay: major 0) to the new one. Without both events in the
+// history they are taken for the same.
+func (c *Correlator) reused(id, leak identity) bool {
+	if id.block || id.dev.Major() != 0 || id.path == "" || leak.path == "" {
+		return false
+	}
+	const notNew = unix.MS_BIND | unix.MS_MOVE | madeNothing // no new superblock either
+	var made, gone time.Time
+	hist := c.ledger.History()
+	for i := len(hist) - 1; i >= 0 && (made.IsZero() || gone.IsZero()); i-- {
+		switch ev := hist[i]; {
+		case ev.Ret != 0:
+		case made.IsZero() && ev.Kind == event.KindMount && ev.Target == id.path && ev.Flags&notNew == 0:
+			made = ev.Time
+		case gone.IsZero() && ev.Kind == event.KindUmount && ev.Target == leak.path:
+			gone = ev.Time
+		}
+	}
+	return !made.IsZero() && !gone.IsZero() && made.After(gone)
 }

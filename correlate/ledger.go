@@ -1,7 +1,8 @@
 package correlate
 
 import (
-	"path"
+	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // Table is one namespace's mount table as last read from /proc.
@@ -21,6 +23,9 @@ type Table struct {
 	byID   []int32 // indexes into Mounts, in mount ID order (see indexByID)
 	local  uint64  // the namespace's own change count when read (see Ledger.Record)
 	shared bool    // some mount is in a shared peer group
+	noted  bool    // changed by a kernel mount note since read (mountnotes.go)
+	kept   bool    // kept true by the kernel's mount notes since read (mountnotes.go)
+	hard   uint64  // the ledger's count of changes no note tells, when read
 	groups peerGroups
 }
 
@@ -28,49 +33,6 @@ type Table struct {
 func NewTable(ns uint32, mounts []*mountinfo.Info, at time.Time, seq uint64) *Table {
 	return &Table{NS: ns, ReadAt: at, Seq: seq, Mounts: mounts, byID: indexByID(mounts), shared: anyShared(mounts),
 		groups: groupsOf(mounts)}
-}
-
-// Root returns the namespace's root mount (its parent is outside the table).
-func (t *Table) Root() *mountinfo.Info {
-	for _, m := range t.Mounts {
-		if t.mount(m.Parent) == nil || m.Parent == m.ID {
-			return m
-		}
-	}
-	return nil
-}
-
-// At returns the topmost mount whose mount point is p, or nil.
-func (t *Table) At(p string) *mountinfo.Info {
-	var top *mountinfo.Info
-	for _, m := range t.Mounts {
-		if m.Mountpoint == p {
-			top = m // later entries are mounted over earlier ones
-		}
-	}
-	return top
-}
-
-// Containing returns the mount a path lives on: the topmost mount whose
-// mount point is p or its nearest ancestor.
-func (t *Table) Containing(p string) *mountinfo.Info {
-	for {
-		if m := t.At(p); m != nil {
-			return m
-		}
-		if p == "/" || p == "." || p == "" {
-			return nil
-		}
-		p = path.Dir(p)
-	}
-}
-
-// Parent returns m's parent mount, or nil.
-func (t *Table) Parent(m *mountinfo.Info) *mountinfo.Info {
-	if m.Parent == m.ID {
-		return nil
-	}
-	return t.mount(m.Parent)
 }
 
 // Ledger holds the mount tables and the recent mount-family events.
@@ -83,12 +45,14 @@ type Ledger struct {
 	maxHist int
 	dirty   map[uint32]time.Time // namespace -> its last mount activity
 	groups  groupIndex           // peer groups of the current tables (see groupIndex)
+	watched map[uint32]bool      // namespaces whose mount notes the daemon reads (mountnotes.go)
+	hard    uint64               // bumped by every change that may reach other tables and no note tells
 }
 
 // NewLedger returns a ledger keeping up to maxHistory events.
 func NewLedger(maxHistory int) *Ledger {
 	return &Ledger{tables: map[uint32]*Table{}, last: map[uint32]*Table{}, local: map[uint32]uint64{},
-		maxHist: maxHistory, dirty: map[uint32]time.Time{}, groups: newGroupIndex()}
+		maxHist: maxHistory, dirty: map[uint32]time.Time{}, groups: newGroupIndex(), watched: map[uint32]bool{}}
 }
 
 // Table returns the last table read for a namespace, or nil.
@@ -97,15 +61,16 @@ func (l *Ledger) Table(ns uint32) *Table { return l.tables[ns] }
 // Previous returns the table read before the latest one, or nil.
 func (l *Ledger) Previous(ns uint32) *Table { return l.last[ns] }
 
-// Fresh reports whether ns's table was read after the latest mount change.
+// Fresh reports whether ns's table was read after the latest mount change,
+// or is kept true since by the kernel's mount notes (keptTrue).
 func (l *Ledger) Fresh(ns uint32) bool {
 	t := l.tables[ns]
-	return t != nil && t.Seq == l.seq && t.local == l.local[ns]
+	return t != nil && t.local == l.local[ns] && (t.Seq == l.seq || l.keptTrue(t))
 }
 
 // Store records a table just read.
 func (l *Ledger) Store(t *Table) {
-	t.local = l.local[t.NS]
+	t.local, t.hard, t.kept = l.local[t.NS], l.hard, l.watched[t.NS]
 	if old := l.tables[t.NS]; old != nil {
 		t.shareWith(old)
 		l.last[t.NS] = old
@@ -125,6 +90,7 @@ func (l *Ledger) Forget(ns uint32) *Table {
 	delete(l.tables, ns)
 	delete(l.last, ns)
 	delete(l.local, ns)
+	delete(l.watched, ns)
 	return t
 }
 
@@ -134,16 +100,20 @@ func (l *Ledger) Forget(ns uint32) *Table {
 // namespace (see contained).
 func (l *Ledger) Record(ev *event.Event) {
 	if ev.Ret >= 0 {
+		noted := notedKind(ev)
 		if l.contained(ev) {
-			l.local[ev.MntNS]++
+			l.touch(ev.MntNS, noted)
 		} else if others, ok := l.reach(ev); ok {
 			// Only the namespaces its parent's peer group reaches.
-			l.local[ev.MntNS]++
+			l.touch(ev.MntNS, noted)
 			for _, ns := range others {
-				l.local[ns]++
+				l.touch(ns, noted)
 			}
 		} else {
 			l.seq++
+			if !noted {
+				l.hard++
+			}
 		}
 	}
 	l.history = append(l.history, ev)
@@ -185,29 +155,7 @@ func (l *Ledger) Seq() uint64 { return l.seq }
 
 // Invalidate marks every table stale, as after events were lost: each is
 // re-read before it is next relied on.
-func (l *Ledger) Invalidate() { l.seq++ }
-
-// Mounts counts the mounts held in current and previous tables.
-func (l *Ledger) Mounts() int {
-	n := 0
-	for _, t := range l.tables {
-		n += len(t.Mounts)
-	}
-	for _, t := range l.last {
-		n += len(t.Mounts)
-	}
-	return n
-}
-
-// namespaces lists the namespaces with a table, in order.
-func (l *Ledger) namespaces() []uint32 {
-	out := make([]uint32, 0, len(l.tables))
-	for ns := range l.tables {
-		out = append(out, ns)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
-}
+func (l *Ledger) Invalidate() { l.seq++; l.hard++ }
 
 // A busy node has hundreds of namespaces of hundreds of mounts each, and
 // the ledger keeps two tables per namespace (the latest and the one
@@ -260,8 +208,9 @@ const propagationFlags = unix.MS_REMOUNT | unix.MS_MOVE | unix.MS_SHARED | unix.
 // (a bind of a slave is a slave: it receives, it does not send). So such
 // an event leaves every other table fresh, and a failure elsewhere does
 // not re-read hundreds of them. The namespace's table must be current as
-// to every change that could have reached it (Seq): propagation into it
-// is what could have made a mount there shared since. Anything else
+// to every change that could have reached it (Seq, or kept true by the
+// kernel's mount notes): propagation into it is what could have made a
+// mount there shared since. Anything else
 // (propagation changes, moves, remounts, the new mount API, pivot_root,
 // namespace creation) marks every table stale, as before.
 func (l *Ledger) contained(ev *event.Event) bool {
@@ -272,7 +221,7 @@ func (l *Ledger) contained(ev *event.Event) bool {
 		return false
 	}
 	t := l.tables[ev.MntNS]
-	return t != nil && t.Seq == l.seq && !t.shared
+	return t != nil && (t.Seq == l.seq || l.keptTrue(t)) && !t.shared
 }
 
 // A mount or an unmount propagates out of its namespace only through the
@@ -347,7 +296,7 @@ func (l *Ledger) reach(ev *event.Event) ([]uint32, bool) {
 		return nil, false
 	}
 	t := l.tables[ev.MntNS]
-	if t == nil || t.Seq != l.seq || t.local != l.local[ev.MntNS] || ev.Target == "" {
+	if t == nil || !l.Fresh(ev.MntNS) || ev.Target == "" {
 		return nil, false
 	}
 	var parent *mountinfo.Info
@@ -385,4 +334,67 @@ func (l *Ledger) reach(ev *event.Event) ([]uint32, bool) {
 		}
 	}
 	return out, true
+}
+
+// readTable reads a namespace's mount table through one of its processes.
+func (c *Correlator) readTable(n *Namespace) error {
+	var last error = errors.New("no process in " + finding.NSName(n.Ino))
+	for _, m := range n.Members() {
+		ns, mounts, err := c.proc.Mountinfo(m.Enter())
+		if err == nil && ns != n.Ino {
+			err = fmt.Errorf("pid %d is in %s now", m.Enter(), finding.NSName(ns)) // reused, or moved by setns
+		}
+		if err != nil {
+			last = err
+			continue
+		}
+		c.ledger.Store(NewTable(n.Ino, mounts, c.now, c.ledger.Seq()))
+		return nil
+	}
+	return last
+}
+
+// settle re-reads the tables of namespaces whose mount activity has been
+// quiet for SettleDelay. Driven by event time, it happens at the same point
+// of the stream live and in a replay.
+func (c *Correlator) settle() {
+	for _, ns := range c.ledger.Settled(c.now, c.opts.SettleDelay) {
+		if n := c.lineage.Get(ns); n != nil && !c.ledger.Fresh(ns) {
+			if c.readTable(n) != nil {
+				c.readThroughMounter(n)
+			}
+		}
+	}
+}
+
+// readThroughMounter reads the table of a namespace none of whose known
+// members is left (runc's child made it and exited; the container's
+// processes were never seen join it) through the process that made its
+// latest mount, else that process's parent (a container's mount(8) exits
+// at once, the shell that ran it stays): without it a Bidirectional
+// container deleted before the next process scan leaves no table to say
+// where its published mounts lay. Only for a mount whose event carried
+// its cgroup: a recording made before events did holds no answer to
+// these questions, and replays as it did.
+func (c *Correlator) readThroughMounter(n *Namespace) {
+	hist := c.ledger.History()
+	for i := len(hist) - 1; i >= 0; i-- {
+		ev := hist[i]
+		if ev.MntNS != n.Ino || ev.Kind != event.KindMount || ev.Ret != 0 {
+			continue
+		}
+		if ev.Cgroup == "" {
+			return
+		}
+		for _, pid := range []uint32{ev.PID, ev.PPID} {
+			if pid == 0 {
+				continue
+			}
+			if ns, mounts, err := c.proc.Mountinfo(int(pid)); err == nil && ns == n.Ino {
+				c.ledger.Store(NewTable(n.Ino, mounts, c.now, c.ledger.Seq()))
+				return
+			}
+		}
+		return
+	}
 }

@@ -3,124 +3,11 @@ package correlate
 import (
 	"cmp"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/mntleak/mntleak/event"
-	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
 )
-
-// Origin is how a mount namespace came to be.
-type Origin string
-
-// Origins.
-const (
-	OriginUnshare  Origin = "unshare"          // unshare(CLONE_NEWNS)
-	OriginClone    Origin = "clone"            // a process born with CLONE_NEWNS
-	OriginPredates Origin = "predates-tracing" // found in /proc, creation not seen
-)
-
-// Member is a process in a namespace. PID and StartTime together identify
-// it; StartTime is 0 for a process only seen in events.
-type Member struct {
-	PID int `json:"pid"`
-	// TID is the thread that is the member, when it is not the process's
-	// main thread: a thread of its own in another namespace than its
-	// process (/proc/PID/task/TID/ns/mnt). 0: the process, by its main
-	// thread.
-	TID       int       `json:"tid,omitempty"`
-	StartTime uint64    `json:"start_time,omitempty"`
-	Comm      string    `json:"comm"`
-	Cgroup    string    `json:"cgroup,omitempty"`
-	Joined    time.Time `json:"joined,omitzero"` // zero: already there when seen
-	Left      time.Time `json:"left,omitzero"`
-}
-
-// Ref is the member as a finding names it.
-func (m *Member) Ref() finding.ProcRef {
-	r := procRef(m.PID, m.StartTime, m.Comm, m.Cgroup)
-	r.TID = m.TID
-	return r
-}
-
-// key is what a namespace knows the member by: its thread for a thread
-// member, else its pid (tids and pids are one number space).
-func (m *Member) key() int {
-	if m.TID != 0 {
-		return m.TID
-	}
-	return m.PID
-}
-
-// Enter is the pid to enter the member's namespace through (nsenter -t):
-// the thread's, for a thread member (/proc/PID/ns/mnt is its main
-// thread's, in another namespace).
-func (m *Member) Enter() int { return m.key() }
-
-// procRef is a process as findings name it: the container, unit and pod
-// come from its cgroup.
-func procRef(pid int, start uint64, comm, cgroup string) finding.ProcRef {
-	return finding.ProcRef{PID: pid, StartTime: start, Comm: comm, Container: ContainerID(cgroup), Unit: Unit(cgroup), Pod: PodUID(cgroup)}
-}
-
-// Namespace is one generation of a mount namespace inode. The kernel reuses
-// an inode number once its namespace is gone, so a lineage entry is (inode,
-// creation), never the inode alone.
-type Namespace struct {
-	Ino      uint32
-	Origin   Origin
-	Created  time.Time    // zero when it predates tracing
-	Parent   uint32       // the namespace it was copied from; 0 if unknown
-	Creator  Member       // who created it; when inferred, its oldest member
-	Event    *event.Event // the unshare or clone event, when seen
-	Inferred bool         // creation reconstructed from /proc
-	// ID is the id the kernel gave it at birth (NS_GET_MNTNS_ID, from its
-	// creation event; 0: unknown): the inode is reused, the id is not.
-	ID uint64
-
-	members     map[int]*Member
-	past        []Member
-	lastExit    time.Time // last exit event seen from inside
-	creatorGone bool      // the creator exited: its pid means nothing now
-	// pinned: a bind of its nsfs file keeps it alive (seen at the last
-	// collection), so it stays live with no process in it.
-	pinned bool
-	// replaced: retired because a namespace created later has its inode;
-	// this generation is gone for good (never revived).
-	replaced bool
-	// aliveAt is the last time it was known alive (made, entered, a
-	// member's exit, a process list showing one, a bind keeping it):
-	// events lost after it may hide its end and its inode's reuse.
-	aliveAt time.Time
-	Dead    bool
-	Died    time.Time // when its last member was seen leaving
-	// LastTable is the mount table last read before it died, kept so a
-	// holder that exited a moment before a failure can still be named.
-	LastTable *Table
-}
-
-// Members returns the live members, oldest first.
-func (n *Namespace) Members() []Member {
-	out := make([]Member, 0, len(n.members))
-	for _, m := range n.members {
-		out = append(out, *m)
-	}
-	sortMembers(out)
-	return out
-}
-
-// sortMembers orders members oldest first: start time, then pid.
-func sortMembers(ms []Member) {
-	slices.SortFunc(ms, func(a, b Member) int {
-		return cmp.Or(cmp.Compare(a.StartTime, b.StartTime), cmp.Compare(a.PID, b.PID), cmp.Compare(a.TID, b.TID))
-	})
-}
-
-// Past returns members that left, in leaving order.
-func (n *Namespace) Past() []Member { return append([]Member(nil), n.past...) }
-
-const maxPast = 64
 
 func (n *Namespace) leave(pid int, at time.Time) {
 	m, ok := n.members[pid]
@@ -133,33 +20,6 @@ func (n *Namespace) leave(pid int, at time.Time) {
 	if len(n.past) > maxPast {
 		n.past = n.past[len(n.past)-maxPast:]
 	}
-}
-
-// Lineage is every mount namespace mntleak knows, live and recently dead.
-type Lineage struct {
-	live      map[uint32]*Namespace
-	byCreator map[int][]*Namespace // live namespaces by their creator's pid
-	dead      []*Namespace         // retired generations, oldest first
-	retention time.Duration
-	lostAt    time.Time // the end of the last interval of lost events
-}
-
-// NewLineage returns an empty lineage keeping dead namespaces for retention.
-func NewLineage(retention time.Duration) *Lineage {
-	return &Lineage{live: map[uint32]*Namespace{}, byCreator: map[int][]*Namespace{}, retention: retention}
-}
-
-// Get returns the live namespace with inode ino.
-func (l *Lineage) Get(ino uint32) *Namespace { return l.live[ino] }
-
-// Live returns the live namespaces, by inode.
-func (l *Lineage) Live() []*Namespace {
-	out := make([]*Namespace, 0, len(l.live))
-	for _, n := range l.live {
-		out = append(out, n)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Ino < out[j].Ino })
-	return out
 }
 
 // DiedSince returns the dead namespaces whose last member left at or after t.
@@ -182,11 +42,6 @@ func (l *Lineage) LastDead(ino uint32, t time.Time) *Namespace {
 		}
 	}
 	return nil
-}
-
-// Seed records the namespaces and processes of a startup snapshot.
-func (l *Lineage) Seed(procs []procfs.Process) {
-	l.Reconcile(procs, time.Time{})
 }
 
 // Created records a namespace creation seen as an event. A live entry with
@@ -217,22 +72,6 @@ func (l *Lineage) setCreator(n *Namespace, m Member) {
 	}
 }
 
-// untrack drops a retired namespace from the creator index.
-func (l *Lineage) untrack(n *Namespace) {
-	list := l.byCreator[n.Creator.PID]
-	for i, x := range list {
-		if x == n {
-			list = append(list[:i:i], list[i+1:]...)
-			break
-		}
-	}
-	if len(list) == 0 {
-		delete(l.byCreator, n.Creator.PID)
-	} else {
-		l.byCreator[n.Creator.PID] = list
-	}
-}
-
 // Join adds a member to a namespace, moving it out of the one it was in.
 func (l *Lineage) Join(ino, from uint32, m Member) {
 	if prev := l.live[from]; prev != nil && from != ino {
@@ -260,6 +99,7 @@ func (l *Lineage) Join(ino, from uint32, m Member) {
 func (l *Lineage) Exit(ino uint32, pid int, comm string, at time.Time) {
 	n := l.live[ino]
 	if n == nil {
+		l.exitRetired(ino, pid, comm)
 		return
 	}
 	n.lastExit = at
@@ -270,37 +110,6 @@ func (l *Lineage) Exit(ino uint32, pid int, comm string, at time.Time) {
 	}
 	l.renameCreator(pid, start, comm, "", true)
 	n.leave(pid, at)
-}
-
-// Verify applies what /proc says of a member of n now: the same process
-// (start time) that exec'd takes its new name; a pid that another process
-// has now is gone from n (and, if it made n, n's creator is gone).
-func (l *Lineage) Verify(n *Namespace, mem Member, comm string, start uint64, at time.Time) {
-	key, pid := mem.key(), mem.PID
-	m := n.members[key]
-	if m == nil || start == 0 {
-		return
-	}
-	if m.StartTime != 0 && m.StartTime != start {
-		l.renameCreator(pid, m.StartTime, m.Comm, "", true)
-		n.leave(key, at)
-		return
-	}
-	if m.StartTime == 0 {
-		m.StartTime = start
-	}
-	if comm != "" {
-		m.Comm = comm
-		l.renameCreator(pid, start, comm, "", false)
-	}
-}
-
-// Gone removes a member /proc says is gone (its exit event still to come).
-func (l *Lineage) Gone(n *Namespace, mem Member, at time.Time) {
-	if m := n.members[mem.key()]; m != nil {
-		l.renameCreator(mem.PID, m.StartTime, m.Comm, "", true)
-		n.leave(mem.key(), at)
-	}
 }
 
 // renameCreator updates the creator's name in the namespaces it created,
@@ -320,6 +129,169 @@ func (l *Lineage) renameCreator(pid int, start uint64, comm, cgroup string, exit
 		}
 		n.creatorGone = exited
 	}
+}
+
+// deathTime dates the death of n, which a scan at now found with no
+// process: its last member's exit when that exit was seen (every member
+// left, or came back only as a scan's listing of the exited process
+// before its parent reaped it), now when a member it still had is gone
+// unseen (killed, and its exit not read yet by a correlator running
+// behind the kernel). An exit seen earlier from another process in it (a
+// shell's findmnt) does not date it: n still had a member then, and a
+// copy, at an unmount since.
+func (n *Namespace) deathTime(now time.Time) time.Time {
+	if n.lastExit.IsZero() {
+		return now
+	}
+	for _, m := range n.members {
+		if !n.left(m.PID, m.StartTime) {
+			return now
+		}
+	}
+	return n.lastExit
+}
+
+func (l *Lineage) retire(n *Namespace, at time.Time) {
+	if l.live[n.Ino] == n {
+		delete(l.live, n.Ino)
+		l.untrack(n)
+	}
+	// In Members' order (start time, pid), not the map's: Past() is in
+	// findings, and a replay must read the same every time.
+	for _, m := range n.Members() {
+		n.leave(m.key(), at)
+	}
+	n.Dead, n.Died = true, at
+	l.dead = append(l.dead, n)
+}
+
+func (l *Lineage) expire(now time.Time) {
+	if now.IsZero() {
+		return
+	}
+	cut := 0
+	for cut < len(l.dead) && now.Sub(l.dead[cut].Died) > l.retention {
+		cut++
+	}
+	if cut > 0 {
+		l.dead = append([]*Namespace(nil), l.dead[cut:]...)
+	}
+}
+
+// namespaceOf returns the live namespace pid is a member of, else its
+// parent's, else 0.
+func (l *Lineage) namespaceOf(pid, ppid int) uint32 {
+	var parent uint32
+	for ino, n := range l.live {
+		if _, ok := n.members[pid]; ok {
+			return ino
+		}
+		if _, ok := n.members[ppid]; ok && ppid != 0 {
+			parent = ino
+		}
+	}
+	return parent
+}
+
+// revive brings back the latest dead generation of namespace ino when the
+// namespace is seen alive again (a process entered it, a bind of its nsfs
+// file keeps it) and returns it, or nil: none is remembered, the latest
+// was replaced by a newer namespace with the inode, or events were lost
+// since it was last known alive (its end and its inode's reuse by a
+// namespace made unseen may be among them).
+func (l *Lineage) revive(ino uint32) *Namespace {
+	for i := len(l.dead) - 1; i >= 0; i-- {
+		n := l.dead[i]
+		if n.Ino != ino {
+			continue
+		}
+		if n.replaced || n.aliveAt.IsZero() || !l.lostAt.Before(n.aliveAt) {
+			return nil
+		}
+		l.dead = slices.Delete(slices.Clone(l.dead), i, i+1)
+		// What its death left: the table kept for holders that had just
+		// exited (it is read anew now), the time of its last exit.
+		n.Dead, n.Died, n.LastTable, n.lastExit = false, time.Time{}, nil, time.Time{}
+		l.live[ino] = n
+		// The creator's exit while it was retired reached it only as
+		// exitRetired applies it (its name, and that it is gone): only a
+		// creator known by its start time (a reused pid is told apart)
+		// is indexed again.
+		if !n.creatorGone && n.Creator.PID != 0 && n.Creator.StartTime != 0 {
+			l.byCreator[n.Creator.PID] = append(l.byCreator[n.Creator.PID], n)
+		}
+		return n
+	}
+	return nil
+}
+
+// seenAlive records that n was alive at t.
+func (n *Namespace) seenAlive(t time.Time) {
+	if t.After(n.aliveAt) {
+		n.aliveAt = t
+	}
+}
+
+// newNamespace returns, for an event that created a mount namespace (an
+// unshare, a CLONE_NEWNS child), a process in it and its inode: the
+// namespace's birth id is read through that process when the event arrives.
+func newNamespace(ev *event.Event) (pid int, ino uint32) {
+	switch {
+	case ev.Kind == event.KindUnshare && ev.Ret == 0 && ev.MntNSAfter != ev.MntNSBefore:
+		return int(ev.PID), ev.MntNSAfter
+	case ev.Kind == event.KindNewNSFork:
+		return int(ev.ChildPID), ev.ChildMntNS
+	}
+	return 0, 0
+}
+
+// retireBeforeCreation retires what the lineage knows under the inode of
+// a namespace ev creates, before anything else is done for ev: the
+// process list a pending leak's settle reads now already has ev's
+// process in that namespace, and the generation known by that inode
+// (whose last process left, its exit handled, and which a scan has not
+// retired yet) would adopt it. The same birth id is the same namespace,
+// learned from a scan ahead of its creation event: left to created.
+func (c *Correlator) retireBeforeCreation(ev *event.Event) {
+	_, ino := newNamespace(ev)
+	old := c.lineage.Get(ino)
+	if ino == 0 || old == nil || (old.ID != 0 && old.ID == ev.NewMntNSID) {
+		return
+	}
+	old.LastTable = c.ledger.Forget(ino)
+	old.replaced = true
+	c.lineage.retire(old, old.deathTime(ev.Time))
+}
+
+// copiesAHolder reports whether ev makes a namespace out of a holder of a
+// leak that settles now (its deadline passed): a holder's process that
+// unshared again, or its CLONE_NEWNS child. Such a creation is applied
+// before the leak settles: the process list the settle reads shows the
+// process in the new namespace already, which, its creation not applied,
+// would be one of unknown origin, and the copy it took of the leak lost
+// with the namespace it left.
+func (c *Correlator) copiesAHolder(ev *event.Event) bool {
+	if _, ino := newNamespace(ev); ino == 0 {
+		return false
+	}
+	from := ev.MntNSBefore
+	switch {
+	case ev.Kind == event.KindNewNSFork:
+		from = ev.ParentMntNS
+	case from == 0:
+		from = c.lineage.namespaceOf(int(ev.PID), int(ev.PPID))
+	}
+	for _, p := range c.pending {
+		if c.now.Before(p.deadline) {
+			continue
+		}
+		for _, m := range p.matches {
+			if m.ns.Ino == from {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Reconcile brings the lineage in line with a /proc snapshot taken at now
@@ -412,133 +384,4 @@ func (l *Lineage) Reconcile(procs []procfs.Process, now time.Time) {
 		}
 	}
 	l.expire(now)
-}
-
-// left reports whether the process pid (start time start, 0: unknown)
-// was a member of n that left it: /proc still lists a process that exited
-// until its parent reaps it, and a scan then makes it a member again.
-func (n *Namespace) left(pid int, start uint64) bool {
-	for _, m := range n.past {
-		if m.PID == pid && (m.StartTime == 0 || start == 0 || m.StartTime == start) {
-			return true
-		}
-	}
-	return false
-}
-
-// deathTime dates the death of n, which a scan at now found with no
-// process: its last member's exit when that exit was seen (every member
-// left, or came back only as a scan's listing of the exited process
-// before its parent reaped it), now when a member it still had is gone
-// unseen (killed, and its exit not read yet by a correlator running
-// behind the kernel). An exit seen earlier from another process in it (a
-// shell's findmnt) does not date it: n still had a member then, and a
-// copy, at an unmount since.
-func (n *Namespace) deathTime(now time.Time) time.Time {
-	if n.lastExit.IsZero() {
-		return now
-	}
-	for _, m := range n.members {
-		if !n.left(m.PID, m.StartTime) {
-			return now
-		}
-	}
-	return n.lastExit
-}
-
-func (l *Lineage) retire(n *Namespace, at time.Time) {
-	if l.live[n.Ino] == n {
-		delete(l.live, n.Ino)
-		l.untrack(n)
-	}
-	// In Members' order (start time, pid), not the map's: Past() is in
-	// findings, and a replay must read the same every time.
-	for _, m := range n.Members() {
-		n.leave(m.key(), at)
-	}
-	n.Dead, n.Died = true, at
-	l.dead = append(l.dead, n)
-}
-
-func (l *Lineage) expire(now time.Time) {
-	if now.IsZero() {
-		return
-	}
-	cut := 0
-	for cut < len(l.dead) && now.Sub(l.dead[cut].Died) > l.retention {
-		cut++
-	}
-	if cut > 0 {
-		l.dead = append([]*Namespace(nil), l.dead[cut:]...)
-	}
-}
-
-// hasEmpty reports whether a live namespace has no known member left.
-func (l *Lineage) hasEmpty() bool {
-	for _, n := range l.live {
-		if len(n.members) == 0 && !n.pinned {
-			return true
-		}
-	}
-	return false
-}
-
-// capDead keeps the max most recently dead namespaces.
-func (l *Lineage) capDead(max int) {
-	if len(l.dead) > max {
-		l.dead = append([]*Namespace(nil), l.dead[len(l.dead)-max:]...)
-	}
-}
-
-// namespaceOf returns the live namespace pid is a member of, else its
-// parent's, else 0.
-func (l *Lineage) namespaceOf(pid, ppid int) uint32 {
-	var parent uint32
-	for ino, n := range l.live {
-		if _, ok := n.members[pid]; ok {
-			return ino
-		}
-		if _, ok := n.members[ppid]; ok && ppid != 0 {
-			parent = ino
-		}
-	}
-	return parent
-}
-
-// revive brings back the latest dead generation of namespace ino when the
-// namespace is seen alive again (a process entered it, a bind of its nsfs
-// file keeps it) and returns it, or nil: none is remembered, the latest
-// was replaced by a newer namespace with the inode, or events were lost
-// since it was last known alive (its end and its inode's reuse by a
-// namespace made unseen may be among them).
-func (l *Lineage) revive(ino uint32) *Namespace {
-	for i := len(l.dead) - 1; i >= 0; i-- {
-		n := l.dead[i]
-		if n.Ino != ino {
-			continue
-		}
-		if n.replaced || n.aliveAt.IsZero() || !l.lostAt.Before(n.aliveAt) {
-			return nil
-		}
-		l.dead = slices.Delete(slices.Clone(l.dead), i, i+1)
-		// What its death left: the table kept for holders that had just
-		// exited (it is read anew now), the time of its last exit.
-		n.Dead, n.Died, n.LastTable, n.lastExit = false, time.Time{}, nil, time.Time{}
-		l.live[ino] = n
-		// The creator's exit while it was retired reached no one: only a
-		// creator known by its start time (a reused pid is told apart)
-		// is indexed again.
-		if !n.creatorGone && n.Creator.PID != 0 && n.Creator.StartTime != 0 {
-			l.byCreator[n.Creator.PID] = append(l.byCreator[n.Creator.PID], n)
-		}
-		return n
-	}
-	return nil
-}
-
-// seenAlive records that n was alive at t.
-func (n *Namespace) seenAlive(t time.Time) {
-	if t.After(n.aliveAt) {
-		n.aliveAt = t
-	}
 }

@@ -45,3 +45,34 @@ func (l *Lineage) Lost(at time.Time) {
 		l.lostAt = at
 	}
 }
+
+// exitRetired applies the exit of a process whose namespace is not live:
+// a process list read ahead of the events found no process in it (the
+// process had exited, its exit not handled yet) and retired it. The exit
+// still says what the namespace's creator ran as, which a bind of its
+// nsfs file may bring back into a finding (unshare --mount=FILE true is
+// "true" when it exits; named "unshare", the creation would name the
+// program that made the namespace, not the one that ran in it). It is the
+// latest generation of the inode the process was in: the kernel sends a
+// process's exit before it drops its namespaces, so before their inode
+// can go to another namespace, and a generation made later is applied by
+// its creation event, after this exit. A creator known by its start time
+// is told apart from another process with its pid, as renameCreator does.
+func (l *Lineage) exitRetired(ino uint32, pid int, comm string) {
+	n := l.LastDead(ino, time.Time{})
+	if n == nil {
+		return
+	}
+	var start uint64
+	for i := len(n.past) - 1; i >= 0; i-- {
+		if m := &n.past[i]; m.PID == pid && m.TID == 0 {
+			m.Comm, start = comm, m.StartTime
+			break
+		}
+	}
+	c := &n.Creator
+	if c.PID != pid || n.creatorGone || (c.StartTime != 0 && start != 0 && c.StartTime != start) {
+		return
+	}
+	c.Comm, n.creatorGone = comm, true
+}

@@ -97,3 +97,13 @@ func anyShared(mounts []*mountinfo.Info) bool {
 	}
 	return false
 }
+
+// Root returns the namespace's root mount (its parent is outside the table).
+func (t *Table) Root() *mountinfo.Info {
+	for _, m := range t.Mounts {
+		if t.mount(m.Parent) == nil || m.Parent == m.ID {
+			return m
+		}
+	}
+	return nil
+}

@@ -30,12 +30,14 @@ func Replay(r io.Reader, name string, emit func(*finding.Finding)) error {
 // the caller fills the findings from them (package enrich).
 func ReplayWith(r io.Reader, name string, emit func(*finding.Finding), attrib func(*attribution.Record)) error {
 	type step struct {
+		notes   []*event.MountNote // read before ev, applied before it
 		ev      *event.Event
 		answers []*procfs.Record
 	}
 	var (
 		startup []*procfs.Record
 		steps   []step
+		notes   []*event.MountNote
 	)
 	err := stream.Read(r, name, func(it stream.Item) error {
 		switch {
@@ -43,8 +45,11 @@ func ReplayWith(r io.Reader, name string, emit func(*finding.Finding), attrib fu
 			if attrib != nil {
 				attrib(it.Attribution)
 			}
+		case it.Note != nil:
+			notes = append(notes, it.Note)
 		case it.Event != nil:
-			steps = append(steps, step{ev: it.Event})
+			steps = append(steps, step{notes: notes, ev: it.Event})
+			notes = nil
 		case len(steps) == 0:
 			startup = append(startup, it.Proc)
 		default:
@@ -69,6 +74,9 @@ func ReplayWith(r io.Reader, name string, emit func(*finding.Finding), attrib fu
 		return fmt.Errorf("%s: startup snapshot: %w", name, err)
 	}
 	for _, st := range steps {
+		for _, n := range st.notes {
+			corr.Note(*n)
+		}
 		proc.AddStep(st.answers)
 		corr.Handle(st.ev)
 	}

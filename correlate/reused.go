@@ -2,6 +2,7 @@ package correlate
 
 import (
 	"cmp"
+	"fmt"
 	"maps"
 	"slices"
 
@@ -179,4 +180,74 @@ func (c *Correlator) reconcile(procs []procfs.Process) {
 			n.LastTable = c.ledger.Forget(ino)
 		}
 	}
+}
+
+// Start takes the startup snapshot: every process, and one mount table per
+// namespace. Namespaces found here predate tracing and are marked inferred.
+func (c *Correlator) Start() error {
+	procs, err := c.proc.Processes()
+	if err != nil {
+		return err
+	}
+	if c.remembered {
+		c.forgetReused(procs)
+	}
+	c.lineage.Seed(procs)
+	c.scanned = true // as of the first event (lastScan is set by Handle)
+	if c.hostNS, err = c.proc.HostNS(); err != nil {
+		return fmt.Errorf("host mount namespace: %w", err)
+	}
+	c.readTables(c.lineage.Live()) // a namespace whose processes all exited is simply skipped
+	return nil
+}
+
+// refresh re-reads the process list and every stale mount table (or, with
+// force, every table only selects), as a failure or a leak check needs the
+// present state. It returns what could not be read.
+func (c *Correlator) refresh(only func(*Namespace) bool) []string {
+	return c.refreshTables(only, false)
+}
+
+func (c *Correlator) refreshTables(only func(*Namespace) bool, force bool) []string {
+	scanned := false
+	if !c.scanned || c.now.Sub(c.lastScan) >= c.opts.ScanInterval {
+		if err := c.scan(); err != nil {
+			return []string{"process list: " + err.Error()}
+		}
+		scanned = true
+	}
+	var missing, retry, todo []*Namespace
+	for _, n := range c.lineage.Live() {
+		if (c.ledger.Fresh(n.Ino) && !force) || (only != nil && !only(n)) {
+			continue
+		}
+		if n.keptOnly() {
+			continue // no process to read it through: the search reads it through its bind
+		}
+		todo = append(todo, n)
+	}
+	for _, n := range c.readTables(todo) {
+		if scanned {
+			missing = append(missing, n)
+		} else {
+			retry = append(retry, n) // its known processes are gone: who else is there?
+		}
+	}
+	if len(retry) > 0 {
+		if err := c.scan(); err != nil {
+			return []string{"process list: " + err.Error()}
+		}
+		for _, n := range retry {
+			if c.lineage.Get(n.Ino) == n {
+				if err := c.readTable(n); err != nil {
+					missing = append(missing, n)
+				}
+			}
+		}
+	}
+	var out []string
+	for _, n := range missing {
+		out = append(out, "mount table of "+finding.NSName(n.Ino)+": no process of it could be read")
+	}
+	return out
 }

@@ -123,6 +123,7 @@ func exitWords(status int32) string {
 type fuseServers struct {
 	since map[uint32]time.Time    // pid -> its first FUSE mount seen
 	exits map[uint32]*event.Event // pid -> its exit, after since
+	keep  func(*event.Event)      // told each exit kept (FUSEServerExits); nil: no one
 }
 
 // maxFuseServers bounds each map: the oldest entry goes first. A node
@@ -150,18 +151,20 @@ func (s *fuseServers) observe(ev *event.Event) {
 			s.exits[ev.PID] = ev
 			delete(s.since, ev.PID)
 			trimOldest(s.exits, func(e *event.Event) time.Time { return e.Time })
+			if s.keep != nil {
+				s.keep(ev)
+			}
 		}
 	}
 }
 
-// ServesFUSE reports whether ev is the exit of a process that serves a FUSE
-// mount the correlator saw made: the persistent lineage keeps it (no /proc
-// tells when a server died), for a restarted daemon and `mntleak why`.
-// Call it before Handle(ev).
-func (c *Correlator) ServesFUSE(ev *event.Event) bool {
-	_, ok := c.fuse.since[ev.PID]
-	return ev.Kind == event.KindExit && ok
-}
+// FUSEServerExits has keep told, as Handle reads it, each exit of a
+// process that serves a FUSE mount the correlator saw made: the persistent
+// lineage keeps it (no /proc tells when a server died), for a restarted
+// daemon and `mntleak why`. The daemon hands each event to the engine once
+// (Handle); what the engine wants kept beyond state.Keep comes back here.
+// Set it before the first Handle.
+func (c *Correlator) FUSEServerExits(keep func(*event.Event)) { c.fuse.keep = keep }
 
 // exitOf is the exit of pid after it mounted at t, or nil.
 func (s *fuseServers) exitOf(pid uint32, t time.Time) *event.Event {

@@ -71,38 +71,6 @@ func (c *Correlator) ruleSharedPropagation(a *analysis, m match) (verdict, bool)
 	return verdict{}, false
 }
 
-// readThroughMounter reads the table of a namespace none of whose known
-// members is left (runc's child made it and exited; the container's
-// processes were never seen join it) through the process that made its
-// latest mount, else that process's parent (a container's mount(8) exits
-// at once, the shell that ran it stays): without it a Bidirectional
-// container deleted before the next process scan leaves no table to say
-// where its published mounts lay. Only for a mount whose event carried
-// its cgroup: a recording made before events did holds no answer to
-// these questions, and replays as it did.
-func (c *Correlator) readThroughMounter(n *Namespace) {
-	hist := c.ledger.History()
-	for i := len(hist) - 1; i >= 0; i-- {
-		ev := hist[i]
-		if ev.MntNS != n.Ino || ev.Kind != event.KindMount || ev.Ret != 0 {
-			continue
-		}
-		if ev.Cgroup == "" {
-			return
-		}
-		for _, pid := range []uint32{ev.PID, ev.PPID} {
-			if pid == 0 {
-				continue
-			}
-			if ns, mounts, err := c.proc.Mountinfo(int(pid)); err == nil && ns == n.Ino {
-				c.ledger.Store(NewTable(n.Ino, mounts, c.now, c.ledger.Seq()))
-				return
-			}
-		}
-		return
-	}
-}
-
 // mountsByNamespace are the mounts in the ledger's history that worked,
 // by the namespace that made them.
 func (c *Correlator) mountsByNamespace() map[uint32][]*event.Event {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/mntleak/mntleak/finding"
+	"github.com/mntleak/mntleak/procfs"
 )
 
 // creatorWorkload is where a namespace's creator ran when it created it
@@ -85,7 +86,7 @@ func (c *Correlator) ruleUnshare(a *analysis, m match) (verdict, bool) {
 			v.summary += "; " + finding.ProcName(cut.Comm, int(cut.PID)) + " made " + firstNonEmpty(cut.Target, cut.Path) + " private in it at " + finding.Clock(cut.Time)
 			v.evidence = append(v.evidence, eventEvidence(cut, "made private there: "+eventSummary(cut)))
 		}
-		v.fix = who + threadEntry(n, m.where) + "; " + prevent
+		v.fix = who + threadEntry(n, m.where, a.pins[n.Ino]) + "; " + prevent
 		return v, true
 	}
 	// Its creation was not seen: it is named by its oldest live process
@@ -101,22 +102,32 @@ func (c *Correlator) ruleUnshare(a *analysis, m match) (verdict, bool) {
 		summary: finding.NSName(n.Ino) + " predates tracing; its oldest process is " + finding.ProcList([]finding.ProcRef{oldest}, 1) +
 			" and it keeps its own copy (" + prop + " root)" + c.stayed(a),
 		evidence: []finding.Evidence{factEvidence(mountFact(n.Ino, m.mount))},
-		fix:      "restart " + finding.ProcName(oldest.Comm, oldest.PID) + " and the other processes in " + finding.NSName(n.Ino) + " to release the copy",
+		fix:      "restart " + finding.ProcName(oldest.Comm, oldest.PID) + " and the other processes in " + finding.NSName(n.Ino) + " to release the copy" + threadEntry(n, m.where, a.pins[n.Ino]),
 	}, true
 }
 
 // threadEntry is how to reach n's copy when a thread of its own keeps n
 // (the first such member): through that thread, whose /proc/TID/ns/mnt is
 // n, while /proc/PID/ns/mnt is its process's other namespace; "" when
-// no thread member keeps n.
-func threadEntry(n *Namespace, where string) string {
+// no thread member keeps n. When that thread works in the copy (its cwd
+// or root there, among pins, n's), an unmount through it fails with EBUSY
+// until it leaves: the fix says so and what frees the copy instead.
+func threadEntry(n *Namespace, where string, pins []finding.PinRef) string {
 	for _, m := range n.Members() {
 		if m.TID == 0 {
 			continue
 		}
 		tid, pid := itoa(m.TID), itoa(m.PID)
-		return "; or unmount the copy through that thread, the one in " + finding.NSName(n.Ino) + ": nsenter -t " + tid +
-			" -m umount " + where + " (nsenter -t " + pid + " would enter its main thread's namespace)"
+		enter := "nsenter -t " + tid + " -m umount " + where
+		for _, p := range pins {
+			if p.PID == m.PID && p.TID == m.TID && (p.Pin == string(procfs.PinCwd) || p.Pin == string(procfs.PinRoot)) {
+				who := finding.ProcName(m.Comm, m.PID)
+				return "; " + who + " thread " + tid + " has its " + p.Pin + " in the copy (" + p.How() + "): unmounting it through that thread (" +
+					enter + ") fails with EBUSY until it leaves; the copy goes when " + who + " stops or that thread leaves " + where
+			}
+		}
+		return "; or unmount the copy through that thread, the one in " + finding.NSName(n.Ino) + ": " + enter +
+			" (nsenter -t " + pid + " would enter its main thread's namespace)"
 	}
 	return ""
 }

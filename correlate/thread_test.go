@@ -149,14 +149,9 @@ func TestNamespaceKeptByAThread(t *testing.T) {
 		{"the thread ended", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := newWorldOpts(t, correlate.Options{LeakSettle: 2 * time.Second},
-				[]procfs.Process{proc(1, "systemd", hostNS, ""), proc(60, "prog", hostNS, "")}, map[uint32]string{hostNS: hostTable})
-			w.proc.tables[priv] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"
-			unshare := unshareEv(60, "prog", hostNS, priv)
-			unshare.TID = 61
-			w.send(unshare)
-			if tc.stays {
-				w.proc.procs[1].Threads = []procfs.Thread{{TID: 61, MntNS: priv}}
+			w := threadKeptWorld(t, priv)
+			if !tc.stays {
+				w.proc.procs[1].Threads = nil
 			}
 			w.proc.tables[hostNS] = hostWithoutVol
 			w.send(umountEv(40, "umount", hostNS, "/srv/vol", 0))

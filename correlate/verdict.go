@@ -2,6 +2,7 @@ package correlate
 
 import (
 	"strings"
+	"time"
 
 	"github.com/moby/sys/mountinfo"
 
@@ -69,4 +70,27 @@ func parentDir(p string) string {
 		return p[:i]
 	}
 	return "/"
+}
+
+// match is one place an object was found.
+type match struct {
+	ns       *Namespace
+	table    *Table
+	mount    *mountinfo.Info // nil for a pin-only holder
+	where    string
+	self     bool
+	exited   time.Time
+	detached bool    // seen before the unmount, detached by the kernel since
+	kept     *keeper // no process runs in the namespace: what keeps it
+	// bound: processes run in the namespace, and a bind of its nsfs file
+	// keeps it too (a runtime confined in a namespace of its own, as
+	// snapd keeps a snap's at /run/snapd/ns/SNAP.mnt): it outlives them.
+	bound *keeper
+}
+
+// view is where a path shows in another table, and the bind mount it shows
+// through (0: the literal path).
+type view struct {
+	path string
+	bind int
 }

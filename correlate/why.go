@@ -33,6 +33,13 @@ func (c *Correlator) Why(t Target, now time.Time) *finding.Finding {
 	if now.After(c.now) {
 		c.now = now
 	}
+	if c.lastScan.IsZero() {
+		// The startup snapshot's list, as Handle takes it at the first
+		// event: a one-shot why has read every process a moment ago, so
+		// its pin search asks only the holder namespaces' members (their
+		// threads in them too) instead of every process's links again.
+		c.lastScan = c.now
+	}
 	host := c.hostNS
 	if t.MntNS != 0 {
 		host = t.MntNS

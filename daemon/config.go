@@ -22,6 +22,7 @@ type Config struct {
 	Output        string       // event stream file (appended, reopened on SIGHUP); "" for stdout
 	Record        string       // replayable record: events and /proc answers (truncated at start)
 	Correlate     bool         // explain failures and report leaks
+	NoMountNotes  bool         // with Correlate: no kernel mount notes (fanotify mntns marks, 6.15+), only re-reads
 	JournalEvents bool         // also send every raw event to the journal
 	MetricsAddr   string       // Prometheus metrics address, already checked; "" for none
 	PprofAddr     string       // /debug/pprof/ address, loopback, already checked; "" for none

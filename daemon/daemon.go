@@ -142,6 +142,10 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer, log *Log, reopen <-c
 		if err := p.corr.Start(); err != nil {
 			return fmt.Errorf("startup snapshot of /proc: %w", err)
 		}
+		if !cfg.NoMountNotes {
+			p.mounts = openMountWatch(p.corr, p.log)
+			defer p.mounts.close()
+		}
 	}
 	log.Info("tracing", zap.Stringer(logkey.Format, cfg.Format), zap.String(logkey.Record, cfg.Record),
 		zap.Bool(logkey.Filter, !cfg.Filter.Empty()))

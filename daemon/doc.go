@@ -2,15 +2,19 @@
 // kernel's events to every output. cmd/mntleak parses flags into a Config
 // and a LogConfig, opens the Log, and calls Run under a signal context.
 //
-// The event path, read top to bottom in pipeline.go: the tracer's reader
-// hands each event to pipeline.handle, on one goroutine, in kernel order;
-// it is prepared in one step (correlate.Prepare, with the daemon's
+// The event path, read top to bottom in pipeline.go, which holds every
+// step taken per event: the tracer's reader hands each event to
+// pipeline.handle, on one goroutine, in kernel order; it is prepared in
+// one step (pipeline.prepare: correlate.Prepare, with the daemon's
 // Sources: a failure's executable, a new namespace's birth id, the device
-// a teardown call named, read from sysfs by package teardown), written to
-// the record and the persistent lineage (every event), printed when the
-// filter selects it (stream, journal), given to the correlator and
-// counted. No stage waits for an output: each slow output is a bounded
-// queue with counted drops.
+// a teardown call named, read from sysfs by package teardown; and the
+// runtimes asked about its container and pod, and about the pod whose
+// kubelet directory its path lies in), written to the record and
+// the persistent lineage, printed when the filter selects it (stream,
+// journal), given to the correlator once and counted. What the engine
+// wants kept in the lineage besides (a FUSE server's exit) it hands back
+// (correlate.Correlator.FUSEServerExits). No stage waits for an output:
+// each slow output is a bounded queue with counted drops.
 // The correlator's findings leave the event path at once: they are
 // queued, enriched with pod and container names, then logged, counted and
 // posted as Kubernetes Events on a goroutine of their own (findings.go,
@@ -22,14 +26,23 @@
 //     loopback listener of their own when asked, tracer, lineage,
 //     startup snapshot, read loop) and the hand-off of the tracer to the
 //     metrics goroutine.
-//   - pipeline.go: the event path.
+//   - pipeline.go: the event path: every step taken per event, with the
+//     per-event calls into the stores it feeds (the lineage's append, the
+//     findings' warm).
+//   - mountwatch.go: the kernel's mount notes (fanotify mount-namespace
+//     marks, Linux 6.15+): a group per watched namespace under one
+//     epoll, each knowing its mounts by unique id; mountnotes.go: the
+//     pipeline's use of it: the notes queued so far recorded and applied
+//     before each event, the watched namespaces kept to the live ones
+//     (--mount-notes; without the marks the tables are re-read as before).
 //   - sources.go: Sources, the answers the engine is given before an
 //     event is recorded (correlate.Sources); the live test harnesses that
 //     drive a correlator of their own prepare events with it too.
 //   - sinks.go: the event stream, the record and their exit budget.
 //   - log.go: the logger on a queue in front of stderr, teed with the
 //     journal; findings are never dropped from it.
-//   - lineage.go: the persistent lineage (--state-dir) of a running daemon.
+//   - lineage.go: the persistent lineage (--state-dir) of a running
+//     daemon: opened, fed back to the correlator, flushed and closed.
 //   - findings.go: a finding after the correlator: the runtimes and API
 //     server asked (package attribution), the enricher, the log line,
 //     the metrics and the Kubernetes Events (package kubeevents).

@@ -8,15 +8,14 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/mntleak/mntleak/attribution"
 	"github.com/mntleak/mntleak/attribution/cri"
 	"github.com/mntleak/mntleak/attribution/docker"
 	"github.com/mntleak/mntleak/attribution/kubeapi"
-	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/enrich"
 	"github.com/mntleak/mntleak/finding"
+	"github.com/mntleak/mntleak/internal/kubeclient"
 	"github.com/mntleak/mntleak/internal/logkey"
 	"github.com/mntleak/mntleak/sink/kubeevents"
 	"github.com/mntleak/mntleak/sink/output"
@@ -41,14 +40,18 @@ type findings struct {
 	enricher *enrich.Enricher
 	// warmer asks about the container and pod of an event's process when
 	// the event arrives, so a finding names them once they are gone.
-	warmer  *enrich.Warmer
-	closers []func()
+	warmer *enrich.Warmer
+	// kubeletRoot is the kubelet's --root-dir: an event's path under its
+	// pods/<uid>/ names the pod warm asks about.
+	kubeletRoot string
+	closers     []func()
 }
 
 // openFindings sets up the runtimes asked, the API client, the Event
 // poster and the enricher; the enricher runs until close.
 func openFindings(ctx context.Context, cfg Config, p *pipeline, log *zap.Logger) (*findings, error) {
-	fs := &findings{}
+	ecfg := enrich.Config{Node: cfg.NodeName, KubeletRoot: cfg.KubeletRoot}.Defaults()
+	fs := &findings{kubeletRoot: ecfg.KubeletRoot}
 	var sources []attribution.Source
 	if len(cfg.CRISockets) > 0 {
 		s := cri.New(cfg.CRISockets...)
@@ -60,10 +63,10 @@ func openFindings(ctx context.Context, cfg Config, p *pipeline, log *zap.Logger)
 		sources = append(sources, s)
 		fs.closers = append(fs.closers, s.Close)
 	}
-	var client kubernetes.Interface
+	var client *kubeclient.Client
 	if cfg.Kube {
 		var err error
-		if client, err = kubeevents.NewClient(cfg.Kubeconfig); err != nil {
+		if client, err = kubeclient.New(cfg.Kubeconfig); err != nil {
 			return nil, err
 		}
 		sources = append(sources, kubeapi.New(client, cfg.NodeName))
@@ -136,7 +139,7 @@ func openFindings(ctx context.Context, cfg Config, p *pipeline, log *zap.Logger)
 			poster.Post(f)
 		}
 	}
-	fs.enricher = enrich.New(enrich.Config{Node: cfg.NodeName, KubeletRoot: cfg.KubeletRoot}, lookup, record, out)
+	fs.enricher = enrich.New(ecfg, lookup, record, out)
 	fs.enricher.Start()
 	if len(sources) > 0 {
 		// The resolver itself, not the recorder: a finding's question is
@@ -145,15 +148,6 @@ func openFindings(ctx context.Context, cfg Config, p *pipeline, log *zap.Logger)
 		fs.warmer.Start()
 	}
 	return fs, nil
-}
-
-// warm asks, off the event path, about the container and pod a cgroup
-// path names (nothing when it names none, or no runtime is asked).
-func (fs *findings) warm(cgroup string) {
-	if fs == nil || fs.warmer == nil || cgroup == "" {
-		return
-	}
-	fs.warmer.Warm(correlate.ContainerID(cgroup), correlate.PodUID(cgroup))
 }
 
 // submit hands a finding on; it never waits.

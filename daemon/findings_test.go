@@ -79,6 +79,24 @@ func (a *apiServer) received() []*eventsv1.Event {
 // has closed, even from a slow server (before, the broadcaster was shut
 // down with the context, before the findings still queued were logged:
 // their Events were dropped).
+// openTestFindings opens a finding's path after the correlator for cfg,
+// with no outputs but its log, which it returns; a failed write fails the
+// test.
+func openTestFindings(t *testing.T, cfg Config) (*findings, *observer.ObservedLogs) {
+	t.Helper()
+	p := &pipeline{cfg: cfg, sinks: &sinks{}, fail: func(err error) {
+		if err != nil {
+			t.Error(err)
+		}
+	}}
+	core, logs := observer.New(zap.InfoLevel)
+	fs, err := openFindings(context.Background(), cfg, p, zap.New(core))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs, logs
+}
+
 func TestEventsSentAtExit(t *testing.T) {
 	api := &apiServer{delay: 300 * time.Millisecond}
 	srv := httptest.NewServer(api)
@@ -95,16 +113,7 @@ current-context: c
 	}
 	cfg := Config{Kube: true, Kubeconfig: kubeconfig, K8sEvents: true, NodeName: "node-1",
 		KubeletRoot: "/var/lib/kubelet", RuntimeTimeout: 2 * time.Second}
-	p := &pipeline{cfg: cfg, sinks: &sinks{}, fail: func(err error) {
-		if err != nil {
-			t.Error(err)
-		}
-	}}
-	core, logs := observer.New(zap.InfoLevel)
-	fs, err := openFindings(context.Background(), cfg, p, zap.New(core))
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs, logs := openTestFindings(t, cfg)
 	f := &finding.Finding{Kind: finding.KindFailure, Cause: finding.CauseRprivateBind,
 		Call: finding.Call{PID: 40, Comm: "kubelet", Syscall: "unlinkat", Errno: "EBUSY", MntNS: 1},
 		Object: finding.Object{Path: "/var/lib/kubelet/pods/" + stuckUIDForEvents + "/volumes/kubernetes.io~empty-dir/data",
@@ -153,13 +162,7 @@ func TestFindingsFromTwoGoroutines(t *testing.T) {
 		{"cannot keep", notADir, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := Config{StateDir: tc.stateDir, NodeName: "node-1", KubeletRoot: "/var/lib/kubelet"}
-			p := &pipeline{cfg: cfg, sinks: &sinks{}}
-			core, logs := observer.New(zap.InfoLevel)
-			fs, err := openFindings(context.Background(), cfg, p, zap.New(core))
-			if err != nil {
-				t.Fatal(err)
-			}
+			fs, logs := openTestFindings(t, Config{StateDir: tc.stateDir, NodeName: "node-1", KubeletRoot: "/var/lib/kubelet"})
 			const n = 3000
 			for i := range n {
 				fs.submit(&finding.Finding{Kind: finding.KindFailure, Cause: finding.CauseInUse,

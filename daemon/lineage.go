@@ -54,6 +54,9 @@ func openLineage(ctx context.Context, dir string, maxBytes int64, corr *correlat
 		corr.Remember(ev)
 	}
 	s := &lineageStore{dir: dir, l: l, log: log}
+	// The exit of a FUSE server is kept too: the engine hands it back as
+	// it reads it (append, pipeline.go).
+	corr.FUSEServerExits(func(ev *event.Event) { s.append(ev, true) })
 	go func() {
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
@@ -70,17 +73,6 @@ func openLineage(ctx context.Context, dir string, maxBytes int64, corr *correlat
 	}()
 	log.Info("persistent lineage", zap.String(logkey.Path, dir), zap.Int(logkey.Remembered, len(loaded.Events)))
 	return s
-}
-
-// append keeps ev if it belongs in the lineage, or if the correlator
-// says it is the exit of a FUSE server (fuseServer): no /proc shows when a
-// server died, and a later `mntleak why` or a restarted daemon cites it.
-// It is nil-safe.
-func (s *lineageStore) append(ev *event.Event, fuseServer bool) {
-	if s == nil || s.broken.Load() || !(state.Keep(ev) || fuseServer) {
-		return
-	}
-	s.fail(s.l.Append(ev))
 }
 
 func (s *lineageStore) fail(err error) {

@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/mntleak/mntleak/metrics"
 	"github.com/mntleak/mntleak/procfs"
 	"github.com/mntleak/mntleak/sink/output"
+	"github.com/mntleak/mntleak/state"
 	"github.com/mntleak/mntleak/stream"
 )
 
@@ -194,5 +196,67 @@ func TestOwnEventsDropped(t *testing.T) {
 		if len(lines) != 1 || !strings.Contains(lines[0], `"pid":4243,`) {
 			t.Errorf("%s: %q, want only the event of pid 4243", name, lines)
 		}
+	}
+}
+
+// TestLineageKeepsTheExitOfAFUSEServer: the persistent lineage keeps the
+// events state.Keep selects and, handed back by the engine as it reads it,
+// the exit of a FUSE server (the fuse-daemon-killed scenario's
+// gcsfuse[6535]), and no other exit: a restarted daemon or `mntleak why`
+// names the dead server from it.
+func TestLineageKeepsTheExitOfAFUSEServer(t *testing.T) {
+	startup, steps := readRecording(t, filepath.Join("..", "e2e", "scenarios", "fuse-daemon-killed", "stream.jsonl"))
+	p := &pipeline{cfg: Config{Correlate: true}, sinks: &sinks{discard: true}, fail: func(err error) {
+		if err != nil {
+			t.Errorf("pipeline write failed: %v", err)
+		}
+	}}
+	replay := procfs.NewReplay()
+	for _, rec := range startup {
+		if rec != nil { // not the attribution settings line
+			replay.Add(rec)
+		}
+	}
+	var found []string
+	p.corr = newCorrelator(p, replay, func(f *finding.Finding) { found = append(found, f.Cause.String()) })
+	ctx, cancel := context.WithCancel(context.Background())
+	dir := t.TempDir()
+	p.lineage = openLineage(ctx, dir, 0, p.corr, zap.NewNop())
+	if p.lineage == nil {
+		t.Fatal("the lineage could not be opened")
+	}
+	if err := p.corr.Start(); err != nil {
+		t.Fatal(err)
+	}
+	wantKept := 0
+	for _, st := range steps {
+		replay.AddStep(st.answers)
+		if state.Keep(st.ev) {
+			wantKept++
+		}
+		p.handle(st.ev)
+	}
+	cancel()
+	p.lineage.close()
+	if strings.Join(found, ",") != "dead-fuse-daemon" {
+		t.Errorf("findings %v, want the dead FUSE server's alone", found)
+	}
+	boot, err := state.BootID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := state.Read(dir, boot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exits []string
+	for _, ev := range loaded.Events {
+		if ev.Kind == event.KindExit {
+			exits = append(exits, fmt.Sprintf("%s[%d]", ev.Comm, ev.PID))
+		}
+	}
+	if strings.Join(exits, ",") != "gcsfuse[6535]" || len(loaded.Events) != wantKept+1 {
+		t.Errorf("the lineage kept %d events, exits %v; want the %d state.Keep selects and gcsfuse[6535]'s exit",
+			len(loaded.Events), exits, wantKept)
 	}
 }

@@ -25,6 +25,13 @@ type Config struct {
 	Queue int
 }
 
+// Defaults returns c with the defaults of what it leaves unset, as Fill
+// and New use them (the kubelet's root that names a stuck pod's paths).
+func (c Config) Defaults() Config {
+	c.defaults()
+	return c
+}
+
 func (c *Config) defaults() {
 	if c.Timeout == 0 {
 		c.Timeout = 3 * time.Second

@@ -6,15 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/fake"
-
 	"github.com/mntleak/mntleak/attribution"
 	"github.com/mntleak/mntleak/attribution/cri"
 	"github.com/mntleak/mntleak/attribution/kubeapi"
 	"github.com/mntleak/mntleak/finding"
+	"github.com/mntleak/mntleak/internal/kubeclient/kubetest"
 )
 
 // TestTeardownPodNamedByTheAPIServer: a pod's teardown left the sandbox's
@@ -24,12 +20,9 @@ import (
 // finding led with the shm and no pod was named.
 func TestTeardownPodNamedByTheAPIServer(t *testing.T) {
 	const shm = "/run/containerd/io.containerd.grpc.v1.cri/sandboxes/5c1e9a0b/shm"
-	client := fake.NewClientset(&corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-7f9c", Namespace: "shop", UID: types.UID(stuckUID)},
-		Spec:       corev1.PodSpec{NodeName: "node-1"},
-	})
+	api := kubetest.Start(t, kubetest.Pod("web-7f9c", "shop", stuckUID, "node-1", ""))
 	lookup := attribution.NewResolver(attribution.Options{},
-		cri.New(filepath.Join(t.TempDir(), "no-such.sock")), kubeapi.New(client, "node-1"))
+		cri.New(filepath.Join(t.TempDir(), "no-such.sock")), kubeapi.New(api.Client(t), "node-1"))
 	for _, lead := range []string{shm, volPath} {
 		f := makeFinding(shm, shm, "", "")
 		f.Others = []finding.Object{{Path: volPath, FSType: "tmpfs"}}

@@ -10,5 +10,6 @@
 // Files: event.go (Event, Kind, Teardown), decode.go (the binary records, length
 // checked), names.go (syscall, errno and flag names), syscalls_amd64.go and
 // syscalls_arm64.go (generated number-to-name tables), text.go (the one-line text form),
-// filter.go (--pid, --comm, --mntns).
+// filter.go (--pid, --comm, --mntns), mountnote.go (MountNote: a mount attached to or
+// detached from a watched namespace, as the kernel's fanotify marks tell it).
 package event

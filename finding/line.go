@@ -164,7 +164,7 @@ func (h *Holder) text() string {
 				pins = append(pins, "+"+strconv.Itoa(len(h.Pins)-3)+" more")
 				break
 			}
-			pins = append(pins, ProcName(p.Comm, p.PID)+workloadTag(p.ProcRef)+" "+p.How())
+			pins = append(pins, ProcName(p.Comm, p.PID)+threadTag(p.ProcRef)+workloadTag(p.ProcRef)+" "+p.How())
 		}
 		b.WriteString(", held by " + strings.Join(pins, ", "))
 		if len(h.Processes) > 0 {

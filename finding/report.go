@@ -38,7 +38,7 @@ func (f *Finding) Report() string {
 		b.endLine()
 		// The pinners first (the actor leads), then the namespace's members.
 		for _, pp := range pinners(h.Pins) {
-			b.WriteString("    " + ProcName(pp[0].Comm, pp[0].PID) + ": " + pinSummary(pp))
+			b.WriteString("    " + pp[0].Name() + ": " + pinSummary(pp))
 			b.endLine()
 		}
 		for _, p := range h.Processes {
@@ -65,15 +65,16 @@ func (f *Finding) Report() string {
 	return b.String()
 }
 
-// pinners groups pins by process, in the order the processes come.
+// pinners groups pins by process (and thread: a thread in a namespace of
+// its own has its own cwd and root), in the order they come.
 func pinners(pins []PinRef) [][]PinRef {
 	var out [][]PinRef
-	at := map[int]int{}
+	at := map[[2]int]int{}
 	for _, p := range pins {
-		i, ok := at[p.PID]
+		i, ok := at[[2]int{p.PID, p.TID}]
 		if !ok {
 			i = len(out)
-			at[p.PID] = i
+			at[[2]int{p.PID, p.TID}] = i
 			out = append(out, nil)
 		}
 		out[i] = append(out[i], p)

@@ -112,8 +112,15 @@ func Find(in Input) []Object {
 			}
 		}
 	}
+	// A volume's directory a mount is on (the node's, or a copy only
+	// another namespace has: the kubelet unmounted the volume but could
+	// not remove the directory) is that mount's object already.
+	named := map[string]bool{}
+	for _, o := range out {
+		named[o.Path] = true
+	}
 	for _, dir := range in.VolumeDirs {
-		if v, ok := kubeletpath.Parse(root, dir); ok && v.PodUID == in.UID && v.Name != "" {
+		if v, ok := kubeletpath.Parse(root, dir); ok && v.PodUID == in.UID && v.Name != "" && !named[dir] {
 			add(Object{Kind: volumeKind(v), Text: v.Text(), Path: dir, OnNode: true})
 		}
 	}

@@ -23,8 +23,9 @@ func mount(major, minor int, root, point, fstype string) *mountinfo.Info {
 
 // TestFind: the node's volumes, subPath binds, netns, shm and rootfs of
 // the pod (not another pod's, not a container the pod does not have), a
-// copy only another namespace still has, named by the node's path, and a
-// volume that is a directory on disk; each object once, in a fixed order.
+// copy only another namespace still has, named by the node's path (once,
+// though its directory is still on the disk), and a volume that is a
+// directory on disk; each object once, in a fixed order.
 func TestFind(t *testing.T) {
 	pods := "/var/lib/kubelet/pods/"
 	vol := pods + uid + "/volumes/"
@@ -50,7 +51,9 @@ func TestFind(t *testing.T) {
 				mount(0, 45, "/", "/host"+vol+"kubernetes.io~empty-dir/cache", "tmpfs"),
 			},
 		},
-		VolumeDirs: []string{vol + "kubernetes.io~empty-dir/data", vol + "kubernetes.io~projected/kube-api-access-x"},
+		// cache's directory stays on the disk (the kubelet could not
+		// remove it): the copy on it names it already.
+		VolumeDirs: []string{vol + "kubernetes.io~empty-dir/data", vol + "kubernetes.io~projected/kube-api-access-x", vol + "kubernetes.io~empty-dir/cache"},
 	}
 	got := Find(in)
 	want := []Object{

@@ -167,6 +167,12 @@ func pickCgroup(s string) string {
 // the table: if the process changed namespace (setns) or its pid was reused
 // in between, the answer is an error rather than a mislabelled table.
 func (h Host) Mountinfo(pid int) (uint32, []*mountinfo.Info, error) {
+	return h.mountinfo(pid, newScratch())
+}
+
+// mountinfo is Mountinfo with a reader's scratch space: its buffer holds
+// the table, its parser interns the strings.
+func (h Host) mountinfo(pid int, s *scratch) (uint32, []*mountinfo.Info, error) {
 	dir := filepath.Join(h.root(), strconv.Itoa(pid))
 	ns, err := h.nsOf(dir)
 	if err != nil {
@@ -188,15 +194,15 @@ func (h Host) Mountinfo(pid int) (uint32, []*mountinfo.Info, error) {
 		return 0, nil, err
 	}
 	defer f.Close()
-	mounts, err := mountinfo.GetMountsFromReader(f, nil)
+	if s.buf, err = readAll(f, s.buf); err != nil {
+		return 0, nil, fmt.Errorf("read %s/mountinfo: %w", dir, err)
+	}
+	mounts, err := s.tables().parse(s.buf)
 	if err != nil {
 		return 0, nil, fmt.Errorf("parse %s/mountinfo: %w", dir, err)
 	}
 	if after, err := h.nsOf(dir); err != nil || after != ns {
 		return 0, nil, fmt.Errorf("%s changed mount namespace while being read", dir)
-	}
-	for _, m := range mounts {
-		intern(m)
 	}
 	return ns, mounts, nil
 }

@@ -24,7 +24,8 @@ type KernelNamespaces interface {
 	MountNamespaces() ([]kmount.Namespace, error)
 	// NamespaceTable is the mount table of the namespace born with id, as
 	// /proc/PID/mountinfo would show it (ids, parents, devices, roots,
-	// mount points, propagation, fstype, super options; not the source).
+	// mount points, propagation, fstype, super options; the source and a
+	// FUSE type's subtype on Linux 6.14+).
 	NamespaceTable(id uint64) ([]*mountinfo.Info, error)
 }
 
@@ -52,17 +53,55 @@ func infoOf(m *kmount.Mount) *mountinfo.Info {
 	return &mountinfo.Info{
 		ID: m.OldID, Parent: m.OldParent, Major: int(m.Dev.Major()), Minor: int(m.Dev.Minor()),
 		Root: m.Root, Mountpoint: m.Point, Options: mountOptions(m.Attr), Optional: optionalFields(m),
-		FSType: m.FSType, VFSOptions: m.Opts,
+		FSType: fsType(m), Source: m.Source, VFSOptions: superOptions(m),
 	}
 }
 
+// fsType is mountinfo's field 9: the type, and a FUSE mount's subtype
+// after a dot (fuse.sshfs).
+func fsType(m *kmount.Mount) string {
+	if m.Subtype == "" {
+		return m.FSType
+	}
+	return m.FSType + "." + m.Subtype
+}
+
+// The superblock's SB_ flags mountinfo's super options name before the
+// filesystem's own, in its order.
+var superFlagWords = []struct {
+	bit  uint32
+	word string
+}{
+	{unix.MS_SYNCHRONOUS, "sync"}, {unix.MS_DIRSYNC, "dirsync"}, {unix.MS_MANDLOCK, "mand"}, {unix.MS_LAZYTIME, "lazytime"},
+}
+
+// superOptions is mountinfo's field 11: ro or rw, the superblock's flags,
+// then the filesystem's options statmount gives.
+func superOptions(m *kmount.Mount) string {
+	out := "rw"
+	if m.SBFlags&unix.MS_RDONLY != 0 {
+		out = "ro"
+	}
+	for _, w := range superFlagWords {
+		if m.SBFlags&w.bit != 0 {
+			out += "," + w.word
+		}
+	}
+	if m.Opts != "" {
+		out += "," + m.Opts
+	}
+	return out
+}
+
 // The MOUNT_ATTR_ bits statmount reports, and the words mountinfo uses.
+// Strict atime has none: mountinfo shows it as neither noatime nor
+// relatime.
 var mountAttrWords = []struct {
 	bit  uint64
 	word string
 }{
 	{unix.MOUNT_ATTR_NOSUID, "nosuid"}, {unix.MOUNT_ATTR_NODEV, "nodev"}, {unix.MOUNT_ATTR_NOEXEC, "noexec"},
-	{unix.MOUNT_ATTR_NOATIME, "noatime"}, {unix.MOUNT_ATTR_STRICTATIME, "strictatime"},
+	{unix.MOUNT_ATTR_NOATIME, "noatime"},
 	{unix.MOUNT_ATTR_NODIRATIME, "nodiratime"}, {unix.MOUNT_ATTR_IDMAP, "idmapped"},
 	{unix.MOUNT_ATTR_NOSYMFOLLOW, "nosymfollow"},
 }
@@ -129,9 +168,9 @@ type TableAnswer struct {
 // Mountinfos implements TableReader.
 func (h Host) Mountinfos(pids []int) []TableAnswer {
 	out := make([]TableAnswer, len(pids))
-	scan(len(pids), func(i int, _ *scratch) {
+	scan(len(pids), func(i int, s *scratch) {
 		a := &out[i]
-		a.NS, a.Mounts, a.Err = h.Mountinfo(pids[i])
+		a.NS, a.Mounts, a.Err = h.mountinfo(pids[i], s)
 	})
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
+	"github.com/mntleak/mntleak/internal/kmount"
 	"github.com/mntleak/mntleak/internal/nsthread"
 )
 
@@ -16,13 +17,88 @@ import (
 const nsfsMagic = 0x6e736673
 
 // NSMountinfo implements Proc. A namespace no process runs in has no
-// /proc/PID/mountinfo to read: a thread of mntleak's own (nsthread.Run:
-// never the main thread, ended afterwards) enters it and reads its own
+// /proc/PID/mountinfo to read. A kernel that reads another namespace's
+// table by its id (listmount and statmount, with each mount's source:
+// Linux 6.14+) is asked by the id NS_GET_MNTNS_ID gives for the file: no
+// thread of mntleak's enters the namespace, so mntleak is never one of its
+// holders, even for an instant. An older kernel's table is read from
+// inside (nsMountinfoEntering). The open file keeps the namespace alive
+// while it is read either way.
+func (h Host) NSMountinfo(file string) (uint32, []*mountinfo.Info, error) {
+	fd, ns, err := openMountNS(file)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer unix.Close(fd)
+	if mounts, ok := tableByID(fd); ok {
+		return ns, mounts, nil
+	}
+	return h.nsMountinfoEntering(file)
+}
+
+// tableByID reads the table of the namespace fd is by its id, and says
+// whether the kernel could give all of it as mountinfo would (a kernel
+// before 6.11 has no NS_GET_MNTNS_ID or listmount by namespace, one before
+// 6.14 no source): if not, the caller reads it from inside.
+func tableByID(fd int) ([]*mountinfo.Info, bool) {
+	id, err := kmount.NSID(fd)
+	if err != nil {
+		return nil, false
+	}
+	mounts, err := kmount.Table(id)
+	if err != nil {
+		return nil, false
+	}
+	out := make([]*mountinfo.Info, len(mounts))
+	for i := range mounts {
+		if !mounts[i].HasSource {
+			return nil, false
+		}
+		out[i] = infoOf(&mounts[i])
+		intern(out[i])
+	}
+	return out, true
+}
+
+// openMountNS opens file, which must be a mount namespace's nsfs file,
+// and returns it and the namespace's inode.
+func openMountNS(file string) (int, uint32, error) {
+	fd, err := unix.Open(file, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, 0, fmt.Errorf("open %s: %w", file, err)
+	}
+	var fs unix.Statfs_t
+	if err := unix.Fstatfs(fd, &fs); err != nil {
+		unix.Close(fd)
+		return -1, 0, fmt.Errorf("statfs %s: %w", file, err)
+	}
+	if fs.Type != nsfsMagic {
+		unix.Close(fd)
+		return -1, 0, fmt.Errorf("%s is not a namespace file", file)
+	}
+	if t, err := unix.IoctlRetInt(fd, unix.NS_GET_NSTYPE); err != nil {
+		unix.Close(fd)
+		return -1, 0, fmt.Errorf("namespace type of %s: %w", file, err)
+	} else if t != unix.CLONE_NEWNS {
+		unix.Close(fd)
+		return -1, 0, fmt.Errorf("%s is not a mount namespace's file", file)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, 0, fmt.Errorf("stat %s: %w", file, err)
+	}
+	return fd, uint32(st.Ino), nil
+}
+
+// nsMountinfoEntering reads the table of the namespace file names from
+// inside: a thread of mntleak's own (nsthread.Run: never the main thread,
+// ended afterwards) enters it and reads its own
 // /proc/thread-self/mountinfo, so no other work ever runs in the namespace
 // and nothing holds it once the table is read. No external program is
 // needed (the image has none). setns into a mount namespace needs
 // CAP_SYS_ADMIN and CAP_SYS_CHROOT.
-func (h Host) NSMountinfo(file string) (uint32, []*mountinfo.Info, error) {
+func (h Host) nsMountinfoEntering(file string) (uint32, []*mountinfo.Info, error) {
 	var (
 		ns     uint32
 		mounts []*mountinfo.Info
@@ -48,28 +124,11 @@ func (h Host) nsMountinfoHere(file string) (uint32, []*mountinfo.Info, error) {
 		return 0, nil, fmt.Errorf("open %s: %w", h.root(), err)
 	}
 	defer unix.Close(proc)
-	fd, err := unix.Open(file, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	fd, ns, err := openMountNS(file)
 	if err != nil {
-		return 0, nil, fmt.Errorf("open %s: %w", file, err)
+		return 0, nil, err
 	}
 	defer unix.Close(fd)
-	var fs unix.Statfs_t
-	if err := unix.Fstatfs(fd, &fs); err != nil {
-		return 0, nil, fmt.Errorf("statfs %s: %w", file, err)
-	}
-	if fs.Type != nsfsMagic {
-		return 0, nil, fmt.Errorf("%s is not a namespace file", file)
-	}
-	if t, err := unix.IoctlRetInt(fd, unix.NS_GET_NSTYPE); err != nil {
-		return 0, nil, fmt.Errorf("namespace type of %s: %w", file, err)
-	} else if t != unix.CLONE_NEWNS {
-		return 0, nil, fmt.Errorf("%s is not a mount namespace's file", file)
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return 0, nil, fmt.Errorf("stat %s: %w", file, err)
-	}
-	ns := uint32(st.Ino)
 	// A thread shares its filesystem context (root, cwd) with the others;
 	// setns into a mount namespace needs one of its own.
 	if err := unix.Unshare(unix.CLONE_FS); err != nil {
@@ -91,12 +150,9 @@ func (h Host) nsMountinfoHere(file string) (uint32, []*mountinfo.Info, error) {
 	if _, err := buf.ReadFrom(f); err != nil {
 		return 0, nil, fmt.Errorf("read the mount table of mnt:[%d] (%s): %w", ns, file, err)
 	}
-	mounts, err := mountinfo.GetMountsFromReader(&buf, nil)
+	mounts, err := newMountinfoParser().parse(buf.Bytes())
 	if err != nil {
 		return 0, nil, fmt.Errorf("parse the mount table of mnt:[%d] (%s): %w", ns, file, err)
-	}
-	for _, m := range mounts {
-		intern(m)
 	}
 	return ns, mounts, nil
 }

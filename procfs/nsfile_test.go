@@ -19,17 +19,32 @@ import (
 )
 
 // envNSMountinfo makes the test binary, re-executed, print what
-// Host.NSMountinfo answers for the file it names, and exit.
-const envNSMountinfo = "MNTLEAK_TEST_NSMOUNTINFO"
+// Host.NSMountinfo answers for the file it names, and exit; with
+// envNSMountinfoEntering set too, what the entering fallback (an older
+// kernel's way) answers.
+const (
+	envNSMountinfo         = "MNTLEAK_TEST_NSMOUNTINFO"
+	envNSMountinfoEntering = "MNTLEAK_TEST_NSMOUNTINFO_ENTERING"
+)
 
-// nsMountinfoChild is the re-executed binary's work (TestMain).
+// nsMountinfoChild is the re-executed binary's work (TestMain): the
+// namespace, the number of mounts, then a line per mount: its source, its
+// type and its mount point.
 func nsMountinfoChild(file string) {
-	ns, mounts, err := Host{}.NSMountinfo(file)
+	read := Host{}.NSMountinfo
+	if os.Getenv(envNSMountinfoEntering) != "" {
+		read = Host{}.nsMountinfoEntering
+	}
+	ns, mounts, err := read(file)
 	if err != nil {
 		os.Stdout.WriteString("error " + err.Error() + "\n")
 		os.Exit(1)
 	}
-	os.Stdout.WriteString("mnt:[" + strconv.FormatUint(uint64(ns), 10) + "] " + strconv.Itoa(len(mounts)) + " mounts\n")
+	out := "mnt:[" + strconv.FormatUint(uint64(ns), 10) + "] " + strconv.Itoa(len(mounts)) + " mounts\n"
+	for _, m := range mounts {
+		out += m.Source + " " + m.FSType + " " + m.Mountpoint + "\n"
+	}
+	os.Stdout.WriteString(out)
 	os.Exit(0)
 }
 
@@ -167,31 +182,47 @@ func threadsOutside(t *testing.T, ns uint32) []string {
 	return out
 }
 
-// TestNSMountinfoWithoutChroot: without CAP_SYS_CHROOT (root otherwise)
-// the kernel refuses to enter a mount namespace, and the error says which
-// capabilities reading a kept namespace needs.
+// TestNSMountinfoWithoutChroot: a kernel that reads another namespace's
+// table by its id (listmount, statmount; Linux 6.14+ for the source) needs
+// no thread of mntleak's in it: without CAP_SYS_CHROOT (root otherwise),
+// which entering a mount namespace needs, the kept namespace's table is
+// read, its tmpfs with its source. The entering fallback (older kernels)
+// is refused there by the kernel, and its error says which capabilities
+// it needs.
 func TestNSMountinfoWithoutChroot(t *testing.T) {
 	privtest.Require(t)
 	privtest.RequireCommands(t, "unshare", "mount", "setpriv")
-	file, _, _ := keptNamespace(t, t.TempDir(), "mntleak-nsfile-nochroot")
+	const tag = "mntleak-nsfile-nochroot"
+	file, ns, vol := keptNamespace(t, t.TempDir(), tag)
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
+	noChroot := []string{"--bounding-set=-sys_chroot", "--inh-caps=-all"}
+	table := "mnt:[" + strconv.FormatUint(uint64(ns), 10) + "] "
+	mount := "\n" + tag + " tmpfs " + vol + "\n"
 	for _, tc := range []struct {
-		name    string
-		setpriv []string
-		want    string
+		name     string
+		setpriv  []string
+		entering bool
+		want     []string
 	}{
-		{"root", nil, " mounts"},
-		{"without CAP_SYS_CHROOT", []string{"--bounding-set=-sys_chroot", "--inh-caps=-all"}, "needs CAP_SYS_ADMIN and CAP_SYS_CHROOT"},
+		{"root", nil, false, []string{table, mount}},
+		{"without CAP_SYS_CHROOT", noChroot, false, []string{table, mount}},
+		{"root, entering", nil, true, []string{table, mount}},
+		{"without CAP_SYS_CHROOT, entering", noChroot, true, []string{"needs CAP_SYS_ADMIN and CAP_SYS_CHROOT"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command("setpriv", append(append(tc.setpriv, "--"), self, "-test.run=^$")...)
 			cmd.Env = append(os.Environ(), envNSMountinfo+"="+file)
+			if tc.entering {
+				cmd.Env = append(cmd.Env, envNSMountinfoEntering+"=1")
+			}
 			out, _ := cmd.CombinedOutput()
-			if !strings.Contains(string(out), tc.want) {
-				t.Errorf("child said %q, want %q", out, tc.want)
+			for _, want := range tc.want {
+				if !strings.Contains(string(out), want) {
+					t.Errorf("child said %q, want %q", out, want)
+				}
 			}
 		})
 	}

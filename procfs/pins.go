@@ -60,7 +60,8 @@ func (h Host) pinsAmong(pids []int, devs []event.Dev, in map[uint32]bool) ([]Pin
 			if err != nil {
 				return nil, isDenied(err)
 			}
-			if ns, err := ParseNSLink(link); err != nil || !in[ns] {
+			ns, err := ParseNSLink(link)
+			if err != nil || (!in[ns] && !threadIn(threadsElsewhereOf(h.root()+"/"+strconv.Itoa(pids[i]), ns, s), in)) {
 				return nil, false
 			}
 		}
@@ -69,7 +70,7 @@ func (h Host) pinsAmong(pids []int, devs []event.Dev, in map[uint32]bool) ([]Pin
 			return nil, unreadable
 		}
 		p, err := h.process(pids[i], s)
-		if err != nil || (in != nil && !in[p.MntNS]) { // gone, a kernel thread, or moved (setns) meanwhile
+		if err != nil || (in != nil && !in[p.MntNS] && !threadIn(p.Threads, in)) { // gone, a kernel thread, or moved (setns) meanwhile
 			return nil, unreadable
 		}
 		for j := range pins {
@@ -77,6 +78,31 @@ func (h Host) pinsAmong(pids []int, devs []event.Dev, in map[uint32]bool) ([]Pin
 		}
 		return pins, unreadable
 	})
+}
+
+// threadsOf lists the threads of the process at dir that are in another
+// mount namespace than its main thread (Process.Threads), nil for a
+// process of one thread (threadsElsewhereOf tells it).
+func (h Host) threadsOf(dir string, s *scratch) []Thread {
+	link, err := s.readlink(dir + "/ns/mnt")
+	if err != nil {
+		return nil
+	}
+	main, err := ParseNSLink(link)
+	if err != nil {
+		return nil
+	}
+	return threadsElsewhereOf(dir, main, s)
+}
+
+// threadIn reports whether one of threads is in one of the namespaces in.
+func threadIn(threads []Thread, in map[uint32]bool) bool {
+	for _, th := range threads {
+		if in[th.MntNS] {
+			return true
+		}
+	}
+	return false
 }
 
 // UnreadableError says how many processes' files a pin search could not
@@ -119,6 +145,22 @@ func (h Host) pinsOf(pid int, want map[event.Dev]bool, s *scratch) ([]Pin, bool)
 		if err == nil && want[dev] {
 			target, _ := os.Readlink(dir + "/" + link.name)
 			add(link.kind, dev, target)
+		}
+	}
+	for _, th := range h.threadsOf(dir, s) {
+		// A thread in a mount namespace of its own has a filesystem
+		// context of its own (unshare and setns need one): its cwd and
+		// root are in that namespace; /proc/PID/cwd shows the main thread's.
+		for _, link := range []struct {
+			name string
+			kind PinKind
+		}{{"cwd", PinCwd}, {"root", PinRoot}} {
+			p := dir + "/task/" + strconv.Itoa(th.TID) + "/" + link.name
+			if dev, _, err := statDevErr(p); err == nil && want[dev] {
+				target, _ := os.Readlink(p)
+				add(link.kind, dev, target)
+				pins[len(pins)-1].TID = th.TID
+			}
 		}
 	}
 	fds, err := readDirNames(dir + "/fd")

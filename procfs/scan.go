@@ -29,8 +29,17 @@ const minParallel = 64
 
 // scratch is one scanner's reusable buffers.
 type scratch struct {
-	buf  []byte
-	link []byte
+	buf    []byte
+	link   []byte
+	parser *mountinfoParser // made by the first table read
+}
+
+// tables is the scratch's mount table parser.
+func (s *scratch) tables() *mountinfoParser {
+	if s.parser == nil {
+		s.parser = newMountinfoParser()
+	}
+	return s.parser
 }
 
 func newScratch() *scratch {

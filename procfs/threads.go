@@ -6,8 +6,35 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/mntleak/mntleak/internal/nsthread"
 )
+
+// oneThread reports whether the process at dir has a single thread, told
+// by one statx of its task directory: the kernel counts the process's
+// threads into that directory's link count (2 + threads, proc_task_getattr).
+// Most processes of a node have one thread, and that one is the process's
+// own: no other thread can be in another mount namespace, and the task
+// directory need not be listed nor any thread's link read. Any other
+// answer (several threads, a count the kernel did not add, an error) is
+// not one thread: the caller reads the threads.
+func oneThread(dir string) bool {
+	var stx unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, dir+"/task", 0, unix.STATX_NLINK, &stx); err != nil {
+		return false
+	}
+	return stx.Mask&unix.STATX_NLINK != 0 && stx.Nlink == 3
+}
+
+// threadsElsewhereOf is threadsElsewhere for a process whose thread count
+// is not known yet: nothing read but the count for a process of one thread.
+func threadsElsewhereOf(dir string, main uint32, s *scratch) []Thread {
+	if oneThread(dir) {
+		return nil
+	}
+	return threadsElsewhere(dir, main, s)
+}
 
 // threadsElsewhere lists the threads of the process at dir that are in
 // another mount namespace than main (its main thread's), but mntleak's

@@ -115,6 +115,11 @@ type Pin struct {
 	// Ino is the open file's inode (fd): a namespace file (nsfs, one
 	// device for all) is told by it.
 	Ino uint64 `json:"ino,omitempty"`
+	// TID is the thread whose cwd or root this is, when it is not the
+	// main thread's: a thread in a mount namespace of its own (one of
+	// Process.Threads) has a filesystem context of its own, and its cwd
+	// and root are in that namespace (/proc/PID/task/TID/cwd).
+	TID int `json:"tid,omitempty"`
 }
 
 // NamespacePinner is implemented by a Proc that can limit the pin search

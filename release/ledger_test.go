@@ -50,3 +50,63 @@ func TestLedgerReceived(t *testing.T) {
 		}
 	}
 }
+
+// TestLedgerSaysWhatItLacks: a namespace the ledger has no creation of
+// (no birth id asked, or none recorded among other events) is not proven,
+// and the refusal says so; a mount the namespace made itself after other
+// events is the one the restart is judged by (its program's name).
+func TestLedgerSaysWhatItLacks(t *testing.T) {
+	at := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	made := &event.Event{Kind: event.KindUnshare, Time: at, PID: 40, Comm: "unshare", MntNS: 1, MntNSBefore: 1, MntNSAfter: 9, NewMntNSID: 50}
+	unmount := &event.Event{Kind: event.KindUmount, Time: at.Add(time.Second), PID: 41, Comm: "umount", MntNS: 1, Target: "/srv/vol"}
+	own := &event.Event{Kind: event.KindMount, Time: at.Add(2 * time.Second), PID: 42, Comm: "mount", MntNS: 9, Target: "/srv/vol"}
+	restart := &event.Event{Kind: event.KindUnshare, Time: at.Add(3 * time.Second), PID: 50, Comm: "unshare", MntNS: 1, MntNSBefore: 1, MntNSAfter: 10, NewMntNSID: 51}
+	remount := &event.Event{Kind: event.KindMount, Time: at.Add(4 * time.Second), PID: 51, Comm: "mount", MntNS: 10, Target: "/srv/vol"}
+	earlier := &event.Event{Kind: event.KindMount, Time: at.Add(2500 * time.Millisecond), PID: 30, Comm: "mount", MntNS: 10, Target: "/srv/vol"}
+	m := Mount{Point: "/srv/vol"}
+	gone := func(pid, ino uint32) bool { return false }
+	for _, tt := range []struct {
+		name   string
+		events []*event.Event
+		id     uint64
+		ok     bool
+		want   string
+	}{
+		{"no birth id", []*event.Event{made, unmount}, 0, false, "the ledger has no creation of mnt:[9] with birth id 0"},
+		{"none recorded among others", []*event.Event{unmount, own, remount}, 50, false, "the ledger has no creation of mnt:[9] with birth id 50"},
+		{"its own mount after the unmount, then a restart", []*event.Event{made, unmount, own, restart, remount}, 50, true,
+			"mount[42] (mount) made it in the namespace unshare[40] (unshare) made"},
+		// A mount in an earlier namespace whose inode the newer one got
+		// is no mount in the newer one: only what follows its creation.
+		{"its own mount, a restart, the newer one's inode mounted in before", []*event.Event{made, own, earlier, restart}, 50, false,
+			"the ledger shows the namespace mounted there itself"},
+	} {
+		got, ok := Ledger{Events: tt.events}.Received(9, tt.id, m, "", gone)
+		if ok != tt.ok || !strings.Contains(got, tt.want) {
+			t.Errorf("%s: %q %v, want %v and %q", tt.name, got, ok, tt.ok, tt.want)
+		}
+	}
+}
+
+// TestMadeAt: a mount or move_mount put a mount at the copy's mount
+// point, or at a path ending with it (a rootfs pivoted into); the root
+// "/" only by a mount at "/" itself (every path ends with "/").
+func TestMadeAt(t *testing.T) {
+	for _, tt := range []struct {
+		ev   event.Event
+		path string
+		want bool
+	}{
+		{event.Event{Kind: event.KindMount, Target: "/srv/vol"}, "/srv/vol", true},
+		{event.Event{Kind: event.KindMount, Target: "/var/lib/x/merged/srv/vol"}, "/srv/vol", true},
+		{event.Event{Kind: event.KindMount, Target: "/srv/other"}, "/srv/vol", false},
+		{event.Event{Kind: event.KindMount, Target: "/"}, "/", true},
+		{event.Event{Kind: event.KindMount, Target: "/srv/vol"}, "/", false},
+		{event.Event{Kind: event.KindMoveMount, ToPath: "/srv/vol", Target: "/elsewhere"}, "/srv/vol", true},
+		{event.Event{Kind: event.KindUmount, Target: "/srv/vol"}, "/srv/vol", false},
+	} {
+		if got := madeAt(&tt.ev, tt.path); got != tt.want {
+			t.Errorf("madeAt(%s at %q/%q, %q) = %v, want %v", tt.ev.Kind, tt.ev.Target, tt.ev.ToPath, tt.path, got, tt.want)
+		}
+	}
+}

@@ -88,3 +88,34 @@ func TestProveBusyCopy(t *testing.T) {
 		}
 	}
 }
+
+// TestSameFS: one device is one filesystem, but every namespace file is
+// on nsfs's one device: those are told by their root ("mnt:[N]").
+func TestSameFS(t *testing.T) {
+	for _, tt := range []struct {
+		a, b Mount
+		want bool
+	}{
+		{Mount{Dev: event.MakeDev(7, 0), FSType: "ext4", Root: "/"}, Mount{Dev: event.MakeDev(7, 0), FSType: "ext4", Root: "/sub"}, true},
+		{Mount{Dev: event.MakeDev(7, 0), FSType: "ext4"}, Mount{Dev: event.MakeDev(7, 1), FSType: "ext4"}, false},
+		{Mount{Dev: event.MakeDev(0, 4), FSType: "nsfs", Root: "mnt:[9]"}, Mount{Dev: event.MakeDev(0, 4), FSType: "nsfs", Root: "mnt:[9]"}, true},
+		{Mount{Dev: event.MakeDev(0, 4), FSType: "nsfs", Root: "mnt:[9]"}, Mount{Dev: event.MakeDev(0, 4), FSType: "nsfs", Root: "net:[10]"}, false},
+	} {
+		if got := sameFS(tt.a, tt.b); got != tt.want {
+			t.Errorf("sameFS(%+v, %+v) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
+// TestProofString: the evidence in one line, and the mounts detached with
+// the copy only when there are some.
+func TestProofString(t *testing.T) {
+	p := Proof{Gone: "ext4 7:0 is mounted in none of mnt:[1]", Received: "copied"}
+	if got, want := p.String(), "ext4 7:0 is mounted in none of mnt:[1]; copied"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+	p.Below = []Mount{{Point: "/srv/vol/a"}, {Point: "/srv/vol/b"}}
+	if got, want := p.String(), "ext4 7:0 is mounted in none of mnt:[1]; copied; detaches with it 2 mount(s) below: /srv/vol/a, /srv/vol/b"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+}

@@ -13,13 +13,21 @@ import (
 	"github.com/mntleak/mntleak/procfs"
 )
 
-// Item is one line of a stream: exactly one of Event, Proc and
-// Attribution is set.
+// Item is one line of a stream: exactly one of Event, Proc, Attribution
+// and Note is set.
 type Item struct {
 	Line        int
 	Event       *event.Event
 	Proc        *procfs.Record
 	Attribution *attribution.Record
+	Note        *event.MountNote
+}
+
+// NoteLine is the JSON form of a mount note line: the kernel's word that a
+// mount was attached to or detached from a watched namespace, recorded
+// before the event the daemon handled after reading it.
+type NoteLine struct {
+	Note *event.MountNote `json:"mount_note"`
 }
 
 // ProcLine is the JSON form of a /proc answer line.
@@ -95,6 +103,7 @@ func parse(b []byte) (Item, error) {
 	var probe struct {
 		Proc        json.RawMessage `json:"proc"`
 		Attribution json.RawMessage `json:"attribution"`
+		Note        json.RawMessage `json:"mount_note"`
 		Kind        *string         `json:"kind"`
 	}
 	if err := json.Unmarshal(b, &probe); err != nil {
@@ -129,6 +138,24 @@ func parse(b []byte) (Item, error) {
 			return Item{}, errors.New("attribution record without a known op")
 		}
 		return Item{Attribution: al.Attribution}, nil
+	case probe.Note != nil:
+		var nl NoteLine
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&nl); err != nil {
+			return Item{}, fmt.Errorf("invalid mount note: %w", err)
+		}
+		switch {
+		case nl.Note == nil:
+			return Item{}, errors.New("mount note without a mount")
+		case nl.Note.Watch == "" && nl.Note.Mount == nil:
+			return Item{}, errors.New("mount note without a mount")
+		case nl.Note.Watch != "" && nl.Note.Mount != nil:
+			return Item{}, errors.New("mount note with both a mount and a watch")
+		case nl.Note.Watch != "" && nl.Note.Watch != event.WatchOn && nl.Note.Watch != event.WatchOff:
+			return Item{}, fmt.Errorf("mount note: watch %q, want %q or %q", nl.Note.Watch, event.WatchOn, event.WatchOff)
+		}
+		return Item{Note: nl.Note}, nil
 	case probe.Kind != nil:
 		var ev event.Event
 		if err := json.Unmarshal(b, &ev); err != nil {

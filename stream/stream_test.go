@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/mntleak/mntleak/event"
 )
 
 func TestReadItems(t *testing.T) {
@@ -12,12 +14,21 @@ func TestReadItems(t *testing.T) {
 
 {"proc":{"op":"hostns","mntns":4026531840}}
 {"attribution":{"op":"container","key":"c1","container":{"id":"c1","name":"web","image":"busybox"}}}
+{"mount_note":{"time":"2026-11-21T12:00:01Z","mntns":80,"detach":true,"pid":400,"mount":{"ID":111,"Parent":110,"Major":7,"Minor":0,"Mountpoint":"/srv/vol"}}}
+{"mount_note":{"time":"2026-11-21T12:00:02Z","mntns":80,"detach":false,"pid":0,"watch":"off"}}
 `
 	var items []Item
 	if err := Read(strings.NewReader(in), "s", func(it Item) error { items = append(items, it); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if len(items) != 3 || items[0].Event == nil || items[0].Event.Target != "/x" || items[0].Line != 1 ||
+	if len(items) != 5 || items[4].Note == nil || items[4].Note.Watch != event.WatchOff || items[4].Note.Mount != nil {
+		t.Errorf("the watch note: %+v", items)
+	}
+	if len(items) < 4 || items[3].Note == nil || !items[3].Note.Detach || items[3].Note.NS != 80 || items[3].Note.Mount.ID != 111 ||
+		items[3].Note.Mount.Mountpoint != "/srv/vol" || items[3].Event != nil || items[3].Proc != nil {
+		t.Errorf("the mount note: %+v", items)
+	}
+	if len(items) < 3 || items[0].Event == nil || items[0].Event.Target != "/x" || items[0].Line != 1 ||
 		items[1].Proc == nil || items[1].Proc.MntNS != 4026531840 || items[1].Line != 3 ||
 		items[2].Attribution == nil || items[2].Attribution.Container.Name != "web" || items[2].Proc != nil {
 		t.Errorf("items %+v", items)
@@ -36,6 +47,11 @@ func TestReadErrors(t *testing.T) {
 		{`{"attribution":null}`, "s:1: attribution record without a known op"},
 		{`{"attribution":{"op":"pod","surprise":1}}`, "s:1: invalid attribution record"},
 		{`{"kind":"mount","mono_ns":"soon"}`, "s:1: invalid event"},
+		{`{"mount_note":{"mntns":80,"surprise":1,"mount":{"ID":1}}}`, "s:1: invalid mount note"},
+		{`{"mount_note":{"mntns":80}}`, "s:1: mount note without a mount"},
+		{`{"mount_note":null}`, "s:1: mount note without a mount"},
+		{`{"mount_note":{"mntns":80,"watch":"on","mount":{"ID":1}}}`, "s:1: mount note with both a mount and a watch"},
+		{`{"mount_note":{"mntns":80,"watch":"maybe"}}`, `s:1: mount note: watch "maybe", want "on" or "off"`},
 		{"{}", `s:1: neither an event`},
 		{strings.Repeat(" ", MaxLine+1), "longer than"},
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 )
@@ -73,8 +74,12 @@ func chooseHooks(want Hooks, probe func() error) (Hooks, string, error) {
 // probeTrampoline loads an empty fexit program on a syscall function of
 // the kernel BTF and attaches it for a moment: where trampolines are
 // missing, the load or the attach is refused.
-func probeTrampoline() error {
-	ok, err := haveSyscall(nil, probeSyscall)
+func probeTrampoline() error { return probeTrampolineIn(nil) }
+
+// probeTrampolineIn is probeTrampoline with the kernel BTF parsed already
+// (nil: the running kernel's, parsed here).
+func probeTrampolineIn(kernel *btf.Spec) error {
+	ok, err := haveSyscall(kernel, probeSyscall)
 	if err != nil {
 		return err
 	}

@@ -43,8 +43,10 @@ type kernel struct {
 	hooks  Hooks // resolved: tracepoint or trampoline
 	// hooksWhy says why hooks was chosen.
 	hooksWhy string
-	// btf is the kernel BTF when it was read from somewhere other than the
-	// default path; nil lets cilium/ebpf use (and cache) the default.
+	// btf is the kernel BTF, parsed once for every check and load of New:
+	// cilium/ebpf's LoadKernelSpec parses /sys/kernel/btf/vmlinux again at
+	// each call (20-45 ms of CPU here), and New looked syscalls up in it
+	// once per handler.
 	btf *btf.Spec
 }
 
@@ -62,7 +64,7 @@ func preflight(cfg Config, log *zap.Logger) (kernel, error) {
 	if k.buffer, err = chooseBuffer(cfg.Buffer); err != nil {
 		return k, err
 	}
-	if k.hooks, k.hooksWhy, err = chooseHooks(cfg.Hooks, probeTrampoline); err != nil {
+	if k.hooks, k.hooksWhy, err = chooseHooks(cfg.Hooks, func() error { return probeTrampolineIn(k.btf) }); err != nil {
 		return k, err
 	}
 	k.walk, err = probePathWalk()
@@ -90,7 +92,7 @@ func kernelBTF(path string) (*btf.Spec, error) {
 		err  error
 	)
 	if path == DefaultBTFPath {
-		_, err = btf.LoadKernelSpec()
+		spec, err = btf.LoadKernelSpec()
 	} else {
 		spec, err = btf.LoadSpec(path)
 	}

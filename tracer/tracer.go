@@ -107,7 +107,8 @@ type Tracer struct {
 	clock    event.WallClock
 	// disabled lists the events whose optional syscalls are missing.
 	disabled []string
-	// kernelTypes is the kernel BTF read from elsewhere (tests), else nil.
+	// kernelTypes is the kernel BTF while New loads and attaches; nil
+	// after (its parsed types are megabytes the daemon does not need).
 	kernelTypes *btf.Spec
 
 	received       atomic.Uint64
@@ -175,6 +176,7 @@ func New(cfg Config, log *zap.Logger) (*Tracer, error) {
 		t.Close()
 		return nil, err
 	}
+	t.kernelTypes = nil
 	log.Info("BPF programs attached",
 		zap.Int(logkey.Attached, len(t.links)),
 		zap.Stringer(logkey.Buffer, k.buffer),

@@ -8,12 +8,8 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/mntleak/mntleak/attribution"
+	"github.com/mntleak/mntleak/internal/kubeclient"
 )
 
 // listTTL is how long one list of the node's pods answers lookups: a
@@ -25,17 +21,17 @@ const listTTL = 2 * time.Second
 
 // Source asks the API server about the pods bound to one node.
 type Source struct {
-	client kubernetes.Interface
+	client *kubeclient.Client
 	node   string
 	now    func() time.Time
 
 	mu     sync.Mutex
 	listed time.Time // when last was listed; zero: never
-	last   []corev1.Pod
+	last   []kubeclient.Pod
 }
 
 // New returns a Source for the pods on node.
-func New(client kubernetes.Interface, node string) *Source {
+func New(client *kubeclient.Client, node string) *Source {
 	return &Source{client: client, node: node, now: time.Now}
 }
 
@@ -44,7 +40,7 @@ func (s *Source) Name() string { return "api" }
 
 // pods lists the node's pods, or returns the list made within listTTL.
 // Callers only read it.
-func (s *Source) pods(ctx context.Context) ([]corev1.Pod, error) {
+func (s *Source) pods(ctx context.Context) ([]kubeclient.Pod, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if now := s.now(); !s.listed.IsZero() && now.Sub(s.listed) < listTTL && !now.Before(s.listed) {
@@ -58,9 +54,8 @@ func (s *Source) pods(ctx context.Context) ([]corev1.Pod, error) {
 	return pods, nil
 }
 
-func (s *Source) list(ctx context.Context) ([]corev1.Pod, error) {
-	list, err := s.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", s.node).String()})
+func (s *Source) list(ctx context.Context) ([]kubeclient.Pod, error) {
+	items, err := s.client.ListPodsOnNode(ctx, s.node)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, fmt.Errorf("list pods on node %s: %w", s.node, context.DeadlineExceeded)
@@ -68,8 +63,8 @@ func (s *Source) list(ctx context.Context) ([]corev1.Pod, error) {
 		return nil, fmt.Errorf("list pods on node %s: %w", s.node, err)
 	}
 	// The server applies the selector; checked again all the same.
-	out := list.Items[:0]
-	for _, p := range list.Items {
+	out := items[:0]
+	for _, p := range items {
 		if p.Spec.NodeName == s.node {
 			out = append(out, p)
 		}
@@ -84,8 +79,8 @@ func (s *Source) Pod(ctx context.Context, uid string) (attribution.Pod, error) {
 		return attribution.Pod{}, err
 	}
 	for _, p := range pods {
-		if string(p.UID) == uid {
-			return attribution.Pod{UID: uid, Name: p.Name, Namespace: p.Namespace, Source: s.Name()}, nil
+		if p.Metadata.UID == uid {
+			return attribution.Pod{UID: uid, Name: p.Metadata.Name, Namespace: p.Metadata.Namespace, Source: s.Name()}, nil
 		}
 	}
 	return attribution.Pod{}, fmt.Errorf("pod %s on node %s: %w", uid, s.node, attribution.ErrNotFound)
@@ -99,13 +94,13 @@ func (s *Source) Container(ctx context.Context, id string) (attribution.Containe
 		return attribution.Container{}, err
 	}
 	for _, p := range pods {
-		statuses := append(append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...),
+		statuses := append(append(append([]kubeclient.ContainerStatus(nil), p.Status.InitContainerStatuses...),
 			p.Status.ContainerStatuses...), p.Status.EphemeralContainerStatuses...)
 		for _, st := range statuses {
 			// "containerd://<id>", "cri-o://<id>", "docker://<id>"
 			if _, cid, ok := strings.Cut(st.ContainerID, "://"); ok && cid == id {
-				return attribution.Container{ID: id, Runtime: s.Name(), Name: st.Name, Image: st.Image, Pod: p.Name,
-					Namespace: p.Namespace, PodUID: string(p.UID), PodContainer: st.Name}, nil
+				return attribution.Container{ID: id, Runtime: s.Name(), Name: st.Name, Image: st.Image, Pod: p.Metadata.Name,
+					Namespace: p.Metadata.Namespace, PodUID: p.Metadata.UID, PodContainer: st.Name}, nil
 			}
 		}
 	}

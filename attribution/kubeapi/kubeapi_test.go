@@ -6,37 +6,24 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
-
 	"github.com/mntleak/mntleak/attribution"
+	"github.com/mntleak/mntleak/internal/kubeclient/kubetest"
 )
 
-func pod(name, ns, uid, node, containerID string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID(uid)},
-		Spec:       corev1.PodSpec{NodeName: node},
-		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
-			{Name: "app", Image: "busybox:1.36", ContainerID: "containerd://" + containerID}}},
-	}
-}
+var pod = kubetest.Pod
 
 func TestSource(t *testing.T) {
-	client := fake.NewClientset(
+	api := kubetest.Start(t,
 		pod("web-7f9c", "default", "u1", "node-1", "c1"),
 		pod("elsewhere", "default", "u2", "node-2", "c2"),
 	)
-	s := New(client, "node-1")
+	s := New(api.Client(t), "node-1")
 	ctx := context.Background()
 	if p, err := s.Pod(ctx, "u1"); err != nil || p != (attribution.Pod{UID: "u1", Name: "web-7f9c", Namespace: "default", Source: "api"}) {
 		t.Errorf("Pod(u1) = %+v, %v", p, err)
 	}
 	// Another node's pod is not this node's (the selector asks the server
-	// for this node's; the fake clientset ignores it, the Source checks).
+	// for this node's, and the Source checks).
 	if _, err := s.Pod(ctx, "u2"); !errors.Is(err, attribution.ErrNotFound) {
 		t.Errorf("a pod on another node: %v", err)
 	}
@@ -54,19 +41,11 @@ func TestSource(t *testing.T) {
 // finding's caller, holder and leaker make one request); after it, or
 // after a failed list, the server is asked again.
 func TestOneListServesAFinding(t *testing.T) {
-	client := fake.NewClientset(pod("web-7f9c", "default", "u1", "node-1", "c1"), pod("agent", "kube-system", "u3", "node-1", "c3"))
-	s := New(client, "node-1")
+	api := kubetest.Start(t, pod("web-7f9c", "default", "u1", "node-1", "c1"), pod("agent", "kube-system", "u3", "node-1", "c3"))
+	s := New(api.Client(t), "node-1")
 	now := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
 	s.now = func() time.Time { return now }
-	lists := func() int {
-		n := 0
-		for _, a := range client.Actions() {
-			if a.GetVerb() == "list" {
-				n++
-			}
-		}
-		return n
-	}
+	lists := func() int { return api.Requests("list", "pods") }
 	ctx := context.Background()
 	for _, step := range []struct {
 		name    string
@@ -95,8 +74,8 @@ func TestOneListServesAFinding(t *testing.T) {
 	}
 	// A failed list is not kept.
 	now = now.Add(time.Hour)
-	client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
-		return true, nil, errors.New("etcd unavailable")
+	api.SetFault("list", "pods", func() kubetest.Fault {
+		return kubetest.Fault{Code: 500, Reason: "InternalError"} // etcd unavailable
 	})
 	for i := 0; i < 2; i++ {
 		if _, err := s.Pod(ctx, "u1"); err == nil {

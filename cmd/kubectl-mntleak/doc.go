@@ -21,12 +21,19 @@
 // mounts. The user's kubeconfig and RBAC are used: get and list pods,
 // create pods/exec, list nodes for --all-nodes.
 //
+// Output, as `mntleak why pod`'s: human lines by default, one JSON
+// document with --format json (--json). release's human form is each
+// object with its command, then the release's plan or result; the action
+// records `mntleak release` writes on stderr are in the JSON document
+// only (the node keeps them too: its journal and the daemon's state dir).
+//
 // Exit codes: the node's (0 nothing holds, 1 held or leaked, 3 nothing
 // found but the node could not be seen); 2 bad input; 4 the cluster could
 // not be asked (no such pod, no mntleak pod on the node, RBAC refused).
 //
-// Files: main.go (commands, flags, the kubeconfig), why.go (why and
-// release: the pod, its node, the daemon's pod), audit.go (one block per
-// node, bounded parallelism), cluster.go (what is asked of the API server,
+// Files: main.go (commands, flags, the output format, the kubeconfig),
+// why.go (why; the pod, its node, the daemon's pod), release.go (release:
+// the node's releases, their human lines or records), audit.go (one block
+// per node, bounded parallelism), cluster.go (what is asked of the API server,
 // its errors as one line), exec.go (the exec subresource).
 package main

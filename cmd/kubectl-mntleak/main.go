@@ -37,6 +37,10 @@ Commands:
   release pod/NAME [-n NS]      detach the leaked copies that hold the pod's
                                 mounts (a plan; --apply acts)
 
+why and release print human lines, or with --format json (--json) one JSON
+document; release's action records are in that document, and on the node
+(its journal, MNTLEAK_ACTION=release, and the daemon's state dir).
+
 Flags of every command: --kubeconfig, --context, -n/--namespace,
 --mntleak-namespace (where the DaemonSet runs; all by default), --selector
 (its pods' labels, ` + DefaultSelector + `), --timeout.
@@ -67,6 +71,26 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.daemonNS, "mntleak-namespace", "", "the namespace of mntleak's DaemonSet (all by default)")
 	fs.StringVar(&c.selector, "selector", DefaultSelector, "the labels of mntleak's DaemonSet pods")
 	fs.DurationVar(&c.timeout, "timeout", 60*time.Second, "timeout of the whole command")
+}
+
+// outputFormat is --format human|json and --json (the same as --format
+// json), as `mntleak why pod` has them: human by default.
+type outputFormat struct {
+	format string
+	json   bool
+}
+
+func (o *outputFormat) register(fs *flag.FlagSet, usage string) {
+	fs.StringVar(&o.format, "format", "human", usage)
+	fs.BoolVar(&o.json, "json", false, "the same as --format json")
+}
+
+// asJSON reports whether JSON was asked for.
+func (o *outputFormat) asJSON() (bool, error) {
+	if o.format != "human" && o.format != "json" {
+		return false, fmt.Errorf("invalid --format %q: want human or json", o.format)
+	}
+	return o.json || o.format == "json", nil
 }
 
 // connect builds the client from the kubeconfig, as kubectl does, and the

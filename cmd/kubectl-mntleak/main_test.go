@@ -28,7 +28,7 @@ const webUID = "0f3c2a9e-1b2c-4d5e-8f90-123456789abc"
 type fakeRunner struct {
 	mu   sync.Mutex
 	ran  []string
-	answ map[string]func(cmd []string, stdout io.Writer) int
+	answ map[string]func(cmd []string, stdout, stderr io.Writer) int
 }
 
 func (f *fakeRunner) run(_ context.Context, p corev1.Pod, cmd []string, stdout, stderr io.Writer) (int, error) {
@@ -39,7 +39,7 @@ func (f *fakeRunner) run(_ context.Context, p corev1.Pod, cmd []string, stdout, 
 	if !ok {
 		return 0, errors.New("no answer")
 	}
-	return a(cmd, stdout), nil
+	return a(cmd, stdout, stderr), nil
 }
 
 func podOn(ns, name, node string, labels map[string]string, args ...string) *corev1.Pod {
@@ -70,7 +70,7 @@ func world(allowExec bool) (*fake.Clientset, *fakeRunner) {
 		}
 		return true, r, nil
 	})
-	held := func(cmd []string, out io.Writer) int {
+	held := func(cmd []string, out, errOut io.Writer) int {
 		if cmd[1] == "audit" {
 			fmt.Fprintln(out, "LEAK tmpfs in mnt:[4026532333]")
 			return 1
@@ -80,15 +80,23 @@ func world(allowExec bool) (*fake.Clientset, *fakeRunner) {
 			return 1
 		}
 		if cmd[1] == "release" {
-			fmt.Fprintln(out, "plan: umount2 in mnt:[4026532333]")
+			// As mntleak release writes: the human lines on stdout, the
+			// action record (a JSON line) on stderr, and a warning there.
+			result, line := "planned", "plan: umount2 in mnt:[4026532333]"
+			if slices.Contains(cmd, "--apply") {
+				result, line = "released", "released: mount 812 at /data is gone from mnt:[4026532333]"
+				fmt.Fprintln(errOut, "mntleak release: warning: the action record was not kept in the journal: no socket")
+			}
+			fmt.Fprintln(out, line)
+			fmt.Fprintf(errOut, `{"action":"release","result":%q,"step":{"mntns":4026532333,"mount_id":812}}`+"\n", result)
 			return 0
 		}
 		fmt.Fprintln(out, "pod shop/web (uid "+webUID+"): 1 objects on this node")
 		return 1
 	}
-	r := &fakeRunner{answ: map[string]func([]string, io.Writer) int{
+	r := &fakeRunner{answ: map[string]func([]string, io.Writer, io.Writer) int{
 		"mntleak-a": held,
-		"mntleak-b": func(_ []string, out io.Writer) int { fmt.Fprintln(out, "no leaked mounts"); return 0 },
+		"mntleak-b": func(_ []string, out, _ io.Writer) int { fmt.Fprintln(out, "no leaked mounts"); return 0 },
 	}}
 	return c, r
 }
@@ -101,6 +109,7 @@ func TestPluginCommands(t *testing.T) {
 		code      int
 		stdout    string
 		stderr    string // the whole of it
+		noStderr  bool   // nothing on stderr
 		ran       []string
 		forbidPod bool
 	}{
@@ -136,14 +145,32 @@ func TestPluginCommands(t *testing.T) {
 			stdout: "node n2 (mntleak/mntleak-b): not audited: forbidden: your RBAC does not allow create pods/exec in namespace mntleak (kubectl auth can-i create pods/exec -n mntleak): no RBAC policy matched\n"},
 		{name: "audit both", args: []string{"audit", "--node", "n1", "--all-nodes"}, code: 2, stderr: "kubectl mntleak audit: want --node NODE or --all-nodes\n"},
 		{name: "audit neither", args: []string{"audit"}, code: 2, stderr: "kubectl mntleak audit: want --node NODE or --all-nodes\n"},
-		{name: "release plan", args: []string{"release", "pod/web", "-n", "shop"}, code: 0,
+		{name: "release plan", args: []string{"release", "pod/web", "-n", "shop"}, code: 0, noStderr: true,
 			stdout: "volume cache (emptyDir): mntleak release --mntns 4026532333 --mount-id 812\nplan: umount2 in mnt:[4026532333]\n",
 			ran: []string{"mntleak-a: /mntleak why pod --pod-uid " + webUID + " --node-name n1 --kubelet-root=/data/kubelet --cri-socket=/run/k3s/containerd.sock --state-dir=/data/mntleak --json shop/web",
 				"mntleak-a: /mntleak release --mntns 4026532333 --mount-id 812 --state-dir=/data/mntleak --journald-socket=/run/journal.sock"}},
 		{name: "release apply", args: []string{"release", "pod/web", "-n", "shop", "--apply"}, code: 0,
-			stdout: "volume cache (emptyDir): mntleak release --mntns 4026532333 --mount-id 812\nplan: umount2 in mnt:[4026532333]\n",
+			stdout: "volume cache (emptyDir): mntleak release --mntns 4026532333 --mount-id 812\nreleased: mount 812 at /data is gone from mnt:[4026532333]\n",
+			stderr: "mntleak release: warning: the action record was not kept in the journal: no socket\n",
 			ran: []string{"mntleak-a: /mntleak why pod --pod-uid " + webUID + " --node-name n1 --kubelet-root=/data/kubelet --cri-socket=/run/k3s/containerd.sock --state-dir=/data/mntleak --json shop/web",
 				"mntleak-a: /mntleak release --mntns 4026532333 --mount-id 812 --state-dir=/data/mntleak --journald-socket=/run/journal.sock --apply"}},
+		{name: "release plan as json", args: []string{"release", "pod/web", "-n", "shop", "--format", "json"}, code: 0, noStderr: true,
+			stdout: `{"pod":"shop/web","uid":"` + webUID + `","node":"n1","applied":false,"objects":[{"object":"volume cache (emptyDir)","release":"mntleak release --mntns 4026532333 --mount-id 812","exit":0,` +
+				`"records":[{"action":"release","result":"planned","step":{"mntns":4026532333,"mount_id":812}}]}]}` + "\n",
+			ran: []string{"mntleak-a: /mntleak why pod --pod-uid " + webUID + " --node-name n1 --kubelet-root=/data/kubelet --cri-socket=/run/k3s/containerd.sock --state-dir=/data/mntleak --json shop/web",
+				"mntleak-a: /mntleak release --mntns 4026532333 --mount-id 812 --state-dir=/data/mntleak --journald-socket=/run/journal.sock"}},
+		{name: "release apply as json", args: []string{"release", "pod/web", "-n", "shop", "--apply", "--json"}, code: 0,
+			stdout: `{"pod":"shop/web","uid":"` + webUID + `","node":"n1","applied":true,"objects":[{"object":"volume cache (emptyDir)","release":"mntleak release --mntns 4026532333 --mount-id 812","exit":0,` +
+				`"records":[{"action":"release","result":"released","step":{"mntns":4026532333,"mount_id":812}}]}]}` + "\n",
+			stderr: "mntleak release: warning: the action record was not kept in the journal: no socket\n",
+			ran: []string{"mntleak-a: /mntleak why pod --pod-uid " + webUID + " --node-name n1 --kubelet-root=/data/kubelet --cri-socket=/run/k3s/containerd.sock --state-dir=/data/mntleak --json shop/web",
+				"mntleak-a: /mntleak release --mntns 4026532333 --mount-id 812 --state-dir=/data/mntleak --journald-socket=/run/journal.sock --apply"}},
+		{name: "release bad format", args: []string{"release", "pod/web", "-n", "shop", "--format", "yaml"}, code: 2,
+			stderr: "kubectl mntleak release: invalid --format \"yaml\": want human or json\n"},
+		{name: "why as json by --format", args: []string{"why", "--pod-uid", webUID, "--node", "n1", "--format", "json"}, code: 1,
+			stdout: `{"held":[{"object":{"text":"volume cache (emptyDir)"},"finding":{"release":"mntleak release --mntns 4026532333 --mount-id 812","summary":"leaked"}}]}` + "\n",
+			stderr: "kubectl mntleak why: node n1, asking mntleak/mntleak-a\n",
+			ran:    []string{"mntleak-a: /mntleak why pod --pod-uid " + webUID + " --node-name n1 --kubelet-root=/data/kubelet --cri-socket=/run/k3s/containerd.sock --state-dir=/data/mntleak --json"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c, r := world(!tt.denyExec)
@@ -154,7 +181,7 @@ func TestPluginCommands(t *testing.T) {
 			}
 			var stdout, stderr bytes.Buffer
 			code := run(context.Background(), tt.args, &stdout, &stderr, &backend{client: c, runner: r})
-			if code != tt.code || stdout.String() != tt.stdout || (tt.stderr != "" && stderr.String() != tt.stderr) {
+			if code != tt.code || stdout.String() != tt.stdout || ((tt.stderr != "" || tt.noStderr) && stderr.String() != tt.stderr) {
 				t.Errorf("exit %d, stdout:\n%s\nstderr:\n%s\nwant exit %d, stdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String(), tt.code, tt.stdout, tt.stderr)
 			}
 			if tt.stderr == "" && tt.code == 2 && strings.Count(stderr.String(), "\n") != 1 {

@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -95,10 +93,15 @@ func runWhy(ctx context.Context, args []string, stdout, stderr io.Writer, fake *
 	var f targetFlags
 	fs := flag.NewFlagSet("why", flag.ContinueOnError)
 	f.register(fs)
-	asJSON := fs.Bool("json", false, "the node's answer as JSON")
+	var out outputFormat
+	out.register(fs, "the node's answer: human (its objects, then each held one's finding as a headline and detail lines) or json (mntleak why pod --json)")
 	pos, code, done := parse(fs, args, stderr)
 	if done {
 		return code
+	}
+	asJSON, err := out.asJSON()
+	if err != nil {
+		return fail(stderr, "why", exitUsage, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
@@ -107,7 +110,7 @@ func runWhy(ctx context.Context, args []string, stdout, stderr io.Writer, fake *
 		return fail(stderr, "why", code, err)
 	}
 	var extra []string
-	if *asJSON {
+	if asJSON {
 		extra = append(extra, "--json")
 	}
 	fmt.Fprintf(stderr, "kubectl mntleak why: node %s, asking %s/%s\n", t.node, t.daemon.Namespace, t.daemon.Name)
@@ -116,74 +119,4 @@ func runWhy(ctx context.Context, args []string, stdout, stderr io.Writer, fake *
 		return fail(stderr, "why", exitCluster, err)
 	}
 	return code
-}
-
-// heldAnswer is what release reads of `mntleak why pod --json`.
-type heldAnswer struct {
-	Held []struct {
-		Object struct {
-			Text string `json:"text"`
-		} `json:"object"`
-		Finding struct {
-			Release string `json:"release"`
-			Summary string `json:"summary"`
-		} `json:"finding"`
-	} `json:"held"`
-}
-
-func runRelease(ctx context.Context, args []string, stdout, stderr io.Writer, fake *backend) int {
-	var f targetFlags
-	fs := flag.NewFlagSet("release", flag.ContinueOnError)
-	f.register(fs)
-	apply := fs.Bool("apply", false, "act: detach each leaked copy (default: print the plan)")
-	pos, code, done := parse(fs, args, stderr)
-	if done {
-		return code
-	}
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
-	defer cancel()
-	t, code, err := f.resolve(ctx, "release", pos, fake)
-	if err != nil {
-		return fail(stderr, "release", code, err)
-	}
-	var out, errOut strings.Builder
-	code, err = t.runner.run(ctx, t.daemon, t.whyPodCommand("--json"), &out, &errOut)
-	if err != nil {
-		return fail(stderr, "release", exitCluster, err)
-	}
-	var ans heldAnswer
-	if jerr := json.Unmarshal([]byte(out.String()), &ans); jerr != nil || code > 1 {
-		fmt.Fprint(stderr, errOut.String())
-		return fail(stderr, "release", exitCluster, fmt.Errorf("mntleak why pod on %s/%s: exit %d, %d bytes not an answer: %v", t.daemon.Namespace, t.daemon.Name, code, out.Len(), jerr))
-	}
-	name := t.ref.String()
-	if t.ref.Name == "" {
-		name = "uid " + t.uid
-	}
-	if len(ans.Held) == 0 {
-		fmt.Fprintf(stdout, "nothing holds pod %s's mounts: nothing to release\n", name)
-		return exitOK
-	}
-	worst := exitOK
-	for _, h := range ans.Held {
-		rel := h.Finding.Release
-		if rel == "" {
-			fmt.Fprintf(stdout, "%s: no copy release can detach: %s\n", h.Object.Text, h.Finding.Summary)
-			worst = 1
-			continue
-		}
-		fmt.Fprintf(stdout, "%s: %s\n", h.Object.Text, rel)
-		cmd := strings.Fields(rel)
-		cmd[0] = daemonBinary
-		cmd = append(cmd, releaseFlags(t.daemon)...)
-		if *apply {
-			cmd = append(cmd, "--apply")
-		}
-		c, err := t.runner.run(ctx, t.daemon, cmd, stdout, stderr)
-		if err != nil {
-			return fail(stderr, "release", exitCluster, err)
-		}
-		worst = max(worst, c)
-	}
-	return worst
 }

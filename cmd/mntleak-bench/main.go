@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -34,6 +35,8 @@ func run() int {
 	workDir := fs.String("work-dir", "", "scratch directory, kept with its logs (default: a temp dir, removed)")
 	skip := fs.String("skip", "", "sections not to run, comma-separated: null,churn,storm,docker,crowd,memory")
 	noBpftrace := fs.Bool("no-bpftrace", false, "leave bpftrace out of the comparison")
+	stormTime := fs.Duration("storm-time", 0, "length of each mount storm (default: 60s, 10s with -quick)")
+	stormSizes := fs.String("storm-ringbuf-sizes", "", "ring buffer sizes in bytes, comma-separated, to run the mount storm again with (one storm each, after the default's)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return 2
 	}
@@ -43,6 +46,20 @@ func run() int {
 	}
 	cfg.Mntleak, cfg.MarkdownOut, cfg.WorkDir, cfg.NoBpftrace = *mntleak, *md, *workDir, *noBpftrace
 	cfg.CommandLine = strings.Join(os.Args, " ")
+	if *stormTime > 0 {
+		cfg.StormTime = *stormTime
+	}
+	for _, s := range strings.Split(*stormSizes, ",") {
+		if s == "" {
+			continue
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 4096 || n&(n-1) != 0 {
+			fmt.Fprintf(os.Stderr, "mntleak-bench: invalid -storm-ringbuf-sizes entry %q: want a power of two of at least 4096\n", s)
+			return 2
+		}
+		cfg.StormRingBufSizes = append(cfg.StormRingBufSizes, n)
+	}
 	cfg.Skip = map[string]bool{}
 	for _, s := range strings.Split(*skip, ",") {
 		if s != "" {

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -43,14 +45,15 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mntleak audit: %v\n", err)
 		return exitError
 	}
-	facts, problems := riskFacts(host, view)
 	fmt.Fprintf(stderr, "mntleak audit: %s\n", sightLine(vis, view))
+	corr := correlate.New(host, correlate.Options{}, func(*finding.Finding) {})
+	startErr := corr.Start()
+	facts, problems := riskFacts(host, view, corr.Lineage().Live())
 	for _, p := range problems {
 		fmt.Fprintf(stderr, "mntleak audit: node configuration not read: %s\n", p)
 	}
-	corr := correlate.New(host, correlate.Options{}, func(*finding.Finding) {})
-	if err := corr.Start(); err != nil {
-		fmt.Fprintf(stderr, "mntleak audit: snapshot of /proc: %v\n", err)
+	if startErr != nil {
+		fmt.Fprintf(stderr, "mntleak audit: snapshot of /proc: %v\n", startErr)
 		return exitError
 	}
 	items := audit.Leaks(corr, *prefix)
@@ -88,8 +91,10 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 
 // riskFacts reads the node settings the risk checks need, from the
 // node's files as the view sees them (the node's, from a pod with
-// hostPID), and says which configuration files could not be used.
-func riskFacts(host procfs.Host, view nodeview.View) (audit.RiskFacts, []string) {
+// hostPID), and says which configuration files could not be used. The
+// dockerd and kubelet command lines are those of the snapshot's
+// processes (the namespaces' members): no second list of every process.
+func riskFacts(host procfs.Host, view nodeview.View, live []*correlate.Namespace) (audit.RiskFacts, []string) {
 	f := audit.RiskFacts{MayDetachMounts: -1}
 	// A sysctl of the kernel, the same from every namespace.
 	if b, err := os.ReadFile("/proc/sys/fs/may_detach_mounts"); err == nil {
@@ -98,13 +103,18 @@ func riskFacts(host procfs.Host, view nodeview.View) (audit.RiskFacts, []string)
 		}
 	}
 	cmdlines := map[string][]string{}
-	if procs, err := host.Processes(); err == nil {
-		for _, p := range procs {
-			if p.Comm == "dockerd" || p.Comm == "kubelet" {
-				if c, err := host.Command(p.PID); err == nil {
-					cmdlines[p.Comm] = append(cmdlines[p.Comm], c.Cmdline)
-				}
+	var daemons []correlate.Member
+	for _, n := range live {
+		for _, m := range n.Members() {
+			if m.TID == 0 && (m.Comm == "dockerd" || m.Comm == "kubelet") {
+				daemons = append(daemons, m)
 			}
+		}
+	}
+	slices.SortFunc(daemons, func(a, b correlate.Member) int { return cmp.Compare(a.PID, b.PID) }) // /proc's order, as the list had
+	for _, m := range daemons {
+		if c, err := host.Command(m.PID); err == nil {
+			cmdlines[m.Comm] = append(cmdlines[m.Comm], c.Cmdline)
 		}
 	}
 	conf := nodeconf.Read(view, cmdlines)

@@ -63,6 +63,7 @@ func parseTraceFlags(args []string, stdoutTTY, stderrTTY bool, stderr io.Writer)
 	fs.StringVar(&d.Output, "output", "", "write the event stream to this file (appended to, reopened on SIGHUP for logrotate) instead of stdout")
 	fs.StringVar(&opts.log.JournalSocket, "journald-socket", journald.SocketPath, "the journal's native socket (a journal namespace NAME listens at /run/systemd/journal.NAME/socket)")
 	fs.BoolVar(&d.Correlate, "correlate", true, "explain failures and report leaks as findings in the log")
+	mountNotes := fs.Bool("mount-notes", true, "keep the correlator's mount tables true the moment a copy is detached or a mount is made in a watched namespace, from the kernel's own notifications (fanotify mount-namespace marks, Linux 6.15+; =false, or an older kernel: tables are re-read when needed)")
 	journaldMode := fs.String("journald", "auto", "send findings and lifecycle logs to the systemd journal: auto (when /run/systemd/journal/socket exists), on, off")
 	fs.BoolVar(&d.JournalEvents, "journald-events", false, "also send every raw event to the journal (high volume)")
 	fs.StringVar(&d.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (host:port, or :port for 127.0.0.1)")
@@ -110,6 +111,7 @@ func parseTraceFlags(args []string, stdoutTTY, stderrTTY bool, stderr io.Writer)
 	if d.Hooks, err = tracer.ParseHooks(*hooks); err != nil {
 		return opts, fmt.Errorf("invalid --hooks %q: want auto, trampoline or tracepoint", *hooks)
 	}
+	d.NoMountNotes = !*mountNotes
 	if n := d.RingBufferBytes; n < 4096 || n&(n-1) != 0 {
 		return opts, fmt.Errorf("invalid --ringbuf-size %d: want a power of two of at least 4096", n)
 	}

@@ -14,21 +14,18 @@ import (
 	"strings"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/mntleak/mntleak/attribution"
 	"github.com/mntleak/mntleak/attribution/cri"
 	"github.com/mntleak/mntleak/attribution/kubeapi"
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/enrich"
 	"github.com/mntleak/mntleak/finding"
+	"github.com/mntleak/mntleak/internal/kubeclient"
 	"github.com/mntleak/mntleak/internal/podref"
 	"github.com/mntleak/mntleak/kubeletpath"
 	"github.com/mntleak/mntleak/nodeview"
 	"github.com/mntleak/mntleak/podmounts"
 	"github.com/mntleak/mntleak/procfs"
-	"github.com/mntleak/mntleak/sink/kubeevents"
 )
 
 // whyPodArgs is what `mntleak why pod` was asked.
@@ -184,13 +181,13 @@ func resolvePodUID(ctx context.Context, a *whyPodArgs, runtime *cri.Source) ([]a
 	}
 	var apiErr error
 	if a.kubeconfig != "" || os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
-		client, err := kubeevents.NewClient(a.kubeconfig)
+		client, err := kubeclient.New(a.kubeconfig)
 		if err == nil && a.uid == "" {
-			p, err := client.CoreV1().Pods(a.namespace).Get(ctx, a.name, metav1.GetOptions{})
+			p, err := client.GetPod(ctx, a.namespace, a.name)
 			switch {
 			case err == nil:
-				a.uid = string(p.UID)
-			case apierrors.IsNotFound(err):
+				a.uid = p.Metadata.UID
+			case kubeclient.IsNotFound(err):
 				apiErr = fmt.Errorf("the API server has no pod %s/%s", a.namespace, a.name)
 			default:
 				apiErr = fmt.Errorf("the API server: %w", err)

@@ -19,8 +19,16 @@
 // and by UID and node), for a healthy pod, release's dry run and --apply
 // (which detaches nothing of a mount its maker still has; the node's
 // unmount then ends the stuck pod), audit --all-nodes, and each error's
-// one line; and release --apply run in the DaemonSet's pod detaches a
-// leaked copy of the node's. Other tests share the machine:
+// one line; release --apply run in the DaemonSet's pod detaches a
+// leaked copy of the node's; and `kubectl mntleak release pod/NAME
+// --apply` detaches a pod's leaked copy by the pod's name (a private
+// holder's copy of its Memory emptyDir, which the kernel does not detach
+// because an immutable file in the volume's directory under the tmpfs
+// makes the kubelet's removal fail), checked against the holder's
+// mountinfo and the oracle (nothing holds the tmpfs after); its dry run
+// also as --format json (one document, the plan's record in it), and no
+// release prints an action record among its human lines. Other tests
+// share the machine:
 // an object held only by namespaces no pod runs in (checked against the
 // kernel) is another test's, logged and not counted.
 //

@@ -41,7 +41,9 @@ const (
 // private holder's copy of a tmpfs the node unmounted) is released by
 // `mntleak release --apply` in the DaemonSet's pod, as the plugin runs it:
 // gone from the holder's table, the holder running, the record in the
-// node's lock directory.
+// node's lock directory. And `kubectl mntleak release pod/vault --apply`
+// detaches a private holder's copy of pod vault's Memory emptyDir by the
+// pod's name (releaseByPodName), and vault goes.
 func TestPluginOnTheNode(t *testing.T) {
 	n := k8snode.Up(t)
 	privtest.RequireCommands(t, "dockerd", "docker", "ctr", "go")
@@ -254,4 +256,9 @@ func TestPluginOnTheNode(t *testing.T) {
 	// through the exec subresource, as the plugin runs it.
 	inPod := releaseInThePod(t, n, daemonPod, state)
 	keep(t, "release-in-pod.txt", inPod.stdout+inPod.stderr)
+
+	// A pod's leaked copy released by the pod's name, end to end.
+	vaultDry, vaultApplied := releaseByPodName(t, n, plugin, kc)
+	keep(t, "release-vault.txt", "$ kubectl mntleak release pod/vault -n "+plugShop+"\n"+vaultDry.stderr+vaultDry.stdout+
+		"\n$ kubectl mntleak release pod/vault -n "+plugShop+" --apply\n"+vaultApplied.stderr+vaultApplied.stdout)
 }

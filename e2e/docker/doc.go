@@ -12,7 +12,10 @@
 // 28 item 5: containerd's shim cannot unmount a rootfs an agent holds);
 // scripts/lib.sh (a Docker Engine of the incident's own, on
 // e2e/scenarios/common.sh, the helpers every seed script shares) and one
-// script per incident, control-churn.sh the control; scripts/issue28/ the
+// script per incident, control-churn.sh the control: each incident's
+// script tells its seed's story (e2e/scenarios/seeds/<seed>.sh, shared
+// with the recorded scenarios and the QEMU guest) with Docker's own
+// steps (containers, dockerd's restart, ip netns); scripts/issue28/ the
 // situations of issue 28 (rootfs-held.sh: the rootfs an agent holds, with
 // its control).
 package docker

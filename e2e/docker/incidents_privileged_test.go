@@ -199,7 +199,8 @@ func writeDocs(t *testing.T, script string, got []logged) {
 	}
 }
 
-// TestIncidentDocs: docs/incidents.md shows every script as it is run.
+// TestIncidentDocs: docs/incidents.md shows every script as it is run,
+// and each seed's story (e2e/scenarios/seeds) the scripts tell.
 func TestIncidentDocs(t *testing.T) {
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "incidents.md"))
 	if err != nil {
@@ -209,6 +210,11 @@ func TestIncidentDocs(t *testing.T) {
 	if len(scripts) < 7 {
 		t.Fatalf("only %d scripts", len(scripts))
 	}
+	seeds, _ := filepath.Glob(filepath.Join("..", "scenarios", "seeds", "*.sh"))
+	if len(seeds) != 5 {
+		t.Fatalf("%d seeds' stories in ../scenarios/seeds, want 5", len(seeds))
+	}
+	scripts = append(scripts, seeds...)
 	for _, s := range scripts {
 		b, err := os.ReadFile(s)
 		if err != nil {

@@ -7,7 +7,7 @@
 # run's logs are kept in the cache (last-logs) for a post-mortem. Idempotent; exit 1 if a trace stays.
 #   DOWN_WAIT=<s>  how long the kubelet gets to delete the pods before they are forced (default 60)
 source "$(dirname "$(readlink -f "$0")")/env.sh"
-say() { echo "k8s-node down: $*"; }
+say() { echo "k8s-node down: [${SECONDS}s] $*"; }  # the time since down.sh started: where a slow run went
 stop() { # name: TERM, up to 10s, then KILL
   local n=$1 p
   if ! alive "$n"; then rm -f "$RUN/$n.pid"; return 0; fi

@@ -189,10 +189,12 @@ func Up(t testing.TB) *Node {
 
 // Down brings the node down now (down.sh: every trace removed); the next
 // Up brings it up again. Main does this after the tests; a test calls it
-// to check what Down leaves.
+// to check what Down leaves. Its limit is 5 min: the kubelet gets 60 s to
+// delete the pods, and each daemon 10 s to stop; a loaded machine (load 16)
+// took over 3 min.
 func (n *Node) Down(t testing.TB) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if out, err := script(ctx, "down.sh"); err != nil {
 		t.Fatalf("k8snode: down.sh: %v\n%s", err, out)

@@ -59,7 +59,7 @@ type Holding struct {
 // Pin is a process holding a file on the target: cwd, root, fd, map.
 type Pin struct {
 	ProcRef
-	MntNS uint64 // the process's namespace
+	MntNS uint64 // the process's namespace (its thread's, for a thread's cwd or root)
 	How   string
 	Path  string
 	// InNS is the namespace whose table has the pinned mount; 0 with
@@ -217,6 +217,9 @@ func (s *Snapshot) Holders(t Target) Answer {
 				continue
 			}
 			pin := Pin{ProcRef: ref, MntNS: p.MntNS, How: f.How, Path: linkText(f.ref), InNS: loc.ns, Detached: !known}
+			if f.TID != 0 {
+				pin.TID, pin.MntNS = f.TID, p.threadNS(f.TID)
+			}
 			a.Pins = append(a.Pins, pin)
 		}
 	}
@@ -314,4 +317,14 @@ func PathTarget(path string) (Target, error) {
 		return Target{Major: unix.Major(st.Rdev), Minor: unix.Minor(st.Rdev)}, nil
 	}
 	return Target{Major: unix.Major(st.Dev), Minor: unix.Minor(st.Dev)}, nil
+}
+
+// threadNS is the namespace of p's thread tid (p's own if it is not listed).
+func (p Proc) threadNS(tid int) uint64 {
+	for _, th := range p.Threads {
+		if th.TID == tid {
+			return th.NS
+		}
+	}
+	return p.MntNS
 }

@@ -48,6 +48,7 @@ type HolderFacts struct {
 type PinFacts struct {
 	PID int
 	Pin string
+	TID int // the thread, for a thread's own cwd or root (0: the process's)
 }
 
 // ActorFacts is the process a finding names to act on, and how it holds:
@@ -56,6 +57,7 @@ type ActorFacts struct {
 	PID  int
 	Role string
 	Pin  string
+	TID  int // the thread, for a pinner by a thread's own cwd or root (0: the process's)
 }
 
 // Compare lists where finding f and the oracle's answer a disagree.
@@ -178,7 +180,7 @@ func (c *checker) holder(h HolderFacts) {
 	if a := h.Actor; a != nil {
 		switch a.Role {
 		case "pinner":
-			c.pin(PinFacts{PID: a.PID, Pin: a.Pin}, h.Detached)
+			c.pin(PinFacts{PID: a.PID, TID: a.TID, Pin: a.Pin}, h.Detached)
 		default:
 			c.member(a.PID, h.Threads[a.PID], h.NS)
 		}
@@ -217,7 +219,7 @@ func (c *checker) pin(p PinFacts, detached bool) {
 		return
 	}
 	for _, o := range c.a.Pins {
-		if o.PID != p.PID || !pinKind(o.How, p.Pin) {
+		if o.PID != p.PID || !pinKind(o.How, p.Pin) || (p.Pin != "nsfd" && o.TID != p.TID && isThreadPin(o.How)) {
 			continue
 		}
 		if detached && !o.Detached {
@@ -339,3 +341,7 @@ func contains(s []uint64, v uint64) bool {
 	}
 	return false
 }
+
+// isThreadPin tells the pins a thread has of its own (cwd, root): open
+// files and mappings are the whole process's.
+func isThreadPin(how string) bool { return how == "cwd" || how == "root" }

@@ -32,8 +32,8 @@ func TestCheck(t *testing.T) {
 		moved    int
 	}{
 		{name: "member named", f: leak(HolderFacts{NS: 2, Members: []int{20, 21}, Actor: &ActorFacts{PID: 20, Role: "member"}})},
-		{name: "pinner named", f: leak(HolderFacts{NS: 2, Pins: []PinFacts{{30, "cwd"}}, Actor: &ActorFacts{PID: 30, Role: "pinner", Pin: "cwd"}})},
-		{name: "nsfd keeper named", f: leak(HolderFacts{NS: 2, Pins: []PinFacts{{40, "nsfd"}}})},
+		{name: "pinner named", f: leak(HolderFacts{NS: 2, Pins: []PinFacts{{PID: 30, Pin: "cwd"}}, Actor: &ActorFacts{PID: 30, Role: "pinner", Pin: "cwd"}})},
+		{name: "nsfd keeper named", f: leak(HolderFacts{NS: 2, Pins: []PinFacts{{PID: 40, Pin: "nsfd"}}})},
 		{name: "wrong pin kind", f: leak(HolderFacts{NS: 2, Actor: &ActorFacts{PID: 30, Role: "pinner", Pin: "fd"}}),
 			disagree: []string{"pid 30 pins 7:3 by its fd"}},
 		{name: "a thread member named by its thread", f: leak(HolderFacts{NS: 2, Members: []int{20, 21, 60}, Threads: map[int]int{60: 61},
@@ -44,6 +44,10 @@ func TestCheck(t *testing.T) {
 			a: threadMember, disagree: []string{"names its thread 62 of pid 60"}},
 		{name: "a thread named for a process there by its main thread", f: leak(HolderFacts{NS: 2, Members: []int{20, 21}, Threads: map[int]int{20: 22}}),
 			disagree: []string{"names its thread 22 of pid 20 as keeping mnt:[2]; the oracle finds a[20] there"}},
+		{name: "a thread's cwd named for its thread", f: leak(HolderFacts{NS: 2, Members: []int{20, 21}, Pins: []PinFacts{{PID: 60, Pin: "cwd", TID: 61}}}),
+			a: threadCwd},
+		{name: "a thread's cwd named as its process's", f: leak(HolderFacts{NS: 2, Members: []int{20, 21}, Pins: []PinFacts{{PID: 60, Pin: "cwd"}}}),
+			a: threadCwd, disagree: []string{"pid 60 pins 7:3 by its cwd; the oracle finds no such pin"}},
 		{name: "a bystander named", f: leak(HolderFacts{NS: 2, Actor: &ActorFacts{PID: 50, Role: "member"}}),
 			disagree: []string{"names pid 50"}},
 		{name: "the wrong namespace", f: leak(HolderFacts{NS: 3}),
@@ -69,7 +73,7 @@ func TestCheck(t *testing.T) {
 				a.Pins = append(a.Pins, Pin{ProcRef: ProcRef{PID: 50, Comm: "x"}, How: "fd 3", Detached: true})
 			},
 			disagree: []string{"detached copy of 7:3 pinned by x[50]"}},
-		{name: "detached claimed, in a table", f: leak(HolderFacts{NS: 2, Detached: true, Pins: []PinFacts{{30, "cwd"}}}),
+		{name: "detached claimed, in a table", f: leak(HolderFacts{NS: 2, Detached: true, Pins: []PinFacts{{PID: 30, Pin: "cwd"}}}),
 			disagree: []string{"pins a detached copy"}},
 		{name: "an anonymous device number reused", f: FindingFacts{Kind: "leak", Target: Target{Major: 0, Minor: 38}, Holders: []HolderFacts{{NS: 3}}, Paths: []string{"/other"}},
 			a: func(a *Answer) { a.Target = Target{Major: 0, Minor: 38} }, moved: 1},
@@ -100,6 +104,13 @@ func TestCheck(t *testing.T) {
 func threadMember(a *Answer) {
 	a.Live[60] = true
 	a.Namespaces[0].Members = append(a.Namespaces[0].Members, ProcRef{PID: 60, TID: 61, Comm: "g"})
+}
+
+// threadCwd adds pid 60, whose thread 61 has its own cwd on the target
+// in namespace 2 (the process's main thread is in 1, its cwd elsewhere).
+func threadCwd(a *Answer) {
+	a.Live[60] = true
+	a.Pins = append(a.Pins, Pin{ProcRef: ProcRef{PID: 60, TID: 61, Comm: "g"}, MntNS: 2, How: "cwd", InNS: 2})
 }
 
 func TestUnheld(t *testing.T) {

@@ -45,7 +45,11 @@ type File struct {
 	Ino    uint64
 	MntID  uint64 // the mount it was reached through (a map: 0 until resolved)
 	Unique bool   // MntID is the unique id (else the old one)
-	ref    string // its /proc link (to print where it points)
+	// TID is the thread whose cwd or root it is, for a thread in another
+	// namespace than its process (its own filesystem context); 0: the
+	// process's.
+	TID int
+	ref string // its /proc link (to print where it points)
 }
 
 // Proc is one process and what it holds.
@@ -186,6 +190,16 @@ func readProc(pid int) (Proc, error) {
 			continue // a kernel thread, a zombie, or gone
 		}
 		p.Files = append(p.Files, File{How: how, Dev: dev, Ino: ino, MntID: mnt, Unique: uniq, ref: dir + "/" + how})
+	}
+	for _, th := range p.Threads {
+		for _, how := range []string{"cwd", "root"} {
+			ref := dir + "/task/" + strconv.Itoa(th.TID) + "/" + how
+			dev, ino, mnt, uniq, err := statxMount(ref)
+			if err != nil {
+				continue // the thread ended
+			}
+			p.Files = append(p.Files, File{How: how, Dev: dev, Ino: ino, MntID: mnt, Unique: uniq, TID: th.TID, ref: ref})
+		}
 	}
 	fds, err := os.ReadDir(dir + "/fd")
 	if err != nil && !isNotExist(err) && !errors.Is(err, unix.EACCES) {

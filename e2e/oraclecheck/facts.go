@@ -43,10 +43,10 @@ func Facts(f *finding.Finding) (oracle.FindingFacts, bool) {
 			}
 		}
 		for _, p := range h.Pins {
-			hf.Pins = append(hf.Pins, oracle.PinFacts{PID: p.PID, Pin: p.Pin})
+			hf.Pins = append(hf.Pins, oracle.PinFacts{PID: p.PID, TID: p.TID, Pin: p.Pin})
 		}
 		if a := h.Actor; a != nil {
-			hf.Actor = &oracle.ActorFacts{PID: a.PID, Role: a.Role, Pin: a.Pin}
+			hf.Actor = &oracle.ActorFacts{PID: a.PID, Role: a.Role, Pin: a.Pin, TID: a.TID}
 		}
 		ff.Holders = append(ff.Holders, hf)
 	}

@@ -56,3 +56,33 @@ func TestFacts(t *testing.T) {
 		t.Error("a log line without detail is checkable")
 	}
 }
+
+// TestThreadPinnerAgrees: a leak whose copy a thread's own cwd pins names
+// the process by that thread (prog[60] thread 61 cwd /vol, the actor a
+// pinner): read into the oracle's terms and checked against an answer in
+// which the oracle found that thread's cwd on the device, the finding
+// agrees, the actor by its thread as its pin (TestThreadCwdPinsItsCopy in
+// e2e/variants, on the kernel, said 'the finding says pid N pins 7:0 by
+// its cwd; the oracle finds no such pin').
+func TestThreadPinnerAgrees(t *testing.T) {
+	call := time.Unix(100, 0)
+	thread := finding.ProcRef{PID: 60, TID: 61, Comm: "prog"}
+	f := &finding.Finding{Kind: finding.KindLeak, Cause: finding.CauseUnshare,
+		Call:   finding.Call{Time: call, PID: 9, MntNS: 1},
+		Object: finding.Object{Path: "/vol", Dev: event.MakeDev(7, 3), FSType: "ext4", Root: "/"},
+		Holders: []finding.Holder{{MntNS: 2, Where: "/vol", Processes: []finding.ProcRef{thread},
+			Pins:  []finding.PinRef{{ProcRef: thread, MntNS: 2, Pin: "cwd", Path: "/vol"}},
+			Actor: &finding.Actor{ProcRef: thread, Role: finding.RolePinner, Pin: "cwd", Path: "/vol"}}}}
+	facts, ok := Facts(f)
+	if !ok {
+		t.Fatal("a leak of a block device is not checkable")
+	}
+	a := oracle.Answer{Target: oracle.Target{Major: 7, Minor: 3},
+		Namespaces: []oracle.Holding{{Inode: 2, Points: []string{"/vol"}, Members: []oracle.ProcRef{{PID: 60, TID: 61, Comm: "prog"}}}},
+		Pins:       []oracle.Pin{{ProcRef: oracle.ProcRef{PID: 60, TID: 61, Comm: "prog"}, MntNS: 2, How: "cwd", InNS: 2}},
+		Live:       map[int]bool{1: true, 9: true, 60: true},
+		Exists:     map[uint64]bool{1: true, 2: true}}
+	if d, moved := oracle.Check(facts, a); len(d) != 0 || len(moved) != 0 {
+		t.Errorf("disagreements %q, moved %q; want none:\n%s", d, moved, f.Line())
+	}
+}

@@ -27,8 +27,11 @@
 //   - image.sh: the bookworm image (mmdebstrap + mkfs.ext4 -d).
 //   - kernel.sh: another suite's cloud kernel, initramfs and modules
 //     (mmdebstrap of that suite).
-//   - lab.sh: image and kernel (build when stale) and run (payload disk,
-//     boot, timeout, results read back with debugfs).
+//   - lab.sh: image and kernel (build when stale), run (payload disk,
+//     boot, timeout, results read back with debugfs) and exec (the same
+//     boot with another script as the guest's run.sh), bench (make
+//     lab-bench: guest/bench.sh with hookbench, and bpftrace's Debian
+//     packages, downloaded once, installed in the guest).
 //   - arm64.sh: the arm64 guest (Debian's arm64 cloud kernel under
 //     qemu-system-aarch64, an initramfs of busybox and the static arm64
 //     mntleak); guest/arm64-init.sh: its /init (a leak and its EBUSY,
@@ -41,15 +44,25 @@
 //     (rmdir, the new mount API, listmount, NS_GET_MNTNS_ID; its own
 //     doc.go); guest/hookbench: what each hook path costs the
 //     syscalls it does not trace, measured in the guest (its own doc.go);
+//     guest/hooks.sh: lab-test.service for lab.sh exec, the hook paths'
+//     start-up, tracer's TestHooksSameEvents and hookbench;
+//     guest/bench.sh: lab-test.service for lab.sh bench (bpftrace
+//     installed, then hookbench);
 //     guest/lib.sh (on
-//     e2e/scenarios/common.sh, which lab.sh copies into the payload) and
-//     guest/scenarios/*.sh: the scenarios, each recording what the test
-//     must find (NAME.expect).
+//     e2e/scenarios/common.sh, which lab.sh copies into the payload with
+//     the seeds' stories, e2e/scenarios/seeds) and guest/scenarios/*.sh:
+//     the scenarios, each a seed's story told with real systemd units,
+//     recording what the test must find (NAME.expect).
 //   - lab_privileged_test.go: TestLabGuest, a guest a kernel, the
 //     assertions per scenario. Each kernel's last run stays in bin/lab/K;
 //     LAB_RECHECK=1 checks it again without a boot.
+//   - lab_hooks_privileged_test.go: TestLabHooks (make lab), each x86
+//     kernel booted with guest/hooks.sh: both hook paths start, and
+//     TestHooksSameEvents passes where the kernel has trampolines.
 //   - lab_arm64_privileged_test.go: TestLabArm64, the arm64 guest's
 //     objects loaded and its findings.
+//   - lab_expect_test.go: a scenario's NAME.expect read (a holder given
+//     two values, two runs in one file, refused).
 //   - lab_kernels_test.go: the kernels (LAB_KERNELS), what each must show.
 //   - lab_results_test.go: the results table (bin/lab-results.md; with
 //     -update, docs/lab.md's blocks).

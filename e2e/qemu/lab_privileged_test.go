@@ -346,11 +346,9 @@ func journal(t *testing.T, path string) []*journalEntry {
 
 func expectations(t *testing.T, path string) map[string]string {
 	t.Helper()
-	exp := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(readFile(t, path)), "\n") {
-		if k, v, ok := strings.Cut(line, "="); ok {
-			exp[k] = v
-		}
+	exp, err := parseExpect(readFile(t, path))
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
 	return exp
 }

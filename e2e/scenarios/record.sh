@@ -4,6 +4,9 @@
 # plus the /proc snapshots the correlator read) is kept as stream.jsonl.
 # Then `go test ./correlate -run TestGolden -update` rewrites the goldens.
 # No persistent lineage (--state-dir ""): a replay remembers nothing either.
+# With MNTLEAK_RECORD_DIR set, each stream goes there as NAME.jsonl instead
+# (a check that a scenario still records its finding, committed streams
+# untouched: compare `mntleak replay` of it with the golden).
 #   usage: e2e/scenarios/record.sh [NAME...]   (root)
 set -euo pipefail
 here=$(dirname "$(readlink -f "$0")")
@@ -12,10 +15,13 @@ cd "$top"
 go build -o bin/mntleak ./cmd/mntleak
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
-	for d in "$here"/*/; do names+=("$(basename "$d")"); done
+	# Every folder with a run.sh (seeds/ is the seeds' stories, no scenario).
+	for d in "$here"/*/run.sh; do names+=("$(basename "$(dirname "$d")")"); done
 fi
 for name in "${names[@]}"; do
 	dir=$here/$name
+	stream=$dir/stream.jsonl
+	[ -z "${MNTLEAK_RECORD_DIR:-}" ] || stream=$MNTLEAK_RECORD_DIR/$name.jsonl
 	log=$(mktemp)
 	status=0
 	gate=""
@@ -28,7 +34,7 @@ for name in "${names[@]}"; do
 		script=$!
 		for _ in $(seq 600); do [ -e "$gate.ready" ] && break; sleep 0.05; done
 	fi
-	./bin/mntleak trace --record "$dir/stream.jsonl" --state-dir "" --format json --log-format json >/dev/null 2>"$log" &
+	./bin/mntleak trace --record "$stream" --state-dir "" --format json --log-format json >/dev/null 2>"$log" &
 	daemon=$!
 	for _ in $(seq 100); do grep -q '"msg":"tracing"' "$log" && break; sleep 0.05; done
 	if [ -n "$gate" ]; then
@@ -41,7 +47,7 @@ for name in "${names[@]}"; do
 	sleep 0.5
 	kill -INT "$daemon"
 	wait "$daemon" || status=$?
-	echo "== $name: $(grep -c . "$dir/stream.jsonl") lines recorded, run status $status"
+	echo "== $name: $(grep -c . "$stream") lines recorded, run status $status"
 	grep -E '"level":"(warn|error)"' "$log" | cut -c1-400 || true
 	rm -f "$log"
 	[ "$status" -eq 0 ] || exit "$status"

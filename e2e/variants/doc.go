@@ -61,7 +61,11 @@
 //     another pod's volume directory: the finding names the namespace and
 //     the process that made it, not the kubelet's own namespace.
 //   - thread_privileged_test.go: a Go program in a holder namespace whose
-//     one thread unshares and ends: the process stays named in the leak.
+//     one thread unshares and ends: the process stays named in the leak;
+//     a namespace kept by a thread alone (startStayingThread); a thread
+//     whose own cwd is in its copy of the volume, its main thread's
+//     elsewhere (issue 25): the leak names the process by the thread's
+//     cwd; the control: the thread's namespace a slave, its cwd outside.
 //   - fuse_privileged_test.go: a FUSE server killed with SIGKILL: the
 //     rmdir or busy umount of its dead mount, and the copy a private
 //     namespace keeps, each one dead-fuse-daemon finding citing the
@@ -90,5 +94,6 @@
 //     gone first, the unmount succeeds, nothing found (issue 28 item 5).
 //   - holder_test.go: TestMain, the clone(CLONE_NEWNS) helper, the
 //     mounter helper (a process that mounts and stays) and the thread
-//     helper (a Go program whose one locked thread unshares).
+//     helper (a Go program whose one locked thread unshares; it may stay
+//     there, its root private or a slave, its cwd in a directory given).
 package variants

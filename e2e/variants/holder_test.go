@@ -43,6 +43,17 @@ const threadEnv = "MNTLEAK_VARIANT_THREAD"
 // main thread's, /proc/PID/task/TID/ns/mnt the thread's.
 const threadStaysEnv = "MNTLEAK_VARIANT_THREAD_STAYS"
 
+// threadCwdEnv, with threadStaysEnv, names the directory the staying
+// thread changes into once its namespace is made: its own cwd (unshare
+// of CLONE_NEWNS gives the thread a filesystem context of its own), in
+// its namespace's view, while its main thread's stays where it was.
+const threadCwdEnv = "MNTLEAK_VARIANT_THREAD_CWD"
+
+// threadSlaveEnv, set to 1 with threadStaysEnv, makes the staying
+// thread's namespace root a slave (it receives the node's unmounts)
+// instead of private.
+const threadSlaveEnv = "MNTLEAK_VARIANT_THREAD_SLAVE"
+
 func TestMain(m *testing.M) {
 	if target := os.Getenv(mountEnv); target != "" {
 		if err := syscall.Mount("csi-vol", target, "tmpfs", 0, ""); err != nil {
@@ -103,8 +114,8 @@ func unshareThread(dir string) int {
 			}
 			stays := os.Getenv(threadStaysEnv) == "1"
 			if stays {
-				if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-					done <- fmt.Errorf("make / rprivate in the thread's namespace: %w", err)
+				if err := stayIn(); err != nil {
+					done <- err
 					return
 				}
 			}
@@ -123,4 +134,23 @@ func unshareThread(dir string) int {
 		}
 		select {} // until killed
 	}
+}
+
+// stayIn readies the staying thread's namespace (threadStaysEnv): its
+// root private, or a slave (threadSlaveEnv), and the thread's own cwd in
+// it (threadCwdEnv).
+func stayIn() error {
+	prop, name := uintptr(unix.MS_PRIVATE), "rprivate"
+	if os.Getenv(threadSlaveEnv) == "1" {
+		prop, name = unix.MS_SLAVE, "rslave"
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|prop, ""); err != nil {
+		return fmt.Errorf("make / %s in the thread's namespace: %w", name, err)
+	}
+	if dir := os.Getenv(threadCwdEnv); dir != "" {
+		if err := unix.Chdir(dir); err != nil {
+			return fmt.Errorf("chdir %s in the thread's namespace: %w", dir, err)
+		}
+	}
+	return nil
 }

@@ -37,8 +37,7 @@ type live struct {
 	settleWait func(t testing.TB) // the settle window (privtest.AfterLeakSettle)
 	t          *testing.T
 	oracle     *oraclecheck.Checker // every finding of the cell is checked against the kernel's state
-	marker     string               // caughtUp's call, waited for in the stream ("": none)
-	markerSeen chan struct{}        // closed when it came
+	marker     privtest.Marker      // caughtUp's call, waited for in the stream
 }
 
 func startTracing(t *testing.T) *live {
@@ -59,7 +58,9 @@ func startTracing(t *testing.T) *live {
 	log := zaptest.NewLogger(t)
 	src := daemon.NewSources(log)
 	tr, err := tracer.New(tracer.Config{Sink: func(ev *event.Event) {
-		l.sawMarker(ev)
+		if ev.Kind == event.KindUmount {
+			l.marker.Saw(ev.Target)
+		}
 		// As the daemon does (daemon/pipeline.go): the test's own events
 		// are the correlator's reads (a thread entering a namespace to read
 		// its table), not a process joining it.
@@ -120,41 +121,9 @@ func (l *live) settle(t testing.TB, control bool) {
 }
 
 // caughtUp returns once every event made before it was called has
-// reached the correlator (at most d): it makes a marker call now (an
-// unmount of a path that does not exist) and waits for the tracer to
-// deliver it; the sink hands events to the correlator one at a time, so
-// all before it have been handled. Under load the correlator can lag the
-// kernel by seconds (another package's thousands of mounts), and tracing
-// stopped by settle drains only for a moment.
-func (l *live) caughtUp(t testing.TB, d time.Duration) {
-	t.Helper()
-	seen := make(chan struct{})
-	l.mu.Lock()
-	l.marker, l.markerSeen = "/mntleak-variants-caught-up-"+strconv.FormatInt(time.Now().UnixNano(), 36), seen
-	marker := l.marker
-	l.mu.Unlock()
-	if err := unix.Unmount(marker, 0); err == nil {
-		t.Fatalf("umount %s: it existed", marker)
-	}
-	select {
-	case <-seen:
-	case <-time.After(d):
-		t.Fatalf("the tracer did not deliver the marker call (umount %s) within %v", marker, d)
-	}
-}
-
-// sawMarker closes markerSeen when ev is caughtUp's marker call.
-func (l *live) sawMarker(ev *event.Event) {
-	if ev.Kind != event.KindUmount {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.marker != "" && ev.Target == l.marker {
-		close(l.markerSeen)
-		l.marker = ""
-	}
-}
+// reached the correlator (at most d; privtest.Marker): tracing stopped by
+// settle drains only for a moment.
+func (l *live) caughtUp(t testing.TB, d time.Duration) { l.marker.CaughtUp(t, d) }
 
 // all returns every finding so far.
 func (l *live) all() []*finding.Finding {

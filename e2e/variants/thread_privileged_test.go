@@ -97,30 +97,7 @@ func TestNamespaceKeptByAThread(t *testing.T) {
 	node := privtest.StartNode(t)
 	node.Run(t, "mount", dev, vol)
 	l := startTracing(t)
-	files := privtest.Mkdir(t, filepath.Join(dir, "thread"))
-	prog := exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", os.Args[0])
-	prog.Env = append(os.Environ(), threadEnv+"="+files, threadStaysEnv+"=1")
-	run(t, prog)
-	if err := os.WriteFile(filepath.Join(files, "go"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var tid int
-	privtest.WaitFor(t, 5*time.Second, "the thread's unshare", func() bool {
-		b, err := os.ReadFile(filepath.Join(files, "tid"))
-		if err != nil {
-			return false
-		}
-		tid, err = strconv.Atoi(string(b))
-		return err == nil
-	})
-	pid := prog.Process.Pid
-	if ns := privtest.MountNS(t, strconv.Itoa(pid)); ns != node.MntNS {
-		t.Fatalf("the Go program is in mnt:[%d], want the node's mnt:[%d]", ns, node.MntNS)
-	}
-	threadNS := privtest.MountNS(t, strconv.Itoa(pid)+"/task/"+strconv.Itoa(tid))
-	if threadNS == node.MntNS {
-		t.Fatalf("the thread %d is in the node's mnt:[%d], want a namespace of its own", tid, threadNS)
-	}
+	pid, tid, threadNS := startStayingThread(t, node, filepath.Join(dir, "thread"))
 	time.Sleep(300 * time.Millisecond)
 	node.Run(t, "umount", vol)
 	privtest.AfterLeakSettle(t)
@@ -139,6 +116,108 @@ func TestNamespaceKeptByAThread(t *testing.T) {
 		if want := "nsenter -t " + strconv.Itoa(tid) + " -m"; !strings.Contains(f.Fix, want) {
 			t.Errorf("fix lacks %q: %s", want, f.Fix)
 		}
+	}
+}
+
+// startStayingThread starts, in the node's namespace, the thread helper
+// whose thread stays in a namespace of its own (threadStaysEnv; env adds
+// threadCwdEnv, threadSlaveEnv), its files under files, and returns the
+// Go program's pid, the thread's tid and the thread's namespace, having
+// checked that the program's main thread is still in the node's.
+func startStayingThread(t *testing.T, node privtest.Node, files string, env ...string) (pid, tid int, threadNS uint32) {
+	t.Helper()
+	privtest.Mkdir(t, files)
+	prog := exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", os.Args[0])
+	prog.Env = append(append(os.Environ(), threadEnv+"="+files, threadStaysEnv+"=1"), env...)
+	run(t, prog)
+	if err := os.WriteFile(filepath.Join(files, "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	privtest.WaitFor(t, 5*time.Second, "the thread's unshare", func() bool {
+		b, err := os.ReadFile(filepath.Join(files, "tid"))
+		if err != nil {
+			return false
+		}
+		tid, err = strconv.Atoi(string(b))
+		return err == nil
+	})
+	pid = prog.Process.Pid
+	if ns := privtest.MountNS(t, strconv.Itoa(pid)); ns != node.MntNS {
+		t.Fatalf("the Go program is in mnt:[%d], want the node's mnt:[%d]", ns, node.MntNS)
+	}
+	threadNS = privtest.MountNS(t, strconv.Itoa(pid)+"/task/"+strconv.Itoa(tid))
+	if threadNS == node.MntNS {
+		t.Fatalf("the thread %d is in the node's mnt:[%d], want a namespace of its own", tid, threadNS)
+	}
+	return pid, tid, threadNS
+}
+
+// TestThreadCwdPinsItsCopy (issue 25): a Go program on the node has one
+// locked OS thread (not its main one) unshare a mount namespace, make
+// its root private and change into its copy of a volume the node
+// mounted; the main thread's cwd stays elsewhere (/proc/PID/cwd is not
+// the volume). The node unmounts the volume: the thread's copy stays,
+// busy by the thread's own cwd. The one leak finding names the thread's
+// namespace and, as what holds the copy, the process by that thread's
+// cwd (prog[PID] thread TID cwd VOL, role pinner), and a fix for that
+// process; the oracle, which reads every thread's cwd, agrees.
+//
+// The control: the same thread with its namespace a slave of the node's
+// and its cwd outside the volume; the node's unmount reaches its copy and
+// nothing holds the volume. After the leak settle window (the correlator
+// flushed), no finding is about it.
+func TestThreadCwdPinsItsCopy(t *testing.T) {
+	privtest.Require(t)
+	privtest.RequireCommands(t, "nsenter", "mount", "umount", "losetup")
+	for _, control := range []bool{false, true} {
+		t.Run(map[bool]string{false: "cell", true: "control"}[control], func(t *testing.T) {
+			dir := t.TempDir()
+			dev := privtest.LoopDevice(t, 8)
+			vol := privtest.Mkdir(t, filepath.Join(dir, "vol"))
+			node := privtest.StartNode(t)
+			node.Run(t, "mount", dev, vol)
+			l := startTracing(t)
+			env := []string{threadCwdEnv + "=" + vol}
+			if control {
+				env = []string{threadCwdEnv + "=" + dir, threadSlaveEnv + "=1"}
+			}
+			pid, tid, threadNS := startStayingThread(t, node, filepath.Join(dir, "thread"), env...)
+			cwd := func(of string) string {
+				p, err := os.Readlink("/proc/" + of + "/cwd")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return p
+			}
+			if got := cwd(strconv.Itoa(pid)); got == vol {
+				t.Fatalf("the main thread's cwd is %s, want elsewhere", got)
+			}
+			if got, want := cwd(strconv.Itoa(pid)+"/task/"+strconv.Itoa(tid)), map[bool]string{false: vol, true: dir}[control]; got != want {
+				t.Fatalf("the thread's cwd is %s, want %s", got, want)
+			}
+			time.Sleep(300 * time.Millisecond)
+			node.Run(t, "umount", vol)
+			privtest.AfterLeakSettle(t)
+			l.settle(t, control)
+			objs := objects{paths: []string{dev, vol}, ns: []uint32{threadNS}, ids: []uint64{findingset.BirthID(t, tid)}}
+			if control {
+				noFinding(t, l.all(), objs)
+				l.controlDevices(t, objs)
+				return
+			}
+			exactFindings(t, l.all(), objs, []expected{{kind: finding.KindLeak, syscall: "umount2", cause: finding.CauseUnshare,
+				holder: holder{pid: pid, ns: threadNS, id: objs.ids[0]}, role: finding.RolePinner, fix: pid}})
+			for _, f := range l.about(dev, vol) {
+				line := f.Line()
+				t.Log(line)
+				if _, a := f.Actor(); a == nil || a.PID != pid || a.TID != tid || a.Pin != "cwd" || a.Path != vol {
+					t.Errorf("actor %+v, want [%d] thread %d by its cwd %s:\n%s", a, pid, tid, vol, line)
+				}
+				if want := "thread " + strconv.Itoa(tid) + " cwd " + vol; !strings.Contains(line, want) {
+					t.Errorf("line lacks %q:\n%s", want, line)
+				}
+			}
+		})
 	}
 }
 

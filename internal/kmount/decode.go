@@ -56,10 +56,12 @@ func Decode(b []byte) (Mount, error) {
 		to  *string
 		off int
 		bit uint64
-	}{{&m.Opts, 4, statmountMntOpts}, {&m.FSType, 36, statmountFSType}, {&m.Root, 104, statmountMntRoot}, {&m.Point, 108, statmountMntPoint}} {
+	}{{&m.Opts, 4, statmountMntOpts}, {&m.FSType, 36, statmountFSType}, {&m.Root, 104, statmountMntRoot}, {&m.Point, 108, statmountMntPoint},
+		{&m.Subtype, 120, statmountFSSubtype}, {&m.Source, 124, statmountSBSource}} {
 		if *s.to, err = str(s.off, s.bit); err != nil {
 			return Mount{}, err
 		}
 	}
+	m.HasSource = mask&statmountSBSource != 0 // an empty string sets no bit; a source is never empty
 	return m, nil
 }

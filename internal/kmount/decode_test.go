@@ -9,10 +9,10 @@ import (
 )
 
 // statmountBuf is a struct statmount as the kernel writes it: the header,
-// then the strings (mount options, fs type, root, mount point), each
-// terminated, at the offsets the header gives.
+// then the strings (mount options, fs type, root, mount point, subtype,
+// source), each terminated, at the offsets the header gives.
 func statmountBuf(mask uint64) []byte {
-	strs := []string{"rw,size=8k", "tmpfs", "/", "/srv/vol"}
+	strs := []string{"rw,size=8k", "fuse", "/", "/srv/vol", "sshfs", "me@host:/srv"}
 	b := make([]byte, statmountHeader)
 	ne := binary.NativeEndian
 	ne.PutUint64(b[8:], mask)
@@ -29,7 +29,7 @@ func statmountBuf(mask uint64) []byte {
 	ne.PutUint64(b[96:], 7)     // propagate_from
 	ne.PutUint64(b[112:], 50)   // mnt_ns_id
 	var heap []byte
-	for i, off := range []int{4, 36, 104, 108} {
+	for i, off := range []int{4, 36, 104, 108, 120, 124} {
 		ne.PutUint32(b[off:], uint32(len(heap)))
 		heap = append(append(heap, strs[i]...), 0)
 	}
@@ -40,9 +40,15 @@ func statmountBuf(mask uint64) []byte {
 
 func TestDecodeStatmount(t *testing.T) {
 	m, err := Decode(statmountBuf(statmountAll))
-	want := Mount{ID: 202, OldID: 102, Parent: 200, NS: 50, Dev: event.MakeDev(0, 38), Point: "/srv/vol", Root: "/", FSType: "tmpfs",
+	want := Mount{ID: 202, OldID: 102, Parent: 200, NS: 50, Dev: event.MakeDev(0, 38), Point: "/srv/vol", Root: "/", FSType: "fuse",
+		Subtype: "sshfs", Source: "me@host:/srv", HasSource: true,
 		Opts: "rw,size=8k", SBFlags: 1, Attr: 2, Prop: 1 << 18, Peer: 5, Master: 6, PropFrom: 7}
 	if err != nil || m != want {
+		t.Fatalf("%+v, %v; want %+v", m, err, want)
+	}
+	// A kernel before 6.14 sets neither bit: the mount has no source.
+	m, err = Decode(statmountBuf(statmountAll &^ (statmountFSSubtype | statmountSBSource)))
+	if want.Subtype, want.Source, want.HasSource = "", "", false; err != nil || m != want {
 		t.Fatalf("%+v, %v; want %+v", m, err, want)
 	}
 	// Only the basic fields asked: no strings, no namespace id, no

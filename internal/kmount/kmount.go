@@ -34,8 +34,10 @@ const (
 	statmountFSType        = 0x20
 	statmountMntNSID       = 0x40
 	statmountMntOpts       = 0x80
+	statmountFSSubtype     = 0x100 // 6.14+, as sb_source
+	statmountSBSource      = 0x200
 	statmountAll           = statmountSBBasic | statmountMntBasic | statmountPropagateFrom | statmountMntRoot |
-		statmountMntPoint | statmountFSType | statmountMntNSID | statmountMntOpts
+		statmountMntPoint | statmountFSType | statmountMntNSID | statmountMntOpts | statmountFSSubtype | statmountSBSource
 )
 
 // Mount is one mount as statmount describes it: identities the kernel
@@ -51,13 +53,19 @@ type Mount struct {
 	Point     string    `json:"mount_point"`
 	Root      string    `json:"root"` // within its filesystem
 	FSType    string    `json:"fstype"`
-	Opts      string    `json:"options,omitempty"`
-	SBFlags   uint32    `json:"-"`
-	Attr      uint64    `json:"-"`
-	Prop      uint64    `json:"-"` // MS_SHARED, MS_SLAVE, MS_PRIVATE, MS_UNBINDABLE
-	Peer      uint64    `json:"peer_group,omitempty"`
-	Master    uint64    `json:"master,omitempty"`
-	PropFrom  uint64    `json:"-"`
+	Subtype   string    `json:"subtype,omitempty"` // fuse.sshfs's sshfs
+	Source    string    `json:"source,omitempty"`  // the superblock's source, mountinfo's field 10
+	// HasSource says the kernel filled Source, and so Subtype if it has one
+	// (Linux 6.14+; an empty string sets no bit in the mask):
+	// without them the mount cannot stand for a mountinfo line.
+	HasSource bool   `json:"-"`
+	Opts      string `json:"options,omitempty"`
+	SBFlags   uint32 `json:"-"`
+	Attr      uint64 `json:"-"`
+	Prop      uint64 `json:"-"` // MS_SHARED, MS_SLAVE, MS_PRIVATE, MS_UNBINDABLE
+	Peer      uint64 `json:"peer_group,omitempty"`
+	Master    uint64 `json:"master,omitempty"`
+	PropFrom  uint64 `json:"-"`
 }
 
 // NSID is the birth id of the mount namespace whose nsfs file fd is.

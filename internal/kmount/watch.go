@@ -28,6 +28,7 @@ const (
 // namespace's copy: not a member of that namespace).
 type MountEvent struct {
 	Detach bool
+	Moved  bool // attached and detached in one event: moved within the namespace
 	Mount  uint64
 	PID    int32
 }
@@ -57,14 +58,27 @@ func (w *Watch) Add(nsFile string) error {
 		return fmt.Errorf("open %s: %w", nsFile, err)
 	}
 	defer unix.Close(ns)
+	if err := w.AddFD(ns); err != nil {
+		return fmt.Errorf("%w of %s", err, nsFile)
+	}
+	return nil
+}
+
+// AddFD marks the mount namespace whose open nsfs file is ns (the caller
+// keeps and closes it: the mark does not need it once made).
+func (w *Watch) AddFD(ns int) error {
 	// The path is NULL: the mark is on the namespace dirfd is.
 	_, _, errno := unix.Syscall6(unix.SYS_FANOTIFY_MARK, uintptr(w.fd), unix.FAN_MARK_ADD|fanMarkMntNS,
 		uintptr(fanMntAttach|fanMntDetach), uintptr(ns), 0, 0)
 	if errno != 0 {
-		return fmt.Errorf("fanotify_mark(FAN_MARK_MNTNS) of %s: %w", nsFile, errno)
+		return fmt.Errorf("fanotify_mark(FAN_MARK_MNTNS): %w", errno)
 	}
 	return nil
 }
+
+// FD is the group's descriptor, readable when events are queued (for
+// epoll); Read and Close stay the Watch's.
+func (w *Watch) FD() int { return w.fd }
 
 // Read returns the events queued so far, none when there are none: it
 // never blocks. The kernel queues an event before the call that caused it
@@ -111,6 +125,8 @@ func DecodeEvents(b []byte) ([]MountEvent, error) {
 		mask := binary.NativeEndian.Uint64(b[8:])
 		ev := MountEvent{PID: int32(binary.NativeEndian.Uint32(b[20:]))}
 		switch {
+		case mask&fanMntDetach != 0 && mask&fanMntAttach != 0:
+			ev.Moved = true
 		case mask&fanMntDetach != 0:
 			ev.Detach = true
 		case mask&fanMntAttach == 0:

@@ -1,13 +1,9 @@
 package kmount
 
 import (
-	"bufio"
-	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -26,56 +22,14 @@ func TestWatchReportsDetachAndAttach(t *testing.T) {
 		t.Skipf("no fanotify mount-namespace marks here: %v", err)
 	}
 	defer w.Close()
-	dir := t.TempDir()
-	vol, own := filepath.Join(dir, "vol"), filepath.Join(dir, "own")
-	if err := os.Mkdir(own, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// The node: a namespace of its own mounts vol, then a holder copies it
-	// privately; on a line from the test the node unmounts vol and
-	// removes the directory, which detaches the holder's copy.
-	node := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c",
-		"mkdir "+vol+" && mount -t tmpfs kmwatch "+vol+" && "+
-			"{ unshare -m --propagation private sleep 600 & } && sleep 0.2 && echo $! && read go && umount "+vol+" && rmdir "+vol+" && echo done && read end")
-	stdin, err := node.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := node.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := node.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := bufio.NewReader(stdout)
-	holder := 0
-	t.Cleanup(func() {
-		if holder != 0 {
-			_ = exec.Command("kill", strconv.Itoa(holder)).Run()
-		}
-		stdin.Close()
-		_ = node.Process.Kill()
-		_ = node.Wait()
-	})
-	line, err := lines.ReadString('\n')
-	if err != nil {
-		t.Fatalf("node: %v", err)
-	}
-	if holder, err = strconv.Atoi(strings.TrimSpace(line)); err != nil {
-		t.Fatalf("holder's pid: %q: %v", line, err)
-	}
+	node := privtest.NewDetachableCopy(t, "kmwatch")
+	vol, own, holder := node.Vol, node.Own, node.Holder
 	nsFile := "/proc/" + strconv.Itoa(holder) + "/ns/mnt"
 	copyID := mountAt(t, nsFile, vol)
 	if err := w.Add(nsFile); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := io.WriteString(stdin, "go\n"); err != nil {
-		t.Fatal(err)
-	}
-	if line, _ := lines.ReadString('\n'); strings.TrimSpace(line) != "done" {
-		t.Fatalf("node: %q, want done", line)
-	}
+	node.Detach(t)
 	if got := readEvents(t, w, 1); got[0] != (MountEvent{Detach: true, Mount: copyID, PID: got[0].PID}) {
 		t.Errorf("after the node's rmdir: %+v, want the detach of mount %d", got, copyID)
 	}

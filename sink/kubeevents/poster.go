@@ -6,18 +6,12 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/go-logr/logr"
-	"github.com/mntleak/mntleak/internal/logkey"
 	"go.uber.org/zap"
 	"golang.org/x/time/rate"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/events"
-	"k8s.io/klog/v2"
 
 	"github.com/mntleak/mntleak/finding"
+	"github.com/mntleak/mntleak/internal/kubeclient"
+	"github.com/mntleak/mntleak/internal/logkey"
 )
 
 // Reasons and actions of the Events posted.
@@ -34,7 +28,7 @@ const (
 
 // Results counted (Options.Count).
 const (
-	ResultPosted       = "posted"       // handed to the broadcaster
+	ResultPosted       = "posted"       // handed to the recorder
 	ResultDeduplicated = "deduplicated" // the same (pod, holder, cause) within the window
 	ResultRateLimited  = "rate_limited" // over the rate
 	ResultFailed       = "failed"       // an API call failed (each retry counts)
@@ -78,42 +72,41 @@ func (o *Options) defaults() {
 
 // Poster posts findings as Events.
 type Poster struct {
-	opts        Options
-	broadcaster events.EventBroadcaster
-	recorder    events.EventRecorderLogger
-	log         *zap.Logger
+	opts     Options
+	recorder *recorder
+	log      *zap.Logger
 
 	mu    sync.Mutex
 	seen  map[dedupKey]time.Time
 	limit *rate.Limiter // Burst at once, then one per Interval
 
 	calls     *calls             // the sink's calls, for Close
-	stop      context.CancelFunc // ends the broadcaster's sends and retries
+	stop      context.CancelFunc // ends the recorder's sends and retries
 	closeOnce sync.Once
 	unsent    int
 }
 
 // closeQuiet is how long Close sees no post and no API call before it
-// takes what was posted as handed to the API (the broadcaster passes an
-// Event on through goroutines of its own, the first of which nothing can
-// wait for: it takes microseconds).
+// takes what was posted as handed to the API (the recorder sends an Event
+// from a goroutine of its own, whose start nothing waits for: it takes
+// microseconds).
 const closeQuiet = 100 * time.Millisecond
 
 type dedupKey struct {
 	regarding, related, cause, reason string
 }
 
-// New starts a broadcaster that sends to client's events.k8s.io/v1 API
+// New returns a Poster that sends to api's events.k8s.io/v1 Events
 // until Close. ctx gives the values its requests carry; its end does not
 // stop them (Close does), so that what a stopping daemon still posts is
 // sent.
-func New(ctx context.Context, client kubernetes.Interface, opts Options, log *zap.Logger) (*Poster, error) {
+func New(ctx context.Context, api EventAPI, opts Options, log *zap.Logger) (*Poster, error) {
 	opts.defaults()
 	p := &Poster{opts: opts, log: log, seen: map[dedupKey]time.Time{},
 		limit: rate.NewLimiter(rate.Every(opts.Interval), opts.Burst),
 		calls: newCalls()}
 	var down outage
-	s := &sink{inner: &events.EventSinkImpl{Interface: client.EventsV1()}, node: opts.Node, calls: p.calls, result: func(err error) {
+	s := &sink{api: api, node: opts.Node, calls: p.calls, result: func(err error) {
 		if err != nil {
 			opts.Count(ResultFailed)
 		}
@@ -125,23 +118,15 @@ func New(ctx context.Context, client kubernetes.Interface, opts Options, log *za
 			}
 		}
 	}}
-	p.broadcaster = events.NewBroadcaster(s)
 	run, stop := context.WithCancel(context.WithoutCancel(ctx))
 	p.stop = stop
-	// The broadcaster logs each failed try through klog: the sink says it
-	// once instead.
-	quiet := klog.NewContext(run, logr.Discard())
-	if err := p.broadcaster.StartRecordingToSinkWithContext(quiet); err != nil {
-		stop()
-		return nil, err
-	}
-	p.recorder = p.broadcaster.NewRecorder(scheme.Scheme, Controller).WithLogger(logr.Discard())
+	p.recorder = newRecorder(run, s, opts.Now)
 	return p, nil
 }
 
 // Close sends what was posted: it waits, at most budget, until no API
 // call runs and nothing was posted or called for closeQuiet, then shuts
-// the broadcaster down, stops its retries and returns how many Events
+// the recorder down, stops its retries and returns how many Events
 // were not sent (a call still running at the deadline, or one that failed
 // and waited to be retried). Safe to call twice; Post after Close sends
 // nothing.
@@ -152,7 +137,6 @@ func (p *Poster) Close(budget time.Duration) int {
 			time.Sleep(10 * time.Millisecond)
 		}
 		p.stop()
-		p.broadcaster.Shutdown()
 		p.unsent = p.calls.unsent()
 	})
 	return p.unsent
@@ -160,7 +144,7 @@ func (p *Poster) Close(budget time.Duration) int {
 
 // post is one Event to post for a finding.
 type post struct {
-	regarding, related *corev1.ObjectReference
+	regarding, related *kubeclient.ObjectReference
 	reason, action     string
 }
 
@@ -178,8 +162,7 @@ func (p *Poster) Post(f *finding.Finding) {
 		}
 		p.opts.Count(ResultPosted)
 		p.calls.touch()
-		// The note as an argument: a finding's "%" is not a verb.
-		p.recorder.Eventf(e.regarding, e.related, corev1.EventTypeWarning, e.reason, e.action, "%s", note)
+		p.recorder.record(e, note)
 		p.log.Debug("event posted", zap.String(logkey.Reason, e.reason),
 			zap.String(logkey.Pod, e.regarding.Namespace+"/"+e.regarding.Name))
 	}
@@ -187,7 +170,7 @@ func (p *Poster) Post(f *finding.Finding) {
 
 // plan is the Events a finding posts: see the package's doc.
 func plan(f *finding.Finding) []post {
-	var stuck, holder *corev1.ObjectReference
+	var stuck, holder *kubeclient.ObjectReference
 	if s := f.Stuck; s != nil && s.Name != "" {
 		stuck = podRef(s.Namespace, s.Name, s.UID)
 	}
@@ -218,15 +201,15 @@ func plan(f *finding.Finding) []post {
 	return nil
 }
 
-func podRef(namespace, name, uid string) *corev1.ObjectReference {
-	return &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: namespace, Name: name, UID: types.UID(uid)}
+func podRef(namespace, name, uid string) *kubeclient.ObjectReference {
+	return &kubeclient.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: namespace, Name: name, UID: uid}
 }
 
-func refKey(r *corev1.ObjectReference) string {
+func refKey(r *kubeclient.ObjectReference) string {
 	if r == nil {
 		return ""
 	}
-	return r.Namespace + "/" + r.Name + "/" + string(r.UID)
+	return r.Namespace + "/" + r.Name + "/" + r.UID
 }
 
 // admit decides whether e is posted: not when the same one was within the

@@ -2,7 +2,6 @@ package kubeevents
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -10,16 +9,10 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
-	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/mntleak/mntleak/finding"
+	"github.com/mntleak/mntleak/internal/kubeclient"
+	"github.com/mntleak/mntleak/internal/kubeclient/kubetest"
 )
 
 const (
@@ -65,18 +58,14 @@ func makeFinding(kind finding.FindingKind, stuck bool, holder *finding.Workload,
 var exporter = &finding.Workload{ContainerID: "c1", Name: "node-exporter", Pod: "node-exporter-x2x", Namespace: "monitoring",
 	PodUID: holderUID, PodContainer: "node-exporter"}
 
-// eventsIn waits for n Events in the fake API (the broadcaster sends on
-// its own goroutines) and returns them.
-func eventsIn(t *testing.T, client *fake.Clientset, n int) []eventsv1.Event {
+// eventsIn waits for n Events in the fake API (the recorder sends on
+// goroutines of its own) and returns them.
+func eventsIn(t *testing.T, api *kubetest.Server, n int) []kubeclient.Event {
 	t.Helper()
-	var items []eventsv1.Event
+	var items []kubeclient.Event
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		list, err := client.EventsV1().Events("").List(context.Background(), metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		items = list.Items
+		items = api.Events()
 		if len(items) >= n {
 			break
 		}
@@ -107,11 +96,11 @@ func TestPost(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			client := fake.NewClientset()
+			api := kubetest.Start(t)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			var c counts
-			p, err := New(ctx, client, Options{Node: "node-1", Count: c.count}, zap.NewNop())
+			p, err := New(ctx, api.Client(t), Options{Node: "node-1", Count: c.count}, zap.NewNop())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -119,13 +108,13 @@ func TestPost(t *testing.T) {
 			p.Post(tt.f)
 			if len(tt.want) == 0 {
 				time.Sleep(100 * time.Millisecond)
-				eventsIn(t, client, 0)
+				eventsIn(t, api, 0)
 				if c.get(ResultNoPod) != 1 {
 					t.Errorf("no_pod counted %d times", c.get(ResultNoPod))
 				}
 				return
 			}
-			got := eventsIn(t, client, len(tt.want))
+			got := eventsIn(t, api, len(tt.want))
 			for _, w := range tt.want {
 				w.check(t, got, tt.f)
 			}
@@ -140,7 +129,7 @@ type want struct {
 	regarding, uid, related, reason, action string
 }
 
-func (w want) check(t *testing.T, events []eventsv1.Event, f *finding.Finding) {
+func (w want) check(t *testing.T, events []kubeclient.Event, f *finding.Finding) {
 	t.Helper()
 	for _, e := range events {
 		if e.Regarding.Namespace+"/"+e.Regarding.Name != w.regarding {
@@ -153,12 +142,12 @@ func (w want) check(t *testing.T, events []eventsv1.Event, f *finding.Finding) {
 				t.Errorf("related %+v is not a pod", e.Related)
 			}
 		}
-		if e.Type != corev1.EventTypeWarning || e.Reason != w.reason || e.Action != w.action || related != w.related ||
-			string(e.Regarding.UID) != w.uid || e.Regarding.Kind != "Pod" || e.Regarding.APIVersion != "v1" ||
+		if e.Type != kubeclient.EventTypeWarning || e.Reason != w.reason || e.Action != w.action || related != w.related ||
+			e.Regarding.UID != w.uid || e.Regarding.Kind != "Pod" || e.Regarding.APIVersion != "v1" ||
 			e.ReportingController != Controller || e.ReportingInstance != "node-1" || e.Note != FindingNote(f.Headline(), f.Line()) ||
-			e.Namespace != e.Regarding.Namespace {
+			e.Metadata.Namespace != e.Regarding.Namespace {
 			t.Errorf("event on %s: type %s reason %s action %s related %q uid %s controller %s instance %s namespace %s\nnote %s\nwant %+v",
-				w.regarding, e.Type, e.Reason, e.Action, related, e.Regarding.UID, e.ReportingController, e.ReportingInstance, e.Namespace, e.Note, w)
+				w.regarding, e.Type, e.Reason, e.Action, related, e.Regarding.UID, e.ReportingController, e.ReportingInstance, e.Metadata.Namespace, e.Note, w)
 		}
 		return
 	}
@@ -168,13 +157,13 @@ func (w want) check(t *testing.T, events []eventsv1.Event, f *finding.Finding) {
 // TestDedupAndRate: the same (pod, holder, cause) is posted once per
 // window; distinct ones are limited to the burst, then one per interval.
 func TestDedupAndRate(t *testing.T) {
-	client := fake.NewClientset()
+	api := kubetest.Start(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var c counts
 	now := time.Unix(1_000_000, 0)
 	clock := func() time.Time { return now }
-	p, err := New(ctx, client, Options{Node: "n", Count: c.count, Burst: 3, Interval: 10 * time.Second, DedupWindow: time.Minute, Now: clock}, zap.NewNop())
+	p, err := New(ctx, api.Client(t), Options{Node: "n", Count: c.count, Burst: 3, Interval: 10 * time.Second, DedupWindow: time.Minute, Now: clock}, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,8 +195,8 @@ func TestDedupAndRate(t *testing.T) {
 	if c.get(ResultPosted) != 4 {
 		t.Fatalf("after one interval: posted %d, want 4", c.get(ResultPosted))
 	}
-	// After the window the first is posted again (the broadcaster makes
-	// it a series of the same Event).
+	// After the window the first is posted again (the recorder makes it a
+	// repeat in the series of the same Event).
 	now = now.Add(time.Minute)
 	p.Post(busy)
 	if c.get(ResultPosted) != 5 {
@@ -217,23 +206,24 @@ func TestDedupAndRate(t *testing.T) {
 		t.Errorf("%d dedup entries kept after the window, want 1 (the old ones dropped)", n)
 	}
 	// In the API: one Event per (pod, related pod, reason); what was posted
-	// again on the same pair (another cause, the window passed) is counted
-	// in its series by the broadcaster (which writes the count 2 at once,
-	// later counts with its periodic refresh).
+	// again on the same pair (another cause, then the window passed) is
+	// counted in its series, each repeat patched at once (client-go's
+	// broadcaster, used before, wrote the count 2 at once and later counts
+	// with a refresh every 30 minutes: 2 here).
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		evs := eventsIn(t, client, 3)
+		evs := eventsIn(t, api, 3)
 		var series int32
 		for _, e := range evs {
 			if e.Related != nil && e.Related.Name == "node-exporter-x2x" && e.Series != nil {
 				series = e.Series.Count
 			}
 		}
-		if series == 2 {
+		if series == 3 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("series count %d on the stuck pod's Event about node-exporter-x2x, want 2", series)
+			t.Fatalf("series count %d on the stuck pod's Event about node-exporter-x2x, want 3", series)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -242,20 +232,17 @@ func TestDedupAndRate(t *testing.T) {
 // TestAPIFailure: an API server that refuses events costs a count per try
 // and one log line, and Post never waits for it.
 func TestAPIFailure(t *testing.T) {
-	client := fake.NewClientset()
+	api := kubetest.Start(t)
 	var mu sync.Mutex
 	fail := true
-	client.PrependReactor("create", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
+	api.SetFault("create", "events", func() kubetest.Fault {
 		mu.Lock()
 		defer mu.Unlock()
-		if fail {
-			return true, nil, errors.New("connection refused")
-		}
-		return false, nil, nil
+		return kubetest.Fault{Abort: fail} // the connection closes: unreachable
 	})
 	core, logs := observer.New(zap.InfoLevel)
 	var c counts
-	p, err := New(context.Background(), client, Options{Node: "n", Count: c.count}, zap.New(core))
+	p, err := New(context.Background(), api.Client(t), Options{Node: "n", Count: c.count}, zap.New(core))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,14 +275,15 @@ func TestAPIFailure(t *testing.T) {
 }
 
 // TestClose: what was posted before Close is sent, however late in the
-// broadcaster it still is; Close waits no longer than its budget, nor for
+// recorder it still is; Close waits no longer than its budget, nor for
 // a retry that the API server's outage would need.
 func TestClose(t *testing.T) {
-	refused := errors.New("dial tcp 10.96.0.1:443: connect: connection refused")
+	refused := kubetest.Fault{Abort: true} // the connection closes with no answer
+	forbidden := kubetest.Fault{Code: 403, Reason: "Forbidden"}
 	tests := []struct {
 		name     string
-		delay    time.Duration // each create takes this long
-		err      error         // and then fails with this
+		delay    time.Duration  // each create takes this long
+		err      kubetest.Fault // and then fails with this
 		budget   time.Duration
 		unsent   int
 		inAPI    int
@@ -305,22 +293,21 @@ func TestClose(t *testing.T) {
 		{name: "posted just before Close", budget: 5 * time.Second, inAPI: 1, tookLess: time.Second},
 		{name: "a slow API server: Close waits for the call", delay: 300 * time.Millisecond, budget: 5 * time.Second, inAPI: 1,
 			tookLess: 2 * time.Second, tookMore: 250 * time.Millisecond},
-		// inAPI -1: not read (the fake client runs one call at a time: a
-		// List would wait for the running create).
+		// inAPI -1: not read (the call is still running).
 		{name: "a call still running at the deadline", delay: 2 * time.Second, budget: 200 * time.Millisecond, unsent: 1, inAPI: -1,
 			tookLess: time.Second, tookMore: 150 * time.Millisecond},
 		{name: "unreachable: not waited for its retry", err: refused, budget: 5 * time.Second, unsent: 1, tookLess: time.Second},
-		{name: "rejected: the broadcaster gives it up", err: apierrors.NewForbidden(schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, "x", errors.New("no")),
-			budget: 5 * time.Second, tookLess: time.Second},
+		{name: "rejected: the recorder gives it up", err: forbidden, budget: 5 * time.Second, tookLess: time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			client := fake.NewClientset()
-			client.PrependReactor("create", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
-				time.Sleep(tt.delay)
-				return tt.err != nil, nil, tt.err
+			api := kubetest.Start(t)
+			api.SetFault("create", "events", func() kubetest.Fault {
+				f := tt.err
+				f.Delay = tt.delay
+				return f
 			})
-			p, err := New(context.Background(), client, Options{Node: "n"}, zap.NewNop())
+			p, err := New(context.Background(), api.Client(t), Options{Node: "n"}, zap.NewNop())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -338,12 +325,8 @@ func TestClose(t *testing.T) {
 				return
 			}
 			// Right after Close: no waiting here.
-			list, err := client.EventsV1().Events("").List(context.Background(), metav1.ListOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(list.Items) != tt.inAPI {
-				t.Errorf("%d Events in the API right after Close, want %d", len(list.Items), tt.inAPI)
+			if n := len(api.Events()); n != tt.inAPI {
+				t.Errorf("%d Events in the API right after Close, want %d", n, tt.inAPI)
 			}
 			if again := p.Close(tt.budget); again != unsent {
 				t.Errorf("Close again: %d, want %d", again, unsent)

@@ -6,57 +6,53 @@ import (
 	"sync"
 	"time"
 
-	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/events"
+	"github.com/mntleak/mntleak/internal/kubeclient"
 )
 
-// sink sits between the broadcaster and the API: it makes the node the
-// reportingInstance (the broadcaster's recorder names the host) and
-// reports every call's outcome.
+// EventAPI is the part of the API server the Poster calls
+// (*kubeclient.Client).
+type EventAPI interface {
+	CreateEvent(ctx context.Context, ev *kubeclient.Event) (*kubeclient.Event, error)
+	PatchEventSeries(ctx context.Context, namespace, name string, s kubeclient.EventSeries) (*kubeclient.Event, error)
+}
+
+// sink sits between the Poster and the API: it makes the node the
+// reportingInstance and reports every call's outcome.
 type sink struct {
-	inner  events.EventSink
+	api    EventAPI
 	node   string
 	calls  *calls
 	result func(err error)
 }
 
-func (s *sink) Create(ctx context.Context, ev *eventsv1.Event) (*eventsv1.Event, error) {
+// record sends ev once: a patch of its series when it has one (a create
+// when the server no longer has it), else a create. It returns whether
+// the Event is to be tried again (as client-go's tools/events decides).
+func (s *sink) record(ctx context.Context, ev *kubeclient.Event) (retry bool) {
 	ev.ReportingInstance = s.node
+	key := ev.Metadata.Namespace + "/" + ev.Metadata.Name
 	s.calls.begin()
-	out, err := s.inner.Create(ctx, ev)
-	s.done(ev, err)
-	return out, err
-}
-
-func (s *sink) Update(ctx context.Context, ev *eventsv1.Event) (*eventsv1.Event, error) {
-	ev.ReportingInstance = s.node
-	s.calls.begin()
-	out, err := s.inner.Update(ctx, ev)
-	s.done(ev, err)
-	return out, err
-}
-
-func (s *sink) Patch(ctx context.Context, ev *eventsv1.Event, data []byte) (*eventsv1.Event, error) {
-	s.calls.begin()
-	out, err := s.inner.Patch(ctx, ev, data)
-	s.done(ev, err)
-	return out, err
-}
-
-func (s *sink) done(ev *eventsv1.Event, err error) {
-	s.calls.end(ev.Namespace+"/"+ev.Name, err != nil && retried(err, ev.Series != nil))
+	var err error
+	series := ev.Series != nil
+	if series {
+		_, err = s.api.PatchEventSeries(ctx, ev.Metadata.Namespace, ev.Metadata.Name, *ev.Series)
+	}
+	if !series || kubeclient.IsNotFound(err) {
+		_, err = s.api.CreateEvent(ctx, ev)
+	}
+	retry = err != nil && retried(err, series)
+	s.calls.end(key, retry)
 	s.result(err)
+	return retry
 }
 
-// retryHorizon: the broadcaster retries an Event 12 times, 10 s apart;
-// one that failed longer ago than this has been given up.
+// retryHorizon: an Event is tried maxTries times, retryWait apart; one
+// that failed longer ago than this has been given up.
 const retryHorizon = 3 * time.Minute
 
 // calls tracks the sink's API calls for Close: how many are running, the
-// Events whose last try failed and that the broadcaster will retry, and
-// when anything last happened.
+// Events whose last try failed and that will be retried, and when
+// anything last happened.
 type calls struct {
 	mu       sync.Mutex
 	running  int
@@ -66,7 +62,7 @@ type calls struct {
 
 func newCalls() *calls { return &calls{retrying: map[string]time.Time{}} }
 
-// touch: an Event was handed to the broadcaster.
+// touch: an Event was posted.
 func (c *calls) touch() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -115,18 +111,14 @@ func (c *calls) unsent() int {
 	return c.running + len(c.retrying)
 }
 
-// retried tells whether the broadcaster tries an Event again after err
-// (as client-go's tools/events decides: not after the server rejected it,
-// unless a series' Event already exists, nor when the request could not
-// be built).
+// retried tells whether an Event is tried again after err, as client-go's
+// tools/events decides: not after the server rejected it (a Status),
+// unless a series' Event already exists; yes when the server could not be
+// reached or answered something else.
 func retried(err error, series bool) bool {
-	var construct *rest.RequestConstructionError
-	if errors.As(err, &construct) {
-		return false
-	}
-	var status apierrors.APIStatus
+	var status *kubeclient.StatusError
 	if errors.As(err, &status) {
-		return series && apierrors.IsAlreadyExists(err)
+		return series && kubeclient.IsAlreadyExists(err)
 	}
 	return true
 }

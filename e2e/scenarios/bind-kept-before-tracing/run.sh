@@ -10,21 +10,12 @@
 source "$(dirname "$(readlink -f "$0")")/../lib.sh"
 
 loopdev 32
-mkdir -p "$W/vol" "$W/pins"
+mkdir -p "$W/vol"
 mount "$LOOPDEV" "$W/vol"
-# The bind of an nsfs file must not sit on a shared mount.
-mount --bind "$W/pins" "$W/pins"
-mount --make-private "$W/pins"
-touch "$W/pins/mnt"
-# The kernel binds it only into a namespace with a smaller id, and ids come
-# in per-CPU batches: made on the CPU that made the node's, it always is.
-for cpu in $(seq 0 $(($(nproc) - 1))); do
-	taskset -c "$cpu" unshare --mount="$W/pins/mnt" --propagation private true 2>/dev/null && break
-done
-expect holder_ns "$(stat -L -c %i "$W/pins/mnt")"
+mntns_pinned "$W/pins"
 tracing_begins
 settle
 umount "$W/vol"
 settle
-if mkfs.ext4 -q -F "$LOOPDEV" 2>/dev/null; then echo "mkfs on $LOOPDEV unexpectedly succeeded" >&2; exit 1; fi
+must_fail mkfs.ext4 -q -F "$LOOPDEV"
 settle

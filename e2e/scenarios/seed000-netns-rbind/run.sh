@@ -1,31 +1,25 @@
 #!/usr/bin/env bash
-# Seed 000: a pod with hostPath / mounted at /rootfs (mountPropagation None:
-# rbind + rprivate) starts after the CNI network namespace of another pod was
-# bound at /run/netns/cni-…. Deleting that pod, containerd unmounts the netns
-# (MNT_DETACH) and unlinks it: the container's private copy stays. On RHEL 7
-# without fs.may_detach_mounts the unlink fails with EBUSY; on this kernel it
-# succeeds and detaches the copy, so the leak is reported at the unmount.
+# Seed 000 (seeds/netns-rbind.sh) in a plain namespace: the netns bound by
+# hand (an nsfs bind, what `ip netns add` does), the container made as runc
+# makes it, containerd's teardown by fakebins of umount and rm.
 source "$(dirname "$(readlink -f "$0")")/../lib.sh"
+seed netns-rbind
 fakebin runc mount
 fakebin containerd umount
 fakebin sleeping sleep
 
-netns=$W/run/netns/cni-49ddd103-d374-1f86-7324-13abaeb9c910
-mkdir -p "$(dirname "$netns")" "$W/k8s.io/5b498caf/rootfs/rootfs"
-touch "$netns"
-unshare --net="$netns" true # what `ip netns add` does: an nsfs bind
-settle
-
-bg unshare -m --propagation unchanged sh -c "
-	$W/bin/runc --rbind / $W/k8s.io/5b498caf/rootfs/rootfs &&
-	$W/bin/runc --make-rprivate $W/k8s.io/5b498caf/rootfs/rootfs &&
-	touch $W/c.ready && exec $W/bin/sleeping 600"
-wait_file "$W/c.ready"
-expect holder_pid "${PIDS[-1]}"
-expect holder_ns "$(nsof "${PIDS[-1]}")"
-settle
-
-# The sleeping pod is deleted: containerd tears its netns down.
-"$W/bin/containerd" -l "$netns"
-rm -f "$netns"
-settle
+netns_add() {
+	local f=$W/run/netns/$1
+	mkdir -p "$(dirname "$f")"
+	touch "$f"
+	unshare --net="$f" true
+}
+container() {
+	mkdir -p "$W/k8s.io/5b498caf/rootfs/rootfs"
+	rbind_container "$W/k8s.io/5b498caf/rootfs/rootfs" sleeping
+}
+netns_delete() {
+	"$W/bin/containerd" -l "$W/run/netns/$1"
+	rm -f "$W/run/netns/$1"
+}
+seed_netns_rbind netns_add container netns_delete

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,7 +25,17 @@ type Journal struct {
 	Namespace string
 	Socket    string
 	cmd       *exec.Cmd
+	client    net.Conn // the stream client that keeps it from its idle exit
 }
+
+// A journald of a journal namespace exits by itself once it has had
+// nothing to do for 30 s while no stream client is connected ("Server is
+// idle, exiting."; systemd 252, IDLE_TIMEOUT_USEC): under systemd the
+// namespace's socket unit would start it again at the next entry, here
+// nothing would, and a daemon that logs nothing for 30 s (a test waiting
+// for its pods on a loaded machine) then finds no journal: its next sends
+// fail with ECONNREFUSED and the entries are lost. So the test's journal
+// keeps one stream client connected, as a journal that stays up.
 
 // Start starts a journald in a namespace of its own; it is killed and its
 // files removed at cleanup.
@@ -64,6 +75,24 @@ func (j *Journal) Restart(t testing.TB) {
 	if !s.Available() {
 		t.Fatalf("journald %s: no socket at %s after 5s", j.Namespace, j.Socket)
 	}
+	j.client = j.streamClient(t)
+}
+
+// streamClient connects to the namespace's stdout stream socket, as a
+// service's stdout would, and sends the stream's header (identifier,
+// unit, priority, level prefix, forward to syslog, kmsg, console).
+func (j *Journal) streamClient(t testing.TB) net.Conn {
+	t.Helper()
+	path := filepath.Join(filepath.Dir(j.Socket), "stdout")
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatalf("journald %s: connect to %s: %v", j.Namespace, path, err)
+	}
+	if _, err := c.Write([]byte("journaldtest\n\n6\n0\n0\n0\n0\n")); err != nil {
+		c.Close()
+		t.Fatalf("journald %s: stream header to %s: %v", j.Namespace, path, err)
+	}
+	return c
 }
 
 // Stop kills the journald (by pid) and removes its socket, as after a
@@ -77,6 +106,10 @@ func (j *Journal) Stop(t testing.TB) {
 	_ = j.cmd.Process.Kill()
 	_ = j.cmd.Wait()
 	j.cmd = nil
+	if j.client != nil {
+		j.client.Close()
+		j.client = nil
+	}
 	os.Remove(j.Socket)
 }
 

@@ -14,10 +14,14 @@
 //
 // Files: privtest.go (Require, mounts, namespace holders, loop devices),
 // keep.go (KeepNamespace: a namespace no process runs in, kept by a bind
-// of its nsfs file, made on each CPU in turn), daemon.go (Binary, Main, Daemon, Lines, Poll, WaitFor, ExitLimit),
+// of its nsfs file, made on each CPU in turn), thread.go (JoinAndHold: a
+// thread of the test's that joins a namespace and holds a file there),
+// detach.go
+// (DetachableCopy: a holder's copy that the node's rmdir detaches), daemon.go (Binary, Main, Daemon, Lines, Poll, WaitFor, ExitLimit),
 // leftovers.go (what a run may leave behind), rerun.go (Rerun: a scenario
 // run again only on lost events, recorded for make test's "reruns:"
 // line), recorder.go (Recorder: a testing.TB that records a check's
-// failures, to prove a check can fail), syncbuffer.go, race_on.go and
+// failures, to prove a check can fail), marker.go (Marker: wait until a
+// tracer's consumer has caught up with a call made now), syncbuffer.go, race_on.go and
 // race_off.go (whether the race detector is on).
 package privtest

@@ -1,20 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"os"
-	"os/exec"
 	"runtime"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
-
-// variants: no tracer, then mntleak on each path.
-var variants = []string{"none", "tracepoint", "trampoline"}
 
 func main() {
 	if len(os.Args) != 3 {
@@ -32,6 +26,13 @@ func main() {
 	}
 }
 
+// results are the measures of every round: ns[variant][workload][round],
+// and the events each mntleak variant lost, summed over its rounds.
+type results struct {
+	ns   map[string][][]float64
+	lost map[string]float64
+}
+
 func run(mntleak string, rounds int) error {
 	runtime.LockOSThread()
 	dir, err := os.MkdirTemp("/dev/shm", "hookbench")
@@ -39,91 +40,100 @@ func run(mntleak string, rounds int) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	// ns[variant][workload] are the measures of every round.
-	ns := map[string][][]float64{}
-	for _, v := range variants {
-		ns[v] = make([][]float64, len(workloads))
+	vs := variants(mntleak)
+	res := results{ns: map[string][][]float64{}, lost: map[string]float64{}}
+	for _, v := range vs {
+		res.ns[v.name] = make([][]float64, len(workloads))
 	}
 	for r := range rounds {
-		for i := range variants {
-			v := variants[(i+r)%len(variants)]
-			stop, startup, err := start(mntleak, v)
-			if err != nil {
-				return err
-			}
-			fmt.Printf("round %d %s: started in %v\n", r+1, v, startup.Round(time.Millisecond))
-			for wi, w := range workloads {
-				x, err := measure(w, dir)
-				if err != nil {
-					stop()
-					return err
-				}
-				ns[v][wi] = append(ns[v][wi], x)
-			}
-			if err := stop(); err != nil {
+		for i := range vs {
+			if err := round(vs[(i+r)%len(vs)], r, dir, &res); err != nil {
 				return err
 			}
 		}
 	}
-	for wi, w := range workloads {
-		base := median(ns["none"][wi])
-		var parts []string
-		for _, v := range variants {
-			m := median(ns[v][wi])
-			parts = append(parts, fmt.Sprintf("%s %.0f ns (x%.2f)", v, m, m/base))
-		}
-		fmt.Printf("%s: %s\n", w.name, strings.Join(parts, ", "))
+	summary(vs, &res)
+	if n := res.lost["tracepoint"] + res.lost["trampoline"]; n > 0 {
+		return fmt.Errorf("mntleak lost %.0f events (tracepoint %.0f, trampoline %.0f): the storm's target is none",
+			n, res.lost["tracepoint"], res.lost["trampoline"])
 	}
 	return nil
 }
 
-// start runs mntleak trace on path v (nothing for "none") and waits for
-// its "tracing" line; stop ends it.
-func start(mntleak, v string) (stop func() error, startup time.Duration, err error) {
-	if v == "none" {
-		return func() error { return nil }, 0, nil
-	}
+// round starts v, runs every workload once under it, reads what it lost
+// and stops it.
+func round(v variant, r int, dir string, res *results) error {
 	begin := time.Now()
-	cmd := exec.Command(mntleak, "trace", "--hooks="+v, "--format=json", "--output=/dev/null",
-		"--journald=off", "--state-dir=", "--k8s-events=false", "--log-format=json", "--log-level=info")
-	stderr, err := cmd.StderrPipe()
+	t, err := v.start()
 	if err != nil {
-		return nil, 0, err
+		return fmt.Errorf("round %d: %s: %w", r+1, v.name, err)
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, 0, fmt.Errorf("start %s: %w", mntleak, err)
+	fmt.Printf("round %d %s: started in %v\n", r+1, v.name, time.Since(begin).Round(time.Millisecond))
+	for wi, w := range workloads {
+		x, err := measure(w, dir)
+		if err != nil {
+			_ = t.stop()
+			return fmt.Errorf("round %d under %s: %w", r+1, v.name, err)
+		}
+		fmt.Printf("round %d %s: %s %.0f ns\n", r+1, v.name, w.name, x)
+		res.ns[v.name][wi] = append(res.ns[v.name][wi], x)
 	}
-	sc := bufio.NewScanner(stderr)
-	ready := false
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.Contains(line, `"msg":"BPF programs attached"`) {
-			fmt.Println(line)
+	if t.lost != nil {
+		n, err := t.lost()
+		if err != nil {
+			_ = t.stop()
+			return fmt.Errorf("round %d under %s: %w", r+1, v.name, err)
 		}
-		if strings.Contains(line, `"msg":"tracing"`) {
-			ready = true
-			break
+		fmt.Printf("round %d %s: %.0f events lost\n", r+1, v.name, n)
+		res.lost[v.name] += n
+	}
+	if err := t.stop(); err != nil {
+		return fmt.Errorf("round %d: stop %s: %w", r+1, v.name, err)
+	}
+	return nil
+}
+
+// summary prints, per workload, each variant's median and its ratio to no
+// tracer's median, with the spread: the lowest and highest of the rounds'
+// own ratios (each round's variant against that round's no tracer).
+func summary(vs []variant, res *results) {
+	fmt.Println("summary: median ns per operation (ratio of medians to none; rounds' own ratios min-max)")
+	for wi, w := range workloads {
+		none := res.ns["none"][wi]
+		base := median(none)
+		var parts []string
+		for _, v := range vs {
+			xs := res.ns[v.name][wi]
+			lo, hi := spread(xs, none)
+			parts = append(parts, fmt.Sprintf("%s %.0f ns (x%.3f; %.3f-%.3f)", v.name, median(xs), median(xs)/base, lo, hi))
+		}
+		fmt.Printf("%s: %s\n", w.name, strings.Join(parts, ", "))
+	}
+	for _, v := range vs {
+		if _, ok := res.lost[v.name]; ok {
+			fmt.Printf("lost events under %s: %.0f\n", v.name, res.lost[v.name])
 		}
 	}
-	if !ready {
-		_ = cmd.Wait()
-		return nil, 0, fmt.Errorf("mntleak trace --hooks=%s ended before tracing", v)
+}
+
+// spread is the lowest and highest ratio xs[r]/none[r] over the rounds.
+func spread(xs, none []float64) (lo, hi float64) {
+	for r := range min(len(xs), len(none)) {
+		x := xs[r] / none[r]
+		if r == 0 || x < lo {
+			lo = x
+		}
+		if r == 0 || x > hi {
+			hi = x
+		}
 	}
-	startup = time.Since(begin)
-	go func() {
-		for sc.Scan() {
-		}
-	}()
-	return func() error {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		if err := cmd.Wait(); err != nil {
-			return fmt.Errorf("mntleak trace --hooks=%s: %w", v, err)
-		}
-		return nil
-	}, startup, nil
+	return lo, hi
 }
 
 func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
 	s := append([]float64(nil), xs...)
 	sort.Float64s(s)
 	if len(s)%2 == 1 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -19,8 +20,43 @@ type workload struct {
 
 var workloads = []workload{
 	{"null syscall (getppid)", 200000, nullSyscall},
-	{"file churn (create+unlink)", 20000, fileChurn},
+	{"file churn (create+unlink)", 10000, fileChurn},
 	{"read/write loop (pwrite+pread 64 B)", 100000, readWrite},
+	{"mount storm (tmpfs mount+umount)", 2000, mountStorm},
+}
+
+// mountStorm mounts and unmounts a tmpfs n times in a mount namespace of
+// its own (a locked thread that unshares and never unlocks: the namespace
+// dies with the thread), its root made private so nothing propagates out.
+func mountStorm(dir string, n int) error {
+	target := filepath.Join(dir, "storm")
+	if err := os.MkdirAll(target, 0o700); err != nil {
+		return err
+	}
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		errc <- stormIn(target, n)
+	}()
+	return <-errc
+}
+
+func stormIn(target string, n int) error {
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		return fmt.Errorf("unshare the storm's mount namespace: %w", err)
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make / private in the storm's namespace: %w", err)
+	}
+	for range n {
+		if err := unix.Mount("hookbench", target, "tmpfs", 0, "size=1m"); err != nil {
+			return fmt.Errorf("mount tmpfs on %s: %w", target, err)
+		}
+		if err := unix.Unmount(target, 0); err != nil {
+			return fmt.Errorf("umount %s: %w", target, err)
+		}
+	}
+	return nil
 }
 
 func nullSyscall(_ string, n int) error {

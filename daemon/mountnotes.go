@@ -1,0 +1,60 @@
+package daemon
+
+import (
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/stream"
+)
+
+// syncInterval is how often, in event time, the watched namespaces are
+// matched with the live ones (a namespace's creation is watched at once).
+const syncInterval = time.Second
+
+// openMountWatch watches the namespaces corr tracks, or returns nil, said
+// once, where the kernel has no mount-namespace marks: the correlator
+// re-reads tables as before.
+func openMountWatch(corr *correlate.Correlator, log *zap.Logger) *mountWatch {
+	mw, err := newMountWatch(corr.HostNS(), log)
+	if err != nil {
+		log.Info("mount notes off: tables are re-read when needed", zap.Error(err))
+		return nil
+	}
+	mw.sync(corr.Lineage().Live())
+	log.Info("mount notes on", zap.Int("namespaces", len(mw.groups)))
+	return mw
+}
+
+// notes records and applies the kernel's mount notes queued so far, before
+// the event being handled: recorded first, so a replay applies them at
+// the same point (correlate.Replay).
+func (p *pipeline) notes() {
+	notes, err := p.mounts.drain(time.Now())
+	if err != nil {
+		p.log.Warn("mount notes", zap.Error(err))
+	}
+	for i := range notes {
+		if p.sinks.rec != nil {
+			p.fail(p.sinks.rec.WriteJSON(stream.NoteLine{Note: &notes[i]}))
+		}
+		p.corr.Note(notes[i])
+	}
+}
+
+// syncMounts watches a namespace ev created at once, and matches the
+// watched namespaces with the live ones once per syncInterval of event
+// time (namespaces a process list found, those that died).
+func (p *pipeline) syncMounts(ev *event.Event) {
+	if p.mounts == nil {
+		return
+	}
+	created := (ev.Kind == event.KindUnshare && ev.Ret == 0 && ev.MntNSAfter != ev.MntNSBefore) || ev.Kind == event.KindNewNSFork
+	if !created && ev.Time.UnixNano()-p.mountsAt < int64(syncInterval) {
+		return
+	}
+	p.mountsAt = ev.Time.UnixNano()
+	p.mounts.sync(p.corr.Lineage().Live())
+}
