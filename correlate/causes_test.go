@@ -200,8 +200,8 @@ func TestCauseVerdicts(t *testing.T) {
 
 // rprivateWorld: a monitoring container binds the node's / at /host with
 // no propagation (by mount(2), or by open_tree+move_mount+mount_setattr),
-// then the node unmounts /srv/vol.
-func rprivateWorld(w *world, newAPI bool) {
+// then the node unmounts /srv/vol (after meanwhile's steps, if any).
+func rprivateWorld(w *world, newAPI bool, meanwhile ...func(*world)) {
 	w.send(unshareEv(1500, "runc", hostNS, 70))
 	if newAPI {
 		ot := base(event.KindOpenTree, 1500, "runc", 70, 428, 5)
@@ -220,6 +220,9 @@ func rprivateWorld(w *world, newAPI bool) {
 	w.proc.procs = append(w.proc.procs, proc(1600, "node_exporter", 70, "/docker/"+cid))
 	w.proc.tables[70] = "100 99 0:90 / / rw - overlay overlay rw\n101 100 254:0 / /host rw - ext4 /dev/vda rw\n102 101 7:0 / /host/srv/vol rw - ext4 /dev/loop0 rw\n"
 	w.send(exitEv(1500, "runc", 70))
+	for _, f := range meanwhile { // before the unmount
+		f(w)
+	}
 	w.proc.tables[hostNS] = hostWithoutVol
 	w.send(umountEv(1000, "umount", hostNS, "/srv/vol", 0))
 }

@@ -121,13 +121,15 @@ const maxLeaks = 256
 // to emit.
 func New(proc procfs.Proc, opts Options, emit func(*finding.Finding)) *Correlator {
 	opts.defaults()
-	return &Correlator{
+	c := &Correlator{
 		proc: proc, opts: opts, emit: emit,
 		lineage:   NewLineage(opts.Retention),
 		ledger:    NewLedger(opts.MaxHistory),
 		incidents: map[string]time.Time{},
 		rules:     causeRules(),
 	}
+	c.ledger.spare = c.sparedEvidence
+	return c
 }
 
 // Lineage exposes the namespace lineage (read-only use).

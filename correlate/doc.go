@@ -69,7 +69,10 @@
 //     (readTable; through the process that made a namespace's latest
 //     mount, readThroughMounter; again once its mount activity settled,
 //     settle), indexed by mount and by peer group, and which tables an
-//     event can have changed; peergroups.go: a mount's propagation (its
+//     event can have changed; history.go: the recent mount events kept as
+//     evidence, bounded, a trim sparing the propagation changes and
+//     recursive binds of live namespaces and their parents (a storm
+//     elsewhere does not push out dockerd's MS_PRIVATE); peergroups.go: a mount's propagation (its
 //     peer group tags, private, shared, slave; a table's root's);
 //     mountnotes.go: Note, the kernel's word (event.MountNote: fanotify's
 //     mount-namespace marks, read by the daemon) that a mount was attached

@@ -3,7 +3,6 @@ package correlate
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"time"
 
@@ -43,13 +42,14 @@ type Ledger struct {
 	local   map[uint32]uint64 // per namespace: its changes that reach no other table
 	history []*event.Event
 	maxHist int
-	dirty   map[uint32]time.Time // namespace -> its last mount activity
-	groups  groupIndex           // peer groups of the current tables (see groupIndex)
-	watched map[uint32]bool      // namespaces whose mount notes the daemon reads (mountnotes.go)
-	hard    uint64               // bumped by every change that may reach other tables and no note tells
+	spare   func() func(*event.Event) bool // what a trim keeps of the oldest events (history.go); nil: nothing
+	dirty   map[uint32]time.Time           // namespace -> its last mount activity
+	groups  groupIndex                     // peer groups of the current tables (see groupIndex)
+	watched map[uint32]bool                // namespaces whose mount notes the daemon reads (mountnotes.go)
+	hard    uint64                         // bumped by every change that may reach other tables and no note tells
 }
 
-// NewLedger returns a ledger keeping up to maxHistory events.
+// NewLedger returns a ledger keeping up to maxHistory events (history.go).
 func NewLedger(maxHistory int) *Ledger {
 	return &Ledger{tables: map[uint32]*Table{}, last: map[uint32]*Table{}, local: map[uint32]uint64{},
 		maxHist: maxHistory, dirty: map[uint32]time.Time{}, groups: newGroupIndex(), watched: map[uint32]bool{}}
@@ -118,8 +118,7 @@ func (l *Ledger) Record(ev *event.Event) {
 	}
 	l.history = append(l.history, ev)
 	if len(l.history) > l.maxHist {
-		// Drop the oldest quarter at once so trimming is amortised.
-		l.history = append([]*event.Event(nil), l.history[len(l.history)-l.maxHist*3/4:]...)
+		l.trim()
 	}
 }
 
@@ -141,14 +140,6 @@ func (l *Ledger) Settled(now time.Time, delay time.Duration) []uint32 {
 	}
 	return out
 }
-
-// DropHistory removes the recorded events drop selects.
-func (l *Ledger) DropHistory(drop func(*event.Event) bool) {
-	l.history = slices.DeleteFunc(l.history, drop)
-}
-
-// History returns the recorded events, oldest first.
-func (l *Ledger) History() []*event.Event { return l.history }
 
 // Seq is the change sequence number.
 func (l *Ledger) Seq() uint64 { return l.seq }
