@@ -94,18 +94,8 @@ func TestCauseVerdicts(t *testing.T) {
 			line: []string{"detached by the kernel since", "RHEL 7 with fs.may_detach_mounts=0 fails that unlinkat with EBUSY"},
 		},
 		{
-			name: "private-parent",
-			run: func(w *world) {
-				w.send(mountEv(500, "dockerd", hostNS, "none", "/var/lib/docker", "", unix.MS_PRIVATE, 0))
-				w.proc.tables[hostNS] = hostTable + "8 1 254:0 /var/lib/docker /var/lib/docker rw - ext4 /dev/vda rw\n9 8 0:60 / /var/lib/docker/overlay2/x/merged rw - overlay overlay rw\n"
-				w.send(mountEv(500, "dockerd", hostNS, "overlay", "/var/lib/docker/overlay2/x/merged", "overlay", 0, 0))
-				w.send(unshareEv(600, "sshd", hostNS, 30))
-				w.proc.procs = append(w.proc.procs, proc(600, "sshd", 30, "/system.slice/ssh.service"))
-				w.proc.tables[30] = "80 79 254:0 / / rw master:1 - ext4 /dev/vda rw\n81 80 254:0 /var/lib/docker /var/lib/docker rw - ext4 /dev/vda rw\n82 81 0:60 / /var/lib/docker/overlay2/x/merged rw - overlay overlay rw\n"
-				w.send(exitEv(601, "true", 30))
-				w.proc.tables[hostNS] = hostTable + "8 1 254:0 /var/lib/docker /var/lib/docker rw - ext4 /dev/vda rw\n"
-				w.send(umountEv(500, "dockerd", hostNS, "/var/lib/docker/overlay2/x/merged", 0))
-			},
+			name:  "private-parent",
+			run:   func(w *world) { privateParentWorld(w) },
 			cause: finding.CausePrivateParent, kind: finding.KindLeak, holder: "sshd", actor: "dockerd",
 			line: []string{"dockerd[500] made /var/lib/docker private", "mount --make-rshared /var/lib/docker"},
 		},
@@ -196,6 +186,24 @@ func TestCauseVerdicts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// privateParentWorld: dockerd makes /var/lib/docker private and mounts a
+// container's rootfs below it (then meanwhile's steps, if any); sshd's
+// namespace copies it; dockerd unmounts the rootfs, and the copy stays.
+func privateParentWorld(w *world, meanwhile ...func(*world)) {
+	w.send(mountEv(500, "dockerd", hostNS, "none", "/var/lib/docker", "", unix.MS_PRIVATE, 0))
+	w.proc.tables[hostNS] = hostTable + "8 1 254:0 /var/lib/docker /var/lib/docker rw - ext4 /dev/vda rw\n9 8 0:60 / /var/lib/docker/overlay2/x/merged rw - overlay overlay rw\n"
+	w.send(mountEv(500, "dockerd", hostNS, "overlay", "/var/lib/docker/overlay2/x/merged", "overlay", 0, 0))
+	for _, f := range meanwhile {
+		f(w)
+	}
+	w.send(unshareEv(600, "sshd", hostNS, 30))
+	w.proc.procs = append(w.proc.procs, proc(600, "sshd", 30, "/system.slice/ssh.service"))
+	w.proc.tables[30] = "80 79 254:0 / / rw master:1 - ext4 /dev/vda rw\n81 80 254:0 /var/lib/docker /var/lib/docker rw - ext4 /dev/vda rw\n82 81 0:60 / /var/lib/docker/overlay2/x/merged rw - overlay overlay rw\n"
+	w.send(exitEv(601, "true", 30))
+	w.proc.tables[hostNS] = hostTable + "8 1 254:0 /var/lib/docker /var/lib/docker rw - ext4 /dev/vda rw\n"
+	w.send(umountEv(500, "dockerd", hostNS, "/var/lib/docker/overlay2/x/merged", 0))
 }
 
 // rprivateWorld: a monitoring container binds the node's / at /host with

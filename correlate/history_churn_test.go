@@ -20,20 +20,8 @@ import (
 // and pushed dockerd's MS_PRIVATE out of the 16,384 events kept.
 func TestParentMadePrivateOutlivesChurn(t *testing.T) {
 	const maxHistory = 64
-	systemd := proc(1, "systemd", hostNS, "/init.scope")
-	w := newWorldOpts(t, correlate.Options{MaxHistory: maxHistory}, []procfs.Process{systemd}, map[uint32]string{hostNS: hostTable})
-	w.send(mountEv(500, "dockerd", hostNS, "none", "/var/lib/docker", "", unix.MS_PRIVATE, 0))
-	w.proc.tables[hostNS] = hostTable + "8 1 254:0 /var/lib/docker /var/lib/docker rw - ext4 /dev/vda rw\n9 8 0:60 / /var/lib/docker/overlay2/x/merged rw - overlay overlay rw\n"
-	w.send(mountEv(500, "dockerd", hostNS, "overlay", "/var/lib/docker/overlay2/x/merged", "overlay", 0, 0))
-
-	stormOf(5 * maxHistory)(w)
-	w.send(unshareEv(600, "sshd", hostNS, 30))
-	w.proc.procs = append(w.proc.procs, proc(600, "sshd", 30, "/system.slice/ssh.service"))
-	w.proc.tables[30] = "80 79 254:0 / / rw master:1 - ext4 /dev/vda rw\n81 80 254:0 /var/lib/docker /var/lib/docker rw - ext4 /dev/vda rw\n82 81 0:60 / /var/lib/docker/overlay2/x/merged rw - overlay overlay rw\n"
-	w.send(exitEv(601, "true", 30))
-	w.proc.tables[hostNS] = hostTable + "8 1 254:0 /var/lib/docker /var/lib/docker rw - ext4 /dev/vda rw\n"
-	w.send(umountEv(500, "dockerd", hostNS, "/var/lib/docker/overlay2/x/merged", 0))
-
+	w := newWorldOpts(t, correlate.Options{MaxHistory: maxHistory}, []procfs.Process{proc(1, "systemd", hostNS, "/init.scope")}, map[uint32]string{hostNS: hostTable})
+	privateParentWorld(w, stormOf(5*maxHistory))
 	f := w.only()
 	if f.Cause != finding.CausePrivateParent || f.Kind != finding.KindLeak {
 		t.Fatalf("got %s %s, want leak private-parent:\n%s", f.Kind, f.Cause, f.Line())
