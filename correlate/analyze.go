@@ -316,24 +316,24 @@ func (c *Correlator) pinsOn(id identity, matches []match, devs []event.Dev) ([]p
 	// process forked there since the last process list (forks are not
 	// traced) may be the one that pins the copy, and it is the one to name.
 	// Only a process list read at this very event leaves none unknown: then
-	// its members are the candidates.
+	// its members are the candidates. Else the lineage bounds them
+	// (pinCandidates, pin_bound.go), or, where it cannot, every process.
 	var nss []uint32
-	var pids []int
-	listed := c.scanned && c.lastScan.Equal(c.now)
-	if listed {
-		pids = []int{}
-	}
+	var members []Member
 	for _, m := range matches {
 		if !containsNS(nss, m.ns.Ino) {
 			nss = append(nss, m.ns.Ino)
-			for _, mem := range m.ns.Members() {
-				if listed {
-					pids = append(pids, mem.PID)
-				}
-			}
+			members = append(members, m.ns.Members()...)
 		}
 	}
-	return np.PinsIn(devs, nss, pids)
+	if c.scanned && c.lastScan.Equal(c.now) {
+		pids := make([]int, 0, len(members))
+		for _, mem := range members {
+			pids = append(pids, mem.PID)
+		}
+		return np.PinsIn(devs, nss, pids)
+	}
+	return np.PinsIn(devs, nss, c.pinCandidates(nss, members))
 }
 
 func containsNS(nss []uint32, ns uint32) bool {

@@ -102,6 +102,7 @@ type Correlator struct {
 	lastGC         time.Time            // event time of the last collection
 	lastScan       time.Time            // event time of the last process list
 	scanned        bool                 // a process list was read since Start
+	lostSinceScan  bool                 // events were lost since the last process list
 	evicted        uint64               // tables evicted by MaxMounts
 	rules          []rule               // the cause table (rules.go), read-only
 	pending        []*pendingLeak       // leaks waiting for the teardown to settle
@@ -303,6 +304,9 @@ func (c *Correlator) lineageEvent(ev *event.Event, live bool) bool {
 		e := *ev
 		e.MntNSBefore = c.lineage.namespaceOf(int(ev.PID), int(ev.PPID))
 		ev = &e
+	}
+	if (ev.Kind == event.KindUnshare || ev.Kind == event.KindSetns) && ev.Ret == 0 && ev.MntNSAfter != ev.MntNSBefore {
+		c.lineage.threadMoved(int(ev.PID), ev.MntNSBefore, ev.MntNSAfter)
 	}
 	switch ev.Kind {
 	case event.KindUnshare:

@@ -83,6 +83,10 @@
 //     TableOf; a pending leak whose copy the kernel detached dropped at
 //     the next event when nothing holds it (dropDetached).
 //   - analyze.go: a failure, from the event to the holdings and pins.
+//   - pin_bound.go: the processes a failure's pin search in holder
+//     namespaces reads (their members, the pids the lineage does not
+//     know, those a thread of which moved), the lineage's index of pids,
+//     and when the search reads every process instead.
 //   - pin_threads.go: a process's open file or mapping held through a
 //     thread of its own in a holder namespace, placed in that namespace.
 //   - holders.go: an object's identity (device, path through bind roots,

@@ -89,6 +89,9 @@ func (l *Lineage) Join(ino, from uint32, m Member) {
 	}
 	mm := m
 	n.members[m.key()] = &mm
+	if m.TID == 0 {
+		l.byPID[m.PID] = ino
+	}
 	n.seenAlive(m.Joined)
 }
 
@@ -97,6 +100,7 @@ func (l *Lineage) Join(ino, from uint32, m Member) {
 // creator of a MountFlags=slave namespace is "unshare" or "(dockerd)" when
 // it unshares and "dockerd" when it exits).
 func (l *Lineage) Exit(ino uint32, pid int, comm string, at time.Time) {
+	l.exited(pid)
 	n := l.live[ino]
 	if n == nil {
 		l.exitRetired(ino, pid, comm)
@@ -383,5 +387,6 @@ func (l *Lineage) Reconcile(procs []procfs.Process, now time.Time) {
 			}
 		}
 	}
+	l.index()
 	l.expire(now)
 }

@@ -30,6 +30,7 @@ func (c *Correlator) lost(ev *event.Event) {
 		l.from = l.to
 	}
 	c.losses = append(c.losses, l)
+	c.lostSinceScan = true
 	if len(c.losses) > maxLosses {
 		a, b := c.losses[0], c.losses[1]
 		c.losses[1] = loss{from: minTime(a.from, b.from), to: b.to, count: a.count + b.count}

@@ -129,11 +129,18 @@ type Lineage struct {
 	dead      []*Namespace         // retired generations, oldest first
 	retention time.Duration
 	lostAt    time.Time // the end of the last interval of lost events
+	// byPID and moved bound a failure's pin search (pin_bound.go): the
+	// namespace each process is a member of by its main thread, and the
+	// namespaces a thread of a process moved from or into since the last
+	// process list.
+	byPID map[int]uint32
+	moved map[int][]uint32
 }
 
 // NewLineage returns an empty lineage keeping dead namespaces for retention.
 func NewLineage(retention time.Duration) *Lineage {
-	return &Lineage{live: map[uint32]*Namespace{}, byCreator: map[int][]*Namespace{}, retention: retention}
+	return &Lineage{live: map[uint32]*Namespace{}, byCreator: map[int][]*Namespace{}, retention: retention,
+		byPID: map[int]uint32{}, moved: map[int][]uint32{}}
 }
 
 // Get returns the live namespace with inode ino.

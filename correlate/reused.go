@@ -137,7 +137,7 @@ func (c *Correlator) scan() error {
 		return err
 	}
 	c.reconcile(procs)
-	c.lastScan, c.scanned = c.now, true
+	c.lastScan, c.scanned, c.lostSinceScan = c.now, true, false
 	return nil
 }
 

@@ -15,18 +15,19 @@
 // from such records, in order, so `mntleak replay` reproduces what the
 // daemon saw.
 //
-// Files: types.go (Proc, Process, Pin), host.go (the live reader),
-// mountinfo.go (a mount table parsed with its strings interned), scan.go
-// (the parallel /proc scan), threads.go (a process's threads in
-// namespaces of their own; a process of one thread told by one statx),
-// pins.go (who pins a filesystem, with the number and inode of an open
-// file, and who could not be read), nsfile.go (a kept namespace's table
-// by its id, or on an older kernel from a thread that enters it), nsid.go (a
-// mount namespace's birth id, and the processes holding a namespace's nsfs
-// file open), kernelns.go (KernelNamespaces: every mount namespace from
-// the kernel's walk, and any one's table by birth id through listmount and
-// statmount, as mountinfo lines; TableReader, many processes' mount
-// tables read at once), realpath.go (symbolic links in a process's root),
-// visibility.go (how much of the node the caller sees, and which
-// processes it could not read), record.go (Recorder, Replay).
+// Files: types.go (Proc, Process, Pin, NamespacePinner, Lister), host.go
+// (the live reader), mountinfo.go (a mount table parsed with its strings
+// interned), scan.go (the parallel /proc scan), threads.go (a process's
+// threads in namespaces of their own; a process of one thread told by one
+// statx), pins.go (who pins a filesystem, with the number and inode of an
+// open file, and who could not be read; the pids alone, PIDs), nsfile.go (a
+// kept namespace's table by its id, or on an older kernel from a thread
+// that enters it), nsid.go (a mount namespace's birth id, and the processes
+// holding a namespace's nsfs file open), kernelns.go (KernelNamespaces:
+// every mount namespace from the kernel's walk, and any one's table by
+// birth id through listmount and statmount, as mountinfo lines;
+// TableReader, many processes' mount tables read at once), realpath.go
+// (symbolic links in a process's root), visibility.go (how much of the node
+// the caller sees, and which processes it could not read), record.go
+// (Recorder, Replay).
 package procfs

@@ -23,6 +23,15 @@ func (h Host) Pins(devs []event.Dev) ([]Pin, error) {
 	return h.pinsAmong(pids, devs, nil)
 }
 
+// PIDs implements Lister.
+func (h Host) PIDs() ([]int, error) {
+	pids, err := h.pids()
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", h.root(), err)
+	}
+	return pids, nil
+}
+
 // PinsIn implements NamespacePinner: Pins for the processes whose mount
 // namespace is one of mntns (among candidates, when given).
 func (h Host) PinsIn(devs []event.Dev, mntns []uint32, candidates []int) ([]Pin, error) {

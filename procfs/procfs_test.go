@@ -246,3 +246,21 @@ func TestPinsIn(t *testing.T) {
 		t.Error("PinsIn listed a candidate that is in another namespace")
 	}
 }
+
+// PIDs lists the numeric entries of the proc root and nothing else, in
+// the order a search without candidates takes them (by name).
+func TestPIDs(t *testing.T) {
+	root := t.TempDir()
+	for _, name := range []string{"1", "22", "100", "self", "thread-self", "3x", "0"} {
+		if err := os.Mkdir(root+"/"+name, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := Host{Root: root}.PIDs()
+	if err != nil || !reflect.DeepEqual(got, []int{1, 100, 22}) {
+		t.Errorf("PIDs() = %v, %v; want [1 100 22]", got, err)
+	}
+	if _, err := (Host{Root: root + "/none"}).PIDs(); err == nil {
+		t.Error("PIDs of a missing root: no error")
+	}
+}

@@ -127,11 +127,21 @@ type Pin struct {
 // other process's pin could matter: it reads one link per process to tell
 // its namespace instead of its cwd, root, every open file and every
 // mapping. With candidates, only those pids are looked at (the processes
-// the caller knows to be in mntns; each is still checked to be there). The
+// the caller cannot rule out of mntns; each is still checked to be there,
+// by its threads too). The
 // Recorder does not implement it, so a recorded stream holds the full
 // answers and a replay asks what the recording answered.
 type NamespacePinner interface {
 	PinsIn(devs []event.Dev, mntns []uint32, candidates []int) ([]Pin, error)
+}
+
+// Lister is implemented by a Proc that lists the pids in /proc (one
+// getdents of the directory, nothing read of any process), in the order a
+// search without candidates takes them: a caller that knows where most
+// processes are tells the others apart by it, and hands NamespacePinner
+// those alone. The Recorder does not implement it (see NamespacePinner).
+type Lister interface {
+	PIDs() ([]int, error)
 }
 
 // IsGone reports whether an answer's error says the process is gone (its

@@ -1,0 +1,207 @@
+package correlate_test
+
+import (
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
+	"github.com/mntleak/mntleak/procfs"
+)
+
+// pinnerProc is a fakeProc that answers PinsIn as procfs.Host does: every
+// candidate (every process without them) is told by its namespace link,
+// the main thread's and its threads', counted in links. With list, it
+// implements procfs.Lister too (listingProc).
+type pinnerProc struct {
+	*fakeProc
+	links int // processes whose namespace link was read
+}
+
+type listingProc struct{ *pinnerProc }
+
+// PIDs lists the processes in /proc's order (by name).
+func (l listingProc) PIDs() ([]int, error) { return l.pids(), nil }
+
+func (p *pinnerProc) pids() []int {
+	var out []int
+	for _, pr := range p.procs {
+		out = append(out, pr.PID)
+	}
+	sort.Slice(out, func(i, j int) bool { return strconv.Itoa(out[i]) < strconv.Itoa(out[j]) })
+	return out
+}
+
+func (p *pinnerProc) PinsIn(devs []event.Dev, mntns []uint32, candidates []int) ([]procfs.Pin, error) {
+	if candidates == nil {
+		candidates = p.pids()
+	}
+	var out []procfs.Pin
+	for _, pid := range candidates {
+		i := slices.IndexFunc(p.procs, func(pr procfs.Process) bool { return pr.PID == pid })
+		if i < 0 {
+			continue // gone
+		}
+		p.links++
+		pr := p.procs[i]
+		in := slices.Contains(mntns, pr.MntNS)
+		for _, th := range pr.Threads {
+			in = in || slices.Contains(mntns, th.MntNS)
+		}
+		if !in {
+			continue
+		}
+		for _, pin := range p.pins {
+			if pin.PID == pid && slices.Contains(devs, pin.Dev) {
+				pin.Process = pr
+				out = append(out, pin)
+			}
+		}
+	}
+	return out, nil
+}
+
+// boundWorld is a world whose /proc answers PinsIn, and lists pids when
+// list is set: a node of crowd host processes and a holder namespace
+// (mnt:[80], app[20]) that has a tmpfs at /srv/src the node does not, as
+// the latency bench's crowd has.
+func boundWorld(t *testing.T, crowd int, list bool) (*world, *pinnerProc) {
+	t.Helper()
+	w := &world{t: t, now: time.Date(2026, 11, 26, 18, 0, 0, 0, time.UTC)}
+	procs := []procfs.Process{proc(1, "systemd", hostNS, ""), proc(30, "umount", hostNS, "")}
+	for i := range crowd {
+		procs = append(procs, proc(1000+i, "sleep", hostNS, ""))
+	}
+	w.proc = &fakeProc{procs: procs, tables: map[uint32]string{hostNS: hostTable}, host: hostNS}
+	p := &pinnerProc{fakeProc: w.proc}
+	var src procfs.Proc = p
+	if list {
+		src = listingProc{p}
+	}
+	w.c = correlate.New(src, correlate.Options{LeakSettle: -1}, func(f *finding.Finding) { w.findings = append(w.findings, f) })
+	if err := w.c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.send(unshareEv(20, "app", hostNS, 80))
+	w.proc.procs = append(w.proc.procs, proc(20, "app", 80, ""), proc(22, "worker", 80, ""))
+	w.proc.tables[80] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 0:77 /pods/a /srv/src rw - tmpfs tmpfs rw\n" +
+		"112 110 0:78 /pods/b /srv/other rw - tmpfs tmpfs rw\n" +
+		"113 110 0:79 /pods/c /srv/third rw - tmpfs tmpfs rw\n"
+	w.send(exitEv(21, "true", 80)) // the holder's table is read
+	// A first failure reads the process list (the holder is known from
+	// its unshare alone): the one the failure under test finds.
+	w.send(umountEv(30, "umount", hostNS, "/srv/other", -int64(unix.EINVAL)))
+	if len(w.findings) != 1 {
+		t.Fatalf("%d findings of the first failure, want 1", len(w.findings))
+	}
+	return w, p
+}
+
+// fail is the failure the bench makes: umount2 EINVAL in the host of a
+// directory that is a mount point only in the holder namespace.
+func (w *world) fail() *finding.Finding {
+	w.t.Helper()
+	w.findings = nil
+	w.send(umountEv(30, "umount", hostNS, "/srv/src", -int64(unix.EINVAL)))
+	return w.only()
+}
+
+var tmpfs77 = event.MakeDev(0, 77)
+
+// A failure on a copy in holder namespaces reads the namespace links of
+// the holder namespaces' members, the processes the lineage does not know
+// and those a thread of which moved, not every process's; and names the
+// same pins as the search of every process.
+func TestFailureReadsAFewProcesses(t *testing.T) {
+	const crowd = 300
+	for _, tc := range []struct {
+		name   string
+		setup  func(w *world)
+		links  int // at most, with the lineage's bound
+		pinner string
+	}{
+		{"the holder pins it", func(w *world) {
+			w.proc.pins = []procfs.Pin{{Process: proc(20, "app", 80, ""), Kind: procfs.PinCwd, Dev: tmpfs77, Path: "/srv/src/x"}}
+		}, 2, "app[20] cwd /srv/src/x"},
+		{"a process forked into the holder namespace since the last list pins it", func(w *world) {
+			w.proc.procs = append(w.proc.procs, proc(70, "forked", 80, ""))
+			w.proc.pins = []procfs.Pin{{Process: proc(70, "forked", 80, ""), Kind: procfs.PinFD, Dev: tmpfs77, Path: "/srv/src/f"}}
+		}, 3, "forked[70] fd /srv/src/f"},
+		{"a thread that joined the holder namespace since the last list pins it by its cwd", func(w *world) {
+			setns := base(event.KindSetns, 1005, "sleep", 80, 308, 0)
+			setns.TID, setns.MntNSBefore, setns.MntNSAfter = 1006, hostNS, 80
+			w.send(setns)
+			i := slices.IndexFunc(w.proc.procs, func(p procfs.Process) bool { return p.PID == 1005 })
+			w.proc.procs[i].Threads = []procfs.Thread{{TID: 1006, MntNS: 80}}
+			w.proc.pins = []procfs.Pin{{Process: w.proc.procs[i], Kind: procfs.PinCwd, Dev: tmpfs77, Path: "/srv/src/t", TID: 1006}}
+		}, 3, "sleep[1005] thread 1006 cwd /srv/src/t"},
+		{"the main thread left the holder namespace, a sibling thread stays there and pins it", func(w *world) {
+			setns := base(event.KindSetns, 22, "worker", hostNS, 308, 0)
+			setns.MntNSBefore, setns.MntNSAfter = 80, hostNS
+			w.send(setns)
+			i := slices.IndexFunc(w.proc.procs, func(p procfs.Process) bool { return p.PID == 22 })
+			w.proc.procs[i].MntNS, w.proc.procs[i].Threads = hostNS, []procfs.Thread{{TID: 23, MntNS: 80}}
+			w.proc.pins = []procfs.Pin{{Process: w.proc.procs[i], Kind: procfs.PinCwd, Dev: tmpfs77, Path: "/srv/src/m", TID: 23}}
+		}, 2, "worker[22] thread 23 cwd /srv/src/m"},
+		{"a pid reused after a traced exit", func(w *world) {
+			w.send(exitEv(1009, "sleep", hostNS))
+			i := slices.IndexFunc(w.proc.procs, func(p procfs.Process) bool { return p.PID == 1009 })
+			w.proc.procs[i] = proc(1009, "reused", 80, "")
+			w.proc.procs[i].StartTime = 99999
+			w.proc.pins = []procfs.Pin{{Process: w.proc.procs[i], Kind: procfs.PinCwd, Dev: tmpfs77, Path: "/srv/src/r"}}
+		}, 3, "reused[1009] cwd /srv/src/r"},
+		// An exit that names another namespace than the lineage has the
+		// process in leaves it a member there: its pid is not known all
+		// the same.
+		{"a pid reused after a traced exit from a namespace the lineage did not place it in", func(w *world) {
+			w.send(exitEv(1009, "sleep", 99))
+			i := slices.IndexFunc(w.proc.procs, func(p procfs.Process) bool { return p.PID == 1009 })
+			w.proc.procs[i] = proc(1009, "reused", 80, "")
+			w.proc.procs[i].StartTime = 99999
+			w.proc.pins = []procfs.Pin{{Process: w.proc.procs[i], Kind: procfs.PinCwd, Dev: tmpfs77, Path: "/srv/src/r"}}
+		}, 3, "reused[1009] cwd /srv/src/r"},
+		{"events lost since the last list: every process", func(w *world) {
+			w.send(&event.Event{Kind: event.KindLost, Lost: 3, SyscallNr: -1})
+			w.proc.pins = []procfs.Pin{{Process: proc(20, "app", 80, ""), Kind: procfs.PinCwd, Dev: tmpfs77, Path: "/srv/src/x"}}
+		}, -1, "app[20] cwd /srv/src/x"},
+		{"events lost, then a process list read: a few processes again", func(w *world) {
+			w.send(&event.Event{Kind: event.KindLost, Lost: 3, SyscallNr: -1})
+			w.now = w.now.Add(time.Minute) // the next failure reads the list again
+			w.send(umountEv(30, "umount", hostNS, "/srv/third", -int64(unix.EINVAL)))
+			w.proc.pins = []procfs.Pin{{Process: proc(20, "app", 80, ""), Kind: procfs.PinCwd, Dev: tmpfs77, Path: "/srv/src/x"}}
+		}, 2, "app[20] cwd /srv/src/x"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var lines [2]string
+			var links [2]int
+			for i, list := range []bool{false, true} {
+				w, p := boundWorld(t, crowd, list)
+				tc.setup(w)
+				p.links = 0
+				f := w.fail()
+				lines[i], links[i] = f.Line(), p.links
+			}
+			t.Logf("every process: %d links\n%s", links[0], lines[0])
+			t.Logf("bounded: %d links\n%s", links[1], lines[1])
+			if lines[1] != lines[0] {
+				t.Errorf("the bounded search's finding differs from the full search's")
+			}
+			if !strings.Contains(lines[1], tc.pinner) {
+				t.Errorf("the finding does not name %q", tc.pinner)
+			}
+			if tc.links < 0 && links[1] != links[0] {
+				t.Errorf("a failure read %d processes' links, want every process's (%d)", links[1], links[0])
+			}
+			if tc.links >= 0 && links[1] > tc.links {
+				t.Errorf("a failure read %d processes' links on a node of %d, want at most %d", links[1], crowd+4, tc.links)
+			}
+		})
+	}
+}
