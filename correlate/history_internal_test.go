@@ -32,6 +32,21 @@ func TestHistoryStaysBounded(t *testing.T) {
 	}
 }
 
+// TestTrimKeepsTheNewestThreeQuarters: with nothing spared, a trim keeps
+// the newest three quarters of the history, and the next trim comes a
+// quarter later.
+func TestTrimKeepsTheNewestThreeQuarters(t *testing.T) {
+	const maxHist = 64
+	l := NewLedger(maxHist)
+	for i := range maxHist + 1 {
+		l.Record(&event.Event{Kind: event.KindUmount, MntNS: 7, MonoNS: uint64(i)})
+	}
+	h := l.History()
+	if len(h) != maxHist*3/4 || h[0].MonoNS != maxHist+1-maxHist*3/4 || h[len(h)-1].MonoNS != maxHist {
+		t.Fatalf("after %d events the history holds %d (%d to %d), want the newest %d", maxHist+1, len(h), h[0].MonoNS, h[len(h)-1].MonoNS, maxHist*3/4)
+	}
+}
+
 // TestTrimSparesLiveEvidenceOnly: a trim spares a propagation change or
 // a recursive bind (by mount(2), or open_tree and its move_mount) made in
 // a live namespace or the parent of one; a dead namespace's, a failed

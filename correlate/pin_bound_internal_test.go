@@ -49,6 +49,18 @@ func TestPidIndex(t *testing.T) {
 	if len(l.moved[5]) > maxMoves || !l.movedIn(5, []uint32{99}) {
 		t.Errorf("a process that moved threads through 100 namespaces: %d facts, candidate everywhere %v", len(l.moved[5]), l.movedIn(5, []uint32{99}))
 	}
+	// Exactly maxMoves namespaces are still told one by one; one more and
+	// the process is a candidate everywhere.
+	for ns := uint32(300); ns < 300+maxMoves; ns += 2 {
+		l.threadMoved(7, ns, ns+1)
+	}
+	if len(l.moved[7]) != maxMoves || l.movedIn(7, []uint32{99}) || !l.movedIn(7, []uint32{300 + maxMoves - 1}) {
+		t.Errorf("a process that moved threads through %d namespaces: %d facts, candidate everywhere %v", maxMoves, len(l.moved[7]), l.movedIn(7, []uint32{99}))
+	}
+	l.threadMoved(7, 300, 300+maxMoves)
+	if !l.movedIn(7, []uint32{99}) {
+		t.Errorf("a process that moved threads through %d namespaces is not a candidate everywhere", maxMoves+1)
+	}
 	l.Reconcile(procs, now.Add(2*time.Second))
 	if l.movedIn(6, []uint32{12}) || l.movedIn(1, []uint32{99}) {
 		t.Error("threads' moves kept past a process list")
