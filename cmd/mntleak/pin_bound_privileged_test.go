@@ -15,7 +15,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/mntleak/mntleak/e2e/oracle"
 	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/finding"
 )
@@ -89,21 +88,7 @@ func TestFailureNamesPinsMadeAfterTheList(t *testing.T) {
 	if err := json.Unmarshal([]byte(line), &logged); err != nil {
 		t.Fatal(err)
 	}
-	a, err := oracle.Holders(oracle.Target{Major: unix.Major(st.Dev), Minor: unix.Minor(st.Dev)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want, got []string
-	for _, p := range a.Pins {
-		want = append(want, fmt.Sprintf("%d/%d %s", p.PID, p.TID, p.How))
-	}
-	for _, hd := range logged.Detail.Holders {
-		for _, p := range hd.Pins {
-			got = append(got, pinKey(p))
-		}
-	}
-	slices.Sort(want)
-	slices.Sort(got)
+	got, want := pinsBeside(t, st.Dev, &logged.Detail)
 	b, _ := os.ReadFile(pidFile)
 	forked := strings.TrimSpace(string(b))
 	for _, must := range []string{fmt.Sprintf("%d/%d cwd", os.Getpid(), tid), forked + "/0 cwd"} {

@@ -39,11 +39,23 @@ func TestWhyNamesAJoinedThread(t *testing.T) {
 	if code != exitError || f == nil {
 		t.Fatalf("why %s: exit %d, %+v: want the holder's copy and its pins", vol, code, f)
 	}
-	a, err := oracle.Holders(oracle.Target{Major: unix.Major(st.Dev), Minor: unix.Minor(st.Dev)})
+	got, want := pinsBeside(t, st.Dev, f)
+	if self := fmt.Sprintf("%d/%d cwd", os.Getpid(), tid); !slices.Contains(want, self) {
+		t.Fatalf("the oracle finds %v: want the thread's cwd %s among them", want, self)
+	}
+	if !slices.Equal(slices.Compact(got), slices.Compact(want)) {
+		t.Errorf("why %s names the pins %v, the kernel's (the oracle's) are %v\n%s", vol, got, want, f.Report())
+	}
+}
+
+// pinsBeside returns the pins finding f names and those the oracle finds
+// on device dev now, each sorted, as pinKey prints them.
+func pinsBeside(t *testing.T, dev uint64, f *finding.Finding) (got, want []string) {
+	t.Helper()
+	a, err := oracle.Holders(oracle.Target{Major: unix.Major(dev), Minor: unix.Minor(dev)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want, got []string
 	for _, p := range a.Pins {
 		want = append(want, fmt.Sprintf("%d/%d %s", p.PID, p.TID, p.How))
 	}
@@ -54,12 +66,7 @@ func TestWhyNamesAJoinedThread(t *testing.T) {
 	}
 	slices.Sort(want)
 	slices.Sort(got)
-	if self := fmt.Sprintf("%d/%d cwd", os.Getpid(), tid); !slices.Contains(want, self) {
-		t.Fatalf("the oracle finds %v: want the thread's cwd %s among them", want, self)
-	}
-	if !slices.Equal(slices.Compact(got), slices.Compact(want)) {
-		t.Errorf("why %s names the pins %v, the kernel's (the oracle's) are %v\n%s", vol, got, want, f.Report())
-	}
+	return got, want
 }
 
 // pinKey prints a finding's pin as the oracle's pin test prints its own:
