@@ -150,23 +150,11 @@ func TestFailureReadsAFewProcesses(t *testing.T) {
 			w.proc.procs[i].MntNS, w.proc.procs[i].Threads = hostNS, []procfs.Thread{{TID: 23, MntNS: 80}}
 			w.proc.pins = []procfs.Pin{{Process: w.proc.procs[i], Kind: procfs.PinCwd, Dev: tmpfs77, Path: "/srv/src/m", TID: 23}}
 		}, 2, "worker[22] thread 23 cwd /srv/src/m"},
-		{"a pid reused after a traced exit", func(w *world) {
-			w.send(exitEv(1009, "sleep", hostNS))
-			i := slices.IndexFunc(w.proc.procs, func(p procfs.Process) bool { return p.PID == 1009 })
-			w.proc.procs[i] = proc(1009, "reused", 80, "")
-			w.proc.procs[i].StartTime = 99999
-			w.proc.pins = []procfs.Pin{{Process: w.proc.procs[i], Kind: procfs.PinCwd, Dev: tmpfs77, Path: "/srv/src/r"}}
-		}, 3, "reused[1009] cwd /srv/src/r"},
+		{"a pid reused after a traced exit", reusedAfterExit(hostNS), 3, "reused[1009] cwd /srv/src/r"},
 		// An exit that names another namespace than the lineage has the
 		// process in leaves it a member there: its pid is not known all
 		// the same.
-		{"a pid reused after a traced exit from a namespace the lineage did not place it in", func(w *world) {
-			w.send(exitEv(1009, "sleep", 99))
-			i := slices.IndexFunc(w.proc.procs, func(p procfs.Process) bool { return p.PID == 1009 })
-			w.proc.procs[i] = proc(1009, "reused", 80, "")
-			w.proc.procs[i].StartTime = 99999
-			w.proc.pins = []procfs.Pin{{Process: w.proc.procs[i], Kind: procfs.PinCwd, Dev: tmpfs77, Path: "/srv/src/r"}}
-		}, 3, "reused[1009] cwd /srv/src/r"},
+		{"a pid reused after a traced exit from a namespace the lineage did not place it in", reusedAfterExit(99), 3, "reused[1009] cwd /srv/src/r"},
 		{"events lost since the last list: every process", func(w *world) {
 			w.send(&event.Event{Kind: event.KindLost, Lost: 3, SyscallNr: -1})
 			w.proc.pins = []procfs.Pin{{Process: proc(20, "app", 80, ""), Kind: procfs.PinCwd, Dev: tmpfs77, Path: "/srv/src/x"}}
@@ -203,5 +191,18 @@ func TestFailureReadsAFewProcesses(t *testing.T) {
 				t.Errorf("a failure read %d processes' links on a node of %d, want at most %d", links[1], crowd+4, tc.links)
 			}
 		})
+	}
+}
+
+// reusedAfterExit: the crowd's sleep[1009] exits (its exit names exitNS)
+// and a process forked into the holder namespace gets its pid and pins
+// the copy by its cwd.
+func reusedAfterExit(exitNS uint32) func(*world) {
+	return func(w *world) {
+		w.send(exitEv(1009, "sleep", exitNS))
+		i := slices.IndexFunc(w.proc.procs, func(p procfs.Process) bool { return p.PID == 1009 })
+		w.proc.procs[i] = proc(1009, "reused", 80, "")
+		w.proc.procs[i].StartTime = 99999
+		w.proc.pins = []procfs.Pin{{Process: w.proc.procs[i], Kind: procfs.PinCwd, Dev: tmpfs77, Path: "/srv/src/r"}}
 	}
 }
