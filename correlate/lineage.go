@@ -77,14 +77,9 @@ func (l *Lineage) Join(ino, from uint32, m Member) {
 	if prev := l.live[from]; prev != nil && from != ino {
 		prev.leave(m.PID, m.Joined)
 	}
-	n := l.live[ino]
-	if n == nil {
-		n = l.revive(ino)
-	}
-	if n == nil {
+	n, inferred := l.liveOrInferred(ino)
+	if inferred {
 		// Joined a namespace whose creation was never seen.
-		n = &Namespace{Ino: ino, Origin: OriginPredates, Inferred: true, members: map[int]*Member{}}
-		l.live[ino] = n
 		l.setCreator(n, m)
 	}
 	mm := m
@@ -195,6 +190,21 @@ func (l *Lineage) namespaceOf(pid, ppid int) uint32 {
 		}
 	}
 	return parent
+}
+
+// liveOrInferred returns the live namespace ino: the one the lineage has,
+// its latest dead generation brought back (revive), or else a new one
+// whose creation was never seen (inferred: true, it predates tracing).
+func (l *Lineage) liveOrInferred(ino uint32) (n *Namespace, inferred bool) {
+	if n = l.live[ino]; n == nil {
+		n = l.revive(ino)
+	}
+	if n == nil {
+		n = &Namespace{Ino: ino, Origin: OriginPredates, Inferred: true, members: map[int]*Member{}}
+		l.live[ino] = n
+		inferred = true
+	}
+	return n, inferred
 }
 
 // revive brings back the latest dead generation of namespace ino when the
@@ -361,14 +371,7 @@ func (l *Lineage) Reconcile(procs []procfs.Process, now time.Time) {
 		l.retire(n, n.deathTime(now))
 	}
 	for ino, procsHere := range present {
-		n := l.live[ino]
-		if n == nil {
-			n = l.revive(ino)
-		}
-		if n == nil {
-			n = &Namespace{Ino: ino, Origin: OriginPredates, Inferred: true, members: map[int]*Member{}}
-			l.live[ino] = n
-		}
+		n, _ := l.liveOrInferred(ino)
 		for key, p := range procsHere {
 			if _, ok := n.members[key]; !ok {
 				m := &Member{PID: p.PID, StartTime: p.StartTime, Comm: p.Comm, Cgroup: p.Cgroup}
