@@ -102,7 +102,7 @@ check-generated: generate
 
 ## mutation: the mutation score of correlate/ and release/ (gremlins, a
 ## tool in go.mod) against the tests that need no root, run as nobody under
-## nice -n 19 with one worker; not part of make test. MUTATION_FILES="leak.go
+## nice -n 19 with MUTATION_WORKERS workers (1); not part of make test. MUTATION_FILES="leak.go
 ## settle.go" narrows it; the JSON and the table go to bin/mutation
 ## (docs/mutation.md: how to read it, the scores, the equivalent mutants).
 mutation:
