@@ -1,6 +1,7 @@
 package correlate_test
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -178,5 +179,32 @@ func TestUnmountBusyWithNoProcessFound(t *testing.T) {
 	f := w.only()
 	if f.Cause != finding.CauseInUse || f.Fix != "find what uses it (fuser -vm /srv/vol), or unmount lazily" || len(f.Missing) == 0 {
 		t.Errorf("want in use, what uses it to be found, no process found:\n%s", f.Line())
+	}
+}
+
+// TestFailureReadsTheCommandsOfEightProcesses: a finding reads the command
+// lines of at most eight processes from /proc (a bound on its reads on a
+// node whose holder namespaces have thousands): of the nine members of
+// mnt:[80], the eight oldest are named with what they run, the ninth by
+// its name alone.
+func TestFailureReadsTheCommandsOfEightProcesses(t *testing.T) {
+	var workers []procfs.Process
+	for pid := 21; pid <= 28; pid++ {
+		workers = append(workers, proc(pid, "worker", 80, ""))
+	}
+	w := heldCopyWorld(t, workers...)
+	f := mkfsFails(w)
+	i := slices.IndexFunc(f.Holders, func(h finding.Holder) bool { return h.MntNS == 80 })
+	if i < 0 || len(f.Holders[i].Processes) != 9 {
+		t.Fatalf("want mnt:[80] held by its nine members: %s", f.Line())
+	}
+	for j, p := range f.Holders[i].Processes {
+		want := p.Comm + " --fake"
+		if j == 8 {
+			want = ""
+		}
+		if p.PID != 20+j || p.Cmdline != want {
+			t.Errorf("member %d is %s with command line %q, want pid %d with %q", j, p.Name(), p.Cmdline, 20+j, want)
+		}
 	}
 }
