@@ -56,3 +56,20 @@ func TestNetnsFileNamesTheProcessesThatHoldItOpen(t *testing.T) {
 		})
 	}
 }
+
+// TestPinOutsideTheCopyIsNotNamed: the node's umount2 of /srv/src fails
+// with EINVAL, and mnt:[80] has a copy there (a bind of the tmpfs's
+// /pods/a). app[20] works in the copy; worker[22], of the same namespace,
+// works on the same tmpfs elsewhere: it keeps the filesystem busy, not the
+// copy, and is not named.
+func TestPinOutsideTheCopyIsNotNamed(t *testing.T) {
+	w, _ := boundWorld(t, 0, false)
+	w.proc.pins = []procfs.Pin{
+		{Process: proc(20, "app", 80, ""), Kind: procfs.PinCwd, Dev: tmpfs77, Path: "/srv/src/x"},
+		{Process: proc(22, "worker", 80, ""), Kind: procfs.PinCwd, Dev: tmpfs77, Path: "/srv/pods-b"},
+	}
+	f := w.fail()
+	if got, want := pinsOf(f), "mnt:[80] app[20] cwd /srv/src/x"; got != want {
+		t.Errorf("pins %q, want %q:\n%s", got, want, f.Line())
+	}
+}
