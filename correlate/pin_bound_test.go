@@ -157,13 +157,7 @@ func TestFailureReadsAFewProcesses(t *testing.T) {
 			w.proc.procs[i].MntNS, w.proc.procs[i].Threads = hostNS, []procfs.Thread{{TID: 23, MntNS: 80}}
 			w.proc.pins = []procfs.Pin{{Process: w.proc.procs[i], Kind: procfs.PinCwd, Dev: tmpfs77, Path: "/srv/src/m", TID: 23}}
 		}, 2, "worker[22] thread 23 cwd /srv/src/m"},
-		{"a process of a second holder namespace pins it", func(w *world) {
-			w.send(unshareEv(25, "app2", hostNS, 81))
-			w.proc.procs = append(w.proc.procs, proc(25, "app2", 81, ""))
-			w.proc.tables[81] = w.proc.tables[80]
-			w.send(exitEv(26, "true", 81)) // its table is read
-			w.proc.pins = []procfs.Pin{{Process: proc(25, "app2", 81, ""), Kind: procfs.PinCwd, Dev: tmpfs77, Path: "/srv/src/y"}}
-		}, 3, "app2[25] cwd /srv/src/y"},
+		{"a process of a second holder namespace pins it", secondHolderPins, 3, "app2[25] cwd /srv/src/y"},
 		{"a pid reused after a traced exit", reusedAfterExit(hostNS), 3, "reused[1009] cwd /srv/src/r"},
 		// An exit that names another namespace than the lineage has the
 		// process in leaves it a member there: its pid is not known all
@@ -222,4 +216,14 @@ func reusedAfterExit(exitNS uint32) func(*world) {
 		w.proc.procs[i].StartTime = 99999
 		w.proc.pins = []procfs.Pin{{Process: w.proc.procs[i], Kind: procfs.PinCwd, Dev: tmpfs77, Path: "/srv/src/r"}}
 	}
+}
+
+// secondHolderPins: app2[25] unshares mnt:[81] with the same copies as
+// mnt:[80], and pins the copy at /srv/src by its cwd.
+func secondHolderPins(w *world) {
+	w.send(unshareEv(25, "app2", hostNS, 81))
+	w.proc.procs = append(w.proc.procs, proc(25, "app2", 81, ""))
+	w.proc.tables[81] = w.proc.tables[80]
+	w.send(exitEv(26, "true", 81)) // its table is read
+	w.proc.pins = []procfs.Pin{{Process: proc(25, "app2", 81, ""), Kind: procfs.PinCwd, Dev: tmpfs77, Path: "/srv/src/y"}}
 }
