@@ -300,12 +300,14 @@ func (c *Correlator) pinsFor(id identity, matches []match, before uint64) (map[u
 // the processes of the namespaces that match can yield a pin pinsFor
 // keeps, those alone (a scan of every process's files and mappings is
 // what a failure waits for on a node with thousands of processes). That
-// is when the object is neither a block device nor a whole filesystem
-// (see pinInObject) and no device is a block device's (major 0 is the
-// anonymous devices': tmpfs, overlay, nsfs), so no blockdev-fd pin exists.
+// is when the object is neither a block device nor a whole filesystem nor
+// a namespace file (see pinInObject: a process of any namespace that holds
+// the namespace open pins it) and no device is a block device's (major 0
+// is the anonymous devices': tmpfs, overlay, nsfs), so no blockdev-fd pin
+// exists.
 func (c *Correlator) pinsOn(id identity, matches []match, devs []event.Dev) ([]procfs.Pin, error) {
 	np, ok := c.proc.(procfs.NamespacePinner)
-	scoped := ok && !id.block && id.root != "/" && len(matches) > 0
+	scoped := ok && !id.block && id.root != "/" && id.fs != "nsfs" && len(matches) > 0
 	for _, d := range devs {
 		scoped = scoped && d.Major() == 0
 	}

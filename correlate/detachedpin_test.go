@@ -349,3 +349,27 @@ func wantPinner(t *testing.T, f *finding.Finding) {
 		t.Errorf("want a leak naming the pinner reader[60]:\n%s", f.Line())
 	}
 }
+
+// TestDetachedPinnedStaleTableReadAgain: the holder's copy went with its
+// namespace and reader[60] keeps it from the node; mnt:[81]'s table, read
+// when it had a bind of the tmpfs at /mnt/x, still shows the device, but
+// a mount in mnt:[81] since made it stale (the bind itself went with no
+// event: an rmdir detached it). It is read again, no longer has the
+// device, and the leak names the pinner.
+func TestDetachedPinnedStaleTableReadAgain(t *testing.T) {
+	const other = 81
+	w := tmpfsHolderWorld(t, correlate.Options{LeakSettle: 2 * time.Second}, 0)
+	w.send(unshareEv(30, "app", hostNS, other))
+	w.proc.procs = append(w.proc.procs, proc(30, "app", other, ""))
+	w.proc.tables[other] = "120 119 254:0 / / rw - ext4 /dev/vda rw\n121 120 0:40 / /mnt/x rw - tmpfs vol rw\n"
+	w.send(exitEv(91, "true", hostNS)) // the tables are read
+	pinFromTheNode(w)
+	w.send(umountEv(40, "umount", hostNS, "/srv/vol", 0))
+	holderGone(w)
+	w.send(exitEv(20, "holder", tmpfsHolderNS))
+	w.proc.tables[other] = "120 119 254:0 / / rw - ext4 /dev/vda rw\n122 120 0:41 / /mnt/y rw - tmpfs y rw\n"
+	w.send(mountEv(30, "app", other, "y", "/mnt/y", "tmpfs", 0, 0))
+	w.now = w.now.Add(2 * time.Second)
+	w.send(exitEv(90, "true", hostNS))
+	wantPinner(t, w.only())
+}

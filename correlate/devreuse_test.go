@@ -13,6 +13,17 @@ import (
 	"github.com/mntleak/mntleak/procfs"
 )
 
+// The reused-device tests' node: a pod's Memory emptyDir (tmpfs 0:39) at
+// vol, and the pod's namespace agent, with a private copy of the kubelet
+// root, so of the emptyDir.
+const (
+	agent      = 80
+	vol        = "/var/lib/kubelet/pods/u1/volumes/kubernetes.io~empty-dir/data"
+	volHost    = hostTable + "40 1 0:39 / " + vol + " rw shared:40 - tmpfs tmpfs rw\n"
+	agentRoot  = "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 254:0 /var/lib/kubelet /host/kubelet rw - ext4 /dev/vda rw\n"
+	agentTable = agentRoot + "112 111 0:39 / /host/kubelet/pods/u1/volumes/kubernetes.io~empty-dir/data rw - tmpfs tmpfs rw\n"
+)
+
 // TestReusedDeviceNumber: a tmpfs (a pod's Memory emptyDir) is unmounted
 // while another namespace has a copy, which the kernel detaches a moment
 // later; before the teardown settles, a failure hits a newer tmpfs that
@@ -22,14 +33,7 @@ import (
 // it, and once settled with nothing left, never reported. The same
 // failure on the leaked tmpfs itself still confirms the leak at once.
 func TestReusedDeviceNumber(t *testing.T) {
-	const (
-		agent = 80 // a pod with a private copy of the kubelet root
-		other = 90 // another program's namespace
-	)
-	vol := "/var/lib/kubelet/pods/u1/volumes/kubernetes.io~empty-dir/data"
-	host := hostTable + "40 1 0:39 / " + vol + " rw shared:40 - tmpfs tmpfs rw\n"
-	agentRoot := "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 254:0 /var/lib/kubelet /host/kubelet rw - ext4 /dev/vda rw\n"
-	agentTable := agentRoot + "112 111 0:39 / /host/kubelet/pods/u1/volumes/kubernetes.io~empty-dir/data rw - tmpfs tmpfs rw\n"
+	const other = 90 // another program's namespace
 	tests := []struct {
 		name     string
 		newer    bool // the failing tmpfs was mounted after the unmount
@@ -41,7 +45,7 @@ func TestReusedDeviceNumber(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newWorldOpts(t, correlate.Options{LeakSettle: 2 * time.Second}, []procfs.Process{proc(1, "systemd", hostNS, "")},
-				map[uint32]string{hostNS: host})
+				map[uint32]string{hostNS: volHost})
 			w.send(unshareEv(20, "runc:[2:INIT]", hostNS, agent))
 			w.proc.procs = append(w.proc.procs, proc(20, "sleep", agent, ""))
 			w.proc.tables[agent] = agentTable
@@ -80,5 +84,28 @@ func TestReusedDeviceNumber(t *testing.T) {
 				t.Fatalf("%d leak findings, want the leak of %s: %v", len(leaks), vol, tt.wantLeak)
 			}
 		})
+	}
+}
+
+// TestReusedDeviceNumberInTheHoldersNamespace: the emptyDir is unmounted
+// while the pod's namespace has a copy, which the kernel detaches a moment
+// later; before the teardown settles, the pod mounts a new tmpfs at
+// /scratch that gets the freed device number. It is another filesystem
+// (a mount the table the copy was found in did not have): no leak.
+func TestReusedDeviceNumberInTheHoldersNamespace(t *testing.T) {
+	w := newWorldOpts(t, correlate.Options{LeakSettle: 2 * time.Second}, []procfs.Process{proc(1, "systemd", hostNS, "")},
+		map[uint32]string{hostNS: volHost})
+	w.send(unshareEv(20, "runc:[2:INIT]", hostNS, agent))
+	w.proc.procs = append(w.proc.procs, proc(20, "sleep", agent, ""))
+	w.proc.tables[agent] = agentTable
+	w.send(exitEv(21, "true", agent))
+	w.proc.tables[hostNS] = hostTable
+	w.send(umountEv(40, "umount", hostNS, vol, 0))
+	w.proc.tables[agent] = agentRoot + "130 110 0:39 / /scratch rw - tmpfs tmpfs rw\n"
+	w.send(mountEv(22, "mount", agent, "tmpfs", "/scratch", "tmpfs", 0, 0))
+	w.now = w.now.Add(3 * time.Second)
+	w.send(exitEv(33, "true", hostNS))
+	for _, f := range w.findings {
+		t.Errorf("want no finding, got: %s", f.Line())
 	}
 }

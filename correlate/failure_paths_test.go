@@ -208,3 +208,21 @@ func TestFailureReadsTheCommandsOfEightProcesses(t *testing.T) {
 		}
 	}
 }
+
+// TestRmdirOfAnOverlayLayerNamesTheOverlay: rmdir of a container's upper
+// directory fails with EBUSY; no table has a mount there, but mnt:[80]
+// has the overlay that uses it as its upperdir mounted: the failure names
+// that overlay as the holder.
+func TestRmdirOfAnOverlayLayerNamesTheOverlay(t *testing.T) {
+	const layer = "/var/lib/docker/overlay2/x"
+	w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, ""), proc(20, "app", 80, "")}, map[uint32]string{
+		hostNS: hostTable,
+		80: "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 0:60 / /merged rw - overlay overlay rw,lowerdir=" + layer +
+			"/lower,upperdir=" + layer + "/diff,workdir=" + layer + "/work\n",
+	})
+	w.send(failEv(50, "dockerd", hostNS, 84 /* rmdir on x86_64 */, layer+"/diff", int64(unix.EBUSY)))
+	f := w.only()
+	if got, want := strings.Join(holdersOf(f), ", "), "mnt:[80] /merged"; f.Kind != finding.KindFailure || got != want {
+		t.Errorf("%s holders %q, want a failure held by %q:\n%s", f.Kind, got, want, f.Line())
+	}
+}

@@ -142,29 +142,37 @@ func TestOutermostAndPropagation(t *testing.T) {
 	}
 }
 
+// TestIdentityHelpers: the container, unit and pod a cgroup path names,
+// and the words a summary names the workload by: the pod, else the
+// container (short id), else the unit; nothing for a path naming none.
 func TestIdentityHelpers(t *testing.T) {
 	const id = "5f2c0e1a9b8d7c6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e"
+	const ctr, pod = "container 5f2c0e1a9b8d", "pod 0c2f3a1e-7d4b-4c3e-9a1f-2b3c4d5e6f70"
 	tests := []struct {
-		path                 string
-		container, unit, pod string
+		path                        string
+		container, unit, pod, words string
 	}{
-		{"/docker/" + id, id, "", ""},
-		{"/system.slice/docker-" + id + ".scope", id, "docker-" + id + ".scope", ""},
+		{"/docker/" + id, id, "", "", ctr},
+		{"/system.slice/docker-" + id + ".scope", id, "docker-" + id + ".scope", "", ctr},
 		{"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0c2f3a1e_7d4b_4c3e_9a1f_2b3c4d5e6f70.slice/cri-containerd-" + id + ".scope",
-			id, "cri-containerd-" + id + ".scope", "0c2f3a1e-7d4b-4c3e-9a1f-2b3c4d5e6f70"},
-		{"/kubepods/burstable/pod0c2f3a1e-7d4b-4c3e-9a1f-2b3c4d5e6f70/" + id, id, "", "0c2f3a1e-7d4b-4c3e-9a1f-2b3c4d5e6f70"},
+			id, "cri-containerd-" + id + ".scope", "0c2f3a1e-7d4b-4c3e-9a1f-2b3c4d5e6f70", pod},
+		{"/kubepods/burstable/pod0c2f3a1e-7d4b-4c3e-9a1f-2b3c4d5e6f70/" + id, id, "", "0c2f3a1e-7d4b-4c3e-9a1f-2b3c4d5e6f70", pod},
 		{"/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod0c2f3a1e_7d4b_4c3e_9a1f_2b3c4d5e6f70.slice/crio-" + id + ".scope",
-			id, "crio-" + id + ".scope", "0c2f3a1e-7d4b-4c3e-9a1f-2b3c4d5e6f70"},
-		{"/machine.slice/libpod-" + id + ".scope/container", id, "", ""},
-		{"/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" + id + ".scope", id, "libpod-" + id + ".scope", ""},
-		{"/system.slice/ntpd.service", "", "ntpd.service", ""},
-		{"/user.slice/user-0.slice/session-3.scope", "", "session-3.scope", ""},
-		{"/run/containerd/io.containerd.runtime.v2.task/k8s.io/" + id + "/rootfs", id, "", ""},
-		{"/", "", "", ""},
+			id, "crio-" + id + ".scope", "0c2f3a1e-7d4b-4c3e-9a1f-2b3c4d5e6f70", pod},
+		{"/machine.slice/libpod-" + id + ".scope/container", id, "", "", ctr},
+		{"/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" + id + ".scope", id, "libpod-" + id + ".scope", "", ctr},
+		{"/system.slice/ntpd.service", "", "ntpd.service", "", "ntpd.service"},
+		{"/user.slice/user-0.slice/session-3.scope", "", "session-3.scope", "", "session-3.scope"},
+		{"/run/containerd/io.containerd.runtime.v2.task/k8s.io/" + id + "/rootfs", id, "", "", ctr},
+		{"/", "", "", "", ""},
+		{"", "", "", "", ""},
 	}
 	for _, tt := range tests {
 		if c, u, p := ContainerID(tt.path), Unit(tt.path), PodUID(tt.path); c != tt.container || u != tt.unit || p != tt.pod {
 			t.Errorf("%s: container %q unit %q pod %q, want %q %q %q", tt.path, c, u, p, tt.container, tt.unit, tt.pod)
+		}
+		if got := workloadWords(tt.path); got != tt.words {
+			t.Errorf("workloadWords(%q) = %q, want %q", tt.path, got, tt.words)
 		}
 	}
 	for root, want := range map[string]string{

@@ -216,3 +216,36 @@ func TestMountNoteReplays(t *testing.T) {
 		t.Errorf("without its notes the recording does not replay as a run without the watch:\nreplay: %q\n   off: %q", got, off)
 	}
 }
+
+// TestDetachedLeakDroppedUnlessATableCouldNotBeRead: the node unmounted
+// /srv/vol and mnt:[80] kept a copy (a pending leak); a note says the copy
+// was detached since. At the next event the leak is dropped at once when
+// mnt:[80]'s table, read again, has no copy; when it cannot be read, what
+// holds the copy is not known, and the leak waits for its deadline.
+func TestDetachedLeakDroppedUnlessATableCouldNotBeRead(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		after string // mnt:[80]'s table after the detach
+		want  int    // pending leaks after the next event
+	}{
+		{"read again", noteRoot, 0},
+		{"unreadable", "not a mountinfo line\n", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorldOpts(t, correlate.Options{LeakSettle: 2 * time.Second},
+				[]procfs.Process{proc(1, "systemd", hostNS, ""), proc(20, "keeper", noteHolderA, "")},
+				map[uint32]string{hostNS: hostTable, noteHolderA: noteRoot + noteCopyA})
+			w.proc.tables[hostNS] = hostWithoutVol
+			w.send(umountEv(40, "umount", hostNS, "/srv/vol", 0))
+			if n := w.c.PendingLeaks(); n != 1 {
+				t.Fatalf("%d pending leaks after the unmount, want 1", n)
+			}
+			w.proc.tables[noteHolderA] = tc.after
+			w.c.Note(event.MountNote{Time: w.now, NS: noteHolderA, Detach: true, PID: 40, Mount: mountLine(t, noteCopyA)})
+			w.send(exitEv(91, "true", hostNS))
+			if n := w.c.PendingLeaks(); n != tc.want || len(w.findings) != 0 {
+				t.Errorf("%d pending leaks and %d findings after the detach, want %d and none", n, len(w.findings), tc.want)
+			}
+		})
+	}
+}

@@ -19,10 +19,17 @@ import (
 // pinnerProc is a fakeProc that answers PinsIn as procfs.Host does: every
 // candidate (every process without them) is told by its namespace link,
 // the main thread's and its threads', counted in links. With list, it
-// implements procfs.Lister too (listingProc).
+// implements procfs.Lister too (listingProc). Pins, the search of every
+// process's files, is counted in scans.
 type pinnerProc struct {
 	*fakeProc
 	links int // processes whose namespace link was read
+	scans int // searches of every process's files
+}
+
+func (p *pinnerProc) Pins(devs []event.Dev) ([]procfs.Pin, error) {
+	p.scans++
+	return p.fakeProc.Pins(devs)
 }
 
 type listingProc struct{ *pinnerProc }
@@ -150,6 +157,7 @@ func TestFailureReadsAFewProcesses(t *testing.T) {
 			w.proc.procs[i].MntNS, w.proc.procs[i].Threads = hostNS, []procfs.Thread{{TID: 23, MntNS: 80}}
 			w.proc.pins = []procfs.Pin{{Process: w.proc.procs[i], Kind: procfs.PinCwd, Dev: tmpfs77, Path: "/srv/src/m", TID: 23}}
 		}, 2, "worker[22] thread 23 cwd /srv/src/m"},
+		{"a process of a second holder namespace pins it", secondHolderPins, 3, "app2[25] cwd /srv/src/y"},
 		{"a pid reused after a traced exit", reusedAfterExit(hostNS), 3, "reused[1009] cwd /srv/src/r"},
 		// An exit that names another namespace than the lineage has the
 		// process in leaves it a member there: its pid is not known all
@@ -172,9 +180,12 @@ func TestFailureReadsAFewProcesses(t *testing.T) {
 			for i, list := range []bool{false, true} {
 				w, p := boundWorld(t, crowd, list)
 				tc.setup(w)
-				p.links = 0
+				p.links, p.scans = 0, 0
 				f := w.fail()
 				lines[i], links[i] = f.Line(), p.links
+				if p.scans != 0 {
+					t.Errorf("a failure searched every process's files %d times, want none (only the holder namespaces')", p.scans)
+				}
 			}
 			t.Logf("every process: %d links\n%s", links[0], lines[0])
 			t.Logf("bounded: %d links\n%s", links[1], lines[1])
@@ -205,4 +216,14 @@ func reusedAfterExit(exitNS uint32) func(*world) {
 		w.proc.procs[i].StartTime = 99999
 		w.proc.pins = []procfs.Pin{{Process: w.proc.procs[i], Kind: procfs.PinCwd, Dev: tmpfs77, Path: "/srv/src/r"}}
 	}
+}
+
+// secondHolderPins: app2[25] unshares mnt:[81] with the same copies as
+// mnt:[80], and pins the copy at /srv/src by its cwd.
+func secondHolderPins(w *world) {
+	w.send(unshareEv(25, "app2", hostNS, 81))
+	w.proc.procs = append(w.proc.procs, proc(25, "app2", 81, ""))
+	w.proc.tables[81] = w.proc.tables[80]
+	w.send(exitEv(26, "true", 81)) // its table is read
+	w.proc.pins = []procfs.Pin{{Process: proc(25, "app2", 81, ""), Kind: procfs.PinCwd, Dev: tmpfs77, Path: "/srv/src/y"}}
 }

@@ -171,12 +171,19 @@ func newWorld(t *testing.T, procs []procfs.Process, tables map[uint32]string) *w
 
 func newWorldOpts(t *testing.T, opts correlate.Options, procs []procfs.Process, tables map[uint32]string) *world {
 	t.Helper()
+	return newWorldOf(t, opts, procs, tables, func(f *fakeProc) procfs.Proc { return f })
+}
+
+// newWorldOf is newWorldOpts with the /proc the correlator reads made from
+// the world's fakeProc by as (a pinnerProc, say).
+func newWorldOf(t *testing.T, opts correlate.Options, procs []procfs.Process, tables map[uint32]string, as func(*fakeProc) procfs.Proc) *world {
+	t.Helper()
 	w := &world{t: t, now: time.Date(2026, 11, 21, 12, 1, 0, 0, time.UTC)}
 	if opts.LeakSettle == 0 {
 		opts.LeakSettle = -1 // leaks at once; TestLeakSettles covers the settling
 	}
 	w.proc = &fakeProc{procs: procs, tables: tables, host: hostNS, blocks: map[string]event.Dev{"/dev/loop0": event.MakeDev(7, 0)}}
-	w.c = correlate.New(w.proc, opts, func(f *finding.Finding) { w.findings = append(w.findings, f) })
+	w.c = correlate.New(as(w.proc), opts, func(f *finding.Finding) { w.findings = append(w.findings, f) })
 	if err := w.c.Start(); err != nil {
 		t.Fatal(err)
 	}
