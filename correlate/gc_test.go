@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
 )
@@ -129,4 +130,30 @@ func privateTmpLeak(w *world) {
 	w.send(exitEv(301, "true", 20))
 	w.proc.tables[hostNS] = hostWithoutVol
 	w.send(umountEv(400, "kubelet", hostNS, "/srv/vol", 0))
+}
+
+// TestCollectionForgetsFailuresPastTheRetryWindow: a collection runs once
+// GCInterval of event time has passed since the last (exactly then too),
+// and forgets the failures last seen longer than RetryWindow before it,
+// not one seen exactly RetryWindow before nor a recent one: a retry of
+// that one within the window after the collection is still folded into
+// its incident.
+func TestCollectionForgetsFailuresPastTheRetryWindow(t *testing.T) {
+	w := newWorldOpts(t, correlate.Options{GCInterval: 10 * time.Second, RetryWindow: 5 * time.Second},
+		[]procfs.Process{proc(1, "systemd", hostNS, "")}, map[uint32]string{hostNS: hostTable})
+	busy := func(path string) *event.Event { return failEv(900, "mkfs.ext4", hostNS, 257, path, 16) }
+	w.sendEvery(0, busy("/dev/loop1"))             // the first event: the first interval starts
+	w.sendEvery(5*time.Second, busy("/dev/loop2")) // exactly RetryWindow before the collection
+	w.sendEvery(5*time.Second, busy("/dev/loop0")) // exactly GCInterval after the first event
+	if got, want := w.c.Size().Incidents, 2; got != want {
+		t.Errorf("after the collection: %d incidents, want %d (loop2's and loop0's)", got, want)
+	}
+	// Nothing holds loop1 nor loop2 (no finding); loop0 is mounted at /srv/vol.
+	if len(w.findings) != 1 {
+		t.Fatalf("%d findings before the retry, want 1 (loop0's)", len(w.findings))
+	}
+	w.sendEvery(2*time.Second, busy("/dev/loop0"))
+	if len(w.findings) != 1 {
+		t.Errorf("a retry 2s after the failure, across a collection, was reported again: %s", w.findings[len(w.findings)-1].Line())
+	}
 }

@@ -158,6 +158,8 @@ func TestFailureReadsAFewProcesses(t *testing.T) {
 			w.proc.pins = []procfs.Pin{{Process: w.proc.procs[i], Kind: procfs.PinCwd, Dev: tmpfs77, Path: "/srv/src/m", TID: 23}}
 		}, 2, "worker[22] thread 23 cwd /srv/src/m"},
 		{"a process of a second holder namespace pins it", secondHolderPins, 3, "app2[25] cwd /srv/src/y"},
+		{"the main thread unshared out of the holder namespace, a sibling thread stays there and pins it", unsharedOut, 2, "worker[22] thread 23 cwd /srv/src/m"},
+		{"a thread that entered another namespace from one the kernel did not say is not read", enteredFromUnsaid, 2, "app[20] cwd /srv/src/x"},
 		{"a pid reused after a traced exit", reusedAfterExit(hostNS), 3, "reused[1009] cwd /srv/src/r"},
 		// An exit that names another namespace than the lineage has the
 		// process in leaves it a member there: its pid is not known all
@@ -226,4 +228,28 @@ func secondHolderPins(w *world) {
 	w.proc.tables[81] = w.proc.tables[80]
 	w.send(exitEv(26, "true", 81)) // its table is read
 	w.proc.pins = []procfs.Pin{{Process: proc(25, "app2", 81, ""), Kind: procfs.PinCwd, Dev: tmpfs77, Path: "/srv/src/y"}}
+}
+
+// unsharedOut: worker[22]'s main thread unshares out of the holder
+// namespace (into mnt:[82]) and unmounts its copy of /srv/src there, so
+// the holder is mnt:[80] alone, of which worker[22] is no member now; its
+// sibling thread 23 stays in mnt:[80] and pins the copy by its cwd.
+func unsharedOut(w *world) {
+	i := slices.IndexFunc(w.proc.procs, func(p procfs.Process) bool { return p.PID == 22 })
+	w.proc.procs[i].MntNS, w.proc.procs[i].Threads = 82, []procfs.Thread{{TID: 23, MntNS: 80}}
+	w.proc.tables[82] = strings.Replace(w.proc.tables[80], "111 110 0:77 /pods/a /srv/src rw - tmpfs tmpfs rw\n", "", 1)
+	w.send(unshareEv(22, "worker", 80, 82), umountEv(22, "worker", 82, "/srv/src", 0))
+	w.proc.pins = []procfs.Pin{{Process: w.proc.procs[i], Kind: procfs.PinCwd, Dev: tmpfs77, Path: "/srv/src/m", TID: 23}}
+}
+
+// enteredFromUnsaid: a thread of the crowd's sleep[1005] enters another
+// namespace (mnt:[85]) by a setns that does not say where it was: the
+// kernel side knows that only for threads it saw forked, the lineage
+// knows it (the host), so the process is no candidate in mnt:[80]. The
+// holder pins the copy.
+func enteredFromUnsaid(w *world) {
+	setns := base(event.KindSetns, 1005, "sleep", 85, 308, 0)
+	setns.TID, setns.MntNSAfter = 1006, 85
+	w.send(setns)
+	w.proc.pins = []procfs.Pin{{Process: proc(20, "app", 80, ""), Kind: procfs.PinCwd, Dev: tmpfs77, Path: "/srv/src/x"}}
 }
