@@ -26,7 +26,7 @@ func TestNamespaceWithProcessesAlsoKeptByABind(t *testing.T) {
 			binds := "9 1 0:4 mnt:[81] /run/mntns/other rw - nsfs nsfs rw\n10 1 0:4 mnt:[80] " + tc.bind + " rw - nsfs nsfs rw\n"
 			w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, ""), proc(20, "keeper", live, ""), proc(21, "other", other, "")},
 				map[uint32]string{hostNS: hostTable + binds,
-					live:  "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n",
+					live:  copyOfVol,
 					other: "120 119 254:0 / / rw - ext4 /dev/vda rw\n"})
 			w.proc.tables[hostNS] = hostWithoutVol + binds
 			w.send(umountEv(40, "umount", hostNS, "/srv/vol", 0))
