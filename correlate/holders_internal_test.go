@@ -74,6 +74,10 @@ func TestFindIn(t *testing.T) {
 		{"bind of a directory: same root", identity{dev: event.MakeDev(254, 0), root: "/srv/data"}, []int{16}},
 		{"path through the bind root", identity{path: "/run/netns/cni-x"}, []int{13}},
 		{"path, wrong fstype", identity{path: "/run/netns/cni-x", fs: "tmpfs"}, nil},
+		// A known device no entry has: the object is looked for by its
+		// path instead, unless it is a block device (any mount of it).
+		{"device in no entry: by path", identity{dev: event.MakeDev(0, 91), root: "/", path: "/run/netns/cni-x"}, []int{13}},
+		{"block device in no entry: not by path", identity{dev: event.MakeDev(7, 9), block: true, path: "/run/netns/cni-x"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,6 +124,22 @@ func TestFindOverlayByLayer(t *testing.T) {
 		if dir != "/var/lib/docker/overlay2/e5da/merged" && len(findIn(ns, identity{path: dir}, nil)) != 0 {
 			t.Errorf("findIn(%s) matched layers for a call that removes nothing", dir)
 		}
+	}
+}
+
+// A removed directory that is a mount point and an overlay's layer: the
+// mount there and the overlay are both what keeps it, each once.
+func TestFindOverlayByLayerBesideAMountThere(t *testing.T) {
+	ns := table(t, 20, `1 0 254:0 / / rw - ext4 /dev/vda rw
+2 1 0:77 / /var/lib/docker/overlay2/e5da/merged rw - overlay overlay rw,lowerdir=/var/lib/docker/overlay2/l/AB,upperdir=/var/lib/docker/overlay2/e5da/diff,workdir=/var/lib/docker/overlay2/e5da/work
+3 1 0:78 / /var/lib/docker/overlay2/e5da/diff rw - tmpfs diff rw
+`)
+	var got []int
+	for _, m := range findIn(ns, identity{path: "/var/lib/docker/overlay2/e5da/diff", layers: true}, nil) {
+		got = append(got, m.ID)
+	}
+	if want := []int{3, 2}; !reflect.DeepEqual(got, want) {
+		t.Errorf("findIn = %v, want %v (the tmpfs at the directory, then the overlay using it)", got, want)
 	}
 }
 

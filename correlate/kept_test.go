@@ -22,10 +22,12 @@ func TestNamespaceKeptByABind(t *testing.T) {
 	tests := []struct {
 		name    string
 		seen    bool   // the unshare that made it was traced
+		cgroup  string // the unshare's
 		creator string // then the finding names its creator
 	}{
-		{"made before tracing", false, ""},
-		{"made while traced; its creator exited", true, "unshare[20]"},
+		{"made before tracing", false, "", ""},
+		{"made while traced; its creator exited", true, "", "unshare[20] at"},
+		{"made by a unit while traced; its creator exited", true, "/system.slice/pinns.service", "unshare[20] (pinns.service) at"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -34,7 +36,9 @@ func TestNamespaceKeptByABind(t *testing.T) {
 			w.proc.tables[kept] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"
 			w.proc.nsfiles = map[string]uint32{"/run/mntns/keep": kept}
 			if tt.seen {
-				w.send(unshareEv(20, "unshare", hostNS, kept))
+				unshare := unshareEv(20, "unshare", hostNS, kept)
+				unshare.Cgroup = tt.cgroup
+				w.send(unshare)
 				w.send(exitEv(20, "unshare", kept))
 			}
 			w.proc.tables[hostNS] = strings.Replace(host, "3 1 7:0 / /srv/vol rw shared:3 - ext4 /dev/loop0 rw\n", "", 1)

@@ -84,11 +84,16 @@ func mountLine(t *testing.T, line string) *mountinfo.Info {
 	return ms[0]
 }
 
-// holdersOf is a finding's holders as "mnt:[NS] where", in order.
+// holdersOf is a finding's holders as "mnt:[NS] where", in order, with
+// " kept by ..." after one that something beside its processes keeps.
 func holdersOf(f *finding.Finding) []string {
 	var out []string
 	for _, h := range f.Holders {
-		out = append(out, fmt.Sprintf("mnt:[%d] %s", h.MntNS, h.Where))
+		s := fmt.Sprintf("mnt:[%d] %s", h.MntNS, h.Where)
+		if h.KeptBy != "" {
+			s += " kept by " + h.KeptBy
+		}
+		out = append(out, s)
 	}
 	return out
 }

@@ -16,24 +16,30 @@ import (
 // mount whose source is no device is identified by the copy of a
 // namespace made after the mount and before the unmount that has it at
 // the same path (unmountedAsCopied), unless that namespace changed its own
-// mounts since: then nothing identifies it, and there is no finding.
+// mounts since: then nothing identifies it, and there is no finding. The
+// copy must show the mount's filesystem type, unless the mount named none
+// (a bind: "" from the new mount API, "none" from mount --bind).
 func TestUnmountedObjectFromTheMountEvent(t *testing.T) {
 	const holderNS = 80
 	tests := []struct {
 		name     string
 		source   string
-		ownMount bool // the holder mounted something itself after it was made
+		fstype   string // the mount event's; the copy is ext4
+		ownMount bool   // the holder mounted something itself after it was made
 		leak     bool
 	}{
-		{"a block device", "/dev/loop0", false, true},
-		{"a device that is no block device now", "/dev/loop9", false, true},
-		{"no device", "nfs:/export", false, true},
-		{"no device, and the holder mounted since", "nfs:/export", true, false},
+		{"a block device", "/dev/loop0", "ext4", false, true},
+		{"a device that is no block device now", "/dev/loop9", "ext4", false, true},
+		{"no device", "nfs:/export", "ext4", false, true},
+		{"no device, and the holder mounted since", "nfs:/export", "ext4", true, false},
+		{"a bind with no fstype", "/srv/src", "", false, true},
+		{"a bind with fstype none", "/srv/src", "none", false, true},
+		{"another filesystem at the path in the copy", "nfs:/export", "nfs", false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "")}, map[uint32]string{hostNS: hostWithoutVol})
-			w.send(mountEv(400, "kubelet", hostNS, tt.source, "/srv/vol", "ext4", 0, 0))
+			w.send(mountEv(400, "kubelet", hostNS, tt.source, "/srv/vol", tt.fstype, 0, 0))
 			w.send(unshareEv(20, "agent", hostNS, holderNS))
 			w.proc.procs = append(w.proc.procs, proc(20, "agent", holderNS, ""))
 			if tt.ownMount {

@@ -28,6 +28,7 @@ type fakeProc struct {
 	commands map[int]procfs.Command // what Command answers for a pid, when set
 	nsids    map[uint32]uint64      // what MntNSID answers for a namespace's processes
 	nsfds    []procfs.NSFD          // open files of mount namespaces
+	nsfdsErr error                  // what NSFDs answers with them, when set
 	host     uint32
 }
 
@@ -60,7 +61,9 @@ func (f *fakeProc) nsOf(id int) (uint32, bool) {
 	return 0, false
 }
 
-func (f *fakeProc) NSFDs() ([]procfs.NSFD, error) { return append([]procfs.NSFD(nil), f.nsfds...), nil }
+func (f *fakeProc) NSFDs() ([]procfs.NSFD, error) {
+	return append([]procfs.NSFD(nil), f.nsfds...), f.nsfdsErr
+}
 
 func (f *fakeProc) Processes() ([]procfs.Process, error) {
 	return append([]procfs.Process(nil), f.procs...), nil
