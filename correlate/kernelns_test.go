@@ -120,11 +120,18 @@ func TestOpenFileScanOnlyWhereTheKernelShowsACopy(t *testing.T) {
 // batchProc is the fake /proc reading many tables at once
 // (procfs.TableReader); the pids in gone answer as a process that exited
 // within the batch, so the correlator reads their namespace again member
-// by member. It records every batch.
+// by member. It records every batch, and counts the tables read one by
+// one (Mountinfo) besides.
 type batchProc struct {
 	*fakeProc
 	gone    map[int]bool
 	batches [][]int
+	single  int
+}
+
+func (b *batchProc) Mountinfo(pid int) (uint32, []*mountinfo.Info, error) {
+	b.single++
+	return b.fakeProc.Mountinfo(pid)
 }
 
 func (b *batchProc) Mountinfos(pids []int) []procfs.TableAnswer {
@@ -135,7 +142,7 @@ func (b *batchProc) Mountinfos(pids []int) []procfs.TableAnswer {
 			out[i].Err = fmt.Errorf("open /proc/%d/mountinfo: %w", pid, unix.ESRCH)
 			continue
 		}
-		out[i].NS, out[i].Mounts, out[i].Err = b.Mountinfo(pid)
+		out[i].NS, out[i].Mounts, out[i].Err = b.fakeProc.Mountinfo(pid)
 	}
 	return out
 }
