@@ -119,9 +119,9 @@ func TestOpenFileScanOnlyWhereTheKernelShowsACopy(t *testing.T) {
 
 // batchProc is the fake /proc reading many tables at once
 // (procfs.TableReader); the pids in gone answer as a process that exited
-// within the batch, so the correlator reads their namespace again member
-// by member. It records every batch, and counts the tables read one by
-// one (Mountinfo) besides.
+// within the batch (and after it, read alone), so the correlator reads
+// their namespace again member by member. It records every batch, and
+// counts the tables read one by one (Mountinfo) besides.
 type batchProc struct {
 	*fakeProc
 	gone    map[int]bool
@@ -131,6 +131,9 @@ type batchProc struct {
 
 func (b *batchProc) Mountinfo(pid int) (uint32, []*mountinfo.Info, error) {
 	b.single++
+	if b.gone[pid] {
+		return 0, nil, fmt.Errorf("open /proc/%d/mountinfo: %w", pid, unix.ESRCH)
+	}
 	return b.fakeProc.Mountinfo(pid)
 }
 
