@@ -86,3 +86,17 @@ func TestUnknownNamespaceBefore(t *testing.T) {
 		})
 	}
 }
+
+// A mount made before tracing (no mount event) that the node unmounts is
+// a leak where a namespace that predates tracing still has it; the
+// unmounting namespace's own table is no holder.
+func TestLeakOfAMountMadeBeforeTracing(t *testing.T) {
+	w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, ""), proc(20, "keeper", 80, "")},
+		map[uint32]string{hostNS: hostTable, 80: "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"})
+	w.proc.tables[hostNS] = hostWithoutVol
+	w.send(umountEv(40, "umount", hostNS, "/srv/vol", 0))
+	f := w.only()
+	if f.Kind != finding.KindLeak || len(f.Holders) != 1 || f.Holders[0].MntNS != 80 || f.Holders[0].Where != "/srv/vol" {
+		t.Errorf("got %s, want a leak held in mnt:[80] at /srv/vol only", f.Line())
+	}
+}
