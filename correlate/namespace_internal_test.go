@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 )
 
 // Live lists the live namespaces by inode, lowest first.
@@ -77,6 +80,32 @@ func TestLeftByPIDAndStartTime(t *testing.T) {
 	} {
 		if got := n.left(c.pid, c.start); got != c.want {
 			t.Errorf("left(%d, %d) = %v, want %v", c.pid, c.start, got, c.want)
+		}
+	}
+}
+
+// copiedFrom walks up the namespaces made during tracing from the caller
+// to the first that mounted the object itself since it was made: a mount
+// in another namespace does not stop the walk.
+func TestCopiedFromStopsAtItsOwnMount(t *testing.T) {
+	c := New(noCommands{}, Options{}, func(*finding.Finding) {})
+	c.lineage.Created(10, 1, OriginUnshare, Member{PID: 60, Joined: t0}, nil)
+	c.lineage.Created(20, 10, OriginUnshare, Member{PID: 70, Joined: t0.Add(time.Minute)}, nil)
+	mountIn := func(ns uint32) *event.Event {
+		return &event.Event{Kind: event.KindMount, MntNS: ns, Time: t0.Add(2 * time.Minute)}
+	}
+	for _, tt := range []struct {
+		what    string
+		mounted *event.Event
+		want    string
+	}{
+		{"no mount seen", nil, "map[1:true 10:true]"},
+		{"mounted in the host since", mountIn(1), "map[1:true 10:true]"},
+		{"mounted in the parent since", mountIn(10), "map[10:true]"},
+		{"mounted by the caller itself", mountIn(20), "map[]"},
+	} {
+		if got := fmt.Sprint(c.copiedFrom(20, tt.mounted)); got != tt.want {
+			t.Errorf("%s: copied from %s, want %s", tt.what, got, tt.want)
 		}
 	}
 }
