@@ -48,7 +48,9 @@ func TestLossHistoryMergesOnlyPastItsCap(t *testing.T) {
 	}
 	merged := loss{from: t0, to: t0.Add(15 * time.Second), count: 3}
 	if c.losses[0] != merged {
-		t.Errorf("oldest loss %+v, want the first two merged: %+v", c.losses[0], merged)
+		got := c.losses[0]
+		t.Errorf("oldest loss from %s to %s, %d events; want the first two merged: from %s to %s, %d events",
+			got.from, got.to, got.count, merged.from, merged.to, merged.count)
 	}
 	last = last.Add(10 * time.Second)
 	want = finding.Incomplete{Lost: (maxLosses + 1) * (maxLosses + 2) / 2, From: t0, To: last}
