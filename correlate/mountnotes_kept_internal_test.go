@@ -7,7 +7,11 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
 )
+
+// watchedTable is a namespace's table: /srv/a on a shared /srv.
+const watchedTable = "1 0 254:0 / / rw - ext4 /dev/vda rw\n2 1 0:40 / /srv rw shared:1 - tmpfs tmpfs rw\n3 2 0:41 / /srv/a rw - tmpfs a rw\n"
 
 // TestLedgerKeepsWatchedTables: a table read after its namespace's notes
 // began stays fresh through a mount and an unmount elsewhere (the notes
@@ -18,9 +22,8 @@ import (
 // note the table cannot take make the kept table stale.
 func TestLedgerKeepsWatchedTables(t *testing.T) {
 	const watched, other, node = 5, 6, 7
-	table := "1 0 254:0 / / rw - ext4 /dev/vda rw\n2 1 0:40 / /srv rw shared:1 - tmpfs tmpfs rw\n3 2 0:41 / /srv/a rw - tmpfs a rw\n"
 	l := NewLedger(16)
-	read := func(ns uint32) { l.Store(NewTable(ns, noteMounts(t, table), time.Time{}, l.Seq())) }
+	read := func(ns uint32) { l.Store(NewTable(ns, noteMounts(t, watchedTable), time.Time{}, l.Seq())) }
 	read(watched)
 	read(other)
 	read(node)
@@ -76,5 +79,96 @@ func TestLedgerKeepsWatchedTables(t *testing.T) {
 	elsewhere(event.KindMount, 0)
 	if l.Fresh(watched) {
 		t.Errorf("a mount elsewhere after the watch ended left the table fresh")
+	}
+}
+
+// Two changes that each make a table stale leave it stale together: the
+// watch beginning, a mount tucked beneath one of a kept table, a note a
+// kept table cannot take, each followed by a mount in the namespace.
+func TestLedgerChangesAddUpToStale(t *testing.T) {
+	const ns = 5
+	l := NewLedger(16)
+	read := func() { l.Store(NewTable(ns, noteMounts(t, watchedTable), time.Time{}, l.Seq())) }
+	for _, c := range []struct {
+		what   string
+		change func()
+	}{
+		{"the watch beginning", func() { l.watch(ns, true) }},
+		{"a mount tucked beneath /srv/a", func() {
+			l.applyNote(event.MountNote{NS: ns, Mount: noteMounts(t, "9 2 0:42 / /srv/a rw - tmpfs b rw\n")[0]})
+		}},
+		{"a detach the kept table cannot take", func() {
+			l.applyNote(event.MountNote{NS: ns, Detach: true, Mount: noteMounts(t, "3 2 0:99 / /srv/a rw - tmpfs a rw\n")[0]})
+		}},
+	} {
+		read()
+		c.change()
+		l.touch(ns, false)
+		if l.Fresh(ns) {
+			t.Errorf("%s and a mount left the table fresh, want it stale", c.what)
+		}
+	}
+}
+
+// The daemon's watch notes reach the ledger: from WatchOn a table read
+// stays fresh through a mount elsewhere; from WatchOff it goes stale.
+func TestNoteWatchOnAndOff(t *testing.T) {
+	const ns, node = 5, 7
+	c := New(noCommands{}, Options{}, func(*finding.Finding) {})
+	read := func() { c.ledger.Store(NewTable(ns, noteMounts(t, watchedTable), time.Time{}, c.ledger.Seq())) }
+	elsewhere := func() { c.ledger.Record(&event.Event{Kind: event.KindMount, MntNS: node, Target: "/srv/b"}) }
+	c.Note(event.MountNote{NS: ns, Watch: event.WatchOn})
+	read()
+	elsewhere()
+	if !c.ledger.Fresh(ns) {
+		t.Errorf("after WatchOn a mount elsewhere made the table stale, want it kept fresh")
+	}
+	c.Note(event.MountNote{NS: ns, Watch: event.WatchOff})
+	read()
+	elsewhere()
+	if c.ledger.Fresh(ns) {
+		t.Errorf("after WatchOff a mount elsewhere left the table fresh, want it stale")
+	}
+}
+
+// TableOf a namespace the lineage does not know (dead, never seen) is the
+// ledger's table as it is, stale or not: there is no process to read it
+// through.
+func TestTableOfAnUnknownNamespaceIsNotReadAgain(t *testing.T) {
+	c := New(noCommands{}, Options{}, func(*finding.Finding) {})
+	had := NewTable(5, noteMounts(t, watchedTable), time.Time{}, c.ledger.Seq())
+	c.ledger.Store(had)
+	c.ledger.Invalidate()
+	if got, err := c.TableOf(5); got != had || err != nil {
+		t.Errorf("TableOf(5) = %p, %v; want the stored table %p, no error", got, err, had)
+	}
+}
+
+// A detach note marks the pending leaks one of whose copies it may be: a
+// copy in the note's namespace of the detached device, or of any device
+// when the leak's is not known; not a copy elsewhere, not another device's.
+func TestDetachNoteMarksTheLeaksItMayBe(t *testing.T) {
+	c := New(noCommands{}, Options{}, func(*finding.Finding) {})
+	here, there := &Namespace{Ino: 5}, &Namespace{Ino: 6}
+	loop0, loop1 := event.MakeDev(7, 0), event.MakeDev(7, 1)
+	leaks := []struct {
+		what string
+		p    *pendingLeak
+		want bool
+	}{
+		{"a copy here of the device", &pendingLeak{id: identity{dev: loop0}, matches: []match{{ns: here}}}, true},
+		{"a copy of an unknown device here", &pendingLeak{id: identity{}, matches: []match{{ns: here}}}, true},
+		{"a copy elsewhere of the device", &pendingLeak{id: identity{dev: loop0}, matches: []match{{ns: there}}}, false},
+		{"a copy here of another device", &pendingLeak{id: identity{dev: loop1}, matches: []match{{ns: here}}}, false},
+		{"a holder with no namespace", &pendingLeak{id: identity{dev: loop0}, matches: []match{{}}}, false},
+	}
+	for _, l := range leaks {
+		c.pending = append(c.pending, l.p)
+	}
+	c.noteDetached(event.MountNote{NS: 5, Detach: true, Mount: noteMounts(t, "2 1 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n")[0]})
+	for _, l := range leaks {
+		if l.p.detached != l.want {
+			t.Errorf("%s: marked detached %v, want %v", l.what, l.p.detached, l.want)
+		}
 	}
 }
