@@ -89,3 +89,25 @@ func TestMadePrivateCitedIsTheBindsOwn(t *testing.T) {
 		t.Errorf("cause %s, summary %q\nwant %s, %q", f.Cause, f.Summary, finding.CauseRprivateBind, want)
 	}
 }
+
+// TestRbindCitedWhenItsMoveMountIsTheLastEvent: the node's /srv/vol was
+// unmounted before tracing, the container's runtime binds / at /host with
+// open_tree and move_mount, and then an rmdir of /srv/vol on the node
+// fails busy (a failure the history does not keep). The move_mount is the
+// history's last event; the finding still cites the rbind it attached.
+func TestRbindCitedWhenItsMoveMountIsTheLastEvent(t *testing.T) {
+	w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, ""), proc(1500, "runc", 70, "/docker/"+cid)}, map[uint32]string{hostNS: hostWithoutVol,
+		70: heldAtHost})
+	ot := base(event.KindOpenTree, 1500, "runc", 70, 428, 5)
+	ot.Path, ot.MntID, ot.Flags = "/", 77, unix.OPEN_TREE_CLONE|unix.AT_RECURSIVE
+	ot.FlagNames = event.FlagNames(event.KindOpenTree, ot.Flags)
+	mm := base(event.KindMoveMount, 1500, "runc", 70, 429, 0)
+	mm.FromFD, mm.ToPath, mm.MntID = 5, "/host", 77
+	w.send(ot, mm)
+	w.send(failEv(300, "rmdir", hostNS, 84, "/srv/vol", int64(unix.EBUSY)))
+	f := w.only()
+	const want = "leaked by rbind / → /host by runc[1500] at 12:01:00.200 (docker -v / with the default propagation, rprivate, container 5f2c0e1a9b8d)"
+	if f.Cause != finding.CauseRprivateBind || f.Summary != want {
+		t.Errorf("cause %s, summary %q\nwant %s, %q", f.Cause, f.Summary, finding.CauseRprivateBind, want)
+	}
+}
