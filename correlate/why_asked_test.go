@@ -33,11 +33,6 @@ func whyOf(t *testing.T, fp *fakeProc, tg correlate.Target, history ...*event.Ev
 	return c.Why(tg, askedAt)
 }
 
-// pinOn is a pin of /dev/loop0's filesystem by p.
-func pinOn(p procfs.Process, kind procfs.PinKind, path string) procfs.Pin {
-	return procfs.Pin{Process: p, Kind: kind, Dev: event.MakeDev(7, 0), Path: path}
-}
-
 // privateCopy is a namespace's table with a private copy of /srv/vol.
 const privateCopy = "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"
 
