@@ -22,6 +22,7 @@ type fakeProc struct {
 	tables   map[uint32]string // namespace -> mountinfo text
 	pins     []procfs.Pin
 	pinsErr  error // what Pins answers, when set
+	procsErr error // what Processes answers (and no list), when set
 	blocks   map[string]event.Dev
 	links    map[string]string      // symbolic links: path -> target (absolute)
 	nsfiles  map[string]uint32      // binds of mount namespaces' nsfs files
@@ -66,6 +67,9 @@ func (f *fakeProc) NSFDs() ([]procfs.NSFD, error) {
 }
 
 func (f *fakeProc) Processes() ([]procfs.Process, error) {
+	if f.procsErr != nil {
+		return nil, f.procsErr
+	}
 	return append([]procfs.Process(nil), f.procs...), nil
 }
 
@@ -191,6 +195,11 @@ func newWorldOf(t *testing.T, opts correlate.Options, procs []procfs.Process, ta
 		t.Fatal(err)
 	}
 	return w
+}
+
+// pinOn is a pin of /dev/loop0's filesystem by p.
+func pinOn(p procfs.Process, kind procfs.PinKind, path string) procfs.Pin {
+	return procfs.Pin{Process: p, Kind: kind, Dev: event.MakeDev(7, 0), Path: path}
 }
 
 func proc(pid int, comm string, ns uint32, cgroup string) procfs.Process {
