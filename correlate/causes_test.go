@@ -206,17 +206,25 @@ func privateParentWorld(w *world, meanwhile ...func(*world)) {
 	w.send(umountEv(500, "dockerd", hostNS, "/var/lib/docker/overlay2/x/merged", 0))
 }
 
+// runcRbindOfRoot: runc, in mnt:[70], clones the node's / recursively
+// (open_tree OPEN_TREE_CLONE|AT_RECURSIVE, fd 5, mount 77) and attaches the
+// tree at /host (move_mount): a recursive bind by the new mount API.
+func runcRbindOfRoot() (openTree, moveMount *event.Event) {
+	ot := base(event.KindOpenTree, 1500, "runc", 70, 428, 5)
+	ot.Path, ot.MntID, ot.Flags = "/", 77, unix.OPEN_TREE_CLONE|unix.AT_RECURSIVE
+	ot.FlagNames = event.FlagNames(event.KindOpenTree, ot.Flags)
+	mm := base(event.KindMoveMount, 1500, "runc", 70, 429, 0)
+	mm.FromFD, mm.ToPath, mm.MntID = 5, "/host", 77
+	return ot, mm
+}
+
 // rprivateWorld: a monitoring container binds the node's / at /host with
 // no propagation (by mount(2), or by open_tree+move_mount+mount_setattr),
 // then the node unmounts /srv/vol (after meanwhile's steps, if any).
 func rprivateWorld(w *world, newAPI bool, meanwhile ...func(*world)) {
 	w.send(unshareEv(1500, "runc", hostNS, 70))
 	if newAPI {
-		ot := base(event.KindOpenTree, 1500, "runc", 70, 428, 5)
-		ot.Path, ot.MntID, ot.Flags = "/", 77, unix.OPEN_TREE_CLONE|unix.AT_RECURSIVE
-		ot.FlagNames = event.FlagNames(event.KindOpenTree, ot.Flags)
-		mm := base(event.KindMoveMount, 1500, "runc", 70, 429, 0)
-		mm.FromFD, mm.ToPath, mm.MntID = 5, "/host", 77
+		ot, mm := runcRbindOfRoot()
 		sa := base(event.KindMountSetattr, 1500, "runc", 70, 442, 0)
 		sa.Path, sa.Propagation, sa.PropagationName = "/host", unix.MS_PRIVATE, "MS_PRIVATE"
 		w.send(ot, mm, sa)

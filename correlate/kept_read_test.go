@@ -105,15 +105,7 @@ func TestNamespaceHeldOpenByManyNamesTheLowestPidAndFd(t *testing.T) {
 // namespace no process runs in, and its copy is named.
 func TestNamespaceHeldOpenAfterItsBindWentIsReadThroughItsOpenFile(t *testing.T) {
 	w := keptWorld(t, "9 1 0:4 mnt:[95] /run/mntns/keep rw - nsfs nsfs rw\n")
-	w.proc.tables[95] = copyOfVol
-	w.proc.nsfiles["/run/mntns/keep"] = 95
-	w.send(unshareEv(30, "unshare", hostNS, 95), exitEv(30, "unshare", 95))
-	w.now = w.now.Add(31 * time.Second) // past GCInterval: a collection
-	w.send(exitEv(90, "true", hostNS))
-	w.proc.tables[hostNS] = hostWithoutVol
-	w.send(umountEv(41, "umount", hostNS, "/run/mntns/keep", 0))
-	w.proc.nsfds = []procfs.NSFD{heldOpen(w, proc(60, "pinner", hostNS, ""), 3, 95)}
-	w.findings = nil
+	keptBindGoesHeldOpen(w)
 	wantHolders(t, w, []string{liveHolder, "mnt:[95] /srv/vol kept by fd 3 of pinner[60] in the host, an open file of its nsfs file"}, nil)
 }
 
@@ -128,4 +120,21 @@ func TestNamespaceBoundWhereNoProcessRunsIsReadThroughItsOpenFile(t *testing.T) 
 	w.proc.tables[96] = copyOfVol
 	w.proc.nsfds = []procfs.NSFD{heldOpen(w, proc(60, "pinner", hostNS, ""), 3, 96)}
 	wantHolders(t, w, []string{liveHolder, "mnt:[96] /srv/vol kept by fd 3 of pinner[60] in the host, an open file of its nsfs file"}, nil)
+}
+
+// keptBindGoesHeldOpen: in w, whose node binds mnt:[95] at /run/mntns/keep,
+// unshare[30] makes mnt:[95] (with a copy of /srv/vol) and exits; a
+// collection passes; the node unmounts /srv/vol and the bind, and
+// pinner[60] of the host holds mnt:[95] open by fd 3. The findings so far
+// are dropped.
+func keptBindGoesHeldOpen(w *world) {
+	w.proc.tables[95] = copyOfVol
+	w.proc.nsfiles["/run/mntns/keep"] = 95
+	w.send(unshareEv(30, "unshare", hostNS, 95), exitEv(30, "unshare", 95))
+	w.now = w.now.Add(31 * time.Second) // past GCInterval: a collection
+	w.send(exitEv(90, "true", hostNS))
+	w.proc.tables[hostNS] = hostWithoutVol
+	w.send(umountEv(41, "umount", hostNS, "/run/mntns/keep", 0))
+	w.proc.nsfds = []procfs.NSFD{heldOpen(w, proc(60, "pinner", hostNS, ""), 3, 95)}
+	w.findings = nil
 }

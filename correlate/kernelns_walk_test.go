@@ -45,15 +45,7 @@ func TestOpenFileScanSkipsNamespacesWithProcesses(t *testing.T) {
 // shows it holding the object, so the open files are read and it is named.
 func TestOpenFileScanForALiveNamespaceWithoutProcesses(t *testing.T) {
 	w, k := walkWorld(t, []uint32{80, 95, 96, hostNS}, "9 1 0:4 mnt:[95] /run/mntns/keep rw - nsfs nsfs rw\n")
-	w.proc.tables[95] = copyOfVol
-	w.proc.nsfiles["/run/mntns/keep"] = 95
-	w.send(unshareEv(30, "unshare", hostNS, 95), exitEv(30, "unshare", 95))
-	w.now = w.now.Add(31 * time.Second) // past GCInterval: a collection
-	w.send(exitEv(90, "true", hostNS))
-	w.proc.tables[hostNS] = hostWithoutVol
-	w.send(umountEv(41, "umount", hostNS, "/run/mntns/keep", 0))
-	w.proc.nsfds = []procfs.NSFD{heldOpen(w, proc(60, "pinner", hostNS, ""), 3, 95)}
-	w.findings = nil
+	keptBindGoesHeldOpen(w)
 	k.fdScans = 0
 	wantHolders(t, w, []string{liveHolder, "mnt:[95] /srv/vol kept by fd 3 of pinner[60] in the host, an open file of its nsfs file"}, nil)
 	if k.fdScans != 1 {

@@ -21,11 +21,7 @@ import (
 func TestRbindCitedWhenItIsTheFirstEvent(t *testing.T) {
 	w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, ""), proc(1500, "runc", 70, "/docker/"+cid)}, map[uint32]string{hostNS: hostTable,
 		70: "100 99 0:90 / / rw - overlay overlay rw\n"})
-	ot := base(event.KindOpenTree, 1500, "runc", 70, 428, 5)
-	ot.Path, ot.MntID, ot.Flags = "/", 77, unix.OPEN_TREE_CLONE|unix.AT_RECURSIVE
-	ot.FlagNames = event.FlagNames(event.KindOpenTree, ot.Flags)
-	mm := base(event.KindMoveMount, 1500, "runc", 70, 429, 0)
-	mm.FromFD, mm.ToPath, mm.MntID = 5, "/host", 77
+	ot, mm := runcRbindOfRoot()
 	sa := base(event.KindMountSetattr, 1500, "runc", 70, 442, 0)
 	sa.Path, sa.Propagation, sa.PropagationName = "/host", unix.MS_PRIVATE, "MS_PRIVATE"
 	w.send(ot, mm, sa)

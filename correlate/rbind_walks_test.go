@@ -5,7 +5,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
 )
@@ -21,20 +20,14 @@ const heldAtHost = "100 99 0:90 / / rw - overlay overlay rw\n101 100 254:0 / /ho
 func TestRbindFoundAcrossEventsBetweenOpenTreeAndMoveMount(t *testing.T) {
 	w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, ""), proc(1500, "runc", 70, "/docker/"+cid)}, map[uint32]string{hostNS: hostTable,
 		70: "100 99 0:90 / / rw - overlay overlay rw\n"})
-	ot := base(event.KindOpenTree, 1500, "runc", 70, 428, 5)
-	ot.Path, ot.MntID, ot.Flags = "/", 77, unix.OPEN_TREE_CLONE|unix.AT_RECURSIVE
-	ot.FlagNames = event.FlagNames(event.KindOpenTree, ot.Flags)
-	mm := base(event.KindMoveMount, 1500, "runc", 70, 429, 0)
-	mm.FromFD, mm.ToPath, mm.MntID = 5, "/host", 77
+	ot, mm := runcRbindOfRoot()
 	w.send(ot, mountEv(1500, "runc", 70, "proc", "/proc", "proc", 0, 0), mm)
 	w.proc.tables[70] = heldAtHost
 	w.proc.tables[hostNS] = hostWithoutVol
 	w.send(umountEv(1000, "umount", hostNS, "/srv/vol", 0))
 	f := w.only()
 	const want = "leaked by rbind / → /host by runc[1500] at 12:01:00.200 (docker -v / with the default propagation, rprivate, container 5f2c0e1a9b8d); the host unmounted /srv/vol at 12:01:00.800 and the copy stayed"
-	if f.Cause != finding.CauseRprivateBind || f.Summary != want {
-		t.Errorf("cause %s, summary %q\nwant %s, %q", f.Cause, f.Summary, finding.CauseRprivateBind, want)
-	}
+	wantRbindSummary(t, f, want)
 }
 
 // TestRprivateBindNamesTheContainerOfAnyMember: a private bind made before
@@ -47,9 +40,7 @@ func TestRprivateBindNamesTheContainerOfAnyMember(t *testing.T) {
 	w.send(umountEv(1000, "umount", hostNS, "/srv/vol", 0))
 	f := w.only()
 	const want = "leaked by a private recursive bind of / at /host in mnt:[70], made before tracing began (docker -v / with the default propagation, rprivate, container 5f2c0e1a9b8d); the host unmounted /srv/vol at 12:01:00.200 and the copy stayed"
-	if f.Cause != finding.CauseRprivateBind || f.Summary != want {
-		t.Errorf("cause %s, summary %q\nwant %s, %q", f.Cause, f.Summary, finding.CauseRprivateBind, want)
-	}
+	wantRbindSummary(t, f, want)
 }
 
 // TestRbindCitedIsTheOneAtTheBindTarget: the holder's runtime binds the
@@ -66,9 +57,7 @@ func TestRbindCitedIsTheOneAtTheBindTarget(t *testing.T) {
 	w.send(umountEv(1000, "umount", hostNS, "/srv/vol", 0))
 	f := w.only()
 	const want = "leaked by rbind / → /host by runc[1500] at 12:01:00.200 (docker -v / with the default propagation, rprivate, container 5f2c0e1a9b8d); the host unmounted /srv/vol at 12:01:00.600 and the copy stayed"
-	if f.Cause != finding.CauseRprivateBind || f.Summary != want {
-		t.Errorf("cause %s, summary %q\nwant %s, %q", f.Cause, f.Summary, finding.CauseRprivateBind, want)
-	}
+	wantRbindSummary(t, f, want)
 }
 
 // TestMadePrivateCitedIsTheBindsOwn: after the rbind at /host, the runtime
@@ -85,9 +74,7 @@ func TestMadePrivateCitedIsTheBindsOwn(t *testing.T) {
 	w.send(umountEv(1000, "umount", hostNS, "/srv/vol", 0))
 	f := w.only()
 	const want = "leaked by rbind / → /host + MS_REC|MS_PRIVATE by runc[1500] at 12:01:00.200 (docker -v / with the default propagation, rprivate, container 5f2c0e1a9b8d); the host unmounted /srv/vol at 12:01:00.800 and the copy stayed"
-	if f.Cause != finding.CauseRprivateBind || f.Summary != want {
-		t.Errorf("cause %s, summary %q\nwant %s, %q", f.Cause, f.Summary, finding.CauseRprivateBind, want)
-	}
+	wantRbindSummary(t, f, want)
 }
 
 // TestRbindCitedWhenItsMoveMountIsTheLastEvent: the node's /srv/vol was
@@ -98,15 +85,17 @@ func TestMadePrivateCitedIsTheBindsOwn(t *testing.T) {
 func TestRbindCitedWhenItsMoveMountIsTheLastEvent(t *testing.T) {
 	w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, ""), proc(1500, "runc", 70, "/docker/"+cid)}, map[uint32]string{hostNS: hostWithoutVol,
 		70: heldAtHost})
-	ot := base(event.KindOpenTree, 1500, "runc", 70, 428, 5)
-	ot.Path, ot.MntID, ot.Flags = "/", 77, unix.OPEN_TREE_CLONE|unix.AT_RECURSIVE
-	ot.FlagNames = event.FlagNames(event.KindOpenTree, ot.Flags)
-	mm := base(event.KindMoveMount, 1500, "runc", 70, 429, 0)
-	mm.FromFD, mm.ToPath, mm.MntID = 5, "/host", 77
+	ot, mm := runcRbindOfRoot()
 	w.send(ot, mm)
 	w.send(failEv(300, "rmdir", hostNS, 84, "/srv/vol", int64(unix.EBUSY)))
 	f := w.only()
 	const want = "leaked by rbind / → /host by runc[1500] at 12:01:00.200 (docker -v / with the default propagation, rprivate, container 5f2c0e1a9b8d)"
+	wantRbindSummary(t, f, want)
+}
+
+// wantRbindSummary: f is an rprivate-bind leak with the summary want.
+func wantRbindSummary(t *testing.T, f *finding.Finding, want string) {
+	t.Helper()
 	if f.Cause != finding.CauseRprivateBind || f.Summary != want {
 		t.Errorf("cause %s, summary %q\nwant %s, %q", f.Cause, f.Summary, finding.CauseRprivateBind, want)
 	}
