@@ -19,8 +19,7 @@ import (
 // node's unmount leaves a copy there, the leak cites that bind (who made
 // it, and when), never "made before tracing began".
 func TestRbindCitedWhenItIsTheFirstEvent(t *testing.T) {
-	w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, ""), proc(1500, "runc", 70, "/docker/"+cid)}, map[uint32]string{hostNS: hostTable,
-		70: "100 99 0:90 / / rw - overlay overlay rw\n"})
+	w := runcWorld(t)
 	ot, mm := runcRbindOfRoot()
 	sa := base(event.KindMountSetattr, 1500, "runc", 70, 442, 0)
 	sa.Path, sa.Propagation, sa.PropagationName = "/host", unix.MS_PRIVATE, "MS_PRIVATE"

@@ -18,8 +18,7 @@ const heldAtHost = "100 99 0:90 / / rw - overlay overlay rw\n101 100 254:0 / /ho
 // history (it mounts /proc between them). The leak still cites the
 // open_tree that made the tree, found by walking back from the move_mount.
 func TestRbindFoundAcrossEventsBetweenOpenTreeAndMoveMount(t *testing.T) {
-	w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, ""), proc(1500, "runc", 70, "/docker/"+cid)}, map[uint32]string{hostNS: hostTable,
-		70: "100 99 0:90 / / rw - overlay overlay rw\n"})
+	w := runcWorld(t)
 	ot, mm := runcRbindOfRoot()
 	w.send(ot, mountEv(1500, "runc", 70, "proc", "/proc", "proc", 0, 0), mm)
 	w.proc.tables[70] = heldAtHost
@@ -48,8 +47,7 @@ func TestRprivateBindNamesTheContainerOfAnyMember(t *testing.T) {
 // again. The leak cites the bind at /host, the copy's own, not the later
 // bind of the same source elsewhere.
 func TestRbindCitedIsTheOneAtTheBindTarget(t *testing.T) {
-	w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, ""), proc(1500, "runc", 70, "/docker/"+cid)}, map[uint32]string{hostNS: hostTable,
-		70: "100 99 0:90 / / rw - overlay overlay rw\n"})
+	w := runcWorld(t)
 	w.send(mountEv(1500, "runc", 70, "/", "/host", "", unix.MS_BIND|unix.MS_REC, 0),
 		mountEv(1500, "runc", 70, "/", "/mnt/scratch", "", unix.MS_BIND|unix.MS_REC, 0))
 	w.proc.tables[70] = heldAtHost
@@ -64,8 +62,7 @@ func TestRbindCitedIsTheOneAtTheBindTarget(t *testing.T) {
 // makes another mount private before it makes /host rprivate. The leak
 // cites the change of /host, not the earlier one elsewhere.
 func TestMadePrivateCitedIsTheBindsOwn(t *testing.T) {
-	w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, ""), proc(1500, "runc", 70, "/docker/"+cid)}, map[uint32]string{hostNS: hostTable,
-		70: "100 99 0:90 / / rw - overlay overlay rw\n"})
+	w := runcWorld(t)
 	w.send(mountEv(1500, "runc", 70, "/", "/host", "", unix.MS_BIND|unix.MS_REC, 0),
 		mountEv(1500, "runc", 70, "", "/mnt/other", "", unix.MS_PRIVATE, 0),
 		mountEv(1500, "runc", 70, "", "/host", "", unix.MS_REC|unix.MS_PRIVATE, 0))
@@ -99,4 +96,12 @@ func wantRbindSummary(t *testing.T, f *finding.Finding, want string) {
 	if f.Cause != finding.CauseRprivateBind || f.Summary != want {
 		t.Errorf("cause %s, summary %q\nwant %s, %q", f.Cause, f.Summary, finding.CauseRprivateBind, want)
 	}
+}
+
+// runcWorld: the node (systemd[1], hostTable) and a container's runc[1500]
+// in mnt:[70], whose table has its overlay root only, so far.
+func runcWorld(t *testing.T) *world {
+	t.Helper()
+	return newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, ""), proc(1500, "runc", 70, "/docker/"+cid)}, map[uint32]string{hostNS: hostTable,
+		70: "100 99 0:90 / / rw - overlay overlay rw\n"})
 }
