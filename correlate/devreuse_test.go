@@ -87,12 +87,12 @@ func TestReusedDeviceNumber(t *testing.T) {
 	}
 }
 
-// TestReusedDeviceNumberInTheHoldersNamespace: the emptyDir is unmounted
+// TestDeviceNumberReusedInTheHoldersNamespace: the emptyDir is unmounted
 // while the pod's namespace has a copy, which the kernel detaches a moment
 // later; before the teardown settles, the pod mounts a new tmpfs at
 // /scratch that gets the freed device number. It is another filesystem
 // (a mount the table the copy was found in did not have): no leak.
-func TestReusedDeviceNumberInTheHoldersNamespace(t *testing.T) {
+func TestDeviceNumberReusedInTheHoldersNamespace(t *testing.T) {
 	w := newWorldOpts(t, correlate.Options{LeakSettle: 2 * time.Second}, []procfs.Process{proc(1, "systemd", hostNS, "")},
 		map[uint32]string{hostNS: volHost})
 	w.send(unshareEv(20, "runc:[2:INIT]", hostNS, agent))

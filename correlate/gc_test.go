@@ -132,13 +132,13 @@ func privateTmpLeak(w *world) {
 	w.send(umountEv(400, "kubelet", hostNS, "/srv/vol", 0))
 }
 
-// TestCollectionForgetsFailuresPastTheRetryWindow: a collection runs once
+// TestGarbageCollectionForgetsFailuresPastTheRetryWindow: a collection runs once
 // GCInterval of event time has passed since the last (exactly then too),
 // and forgets the failures last seen longer than RetryWindow before it,
 // not one seen exactly RetryWindow before nor a recent one: a retry of
 // that one within the window after the collection is still folded into
 // its incident.
-func TestCollectionForgetsFailuresPastTheRetryWindow(t *testing.T) {
+func TestGarbageCollectionForgetsFailuresPastTheRetryWindow(t *testing.T) {
 	w := newWorldOpts(t, correlate.Options{GCInterval: 10 * time.Second, RetryWindow: 5 * time.Second},
 		[]procfs.Process{proc(1, "systemd", hostNS, "")}, map[uint32]string{hostNS: hostTable})
 	busy := func(path string) *event.Event { return failEv(900, "mkfs.ext4", hostNS, 257, path, 16) }

@@ -129,7 +129,7 @@ func TestFindOverlayByLayer(t *testing.T) {
 
 // A removed directory that is a mount point and an overlay's layer: the
 // mount there and the overlay are both what keeps it, each once.
-func TestFindOverlayByLayerBesideAMountThere(t *testing.T) {
+func TestOverlayLayerFoundBesideAMountThere(t *testing.T) {
 	ns := table(t, 20, `1 0 254:0 / / rw - ext4 /dev/vda rw
 2 1 0:77 / /var/lib/docker/overlay2/e5da/merged rw - overlay overlay rw,lowerdir=/var/lib/docker/overlay2/l/AB,upperdir=/var/lib/docker/overlay2/e5da/diff,workdir=/var/lib/docker/overlay2/e5da/work
 3 1 0:78 / /var/lib/docker/overlay2/e5da/diff rw - tmpfs diff rw

@@ -9,10 +9,10 @@ import (
 	"github.com/mntleak/mntleak/procfs"
 )
 
-// TestUmountFromInsideByItsRoot: a busy umount2 whose caller's root (not
+// TestBusyUmountOfTheCallersRoot: a busy umount2 whose caller's root (not
 // its cwd) is on a mount below the one unmounted is explained by that
 // root, and the evidence cites the root's mount id, not the cwd's.
-func TestUmountFromInsideByItsRoot(t *testing.T) {
+func TestBusyUmountOfTheCallersRoot(t *testing.T) {
 	table := hostTable + "4 3 7:0 /sub /srv/vol/sub rw shared:3 - ext4 /dev/loop0 rw\n"
 	w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "/init.scope")}, map[uint32]string{hostNS: table})
 	ev := umountEv(50, "umount", hostNS, "/srv/vol", -int64(unix.EBUSY))
