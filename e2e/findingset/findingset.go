@@ -74,6 +74,9 @@ func (o Objects) Names(f *finding.Finding) bool {
 			return true
 		}
 	}
+	if o.anotherTests(f) {
+		return false
+	}
 	line := f.Line()
 	for i, ns := range o.NS {
 		if ns == 0 {
@@ -91,6 +94,38 @@ func (o Objects) Names(f *finding.Finding) bool {
 		}
 	}
 	return false
+}
+
+// anotherTests reports whether f is about another Go test's mount: its
+// object, and every other object it names, lies in a test's temporary
+// directory ($TMPDIR/Test…, t.TempDir) that none of the objects' paths
+// lie in. Packages run side by side, and a private namespace a test makes
+// copies every mount of the node, another package's among them: a finding
+// about that mount (its failing call explained by the copy in the test's
+// namespace) names the test's namespace and is the other test's.
+func (o Objects) anotherTests(f *finding.Finding) bool {
+	paths := []string{f.Object.Path}
+	for _, other := range f.Others {
+		paths = append(paths, other.Path)
+	}
+	for _, p := range paths {
+		dir, ok := testTempDir(p)
+		if !ok || slices.ContainsFunc(o.Paths, func(q string) bool { d, ok := testTempDir(q); return ok && d == dir }) {
+			return false
+		}
+	}
+	return true
+}
+
+// testTempDir returns the Go test temporary directory p lies in
+// ($TMPDIR/TestName…), and whether it lies in one.
+func testTempDir(p string) (string, bool) {
+	rest, ok := strings.CutPrefix(p, strings.TrimSuffix(os.TempDir(), "/")+"/")
+	if !ok || !strings.HasPrefix(rest, "Test") {
+		return "", false
+	}
+	top, _, _ := strings.Cut(rest, "/")
+	return top, true
 }
 
 // Of returns the findings of all that name one of the objects.

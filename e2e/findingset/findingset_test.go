@@ -1,6 +1,7 @@
 package findingset
 
 import (
+	"os"
 	"strconv"
 	"testing"
 
@@ -110,6 +111,40 @@ func TestReusedInodeIsNotTheTests(t *testing.T) {
 		{"born with the test's id", elsewhere(7), true},
 		{"no id named", elsewhere(0), true},
 		{"born with another id", elsewhere(8), false},
+	} {
+		if got := o.Names(tc.f); got != tc.mine {
+			t.Errorf("%s: the test's: %v, want %v: %s", tc.name, got, tc.mine, tc.f.Line())
+		}
+	}
+}
+
+// TestAnotherTestsObjectIsNotTheTests: packages run side by side, and a
+// private namespace a test makes copies every mount of the node, also a
+// mount another package's test made in its own temporary directory. A
+// finding about that mount (its failing umount2 explained by the copy in
+// the test's namespace, as CI saw: tracer's TestUmountNotMountedHere
+// beside a churn control) is the other test's, though it names the test's
+// namespace; a finding about one of the test's own paths, or about a path
+// outside any test's temporary directory, in the test's namespace, is the
+// test's.
+func TestAnotherTestsObjectIsNotTheTests(t *testing.T) {
+	tmp := os.TempDir()
+	mine := tmp + "/TestVariantMatrixchurn1234/001"
+	o := Objects{Paths: []string{mine + "/c0/rootfs"}, NS: []uint32{95}}
+	in95 := func(path string) *finding.Finding {
+		f := leak(20)
+		f.Object.Path, f.Holders[0].Where, f.Holders[0].MntNS = path, path, 95
+		return f
+	}
+	for _, tc := range []struct {
+		name string
+		f    *finding.Finding
+		mine bool
+	}{
+		{"another test's mount, copied by the test's namespace", in95(tmp + "/TestUmountNotMountedHere1517559589/001/elsewhere"), false},
+		{"the test's own path", in95(mine + "/c0/rootfs"), true},
+		{"another path in the test's temporary directory", in95(mine + "/c1/rootfs"), true},
+		{"a path of the node", in95("/srv/vol"), true},
 	} {
 		if got := o.Names(tc.f); got != tc.mine {
 			t.Errorf("%s: the test's: %v, want %v: %s", tc.name, got, tc.mine, tc.f.Line())
