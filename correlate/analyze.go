@@ -299,19 +299,22 @@ func (c *Correlator) pinsFor(id identity, matches []match, before uint64) (map[u
 // pinsOn asks for the processes pinning devs: all of them, or, when only
 // the processes of the namespaces that match can yield a pin pinsFor
 // keeps, those alone (a scan of every process's files and mappings is
-// what a failure waits for on a node with thousands of processes). That
-// is when the object is neither a block device nor a whole filesystem nor
-// a namespace file (see pinInObject: a process of any namespace that holds
-// the namespace open pins it) and no device is a block device's (major 0
-// is the anonymous devices': tmpfs, overlay, nsfs), so no blockdev-fd pin
-// exists.
+// what a failure waits for on a node with thousands of processes), and
+// none when no namespace matches. That is when the object is neither a
+// block device nor a whole filesystem nor a namespace file (see
+// pinInObject: a process of any namespace that holds the namespace open
+// pins it) and no device is a block device's (major 0 is the anonymous
+// devices': tmpfs, overlay, nsfs), so no blockdev-fd pin exists.
 func (c *Correlator) pinsOn(id identity, matches []match, devs []event.Dev) ([]procfs.Pin, error) {
-	np, ok := c.proc.(procfs.NamespacePinner)
-	scoped := ok && !id.block && id.root != "/" && id.fs != "nsfs" && len(matches) > 0
+	inside := !id.block && id.root != "/" && id.fs != "nsfs"
 	for _, d := range devs {
-		scoped = scoped && d.Major() == 0
+		inside = inside && d.Major() == 0
 	}
-	if !scoped {
+	if inside && len(matches) == 0 {
+		return nil, nil
+	}
+	np, ok := c.proc.(procfs.NamespacePinner)
+	if !ok || !inside {
 		return c.proc.Pins(devs)
 	}
 	// Every process of those namespaces, told by its namespace link: a

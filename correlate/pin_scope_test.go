@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -71,5 +72,23 @@ func TestPinOutsideTheCopyIsNotNamed(t *testing.T) {
 	f := w.fail()
 	if got, want := pinsOf(f), "mnt:[80] app[20] cwd /srv/src/x"; got != want {
 		t.Errorf("pins %q, want %q:\n%s", got, want, f.Line())
+	}
+}
+
+// TestObjectNoNamespaceHasReadsNoProcess: `why` asks about a bind of a
+// tmpfs's /pods/z that no namespace has mounted. Only a process of a
+// namespace that has the object can pin it (pinInObject), so nothing is
+// read: no search of every process's files (a crowd process works on the
+// same tmpfs elsewhere), no namespace link; and nothing holds it.
+func TestObjectNoNamespaceHasReadsNoProcess(t *testing.T) {
+	w, p := boundWorld(t, 300, false)
+	tmpfs99 := event.MakeDev(0, 99)
+	w.proc.pins = []procfs.Pin{{Process: proc(1000, "sleep", hostNS, ""), Kind: procfs.PinCwd, Dev: tmpfs99, Path: "/scratch"}}
+	p.links, p.scans = 0, 0
+	if f := w.c.Why(correlate.Target{Path: "/srv/gone", Dev: tmpfs99, Root: "/pods/z"}, w.now.Add(time.Second)); f != nil {
+		t.Errorf("a finding on an object no namespace has:\n%s", f.Line())
+	}
+	if p.scans != 0 || p.links != 0 {
+		t.Errorf("read %d searches of every process and %d namespace links, want none", p.scans, p.links)
 	}
 }

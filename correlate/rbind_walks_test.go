@@ -90,6 +90,21 @@ func TestRbindCitedWhenItsMoveMountIsTheLastEvent(t *testing.T) {
 	wantRbindSummary(t, f, want)
 }
 
+// TestRbindOfTheVolumeItselfIsTheLeak: the runtime binds the node's
+// /srv/vol itself (docker -v /srv/vol:/data), not a tree above it: the
+// held copy is the private bind, with no bind above it. The leak cites
+// that bind, not the namespace's private root.
+func TestRbindOfTheVolumeItselfIsTheLeak(t *testing.T) {
+	w := runcWorld(t)
+	w.send(mountEv(1500, "runc", 70, "/srv/vol", "/data", "", unix.MS_BIND|unix.MS_REC, 0))
+	w.proc.tables[70] = "100 99 0:90 / / rw - overlay overlay rw\n101 100 7:0 / /data rw - ext4 /dev/loop0 rw\n"
+	w.proc.tables[hostNS] = hostWithoutVol
+	w.send(umountEv(1000, "umount", hostNS, "/srv/vol", 0))
+	f := w.only()
+	const want = "leaked by rbind /srv/vol → /data by runc[1500] at 12:01:00.200 (docker -v /srv/vol with the default propagation, rprivate, container 5f2c0e1a9b8d); the host unmounted /srv/vol at 12:01:00.400 and the copy stayed"
+	wantRbindSummary(t, f, want)
+}
+
 // wantRbindSummary: f is an rprivate-bind leak with the summary want.
 func wantRbindSummary(t *testing.T, f *finding.Finding, want string) {
 	t.Helper()
