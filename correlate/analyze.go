@@ -18,10 +18,16 @@ func (c *Correlator) callOf(ev *event.Event) finding.Call {
 		MntNS: ev.MntNS, Exe: ev.Exe, Cmdline: ev.Cmdline}
 	cgroup := ev.Cgroup // read when the event arrived; a member's, when it carried none
 	if n := c.lineage.Get(ev.MntNS); n != nil {
-		for _, m := range n.Members() {
-			if m.PID == int(ev.PID) && m.Cgroup != "" {
-				cgroup = m.Cgroup
+		// The youngest of the caller's members that names a cgroup (a
+		// thread's after the main thread's), as Members orders them.
+		var last *Member
+		for _, m := range n.members {
+			if m.PID == int(ev.PID) && m.Cgroup != "" && (last == nil || olderFirst(*m, *last) > 0) {
+				last = m
 			}
+		}
+		if last != nil {
+			cgroup = last.Cgroup
 		}
 	}
 	call.Container, call.Unit, call.Pod = ContainerID(cgroup), Unit(cgroup), PodUID(cgroup)
@@ -219,7 +225,7 @@ func (c *Correlator) objectOf(ev *event.Event) (identity, finding.Object) {
 func (c *Correlator) canonical(ev *event.Event, p string) string {
 	pids := []int{int(ev.PID)}
 	if n := c.lineage.Get(ev.MntNS); n != nil {
-		for _, m := range n.Members() {
+		for m := range n.byAge() {
 			if len(pids) == 3 {
 				break
 			}

@@ -64,3 +64,28 @@ func TestSortDevsAscending(t *testing.T) {
 		}
 	}
 }
+
+// TestCallNamesTheCgroupOfTheCallersYoungestMember: a failing call's
+// container is read from the caller's members in the lineage when the
+// event carries no cgroup: of the caller's main thread and a thread of it
+// (a member of its own, later in Members' order), the thread's; another
+// process's member and a member without a cgroup are not read.
+func TestCallNamesTheCgroupOfTheCallersYoungestMember(t *testing.T) {
+	c := New(nil, Options{}, nil)
+	const ns = 4026532100
+	c.lineage.Created(ns, 0, OriginPredates, Member{}, nil)
+	n := c.lineage.Get(ns)
+	const main, thread, other = "/docker/" + "aaaaaaaaaaaa0000000000000000000000000000000000000000000000000000", "/docker/" + "bbbbbbbbbbbb0000000000000000000000000000000000000000000000000000", "/docker/" + "cccccccccccc0000000000000000000000000000000000000000000000000000"
+	for _, m := range []*Member{
+		{PID: 50, StartTime: 7, Cgroup: main},
+		{PID: 50, TID: 52, StartTime: 7, Cgroup: thread},
+		{PID: 50, TID: 53, StartTime: 9},
+		{PID: 60, StartTime: 99, Cgroup: other},
+	} {
+		n.members[m.key()] = m
+	}
+	call := c.callOf(&event.Event{PID: 50, MntNS: ns, Syscall: "umount2"})
+	if got, want := call.Container, ContainerID(thread); got != want {
+		t.Errorf("container %q, want the thread member's %q", got, want)
+	}
+}

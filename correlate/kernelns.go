@@ -78,8 +78,9 @@ func (c *Correlator) readTables(nss []*Namespace) []*Namespace {
 	}
 	pids := make([]int, len(nss))
 	for i, n := range nss {
-		if ms := n.Members(); len(ms) > 0 {
-			pids[i] = ms[0].PID
+		for m := range n.byAge() {
+			pids[i] = m.PID
+			break
 		}
 	}
 	var batch []int

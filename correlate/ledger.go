@@ -330,7 +330,7 @@ func (l *Ledger) reach(ev *event.Event) ([]uint32, bool) {
 // readTable reads a namespace's mount table through one of its processes.
 func (c *Correlator) readTable(n *Namespace) error {
 	var last error = errors.New("no process in " + finding.NSName(n.Ino))
-	for _, m := range n.Members() {
+	for m := range n.byAge() {
 		ns, mounts, err := c.proc.Mountinfo(m.Enter())
 		if err == nil && ns != n.Ino {
 			err = fmt.Errorf("pid %d is in %s now", m.Enter(), finding.NSName(ns)) // reused, or moved by setns

@@ -2,6 +2,7 @@ package correlate
 
 import (
 	"cmp"
+	"iter"
 	"slices"
 	"sort"
 	"time"
@@ -111,10 +112,34 @@ func (n *Namespace) Members() []Member {
 }
 
 // sortMembers orders members oldest first: start time, then pid.
-func sortMembers(ms []Member) {
-	slices.SortFunc(ms, func(a, b Member) int {
-		return cmp.Or(cmp.Compare(a.StartTime, b.StartTime), cmp.Compare(a.PID, b.PID), cmp.Compare(a.TID, b.TID))
-	})
+func sortMembers(ms []Member) { slices.SortFunc(ms, olderFirst) }
+
+func olderFirst(a, b Member) int {
+	return cmp.Or(cmp.Compare(a.StartTime, b.StartTime), cmp.Compare(a.PID, b.PID), cmp.Compare(a.TID, b.TID))
+}
+
+// byAge yields the live members in Members' order, the oldest found
+// without sorting the others: most callers stop at it (a table read
+// through a namespace's oldest process), and the host namespace of a
+// busy node has thousands. The rest are sorted only when asked for.
+func (n *Namespace) byAge() iter.Seq[Member] {
+	return func(yield func(Member) bool) {
+		var first *Member
+		for _, m := range n.members {
+			if first == nil || olderFirst(*m, *first) < 0 {
+				first = m
+			}
+		}
+		if first == nil || !yield(*first) {
+			return
+		}
+		seen := *first
+		for _, m := range n.Members() {
+			if olderFirst(m, seen) != 0 && !yield(m) {
+				return
+			}
+		}
+	}
 }
 
 // Past returns members that left, in leaving order.
@@ -132,15 +157,17 @@ type Lineage struct {
 	// byPID and moved bound a failure's pin search (pin_bound.go): the
 	// namespace each process is a member of by its main thread, and the
 	// namespaces a thread of a process moved from or into since the last
-	// process list.
-	byPID map[int]uint32
-	moved map[int][]uint32
+	// process list; and the kernel's threads the last list showed (where
+	// the Proc tells them: procfs.KernelLister), by their namespace.
+	byPID  map[int]uint32
+	moved  map[int][]uint32
+	kernel map[int]uint32
 }
 
 // NewLineage returns an empty lineage keeping dead namespaces for retention.
 func NewLineage(retention time.Duration) *Lineage {
 	return &Lineage{live: map[uint32]*Namespace{}, byCreator: map[int][]*Namespace{}, retention: retention,
-		byPID: map[int]uint32{}, moved: map[int][]uint32{}}
+		byPID: map[int]uint32{}, moved: map[int][]uint32{}, kernel: map[int]uint32{}}
 }
 
 // Get returns the live namespace with inode ino.

@@ -2,6 +2,8 @@ package correlate
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -106,6 +108,41 @@ func TestCopiedFromStopsAtItsOwnMount(t *testing.T) {
 	} {
 		if got := fmt.Sprint(c.copiedFrom(20, tt.mounted)); got != tt.want {
 			t.Errorf("%s: copied from %s, want %s", tt.what, got, tt.want)
+		}
+	}
+}
+
+// TestByAgeIsMembersOrder: byAge yields exactly Members' order (oldest by
+// start time, then pid, then tid), its first without the sort, and stops
+// where its caller stops; on namespaces of main threads and thread
+// members with start times that tie.
+func TestByAgeIsMembersOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for round := range 200 {
+		n := &Namespace{members: map[int]*Member{}}
+		for range r.IntN(12) {
+			m := &Member{PID: 1 + r.IntN(40), StartTime: uint64(r.IntN(4))}
+			if r.IntN(3) == 0 {
+				m.TID = 100 + r.IntN(40)
+			}
+			n.members[m.key()] = m
+		}
+		want := n.Members()
+		got := slices.Collect(n.byAge())
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d: byAge %v, want Members' %v", round, got, want)
+		}
+		for stop := range len(want) {
+			var some []Member
+			for m := range n.byAge() {
+				if len(some) == stop {
+					break
+				}
+				some = append(some, m)
+			}
+			if !slices.Equal(some, want[:stop]) {
+				t.Fatalf("round %d: the first %d of byAge %v, want %v", round, stop, some, want[:stop])
+			}
 		}
 	}
 }

@@ -19,7 +19,9 @@ import (
 //   - every pid the lineage does not know: forks are not traced, so a
 //     process forked since the last process list (in a holder namespace,
 //     or by a thread of one) is told by nothing but its link; a pid whose
-//     exit was traced is no longer known (its reuse is a new process);
+//     exit was traced is no longer known (its reuse is a new process); but
+//     not a kernel thread the last list showed outside the holder
+//     namespaces (kernelElsewhere: about sixty on any node, never a pin);
 //   - every process a thread of which moved (setns, unshare) since the
 //     last process list, from or into a holder namespace: a thread other
 //     than the main one moves alone (the process stays where its main
@@ -70,11 +72,30 @@ func (c *Correlator) pinCandidates(nss []uint32, members []Member) []int {
 	}
 	out := []int{}
 	for _, pid := range all {
-		if want[pid] || !c.lineage.knows(pid) || c.lineage.movedIn(pid, nss) {
+		if want[pid] || (!c.lineage.knows(pid) && !c.lineage.kernelElsewhere(pid, nss)) || c.lineage.movedIn(pid, nss) {
 			out = append(out, pid)
 		}
 	}
 	return out
+}
+
+// kernelThreads records the kernel's threads a process list showed.
+func (l *Lineage) kernelThreads(ks []procfs.Process) {
+	clear(l.kernel)
+	for _, k := range ks {
+		l.kernel[k.PID] = k.MntNS
+	}
+}
+
+// kernelElsewhere reports whether pid is a kernel thread the last process
+// list showed outside nss, which no exit since has ended. No kernel thread
+// is ever named as a pin (procfs), and the kernel gives no thread of its
+// own another mount namespace but at boot (devtmpfs's); a helper the kernel
+// starts as one and execs (modprobe, a core dump's pipe) stays in the
+// kernel's namespace unless it moves, and a move is traced (movedIn).
+func (l *Lineage) kernelElsewhere(pid int, nss []uint32) bool {
+	ns, ok := l.kernel[pid]
+	return ok && !slices.Contains(nss, ns)
 }
 
 // knows reports whether the lineage has pid as the member of a live
@@ -126,6 +147,7 @@ const maxMoves = 64
 func (l *Lineage) exited(pid int) {
 	delete(l.byPID, pid)
 	delete(l.moved, pid)
+	delete(l.kernel, pid)
 }
 
 // index rebuilds byPID from a process list just applied, and forgets the

@@ -18,13 +18,15 @@ import (
 
 // pinnerProc is a fakeProc that answers PinsIn as procfs.Host does: every
 // candidate (every process without them) is told by its namespace link,
-// the main thread's and its threads', counted in links. With list, it
-// implements procfs.Lister too (listingProc). Pins, the search of every
+// the main thread's and its threads', counted in links; a kernel thread's
+// too, and it is never named. With list, it implements procfs.Lister and
+// procfs.KernelLister too (listingProc). Pins, the search of every
 // process's files, is counted in scans.
 type pinnerProc struct {
 	*fakeProc
-	links int // processes whose namespace link was read
-	scans int // searches of every process's files
+	kernel []procfs.Process // kernel threads: in /proc, not in Processes
+	links  int              // processes whose namespace link was read
+	scans  int              // searches of every process's files
 }
 
 func (p *pinnerProc) Pins(devs []event.Dev) ([]procfs.Pin, error) {
@@ -34,12 +36,17 @@ func (p *pinnerProc) Pins(devs []event.Dev) ([]procfs.Pin, error) {
 
 type listingProc struct{ *pinnerProc }
 
-// PIDs lists the processes in /proc's order (by name).
+// PIDs lists the processes and kernel threads in /proc's order (by name).
 func (l listingProc) PIDs() ([]int, error) { return l.pids(), nil }
+
+func (l listingProc) ProcessesAndKernel() (procs, kernel []procfs.Process, err error) {
+	procs, err = l.Processes()
+	return procs, l.kernel, err
+}
 
 func (p *pinnerProc) pids() []int {
 	var out []int
-	for _, pr := range p.procs {
+	for _, pr := range append(slices.Clip(p.procs), p.kernel...) {
 		out = append(out, pr.PID)
 	}
 	sort.Slice(out, func(i, j int) bool { return strconv.Itoa(out[i]) < strconv.Itoa(out[j]) })
@@ -52,6 +59,10 @@ func (p *pinnerProc) PinsIn(devs []event.Dev, mntns []uint32, candidates []int) 
 	}
 	var out []procfs.Pin
 	for _, pid := range candidates {
+		if slices.ContainsFunc(p.kernel, func(k procfs.Process) bool { return k.PID == pid }) {
+			p.links++ // read, never named
+			continue
+		}
 		i := slices.IndexFunc(p.procs, func(pr procfs.Process) bool { return pr.PID == pid })
 		if i < 0 {
 			continue // gone
@@ -88,6 +99,9 @@ func boundWorld(t *testing.T, crowd int, list bool) (*world, *pinnerProc) {
 	}
 	w.proc = &fakeProc{procs: procs, tables: map[uint32]string{hostNS: hostTable}, host: hostNS}
 	p := &pinnerProc{fakeProc: w.proc}
+	for i := range kernelThreads {
+		p.kernel = append(p.kernel, proc(3000+i, "kworker/0:"+strconv.Itoa(i), hostNS, ""))
+	}
 	var src procfs.Proc = p
 	if list {
 		src = listingProc{p}
@@ -121,6 +135,10 @@ func (w *world) fail() *finding.Finding {
 }
 
 var tmpfs77 = event.MakeDev(0, 77)
+
+// kernelThreads is the number of the kernel's threads of boundWorld's
+// node, as many as this machine has (kthreadd's children).
+const kernelThreads = 60
 
 // A failure on a copy in holder namespaces reads the namespace links of
 // the holder namespaces' members, the processes the lineage does not know
@@ -252,4 +270,40 @@ func enteredFromUnsaid(w *world) {
 	setns.TID, setns.MntNSAfter = 1006, 85
 	w.send(setns)
 	w.proc.pins = []procfs.Pin{{Process: proc(20, "app", 80, ""), Kind: procfs.PinCwd, Dev: tmpfs77, Path: "/srv/src/x"}}
+}
+
+// TestKernelThreadReadOnlyWhereItMayBe: a failure's pin search reads no
+// link of a kernel thread the last process list showed outside the holder
+// namespaces (TestFailureReadsAFewProcesses: none of boundWorld's), but
+// one that list showed in a holder namespace (the kernel's devtmpfs
+// thread has one of its own); and a pid a kernel thread had before its
+// traced exit is a process the lineage does not know: its pin is named.
+func TestKernelThreadReadOnlyWhereItMayBe(t *testing.T) {
+	t.Run("in a holder namespace", func(t *testing.T) {
+		w, p := boundWorld(t, 10, true)
+		p.kernel[5].MntNS = 80
+		w.now = w.now.Add(time.Minute) // the next failure reads the list again
+		w.send(umountEv(30, "umount", hostNS, "/srv/third", -int64(unix.EINVAL)))
+		p.links = 0
+		w.fail()
+		if p.links != 3 {
+			t.Errorf("read %d links, want 3: app[20], worker[22] and the kernel thread", p.links)
+		}
+	})
+	t.Run("its pid reused after its exit", func(t *testing.T) {
+		w, p := boundWorld(t, 10, true)
+		w.send(exitEv(3005, "kworker/0:5", hostNS))
+		reused := proc(3005, "reused", 80, "")
+		p.kernel = slices.Delete(p.kernel, 5, 6)
+		w.proc.procs = append(w.proc.procs, reused)
+		w.proc.pins = []procfs.Pin{{Process: reused, Kind: procfs.PinCwd, Dev: tmpfs77, Path: "/srv/src/k"}}
+		p.links = 0
+		f := w.fail()
+		if got, want := pinsOf(f), "mnt:[80] reused[3005] cwd /srv/src/k"; got != want {
+			t.Errorf("pins %q, want %q", got, want)
+		}
+		if p.links != 3 {
+			t.Errorf("read %d links, want 3: app[20], worker[22] and reused[3005]", p.links)
+		}
+	})
 }

@@ -132,13 +132,29 @@ func (c *Correlator) liveBirthID(ino uint32, pids []int) uint64 {
 
 // scan reads the process list and reconciles the lineage with it.
 func (c *Correlator) scan() error {
-	procs, err := c.proc.Processes()
+	procs, err := c.processes()
 	if err != nil {
 		return err
 	}
 	c.reconcile(procs)
 	c.lastScan, c.scanned, c.lostSinceScan = c.now, true, false
 	return nil
+}
+
+// processes reads the process list; where the Proc tells the kernel's
+// threads apart (procfs.KernelLister), the lineage keeps them, so a pin
+// search bounded by the processes it knows reads none of them
+// (pinCandidates).
+func (c *Correlator) processes() ([]procfs.Process, error) {
+	kl, ok := c.proc.(procfs.KernelLister)
+	if !ok {
+		return c.proc.Processes()
+	}
+	procs, kernel, err := kl.ProcessesAndKernel()
+	if err == nil {
+		c.lineage.kernelThreads(kernel)
+	}
+	return procs, err
 }
 
 // rescanFor reads the process list again when a namespace among the
@@ -185,7 +201,7 @@ func (c *Correlator) reconcile(procs []procfs.Process) {
 // Start takes the startup snapshot: every process, and one mount table per
 // namespace. Namespaces found here predate tracing and are marked inferred.
 func (c *Correlator) Start() error {
-	procs, err := c.proc.Processes()
+	procs, err := c.processes()
 	if err != nil {
 		return err
 	}

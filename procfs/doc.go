@@ -15,8 +15,9 @@
 // from such records, in order, so `mntleak replay` reproduces what the
 // daemon saw.
 //
-// Files: types.go (Proc, Process, Pin, NamespacePinner, Lister), host.go
-// (the live reader), mountinfo.go (a mount table parsed with its strings
+// Files: types.go (Proc, Process, Pin, NamespacePinner, Lister,
+// KernelLister), host.go (the live reader), processes.go (its process
+// list, and the kernel's threads apart), mountinfo.go (a mount table parsed with its strings
 // interned), scan.go (the parallel /proc scan), threads.go (a process's
 // threads in namespaces of their own; a process of one thread told by one
 // statx), pins.go (who pins a filesystem, with the number and inode of an

@@ -135,6 +135,16 @@ type NamespacePinner interface {
 	PinsIn(devs []event.Dev, mntns []uint32, candidates []int) ([]Pin, error)
 }
 
+// KernelLister is implemented by a Proc whose process list also tells the
+// kernel's own threads, which Processes leaves out (PF_KTHREAD): pid,
+// comm, start time and mount namespace. A caller that bounds a pin search
+// by the processes it knows (Lister) tells them apart by it, instead of
+// reading their links at every search; none is ever named as a pin. The
+// Recorder does not implement it (see NamespacePinner).
+type KernelLister interface {
+	ProcessesAndKernel() (procs, kernel []Process, err error)
+}
+
 // Lister is implemented by a Proc that lists the pids in /proc (one
 // getdents of the directory, nothing read of any process), in the order a
 // search without candidates takes them: a caller that knows where most

@@ -1,0 +1,121 @@
+package procfs
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The process list: every process /proc shows, read in one parallel scan,
+// and the kernel's threads apart from them.
+
+// Processes implements Proc. Processes that exit while being read are
+// skipped: the list is a snapshot of the ones that could be read.
+func (h Host) Processes() ([]Process, error) {
+	procs, _, err := h.ProcessesAndKernel()
+	return procs, err
+}
+
+// ProcessesAndKernel implements KernelLister: Processes, and the kernel
+// threads it leaves out, each with its pid, comm, start time and mount
+// namespace (read from the same /proc list, one link more each).
+func (h Host) ProcessesAndKernel() (procs, kernel []Process, err error) {
+	pids, err := h.pids()
+	if err != nil {
+		return nil, nil, fmt.Errorf("list %s: %w", h.root(), err)
+	}
+	all := make([]Process, len(pids))
+	what := make([]error, len(pids))
+	scan(len(pids), func(i int, s *scratch) {
+		all[i], what[i] = h.process(pids[i], s)
+		if errors.Is(what[i], errKernelThread) {
+			what[i] = h.kernelThread(&all[i], s)
+		}
+	})
+	for i, p := range all {
+		switch {
+		case what[i] == nil:
+			procs = append(procs, p)
+		case what[i] == errKernelThread:
+			kernel = append(kernel, p)
+		}
+		// Else gone, or unreadable: left out.
+	}
+	return procs, kernel, nil
+}
+
+// kernelThread reads the mount namespace of p, which process found to be
+// a kernel thread, and returns errKernelThread when it could.
+func (h Host) kernelThread(p *Process, s *scratch) error {
+	link, err := s.readlink(h.root() + "/" + strconv.Itoa(p.PID) + "/ns/mnt")
+	if err != nil {
+		return err
+	}
+	if p.MntNS, err = ParseNSLink(link); err != nil {
+		return err
+	}
+	return errKernelThread
+}
+
+func (h Host) process(pid int, s *scratch) (Process, error) {
+	dir := h.root() + "/" + strconv.Itoa(pid)
+	p := Process{PID: pid}
+	stat, err := s.read(dir + "/stat")
+	if err != nil {
+		return p, err
+	}
+	threads, err := parseStat(stat, &p)
+	if err != nil {
+		return p, fmt.Errorf("%s/stat: %w", dir, err)
+	}
+	link, err := s.readlink(dir + "/ns/mnt")
+	if err != nil {
+		return p, err
+	}
+	if p.MntNS, err = ParseNSLink(link); err != nil {
+		return p, err
+	}
+	if b, err := s.read(dir + "/cgroup"); err == nil {
+		p.Cgroup = pickCgroup(string(b))
+	}
+	if threads > 1 {
+		p.Threads = threadsElsewhere(dir, p.MntNS, s)
+	}
+	return p, nil
+}
+
+// parseStat reads comm, ppid and starttime from /proc/PID/stat, and
+// returns the number of threads. The comm is in parentheses and may itself
+// contain spaces and parentheses.
+func parseStat(b []byte, p *Process) (int, error) {
+	open, close := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	if open < 0 || close < open {
+		return 0, errors.New("no comm field")
+	}
+	p.Comm = string(b[open+1 : close])
+	fields := strings.Fields(string(b[close+1:]))
+	// fields[0] is state (field 3); ppid is field 4, starttime field 22.
+	if len(fields) < 20 {
+		return 0, fmt.Errorf("%d fields after comm, want at least 20", len(fields))
+	}
+	ppid, err1 := strconv.Atoi(fields[1])
+	start, err2 := strconv.ParseUint(fields[19], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, errors.New("bad ppid or starttime")
+	}
+	p.PPID, p.StartTime = ppid, start
+	if flags, err := strconv.ParseUint(fields[6], 10, 64); err == nil && flags&pfKthread != 0 {
+		return 0, errKernelThread
+	}
+	threads, _ := strconv.Atoi(fields[17]) // num_threads, field 20
+	return threads, nil
+}
+
+// pfKthread is PF_KTHREAD in the flags field of /proc/PID/stat. Kernel
+// threads are not members of any namespace a user cares about, and the
+// mountinfo seen through them is not the host's.
+const pfKthread = 0x00200000
+
+var errKernelThread = errors.New("kernel thread")
