@@ -110,19 +110,22 @@ struct {
 } handlers SEC(".maps");
 
 /*
- * The mount namespace of each task, by tid, as last seen: written for every
- * new task by the sched_process_fork program and by the unshare/setns
- * handlers after a change, deleted at the task's exit. It stands in for the
- * state an entry program would have saved: at unshare/setns exit the
- * namespace before the call is this entry. Tasks that predate tracing have
- * none (mntns_before 0, see nsproc.bpf.c); the LRU bound keeps the map's
- * size fixed whatever the number of threads (an evicted task is unknown).
+ * The mount namespace of each task, by tid, as last seen, with its thread
+ * group: written for every new task by the sched_process_fork program and
+ * by the unshare/setns handlers after a change, deleted at the task's exit.
+ * It stands in for the state an entry program would have saved: at
+ * unshare/setns exit the namespace before the call is this entry. Tasks
+ * that predate tracing have none (mntns_before 0, see nsproc.bpf.c); the
+ * LRU bound keeps the map's size fixed whatever the number of threads (an
+ * evicted task is unknown: userspace reads the map as complete only well
+ * below the bound). Userspace reads it too: the processes forked since
+ * tracing began, and where they are now (tracer.Tasks).
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
+	__uint(max_entries, TASK_MNTNS_MAX);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, struct task_ns);
 } task_mntns_map SEC(".maps");
 
 /*

@@ -17,6 +17,7 @@
 #define DATA_LEN 128	/* first bytes of mount(2) data */
 #define CMDLINE_LEN 256	/* first bytes of the caller's argv, NUL-separated */
 #define PAYLOAD_LEN 320	/* first bytes of a failing teardown call's buffer */
+#define TASK_MNTNS_MAX 65536	/* tasks task_mntns_map keeps (common.bpf.h) */
 
 /* Event kinds. Zero is invalid so that an all-zero record never decodes. */
 enum event_kind {
@@ -102,6 +103,16 @@ struct fork_event {
 	__u32 child_tid;
 	__u32 parent_mntns;
 	__u32 child_mntns;
+};
+
+/*
+ * task_mntns_map's value: a task's mount namespace as last seen, and its
+ * thread group, so userspace can list the processes forked under tracing
+ * and where they are without listing /proc.
+ */
+struct task_ns {
+	__u32 mntns;
+	__u32 tgid;
 };
 
 /* A thread-group leader exited. */

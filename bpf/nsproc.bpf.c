@@ -25,7 +25,7 @@ static __always_inline int ns_exit(void *ctx, struct pt_regs *regs, long ret, __
 	struct task_struct *task = current_task();
 	__u64 arg0 = SC_ARG0(regs), arg1 = SC_ARG1(regs);
 	__u32 tid = current_tid(), before = 0, after, target_ino = 0;
-	__u32 *known;
+	struct task_ns *known, now;
 	struct ns_event *e;
 
 	/* Only calls that can touch the mount namespace; nstype 0 accepts any
@@ -37,11 +37,14 @@ static __always_inline int ns_exit(void *ctx, struct pt_regs *regs, long ret, __
 	after = task_mntns(task);
 	known = bpf_map_lookup_elem(&task_mntns_map, &tid);
 	if (known)
-		before = *known;
+		before = known->mntns;
 	else if (ret < 0)
 		before = after;
-	if (!known || before != after)
-		bpf_map_update_elem(&task_mntns_map, &tid, &after, BPF_ANY);
+	if (!known || before != after) {
+		now.mntns = after;
+		now.tgid = BPF_CORE_READ(task, tgid);
+		bpf_map_update_elem(&task_mntns_map, &tid, &now, BPF_ANY);
+	}
 	if (kind == EVENT_SETNS) {
 		struct file *file = NULL;
 		struct file **fds = BPF_CORE_READ(task, files, fdt, fd);
@@ -101,9 +104,10 @@ int newns_fork(struct bpf_raw_tracepoint_args *ctx)
 	__u32 parent_ns = task_mntns(parent);
 	__u32 child_ns = task_mntns(child);
 	__u32 child_tid = BPF_CORE_READ(child, pid);
+	struct task_ns now = { .mntns = child_ns, .tgid = BPF_CORE_READ(child, tgid) };
 	struct fork_event *e;
 
-	bpf_map_update_elem(&task_mntns_map, &child_tid, &child_ns, BPF_ANY);
+	bpf_map_update_elem(&task_mntns_map, &child_tid, &now, BPF_ANY);
 	if (parent_ns == child_ns)
 		return 0;
 	e = reserve_event(sizeof(*e), EVENT_NEWNS_FORK);

@@ -48,6 +48,12 @@ type Options struct {
 	// least recently read tables are evicted (and re-read when needed),
 	// never those of namespaces holding an open leak. Default 400000.
 	MaxMounts int
+	// Tasks lists the threads the tracer saw born or move between mount
+	// namespaces since it began, where they are now, and whether the list
+	// is complete (tracer.Tasks). With it a failure's pin search tells the
+	// processes that may be in a holder namespace without listing /proc
+	// (pin_bound.go). Nil in a replay, and where no tracer runs.
+	Tasks func() (tasks []event.Task, complete bool, err error)
 }
 
 func (o *Options) defaults() {

@@ -157,17 +157,19 @@ type Lineage struct {
 	// byPID and moved bound a failure's pin search (pin_bound.go): the
 	// namespace each process is a member of by its main thread, and the
 	// namespaces a thread of a process moved from or into since the last
-	// process list; and the kernel's threads the last list showed (where
-	// the Proc tells them: procfs.KernelLister), by their namespace.
-	byPID  map[int]uint32
-	moved  map[int][]uint32
-	kernel map[int]uint32
+	// process list; and what the last list showed besides processes
+	// (where the Proc tells it: procfs.ProcessLister): the kernel's
+	// threads, by their namespace, and the processes it could not read.
+	byPID      map[int]uint32
+	moved      map[int][]uint32
+	kernel     map[int]uint32
+	unreadable map[int]bool
 }
 
 // NewLineage returns an empty lineage keeping dead namespaces for retention.
 func NewLineage(retention time.Duration) *Lineage {
 	return &Lineage{live: map[uint32]*Namespace{}, byCreator: map[int][]*Namespace{}, retention: retention,
-		byPID: map[int]uint32{}, moved: map[int][]uint32{}, kernel: map[int]uint32{}}
+		byPID: map[int]uint32{}, moved: map[int][]uint32{}, kernel: map[int]uint32{}, unreadable: map[int]bool{}}
 }
 
 // Get returns the live namespace with inode ino.

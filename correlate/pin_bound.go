@@ -2,6 +2,8 @@ package correlate
 
 import (
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/mntleak/mntleak/procfs"
 )
@@ -32,6 +34,14 @@ import (
 //     spawned one that stays after it ended). A move from a namespace the
 //     lineage could not tell makes the process a candidate everywhere.
 //
+// Where the tracer tells the threads born or moved since it began, where
+// they are now (Options.Tasks, the daemon's), and the last process list
+// told the kernel's threads and the processes it could not read
+// (procfs.ProcessLister), /proc is not listed: the candidates are the
+// members, the movers, those tasks in a holder namespace and the
+// unreadable (taskCandidates). A listing of a busy node's /proc was a third
+// of what a failure cost the daemon.
+//
 // The search falls back to every pid in /proc (nil candidates) when the
 // lineage cannot be trusted to know where the others are:
 //
@@ -58,8 +68,14 @@ import (
 // pinCandidates returns the pids a pin search in the namespaces nss must
 // look at (members: their members), or nil for every process.
 func (c *Correlator) pinCandidates(nss []uint32, members []Member) []int {
+	if !c.scanned || c.lostSinceScan || !c.lineage.lostAt.Before(c.lastScan) {
+		return nil
+	}
+	if out, ok := c.taskCandidates(nss, members); ok {
+		return out
+	}
 	lister, ok := c.proc.(procfs.Lister)
-	if !ok || !c.scanned || c.lostSinceScan || !c.lineage.lostAt.Before(c.lastScan) {
+	if !ok {
 		return nil
 	}
 	all, err := lister.PIDs()
@@ -79,11 +95,59 @@ func (c *Correlator) pinCandidates(nss []uint32, members []Member) []int {
 	return out
 }
 
-// kernelThreads records the kernel's threads a process list showed.
-func (l *Lineage) kernelThreads(ks []procfs.Process) {
+// taskCandidates is pinCandidates without a listing of /proc, where the
+// tracer tells the threads born (or moved) since it began, where they are
+// now (Options.Tasks), and the last process list told the kernel's
+// threads and the processes it could not read (procfs.ProcessLister). A
+// process is in a holder namespace now only if it is a member there (it
+// was at the last list, or an event since put it there), or a thread of
+// it moved (traced), or it was born since tracing began (the tracer has
+// each of its threads where it is now), or the last list could not read
+// it. Those are the candidates, in /proc's order (by name). Not when the
+// tracer's list may be incomplete (its bound) or cannot be read.
+func (c *Correlator) taskCandidates(nss []uint32, members []Member) ([]int, bool) {
+	if _, ok := c.proc.(procfs.ProcessLister); !ok || c.opts.Tasks == nil {
+		return nil, false
+	}
+	tasks, complete, err := c.opts.Tasks()
+	if err != nil || !complete {
+		return nil, false
+	}
+	in := map[int]bool{}
+	for _, m := range members {
+		in[m.PID] = true
+	}
+	for pid := range c.lineage.moved {
+		if c.lineage.movedIn(pid, nss) {
+			in[pid] = true
+		}
+	}
+	for pid := range c.lineage.unreadable {
+		in[pid] = true
+	}
+	for _, t := range tasks {
+		if slices.Contains(nss, t.MntNS) {
+			in[t.PID] = true
+		}
+	}
+	out := make([]int, 0, len(in))
+	for pid := range in {
+		out = append(out, pid)
+	}
+	slices.SortFunc(out, func(a, b int) int { return strings.Compare(strconv.Itoa(a), strconv.Itoa(b)) })
+	return out, true
+}
+
+// listed records what a process list showed besides its processes: the
+// kernel's threads and the processes it could not read.
+func (l *Lineage) listed(pl procfs.ProcessList) {
 	clear(l.kernel)
-	for _, k := range ks {
+	clear(l.unreadable)
+	for _, k := range pl.Kernel {
 		l.kernel[k.PID] = k.MntNS
+	}
+	for _, pid := range pl.Unreadable {
+		l.unreadable[pid] = true
 	}
 }
 
@@ -148,6 +212,7 @@ func (l *Lineage) exited(pid int) {
 	delete(l.byPID, pid)
 	delete(l.moved, pid)
 	delete(l.kernel, pid)
+	delete(l.unreadable, pid)
 }
 
 // index rebuilds byPID from a process list just applied, and forgets the

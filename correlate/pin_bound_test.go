@@ -24,9 +24,51 @@ import (
 // process's files, is counted in scans.
 type pinnerProc struct {
 	*fakeProc
-	kernel []procfs.Process // kernel threads: in /proc, not in Processes
-	links  int              // processes whose namespace link was read
-	scans  int              // searches of every process's files
+	kernel   []procfs.Process // kernel threads: in /proc, not in Processes
+	links    int              // processes whose namespace link was read
+	scans    int              // searches of every process's files
+	listings int              // listings of /proc (PIDs)
+	// started is every process of the node when tracing began (Start), by
+	// pid and start time: a process not among them was born under
+	// tracing, and the tracer's tasks have it (tasks).
+	started map[[2]uint64]bool
+	// moves are the threads that moved under tracing (a successful
+	// unshare or setns sent), where they went.
+	moves map[int]event.Task
+}
+
+// tasks is what the tracer's task map holds (tracer.Tasks): every process
+// born under tracing, with its threads, where each is now; and every
+// thread that moved under tracing, where it went (the process list shows
+// where it is now, when it does). A thread that stayed while its main
+// thread moved is not one.
+func (p *pinnerProc) tasks() ([]event.Task, bool, error) {
+	var out []event.Task
+	for _, pr := range p.procs {
+		born := !p.started[[2]uint64{uint64(pr.PID), pr.StartTime}]
+		if _, moved := p.moves[pr.PID]; born || moved {
+			out = append(out, event.Task{TID: pr.PID, PID: pr.PID, MntNS: pr.MntNS})
+		}
+		for _, th := range pr.Threads {
+			if _, moved := p.moves[th.TID]; born || moved {
+				out = append(out, event.Task{TID: th.TID, PID: pr.PID, MntNS: th.MntNS})
+			}
+		}
+	}
+	return out, true, nil
+}
+
+// move records a thread's successful unshare or setns, as the kernel side
+// does in its task map.
+func (p *pinnerProc) move(ev *event.Event) {
+	if (ev.Kind != event.KindUnshare && ev.Kind != event.KindSetns) || ev.Ret != 0 {
+		return
+	}
+	tid := int(ev.TID)
+	if tid == 0 {
+		tid = int(ev.PID)
+	}
+	p.moves[tid] = event.Task{TID: tid, PID: int(ev.PID), MntNS: ev.MntNSAfter}
 }
 
 func (p *pinnerProc) Pins(devs []event.Dev) ([]procfs.Pin, error) {
@@ -37,11 +79,14 @@ func (p *pinnerProc) Pins(devs []event.Dev) ([]procfs.Pin, error) {
 type listingProc struct{ *pinnerProc }
 
 // PIDs lists the processes and kernel threads in /proc's order (by name).
-func (l listingProc) PIDs() ([]int, error) { return l.pids(), nil }
+func (l listingProc) PIDs() ([]int, error) {
+	l.listings++
+	return l.pids(), nil
+}
 
-func (l listingProc) ProcessesAndKernel() (procs, kernel []procfs.Process, err error) {
-	procs, err = l.Processes()
-	return procs, l.kernel, err
+func (l listingProc) ProcessList() (procfs.ProcessList, error) {
+	procs, err := l.Processes()
+	return procfs.ProcessList{Procs: procs, Kernel: l.kernel}, err
 }
 
 func (p *pinnerProc) pids() []int {
@@ -90,7 +135,20 @@ func (p *pinnerProc) PinsIn(devs []event.Dev, mntns []uint32, candidates []int) 
 // list is set: a node of crowd host processes and a holder namespace
 // (mnt:[80], app[20]) that has a tmpfs at /srv/src the node does not, as
 // the latency bench's crowd has.
-func boundWorld(t *testing.T, crowd int, list bool) (*world, *pinnerProc) {
+// boundBy is how a failure's pin search is bounded in boundWorld.
+type boundBy int
+
+const (
+	boundNone  boundBy = iota // every process is read
+	boundList                 // by the lineage and a listing of /proc
+	boundTasks                // by the lineage and the tracer's tasks
+)
+
+func (b boundBy) String() string {
+	return [...]string{"every process", "the /proc listing", "the tracer's tasks"}[b]
+}
+
+func boundWorld(t *testing.T, crowd int, bound boundBy) (*world, *pinnerProc) {
 	t.Helper()
 	w := &world{t: t, now: time.Date(2026, 11, 26, 18, 0, 0, 0, time.UTC)}
 	procs := []procfs.Process{proc(1, "systemd", hostNS, ""), proc(30, "umount", hostNS, "")}
@@ -102,11 +160,20 @@ func boundWorld(t *testing.T, crowd int, list bool) (*world, *pinnerProc) {
 	for i := range kernelThreads {
 		p.kernel = append(p.kernel, proc(3000+i, "kworker/0:"+strconv.Itoa(i), hostNS, ""))
 	}
+	p.started, p.moves = map[[2]uint64]bool{}, map[int]event.Task{}
+	w.sent = p.move
+	for _, pr := range procs {
+		p.started[[2]uint64{uint64(pr.PID), pr.StartTime}] = true
+	}
 	var src procfs.Proc = p
-	if list {
+	opts := correlate.Options{LeakSettle: -1}
+	if bound != boundNone {
 		src = listingProc{p}
 	}
-	w.c = correlate.New(src, correlate.Options{LeakSettle: -1}, func(f *finding.Finding) { w.findings = append(w.findings, f) })
+	if bound == boundTasks {
+		opts.Tasks = p.tasks
+	}
+	w.c = correlate.New(src, opts, func(f *finding.Finding) { w.findings = append(w.findings, f) })
 	if err := w.c.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -195,31 +262,35 @@ func TestFailureReadsAFewProcesses(t *testing.T) {
 		}, 2, "app[20] cwd /srv/src/x"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var lines [2]string
-			var links [2]int
-			for i, list := range []bool{false, true} {
-				w, p := boundWorld(t, crowd, list)
+			var lines [3]string
+			var links [3]int
+			for _, bound := range []boundBy{boundNone, boundList, boundTasks} {
+				w, p := boundWorld(t, crowd, bound)
 				tc.setup(w)
-				p.links, p.scans = 0, 0
+				p.links, p.scans, p.listings = 0, 0, 0
 				f := w.fail()
-				lines[i], links[i] = f.Line(), p.links
+				lines[bound], links[bound] = f.Line(), p.links
+				t.Logf("%s: %d links\n%s", bound, links[bound], lines[bound])
 				if p.scans != 0 {
-					t.Errorf("a failure searched every process's files %d times, want none (only the holder namespaces')", p.scans)
+					t.Errorf("%s: a failure searched every process's files %d times, want none (only the holder namespaces')", bound, p.scans)
+				}
+				if bound == boundTasks && p.listings != 0 {
+					t.Errorf("%s: a failure listed /proc %d times, want none", bound, p.listings)
 				}
 			}
-			t.Logf("every process: %d links\n%s", links[0], lines[0])
-			t.Logf("bounded: %d links\n%s", links[1], lines[1])
-			if lines[1] != lines[0] {
-				t.Errorf("the bounded search's finding differs from the full search's")
-			}
-			if !strings.Contains(lines[1], tc.pinner) {
-				t.Errorf("the finding does not name %q", tc.pinner)
-			}
-			if tc.links < 0 && links[1] != links[0] {
-				t.Errorf("a failure read %d processes' links, want every process's (%d)", links[1], links[0])
-			}
-			if tc.links >= 0 && links[1] > tc.links {
-				t.Errorf("a failure read %d processes' links on a node of %d, want at most %d", links[1], crowd+4, tc.links)
+			for _, bound := range []boundBy{boundList, boundTasks} {
+				if lines[bound] != lines[boundNone] {
+					t.Errorf("bounded by %s, the finding differs from the full search's", bound)
+				}
+				if !strings.Contains(lines[bound], tc.pinner) {
+					t.Errorf("bounded by %s, the finding does not name %q", bound, tc.pinner)
+				}
+				if tc.links < 0 && links[bound] != links[boundNone] {
+					t.Errorf("bounded by %s, a failure read %d processes' links, want every process's (%d)", bound, links[bound], links[boundNone])
+				}
+				if tc.links >= 0 && links[bound] > tc.links {
+					t.Errorf("bounded by %s, a failure read %d processes' links on a node of %d, want at most %d", bound, links[bound], crowd+4+kernelThreads, tc.links)
+				}
 			}
 		})
 	}
@@ -280,7 +351,7 @@ func enteredFromUnsaid(w *world) {
 // traced exit is a process the lineage does not know: its pin is named.
 func TestKernelThreadReadOnlyWhereItMayBe(t *testing.T) {
 	t.Run("in a holder namespace", func(t *testing.T) {
-		w, p := boundWorld(t, 10, true)
+		w, p := boundWorld(t, 10, boundList)
 		p.kernel[5].MntNS = 80
 		w.now = w.now.Add(time.Minute) // the next failure reads the list again
 		w.send(umountEv(30, "umount", hostNS, "/srv/third", -int64(unix.EINVAL)))
@@ -291,7 +362,7 @@ func TestKernelThreadReadOnlyWhereItMayBe(t *testing.T) {
 		}
 	})
 	t.Run("its pid reused after its exit", func(t *testing.T) {
-		w, p := boundWorld(t, 10, true)
+		w, p := boundWorld(t, 10, boundList)
 		w.send(exitEv(3005, "kworker/0:5", hostNS))
 		reused := proc(3005, "reused", 80, "")
 		p.kernel = slices.Delete(p.kernel, 5, 6)

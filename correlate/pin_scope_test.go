@@ -64,7 +64,7 @@ func TestNetnsFileNamesTheProcessesThatHoldItOpen(t *testing.T) {
 // works on the same tmpfs elsewhere: it keeps the filesystem busy, not the
 // copy, and is not named.
 func TestPinOutsideTheCopyIsNotNamed(t *testing.T) {
-	w, _ := boundWorld(t, 0, false)
+	w, _ := boundWorld(t, 0, boundNone)
 	w.proc.pins = []procfs.Pin{
 		{Process: proc(20, "app", 80, ""), Kind: procfs.PinCwd, Dev: tmpfs77, Path: "/srv/src/x"},
 		{Process: proc(22, "worker", 80, ""), Kind: procfs.PinCwd, Dev: tmpfs77, Path: "/srv/pods-b"},
@@ -81,7 +81,7 @@ func TestPinOutsideTheCopyIsNotNamed(t *testing.T) {
 // read: no search of every process's files (a crowd process works on the
 // same tmpfs elsewhere), no namespace link; and nothing holds it.
 func TestObjectNoNamespaceHasReadsNoProcess(t *testing.T) {
-	w, p := boundWorld(t, 300, false)
+	w, p := boundWorld(t, 300, boundNone)
 	tmpfs99 := event.MakeDev(0, 99)
 	w.proc.pins = []procfs.Pin{{Process: proc(1000, "sleep", hostNS, ""), Kind: procfs.PinCwd, Dev: tmpfs99, Path: "/scratch"}}
 	p.links, p.scans = 0, 0

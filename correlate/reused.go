@@ -141,20 +141,20 @@ func (c *Correlator) scan() error {
 	return nil
 }
 
-// processes reads the process list; where the Proc tells the kernel's
-// threads apart (procfs.KernelLister), the lineage keeps them, so a pin
-// search bounded by the processes it knows reads none of them
-// (pinCandidates).
+// processes reads the process list; where the Proc tells what else it
+// showed (procfs.ProcessLister), the lineage keeps the kernel's threads
+// and the processes it could not read, for a pin search bounded by the
+// processes it knows (pinCandidates).
 func (c *Correlator) processes() ([]procfs.Process, error) {
-	kl, ok := c.proc.(procfs.KernelLister)
+	pl, ok := c.proc.(procfs.ProcessLister)
 	if !ok {
 		return c.proc.Processes()
 	}
-	procs, kernel, err := kl.ProcessesAndKernel()
+	l, err := pl.ProcessList()
 	if err == nil {
-		c.lineage.kernelThreads(kernel)
+		c.lineage.listed(l)
 	}
-	return procs, err
+	return l.Procs, err
 }
 
 // rescanFor reads the process list again when a namespace among the

@@ -169,6 +169,9 @@ type world struct {
 	c        *correlate.Correlator
 	findings []*finding.Finding
 	now      time.Time
+	// sent, when set, sees every event send hands the correlator, as the
+	// kernel side would (boundWorld's tracer tasks).
+	sent func(*event.Event)
 }
 
 func newWorld(t *testing.T, procs []procfs.Process, tables map[uint32]string) *world {
@@ -211,6 +214,9 @@ func (w *world) send(evs ...*event.Event) {
 	for _, ev := range evs {
 		w.now = w.now.Add(200 * time.Millisecond)
 		ev.Time, ev.MonoNS = w.now, uint64(w.now.UnixNano())
+		if w.sent != nil {
+			w.sent(ev)
+		}
 		w.c.Handle(ev)
 	}
 }

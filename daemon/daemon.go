@@ -7,12 +7,14 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/internal/logkey"
 	"github.com/mntleak/mntleak/metrics"
@@ -124,7 +126,7 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer, log *Log, reopen <-c
 		}
 		defer fs.close()
 		p.findings = fs
-		p.corr = newCorrelator(p, procfs.Host{}, fs.submit)
+		p.corr = newCorrelator(p, procfs.Host{}, tasksBut(t, p.self), fs.submit)
 		p.log = log.Named("pipeline")
 		p.src = NewSources(p.log)
 	}
@@ -168,15 +170,25 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer, log *Log, reopen <-c
 	return nil
 }
 
-// newCorrelator makes the correlator reading proc: its answers are
-// recorded with the events when there is a record, and every finding is
-// handed to submit (enriched, logged, counted and posted off the event
-// path: findings.go).
-func newCorrelator(p *pipeline, proc procfs.Proc, submit func(*finding.Finding)) *correlate.Correlator {
+// newCorrelator makes the correlator reading proc, and tasks (nil in a
+// replay): its answers are recorded with the events when there is a
+// record, and every finding is handed to submit (enriched, logged, counted
+// and posted off the event path: findings.go).
+func newCorrelator(p *pipeline, proc procfs.Proc, tasks func() ([]event.Task, bool, error), submit func(*finding.Finding)) *correlate.Correlator {
 	if rec := p.sinks.rec; rec != nil {
 		proc = procfs.Recorder{Proc: proc, Write: func(r *procfs.Record) { p.fail(rec.WriteJSON(stream.ProcLine{Proc: r})) }}
 	}
-	return correlate.New(proc, correlate.Options{}, submit)
+	return correlate.New(proc, correlate.Options{Tasks: tasks}, submit)
+}
+
+// tasksBut is the tracer's tasks (correlate.Options.Tasks) but the
+// daemon's own threads: they enter namespaces to read them, and their
+// events are not correlated either (pipeline.handle).
+func tasksBut(t *tracer.Tracer, self uint32) func() ([]event.Task, bool, error) {
+	return func() ([]event.Task, bool, error) {
+		tasks, complete, err := t.Tasks()
+		return slices.DeleteFunc(tasks, func(k event.Task) bool { return k.PID == int(self) }), complete, err
+	}
 }
 
 // lostByKind is the kernel's loss counters for the metric; none before the

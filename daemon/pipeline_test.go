@@ -99,7 +99,7 @@ func TestPipelineOnRecording(t *testing.T) {
 				t.Fatal(err)
 			}
 			p.findings = fs
-			p.corr = newCorrelator(p, replay, fs.submit)
+			p.corr = newCorrelator(p, replay, nil, fs.submit)
 			if err := p.corr.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -218,7 +218,7 @@ func TestLineageKeepsTheExitOfAFUSEServer(t *testing.T) {
 		}
 	}
 	var found []string
-	p.corr = newCorrelator(p, replay, func(f *finding.Finding) { found = append(found, f.Cause.String()) })
+	p.corr = newCorrelator(p, replay, nil, func(f *finding.Finding) { found = append(found, f.Cause.String()) })
 	ctx, cancel := context.WithCancel(context.Background())
 	dir := t.TempDir()
 	p.lineage = openLineage(ctx, dir, 0, p.corr, zap.NewNop())

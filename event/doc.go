@@ -11,5 +11,6 @@
 // checked), names.go (syscall, errno and flag names), syscalls_amd64.go and
 // syscalls_arm64.go (generated number-to-name tables), text.go (the one-line text form),
 // filter.go (--pid, --comm, --mntns), mountnote.go (MountNote: a mount attached to or
-// detached from a watched namespace, as the kernel's fanotify marks tell it).
+// detached from a watched namespace, as the kernel's fanotify marks tell it), task.go
+// (Task: a thread born or moved under tracing, where it is now).
 package event

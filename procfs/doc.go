@@ -16,8 +16,8 @@
 // daemon saw.
 //
 // Files: types.go (Proc, Process, Pin, NamespacePinner, Lister,
-// KernelLister), host.go (the live reader), processes.go (its process
-// list, and the kernel's threads apart), mountinfo.go (a mount table parsed with its strings
+// ProcessLister), host.go (the live reader), processes.go (its process
+// list, with the kernel's threads and the unreadable apart), mountinfo.go (a mount table parsed with its strings
 // interned), scan.go (the parallel /proc scan), threads.go (a process's
 // threads in namespaces of their own; a process of one thread told by one
 // statx), pins.go (who pins a filesystem, with the number and inode of an

@@ -22,10 +22,11 @@ func TestKernelThreadsListedApart(t *testing.T) {
 	if err != nil {
 		t.Skipf("kthreadd's children cannot be read (CONFIG_PROC_CHILDREN): %v", err)
 	}
-	procs, kernel, err := Host{}.ProcessesAndKernel()
+	l, err := Host{}.ProcessList()
 	if err != nil {
 		t.Fatal(err)
 	}
+	procs, kernel := l.Procs, l.Kernel
 	isKernel, isProc := map[int]bool{}, map[int]bool{}
 	for _, p := range kernel {
 		if p.MntNS == 0 {

@@ -14,17 +14,19 @@ import (
 // Processes implements Proc. Processes that exit while being read are
 // skipped: the list is a snapshot of the ones that could be read.
 func (h Host) Processes() ([]Process, error) {
-	procs, _, err := h.ProcessesAndKernel()
-	return procs, err
+	l, err := h.ProcessList()
+	return l.Procs, err
 }
 
-// ProcessesAndKernel implements KernelLister: Processes, and the kernel
-// threads it leaves out, each with its pid, comm, start time and mount
-// namespace (read from the same /proc list, one link more each).
-func (h Host) ProcessesAndKernel() (procs, kernel []Process, err error) {
+// ProcessList implements ProcessLister: Processes, and what it leaves out
+// but the processes that are gone: the kernel threads, each with its pid,
+// comm, start time and mount namespace (read from the same /proc list, one
+// link more each), and the processes that could not be read.
+func (h Host) ProcessList() (ProcessList, error) {
+	var l ProcessList
 	pids, err := h.pids()
 	if err != nil {
-		return nil, nil, fmt.Errorf("list %s: %w", h.root(), err)
+		return l, fmt.Errorf("list %s: %w", h.root(), err)
 	}
 	all := make([]Process, len(pids))
 	what := make([]error, len(pids))
@@ -37,13 +39,15 @@ func (h Host) ProcessesAndKernel() (procs, kernel []Process, err error) {
 	for i, p := range all {
 		switch {
 		case what[i] == nil:
-			procs = append(procs, p)
+			l.Procs = append(l.Procs, p)
 		case what[i] == errKernelThread:
-			kernel = append(kernel, p)
+			l.Kernel = append(l.Kernel, p)
+		case isDenied(what[i]):
+			l.Unreadable = append(l.Unreadable, p.PID)
 		}
-		// Else gone, or unreadable: left out.
+		// Else gone.
 	}
-	return procs, kernel, nil
+	return l, nil
 }
 
 // kernelThread reads the mount namespace of p, which process found to be

@@ -135,14 +135,24 @@ type NamespacePinner interface {
 	PinsIn(devs []event.Dev, mntns []uint32, candidates []int) ([]Pin, error)
 }
 
-// KernelLister is implemented by a Proc whose process list also tells the
-// kernel's own threads, which Processes leaves out (PF_KTHREAD): pid,
-// comm, start time and mount namespace. A caller that bounds a pin search
-// by the processes it knows (Lister) tells them apart by it, instead of
-// reading their links at every search; none is ever named as a pin. The
-// Recorder does not implement it (see NamespacePinner).
-type KernelLister interface {
-	ProcessesAndKernel() (procs, kernel []Process, err error)
+// ProcessLister is implemented by a Proc whose process list also tells
+// what Processes leaves out but the processes that are gone: the kernel's
+// own threads (PF_KTHREAD; none is ever named as a pin), and the processes
+// it could not read. A caller that bounds a pin search by the processes it
+// knows tells the kernel threads apart by it, instead of reading their
+// links at every search, and still reads the others. The Recorder does
+// not implement it (see NamespacePinner).
+type ProcessLister interface {
+	ProcessList() (ProcessList, error)
+}
+
+// ProcessList is one read of /proc: the processes, the kernel threads with
+// their pid, comm, start time and mount namespace, and the pids of the
+// processes that could not be read.
+type ProcessList struct {
+	Procs      []Process
+	Kernel     []Process
+	Unreadable []int
 }
 
 // Lister is implemented by a Proc that lists the pids in /proc (one

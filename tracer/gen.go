@@ -14,6 +14,6 @@ package tracer
 //go:generate go run ../internal/gensyscalls -header ../bpf/syscall_nr.h -events ../event
 //go:generate go tool bpf2go -go-package tracer -target amd64,arm64 -no-global-types -type event_header -type mount_event -type umount_event -type pivot_root_event -type lost_counts mount ../bpf/mount.bpf.c -- -I../bpf -O2 -g -Wall -Werror
 //go:generate go tool bpf2go -go-package tracer -target amd64,arm64 -no-global-types -type open_tree_event -type move_mount_event -type fsopen_event -type fsmount_event -type mount_setattr_event newmount ../bpf/newmount.bpf.c -- -I../bpf -O2 -g -Wall -Werror
-//go:generate go tool bpf2go -go-package tracer -target amd64,arm64 -no-global-types -type ns_event -type fork_event -type exit_event nsproc ../bpf/nsproc.bpf.c -- -I../bpf -O2 -g -Wall -Werror
+//go:generate go tool bpf2go -go-package tracer -target amd64,arm64 -no-global-types -type ns_event -type fork_event -type exit_event -type task_ns nsproc ../bpf/nsproc.bpf.c -- -I../bpf -O2 -g -Wall -Werror
 //go:generate go tool bpf2go -go-package tracer -target amd64,arm64 -no-global-types -type failure_event failure ../bpf/failure.bpf.c -- -I../bpf -O2 -g -Wall -Werror
 //go:generate go tool bpf2go -go-package tracer -target amd64,arm64 -no-global-types dispatch ../bpf/dispatch.bpf.c -- -I../bpf -O2 -g -Wall -Werror

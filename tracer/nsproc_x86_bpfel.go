@@ -81,6 +81,12 @@ type nsprocNsEvent struct {
 	TargetIno   uint32
 }
 
+type nsprocTaskNs struct {
+	_     structs.HostLayout
+	Mntns uint32
+	Tgid  uint32
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.

@@ -1,0 +1,104 @@
+package tracer_test
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
+	"github.com/mntleak/mntleak/event"
+)
+
+// TestTasksBornUnderTracing: the tasks the programs keep are read back,
+// each with its process and its namespace now, checked against /proc: a
+// process born under tracing in this namespace, and its child that
+// unshared a namespace of its own (the namespace it is in now, not the one
+// it was born in); a process started before tracing and that never moved
+// is not among them; an exited one is gone.
+func TestTasksBornUnderTracing(t *testing.T) {
+	privtest.RequireCommands(t, "sh", "unshare", "sleep")
+	before := exec.Command("sleep", "60")
+	if err := before.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = before.Process.Kill(); _ = before.Wait() })
+	c := startTracer(t)
+	self := privtest.MountNS(t, "self")
+	// sh forks unshare, which unshares and execs sleep: sh's child.
+	born := exec.Command("sh", "-c", "unshare -m sleep 60 & echo $!; wait")
+	out, err := born.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := born.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = born.Process.Kill(); _ = born.Wait() })
+	var line [32]byte
+	n, _ := out.Read(line[:])
+	child, err := strconv.Atoi(strings.TrimSpace(string(line[:n])))
+	if err != nil {
+		t.Fatalf("the unshared child's pid: %q: %v", line[:n], err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
+	childNS := waitOtherNS(t, child, self)
+
+	tasks, complete, err := c.tr.Tasks()
+	if err != nil || !complete {
+		t.Fatalf("Tasks: complete %v, %v", complete, err)
+	}
+	byTID := map[int]event.Task{}
+	for _, tk := range tasks {
+		byTID[tk.TID] = tk
+	}
+	for _, want := range []event.Task{{TID: born.Process.Pid, PID: born.Process.Pid, MntNS: self}, {TID: child, PID: child, MntNS: childNS}} {
+		if got := byTID[want.TID]; got != want {
+			t.Errorf("task %d: %+v, want %+v", want.TID, got, want)
+		}
+	}
+	if tk, ok := byTID[before.Process.Pid]; ok {
+		t.Errorf("a process started before tracing, that never moved, is listed: %+v", tk)
+	}
+	if err := syscall.Kill(child, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		tasks, _, err := c.tr.Tasks()
+		if err != nil {
+			t.Fatal(err)
+		}
+		gone := true
+		for _, tk := range tasks {
+			gone = gone && tk.TID != child
+		}
+		if gone {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %d still listed 5 s after it was killed", child)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitOtherNS waits until pid's mount namespace is not self's, and
+// returns it.
+func waitOtherNS(t *testing.T, pid int, self uint32) uint32 {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if link, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/mnt"); err == nil {
+			if ns := nsOf(t, link); ns != self {
+				return ns
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("pid %d never left mnt:[%d]", pid, self)
+	return 0
+}
