@@ -45,8 +45,9 @@
 // Files: tracer.go (New, Run, Stats, Close), preflight.go and features.go
 // (what the kernel offers), memlock.go (RLIMIT_MEMLOCK on older kernels),
 // load.go, attach.go, hooks.go and trampoline.go (the two paths),
-// buffer.go, reorder.go, lost.go, walk.go, clock.go,
-// arch_amd64.go and arch_arm64.go (the kernel's syscall function names),
+// buffer.go, reorder.go, lost.go, walk.go, clock.go, tasks.go (Tasks: the
+// threads born or moved under tracing, where they are now, from the
+// programs' task map), arch_amd64.go and arch_arm64.go (the kernel's syscall function names),
 // gen.go and the generated *_bpfel.go with their .o (dispatch, failure,
 // mount, newmount, nsproc; x86 and arm64).
 package tracer
