@@ -225,13 +225,8 @@ func (c *Correlator) objectOf(ev *event.Event) (identity, finding.Object) {
 func (c *Correlator) canonical(ev *event.Event, p string) string {
 	pids := []int{int(ev.PID)}
 	if n := c.lineage.Get(ev.MntNS); n != nil {
-		for m := range n.byAge() {
-			if len(pids) == 3 {
-				break
-			}
-			if m.PID != int(ev.PID) {
-				pids = append(pids, m.PID)
-			}
+		for _, m := range n.oldest(2, func(m Member) bool { return m.PID == int(ev.PID) }) {
+			pids = append(pids, m.PID)
 		}
 	}
 	for _, pid := range pids {

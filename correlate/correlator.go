@@ -105,6 +105,8 @@ type Correlator struct {
 	remembered     bool                 // a persistent lineage was applied
 	lastRemembered uint64               // kernel time (ns) of its last event
 	losses         []loss               // when the kernel dropped events
+	lossEvents     uint64               // loss events handled, ever
+	kernelWalk     *kernelWalk          // the last walk of the kernel's namespaces (kernelns.go)
 	lastGC         time.Time            // event time of the last collection
 	lastScan       time.Time            // event time of the last process list
 	scanned        bool                 // a process list was read since Start

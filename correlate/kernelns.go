@@ -1,6 +1,7 @@
 package correlate
 
 import (
+	"github.com/mntleak/mntleak/internal/kmount"
 	"github.com/mntleak/mntleak/procfs"
 )
 
@@ -20,28 +21,73 @@ func (c *Correlator) heldOpenNowhere(id identity, caller uint32) bool {
 	if !ok {
 		return false
 	}
-	nss, err := kn.MountNamespaces()
-	if err != nil {
-		return false
-	}
 	bound := c.keptNamespaces()
 	callerTable := c.ledger.Table(caller)
-	for _, ns := range nss {
-		if n := c.lineage.Get(ns.Ino); (n != nil && len(n.members) > 0) || ns.Ino == caller {
-			continue // searched as any other, or the caller's own
-		}
-		if _, ok := bound[ns.Ino]; ok {
-			continue // kept by a bind: keptMatches reads it
-		}
-		mounts, err := kn.NamespaceTable(ns.ID)
+	// A namespace of the last walk that is gone fails its table read:
+	// the walk is made again, once.
+	for range 2 {
+		nss, walked, err := c.kernelNamespaces(kn)
 		if err != nil {
 			return false
 		}
-		if mayHold(NewTable(ns.Ino, mounts, c.now, c.ledger.Seq()), id, callerTable) {
+		gone := false
+		for _, ns := range nss {
+			if n := c.lineage.Get(ns.Ino); (n != nil && len(n.members) > 0) || ns.Ino == caller {
+				continue // searched as any other, or the caller's own
+			}
+			if _, ok := bound[ns.Ino]; ok {
+				continue // kept by a bind: keptMatches reads it
+			}
+			mounts, err := kn.NamespaceTable(ns.ID)
+			if err != nil {
+				gone = true
+				break
+			}
+			if mayHold(NewTable(ns.Ino, mounts, c.now, c.ledger.Seq()), id, callerTable) {
+				return false
+			}
+		}
+		if !gone {
+			return true
+		}
+		c.kernelWalk = nil
+		if walked {
 			return false
 		}
 	}
-	return true
+	return false
+}
+
+// kernelWalk is a walk of the kernel's mount namespaces, and when it was
+// made: the lineage's changes and the losses handled then.
+type kernelWalk struct {
+	nss     []kmount.Namespace
+	changes uint64 // Lineage.changes
+	losses  uint64 // Correlator.lossEvents
+}
+
+// kernelNamespaces is the kernel's mount namespaces: the last walk's
+// (walked false) while a walk made now would list no other, else a new
+// walk (on a node of hundreds of namespaces, one ioctl and one close
+// each: a fifth of what a failure cost). A walk lists every namespace,
+// with a process in it or not (heldOpenNowhere tells them apart by the
+// lineage at each failure). Every mount namespace is made by an unshare
+// or a CLONE_NEWNS clone, which the lineage applies as a namespace that
+// became live (Lineage.changes; the daemon makes none): while none did
+// and no event was lost, no namespace was made since the last walk. One
+// that is gone since is told by its table read (heldOpenNowhere walks
+// again).
+func (c *Correlator) kernelNamespaces(kn procfs.KernelNamespaces) (nss []kmount.Namespace, walked bool, err error) {
+	if w := c.kernelWalk; w != nil && w.losses == c.lossEvents && w.changes == c.lineage.changes {
+		return w.nss, false, nil
+	}
+	c.kernelWalk = nil
+	nss, err = kn.MountNamespaces()
+	if err != nil {
+		return nil, true, err
+	}
+	c.kernelWalk = &kernelWalk{nss: nss, changes: c.lineage.changes, losses: c.lossEvents}
+	return nss, true, nil
 }
 
 // mayHold reports whether table t may hold the object: findIn finds it,

@@ -6,11 +6,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/internal/kmount"
 	"github.com/mntleak/mntleak/procfs"
@@ -25,6 +27,7 @@ type kernelProc struct {
 	*fakeProc
 	nss     []uint32
 	fdScans int
+	walks   int // walks of the namespaces asked for
 }
 
 func (k *kernelProc) NSFDs() ([]procfs.NSFD, error) {
@@ -33,6 +36,7 @@ func (k *kernelProc) NSFDs() ([]procfs.NSFD, error) {
 }
 
 func (k *kernelProc) MountNamespaces() ([]kmount.Namespace, error) {
+	k.walks++
 	if k.nss == nil {
 		return nil, fmt.Errorf("walk the mount namespaces: %w", unix.ENOTTY)
 	}
@@ -182,4 +186,55 @@ func TestTablesReadInOneBatch(t *testing.T) {
 	if !strings.Contains(want, "mnt:[30]") {
 		t.Errorf("the finding does not name the agent's namespace:\n%s", want)
 	}
+}
+
+// The kernel's namespace walk is made again only when its answer may have
+// changed: not for a second failure with nothing between; again once a
+// namespace was made and its last process left (it may be kept open: here
+// it is, and holds the object, and the finding names the open file that
+// keeps it); again after lost events; again when a namespace of the last
+// walk is gone (its table cannot be read). Each answer is the one a fresh
+// walk gives.
+func TestKernelWalkReusedUntilTheLineageChanged(t *testing.T) {
+	w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, ""), proc(60, "pinner", hostNS, "")}, map[uint32]string{hostNS: hostTable})
+	w.proc.tables[96] = "120 120 0:6 / / rw - devtmpfs devtmpfs rw,size=4096k\n"
+	k := withKernelWalk(w, []uint32{hostNS, 96})
+	w.proc.tables[hostNS] = hostWithoutVol
+	w.send(umountEv(40, "umount", hostNS, "/srv/vol", 0))
+	fail := func(what string, walks, scans int) []*finding.Finding {
+		t.Helper()
+		w.findings, k.walks, k.fdScans = nil, 0, 0
+		// Past the retry window: a repeat within it is folded into the first.
+		w.now = w.now.Add(31 * time.Second)
+		w.send(failEv(50, "mkfs.ext4", hostNS, 257, "/dev/loop0", int64(unix.EBUSY)))
+		if k.walks != walks || k.fdScans != scans {
+			t.Errorf("%s: %d walks, %d scans of the open files; want %d and %d", what, k.walks, k.fdScans, walks, scans)
+		}
+		return w.findings
+	}
+	fail("the first failure", 1, 0)
+	fail("a second failure, nothing between", 0, 0)
+
+	// mnt:[95] is made, its only process exits; pinner[60] holds it open,
+	// and it keeps /dev/loop0 mounted.
+	w.send(unshareEv(70, "unshare", hostNS, 95))
+	w.proc.tables[95] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"
+	w.send(exitEv(70, "unshare", 95))
+	k.nss = []uint32{hostNS, 95, 96}
+	w.proc.nsfiles = map[string]uint32{"/proc/60/fd/3": 95}
+	w.proc.nsfds = []procfs.NSFD{{Process: proc(60, "pinner", hostNS, ""), FD: 3, NS: 95}}
+	found := fail("a namespace made and left since", 1, 1)
+	if len(found) != 1 || !strings.Contains(found[0].Line(), "kept by fd 3 of pinner[60] in the host") {
+		t.Errorf("a namespace made and left since: findings %v, want one naming the open file that keeps mnt:[95]", found)
+	}
+	fail("a third failure, nothing between", 0, 1)
+
+	w.send(&event.Event{Kind: event.KindLost, Lost: 2, SyscallNr: -1})
+	fail("events lost since", 1, 1)
+
+	// mnt:[95] and its open file go; so does mnt:[96].
+	k.nss, w.proc.nsfds, w.proc.nsfiles = []uint32{hostNS}, nil, nil
+	delete(w.proc.tables, 95)
+	delete(w.proc.tables, 96)
+	fail("namespaces of the last walk gone", 1, 0)
 }

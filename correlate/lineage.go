@@ -58,6 +58,7 @@ func (l *Lineage) Created(ino, parent uint32, origin Origin, creator Member, ev 
 	}
 	n.seenAlive(at)
 	l.live[ino] = n
+	l.changes++
 	l.setCreator(n, creator)
 	return n
 }
@@ -153,6 +154,7 @@ func (n *Namespace) deathTime(now time.Time) time.Time {
 func (l *Lineage) retire(n *Namespace, at time.Time) {
 	if l.live[n.Ino] == n {
 		delete(l.live, n.Ino)
+		l.changes++
 		l.untrack(n)
 	}
 	// In Members' order (start time, pid), not the map's: Past() is in
@@ -202,6 +204,7 @@ func (l *Lineage) liveOrInferred(ino uint32) (n *Namespace, inferred bool) {
 	if n == nil {
 		n = &Namespace{Ino: ino, Origin: OriginPredates, Inferred: true, members: map[int]*Member{}}
 		l.live[ino] = n
+		l.changes++
 		inferred = true
 	}
 	return n, inferred
@@ -227,6 +230,7 @@ func (l *Lineage) revive(ino uint32) *Namespace {
 		// exited (it is read anew now), the time of its last exit.
 		n.Dead, n.Died, n.LastTable, n.lastExit = false, time.Time{}, nil, time.Time{}
 		l.live[ino] = n
+		l.changes++
 		// The creator's exit while it was retired reached it only as
 		// exitRetired applies it (its name, and that it is gone): only a
 		// creator known by its start time (a reused pid is told apart)

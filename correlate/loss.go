@@ -30,6 +30,7 @@ func (c *Correlator) lost(ev *event.Event) {
 		l.from = l.to
 	}
 	c.losses = append(c.losses, l)
+	c.lossEvents++
 	c.lostSinceScan = true
 	if len(c.losses) > maxLosses {
 		a, b := c.losses[0], c.losses[1]

@@ -118,6 +118,25 @@ func olderFirst(a, b Member) int {
 	return cmp.Or(cmp.Compare(a.StartTime, b.StartTime), cmp.Compare(a.PID, b.PID), cmp.Compare(a.TID, b.TID))
 }
 
+// oldest returns the k oldest live members but those skip says, in
+// Members' order, without sorting the others.
+func (n *Namespace) oldest(k int, skip func(Member) bool) []Member {
+	out := make([]Member, 0, k+1)
+	for _, m := range n.members {
+		if skip(*m) {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(out, *m, olderFirst)
+		if i < k {
+			out = slices.Insert(out, i, *m)
+			if len(out) > k {
+				out = out[:k]
+			}
+		}
+	}
+	return out
+}
+
 // byAge yields the live members in Members' order, the oldest found
 // without sorting the others: most callers stop at it (a table read
 // through a namespace's oldest process), and the host namespace of a
@@ -164,6 +183,9 @@ type Lineage struct {
 	moved      map[int][]uint32
 	kernel     map[int]uint32
 	unreadable map[int]bool
+	// changes counts the namespaces that became live or stopped being so
+	// (kernelns.go: the kernel's namespace walk is reused until it moves).
+	changes uint64
 }
 
 // NewLineage returns an empty lineage keeping dead namespaces for retention.

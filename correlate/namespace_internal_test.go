@@ -114,8 +114,9 @@ func TestCopiedFromStopsAtItsOwnMount(t *testing.T) {
 
 // TestByAgeIsMembersOrder: byAge yields exactly Members' order (oldest by
 // start time, then pid, then tid), its first without the sort, and stops
-// where its caller stops; on namespaces of main threads and thread
-// members with start times that tie.
+// where its caller stops; oldest(k) is the first k of that order but the
+// ones it skips; on namespaces of main threads and thread members with
+// start times that tie.
 func TestByAgeIsMembersOrder(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for round := range 200 {
@@ -131,6 +132,15 @@ func TestByAgeIsMembersOrder(t *testing.T) {
 		got := slices.Collect(n.byAge())
 		if !slices.Equal(got, want) {
 			t.Fatalf("round %d: byAge %v, want Members' %v", round, got, want)
+		}
+		pid := 1 + r.IntN(40)
+		skip := func(m Member) bool { return m.PID == pid }
+		for k := range 4 {
+			kept := slices.DeleteFunc(slices.Clone(want), skip)
+			kept = kept[:min(k, len(kept))]
+			if got := n.oldest(k, skip); !slices.Equal(got, kept) {
+				t.Fatalf("round %d: the %d oldest but pid %d: %v, want %v", round, k, pid, got, kept)
+			}
 		}
 		for stop := range len(want) {
 			var some []Member
