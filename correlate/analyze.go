@@ -126,14 +126,16 @@ func (c *Correlator) failure(ev *event.Event) {
 // read one. A successful rmdir or unlink of a mountpoint detaches its
 // copies in every namespace (6.x kernels) and makes no event, so a table
 // read before it still shows a copy that is gone: a failure must never
-// cite one (nor name its namespace's process as the holder).
+// cite one (nor name its namespace's process as the holder). A table the
+// kernel's mount notes keep true is not read again: a detach is one of
+// them, applied before this event (keptTrue, mountnotes.go).
 func (c *Correlator) reread(matches []match) bool {
 	read := false
 	for _, m := range matches {
 		if m.self || !m.exited.IsZero() || m.kept != nil || m.detached || m.ns.Dead {
 			continue
 		}
-		if t := c.ledger.Table(m.ns.Ino); t != nil && t.ReadAt.Before(c.now) {
+		if t := c.ledger.Table(m.ns.Ino); t != nil && t.ReadAt.Before(c.now) && !c.ledger.keptTrue(t) {
 			_ = c.readTable(m.ns) // unreadable: its processes exited, the next search says so
 			read = true
 		}

@@ -254,3 +254,64 @@ func TestDetachedLeakDroppedUnlessATableCouldNotBeRead(t *testing.T) {
 		})
 	}
 }
+
+// readCounter is a fake /proc that counts the mount tables read, by
+// namespace.
+type readCounter struct {
+	*fakeProc
+	reads map[uint32]int
+}
+
+func (r *readCounter) Mountinfo(pid int) (uint32, []*mountinfo.Info, error) {
+	ns, mounts, err := r.fakeProc.Mountinfo(pid)
+	r.reads[ns]++
+	return ns, mounts, err
+}
+
+// TestFailureTrustsATableTheNotesKeepTrue: two holders' tables were read
+// while the daemon read their namespaces' notes; the node's rmdir then
+// detached both copies at /srv/vol, and the notes told it. A failure on
+// the device reads neither table again (the notes made them true: the
+// second holder's bind at /data alone holds it), where without the watch
+// it reads both again to the same finding.
+func TestFailureTrustsATableTheNotesKeepTrue(t *testing.T) {
+	var lines []string
+	for _, watch := range []bool{true, false} {
+		var counter *readCounter
+		w := newWorldOf(t, correlate.Options{}, []procfs.Process{proc(1, "systemd", hostNS, "")}, map[uint32]string{hostNS: hostTable},
+			func(f *fakeProc) procfs.Proc {
+				counter = &readCounter{fakeProc: f, reads: map[uint32]int{}}
+				return counter
+			})
+		w.send(unshareEv(20, "agent", hostNS, noteHolderA), unshareEv(30, "agent", hostNS, noteHolderB))
+		if watch {
+			w.c.Note(event.MountNote{NS: noteHolderA, Watch: event.WatchOn})
+			w.c.Note(event.MountNote{NS: noteHolderB, Watch: event.WatchOn})
+		}
+		w.proc.procs = append(w.proc.procs, proc(20, "agent", noteHolderA, ""), proc(30, "agent", noteHolderB, ""))
+		w.proc.tables[noteHolderA] = noteRoot + noteCopyA
+		w.proc.tables[noteHolderB] = noteRoot + noteCopyB + noteBindB
+		w.send(exitEv(21, "true", noteHolderA), exitEv(31, "true", noteHolderB)) // both tables are read
+		w.proc.tables[hostNS] = hostWithoutVol
+		w.send(umountEv(400, "kubelet", hostNS, "/srv/vol", 0)) // the leak
+		w.proc.tables[noteHolderA] = noteRoot
+		w.proc.tables[noteHolderB] = noteRoot + noteBindB
+		w.c.Note(event.MountNote{Time: w.now, NS: noteHolderA, Detach: true, PID: 400, Mount: mountLine(t, noteCopyA)})
+		w.c.Note(event.MountNote{Time: w.now, NS: noteHolderB, Detach: true, PID: 400, Mount: mountLine(t, noteCopyB)})
+		clear(counter.reads)
+		w.findings = nil
+		w.send(failEv(50, "mkfs.ext4", hostNS, 257, "/dev/loop0", int64(unix.EBUSY)))
+		f := w.only()
+		if got, want := strings.Join(holdersOf(f), ", "), fmt.Sprintf("mnt:[%d] /data", noteHolderB); got != want {
+			t.Errorf("watch=%v: holders %s, want %s:\n%s", watch, got, want, f.Line())
+		}
+		reads := counter.reads[noteHolderA] + counter.reads[noteHolderB]
+		if watch && reads != 0 || !watch && reads == 0 {
+			t.Errorf("watch=%v: the holders' tables read %d times by the failure, want %s", watch, reads, map[bool]string{true: "none", false: "again"}[watch])
+		}
+		lines = append(lines, f.Line())
+	}
+	if lines[0] != lines[1] {
+		t.Errorf("the finding differs with the watch:\n on: %s\noff: %s", lines[0], lines[1])
+	}
+}
