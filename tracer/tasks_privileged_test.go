@@ -1,8 +1,8 @@
 package tracer_test
 
 import (
-	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -45,7 +45,11 @@ func TestTasksBornUnderTracing(t *testing.T) {
 		t.Fatalf("the unshared child's pid: %q: %v", line[:n], err)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
-	childNS := waitOtherNS(t, child, self)
+	var childNS uint32
+	privtest.WaitFor(t, 5*time.Second, "the child in a namespace of its own", func() bool {
+		childNS = privtest.MountNS(t, strconv.Itoa(child))
+		return childNS != self
+	})
 
 	tasks, complete, err := c.tr.Tasks()
 	if err != nil || !complete {
@@ -66,39 +70,11 @@ func TestTasksBornUnderTracing(t *testing.T) {
 	if err := syscall.Kill(child, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	privtest.WaitFor(t, 5*time.Second, "the killed task gone from the list", func() bool {
 		tasks, _, err := c.tr.Tasks()
 		if err != nil {
 			t.Fatal(err)
 		}
-		gone := true
-		for _, tk := range tasks {
-			gone = gone && tk.TID != child
-		}
-		if gone {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task %d still listed 5 s after it was killed", child)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// waitOtherNS waits until pid's mount namespace is not self's, and
-// returns it.
-func waitOtherNS(t *testing.T, pid int, self uint32) uint32 {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if link, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/mnt"); err == nil {
-			if ns := nsOf(t, link); ns != self {
-				return ns
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("pid %d never left mnt:[%d]", pid, self)
-	return 0
+		return !slices.ContainsFunc(tasks, func(tk event.Task) bool { return tk.TID == child })
+	})
 }
