@@ -1,13 +1,17 @@
 package tracer_test
 
 import (
+	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/event"
@@ -17,8 +21,10 @@ import (
 // each with its process and its namespace now, checked against /proc: a
 // process born under tracing in this namespace, and its child that
 // unshared a namespace of its own (the namespace it is in now, not the one
-// it was born in); a process started before tracing and that never moved
-// is not among them; an exited one is gone.
+// it was born in); threads of this process born under tracing, with this
+// process as theirs (and every listed thread's process is the thread
+// group /proc gives it); a process started before tracing and that never
+// moved is not among them; an exited one is gone.
 func TestTasksBornUnderTracing(t *testing.T) {
 	privtest.RequireCommands(t, "sh", "unshare", "sleep")
 	before := exec.Command("sleep", "60")
@@ -51,6 +57,11 @@ func TestTasksBornUnderTracing(t *testing.T) {
 		return childNS != self
 	})
 
+	// Threads of this process born under tracing: goroutines locked to
+	// OS threads of their own, more than the runtime keeps idle.
+	tids, release := lockedThreads(t, 16)
+	defer release()
+
 	tasks, complete, err := c.tr.Tasks()
 	if err != nil || !complete {
 		t.Fatalf("Tasks: complete %v, %v", complete, err)
@@ -58,6 +69,24 @@ func TestTasksBornUnderTracing(t *testing.T) {
 	byTID := map[int]event.Task{}
 	for _, tk := range tasks {
 		byTID[tk.TID] = tk
+		// Every listed thread's process is the one /proc says (Tgid).
+		if b, err := os.ReadFile("/proc/" + strconv.Itoa(tk.TID) + "/status"); err == nil {
+			if want := "\nTgid:\t" + strconv.Itoa(tk.PID) + "\n"; !strings.Contains(string(b), want) {
+				t.Errorf("task %+v: /proc says another thread group (want %q)", tk, strings.TrimSpace(want))
+			}
+		}
+	}
+	listed := 0
+	for _, tid := range tids {
+		if tk, ok := byTID[tid]; ok {
+			listed++
+			if tk.PID != os.Getpid() {
+				t.Errorf("thread %d of this process listed as of process %d, want %d", tid, tk.PID, os.Getpid())
+			}
+		}
+	}
+	if listed == 0 {
+		t.Errorf("none of this process's %d threads born under tracing is listed", len(tids))
 	}
 	for _, want := range []event.Task{{TID: born.Process.Pid, PID: born.Process.Pid, MntNS: self}, {TID: child, PID: child, MntNS: childNS}} {
 		if got := byTID[want.TID]; got != want {
@@ -77,4 +106,25 @@ func TestTasksBornUnderTracing(t *testing.T) {
 		}
 		return !slices.ContainsFunc(tasks, func(tk event.Task) bool { return tk.TID == child })
 	})
+}
+
+// lockedThreads starts n goroutines each locked to its OS thread and
+// returns their thread ids; release ends them, and their threads with them
+// (a goroutine that returns locked takes its thread along).
+func lockedThreads(t *testing.T, n int) ([]int, func()) {
+	t.Helper()
+	stop := make(chan struct{})
+	got := make(chan int, n)
+	for range n {
+		go func() {
+			runtime.LockOSThread()
+			got <- unix.Gettid()
+			<-stop
+		}()
+	}
+	var tids []int
+	for range n {
+		tids = append(tids, <-got)
+	}
+	return tids, func() { close(stop) }
 }
