@@ -358,7 +358,7 @@ func (c *Correlator) created(ino, parent uint32, origin Origin, actor Member, ev
 	if old := c.lineage.Get(ino); old != nil {
 		old.LastTable = c.ledger.Forget(ino) // an earlier generation, gone unseen
 	}
-	c.lineage.Created(ino, parent, origin, actor, ev)
+	c.lineage.Created(ino, parent, origin, actor, ev).traced = true
 	if p := c.lineage.Get(parent); p != nil && !c.ledger.Fresh(parent) {
 		_ = c.readTable(p)
 	}

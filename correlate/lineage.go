@@ -1,12 +1,10 @@
 package correlate
 
 import (
-	"cmp"
 	"slices"
 	"time"
 
 	"github.com/mntleak/mntleak/event"
-	"github.com/mntleak/mntleak/procfs"
 )
 
 func (n *Namespace) leave(pid int, at time.Time) {
@@ -310,90 +308,4 @@ func (c *Correlator) copiesAHolder(ev *event.Event) bool {
 		}
 	}
 	return false
-}
-
-// Reconcile brings the lineage in line with a /proc snapshot taken at now
-// (zero for the startup snapshot): members appear and disappear, a pid
-// reused by another process is told apart by its start time, and
-// namespaces without any process are retired.
-func (l *Lineage) Reconcile(procs []procfs.Process, now time.Time) {
-	// Each namespace's processes by member key: a process by its pid in
-	// its main thread's namespace, and by the tid of each of its threads
-	// in a namespace of its own (Process.Threads).
-	present := map[uint32]map[int]procfs.Process{}
-	add := func(ns uint32, key int, p procfs.Process) {
-		if present[ns] == nil {
-			present[ns] = map[int]procfs.Process{}
-		}
-		present[ns][key] = p
-	}
-	for _, p := range procs {
-		add(p.MntNS, p.PID, p)
-		for _, th := range p.Threads {
-			add(th.MntNS, th.TID, p)
-		}
-	}
-	// Retirements and departures are applied in order (inode; start time,
-	// pid): they append to the dead list and to past members, which reach
-	// findings. Only those are sorted, not every namespace and member.
-	var retired []*Namespace
-	for _, n := range l.live {
-		procsHere := present[n.Ino]
-		if len(procsHere) > 0 {
-			n.seenAlive(now)
-		}
-		if len(procsHere) == 0 && n.pinned {
-			continue // alive with no process: a bind of its nsfs file keeps it
-		}
-		if len(procsHere) == 0 {
-			retired = append(retired, n)
-			continue
-		}
-		var gone []Member
-		for key, m := range n.members {
-			p, ok := procsHere[key]
-			if !ok || (m.StartTime != 0 && p.StartTime != m.StartTime) {
-				gone = append(gone, *m) // gone, or its pid now belongs to another process
-				continue
-			}
-			if m.StartTime == 0 {
-				m.StartTime = p.StartTime
-			}
-			m.Comm = p.Comm // exec changes it; pid and start time stay
-			l.renameCreator(m.PID, p.StartTime, p.Comm, p.Cgroup, false)
-			if m.Cgroup == "" {
-				m.Cgroup = p.Cgroup
-			}
-		}
-		sortMembers(gone)
-		for _, m := range gone {
-			n.leave(m.key(), now)
-		}
-	}
-	slices.SortFunc(retired, func(a, b *Namespace) int { return cmp.Compare(a.Ino, b.Ino) })
-	for _, n := range retired {
-		l.retire(n, n.deathTime(now))
-	}
-	for ino, procsHere := range present {
-		n, _ := l.liveOrInferred(ino)
-		for key, p := range procsHere {
-			if _, ok := n.members[key]; !ok {
-				m := &Member{PID: p.PID, StartTime: p.StartTime, Comm: p.Comm, Cgroup: p.Cgroup}
-				if key != p.PID {
-					m.TID = key
-				}
-				n.members[key] = m
-			}
-		}
-		// A namespace whose creation was not seen is named by its oldest
-		// process: the one a remembered join named may be gone since.
-		if n.Origin == OriginPredates && (n.Creator.PID == 0 || n.members[n.Creator.key()] == nil) {
-			if oldest := n.Members(); len(oldest) > 0 {
-				l.untrack(n)
-				l.setCreator(n, oldest[0])
-			}
-		}
-	}
-	l.index()
-	l.expire(now)
 }

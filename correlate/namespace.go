@@ -87,6 +87,10 @@ type Namespace struct {
 	// pinned: a bind of its nsfs file keeps it alive (seen at the last
 	// collection), so it stays live with no process in it.
 	pinned bool
+	// traced: its creation was an event of this run (Correlator.created),
+	// so every thread in it was born into it or entered it under tracing
+	// (the tracer's task map has each, Options.Tasks).
+	traced bool
 	// replaced: retired because a namespace created later has its inode;
 	// this generation is gone for good (never revived).
 	replaced bool

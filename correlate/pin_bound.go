@@ -106,11 +106,8 @@ func (c *Correlator) pinCandidates(nss []uint32, members []Member) []int {
 // it. Those are the candidates, in /proc's order (by name). Not when the
 // tracer's list may be incomplete (its bound) or cannot be read.
 func (c *Correlator) taskCandidates(nss []uint32, members []Member) ([]int, bool) {
-	if _, ok := c.proc.(procfs.ProcessLister); !ok || c.opts.Tasks == nil {
-		return nil, false
-	}
-	tasks, complete, err := c.opts.Tasks()
-	if err != nil || !complete {
+	tasks, ok := c.liveTasks()
+	if !ok {
 		return nil, false
 	}
 	in := map[int]bool{}

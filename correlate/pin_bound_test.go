@@ -28,6 +28,8 @@ type pinnerProc struct {
 	links    int              // processes whose namespace link was read
 	scans    int              // searches of every process's files
 	listings int              // listings of /proc (PIDs)
+	lists    int              // process lists (ProcessList)
+	reads    int              // processes read alone (ReadProcesses)
 	// started is every process of the node when tracing began (Start), by
 	// pid and start time: a process not among them was born under
 	// tracing, and the tracer's tasks have it (tasks).
@@ -85,8 +87,22 @@ func (l listingProc) PIDs() ([]int, error) {
 }
 
 func (l listingProc) ProcessList() (procfs.ProcessList, error) {
+	l.lists++
 	procs, err := l.Processes()
 	return procfs.ProcessList{Procs: procs, Kernel: l.kernel}, err
+}
+
+// ReadProcesses reads the processes of pids that are there, in the order
+// of pids (procfs.ProcessReader).
+func (l listingProc) ReadProcesses(pids []int) ([]procfs.Process, error) {
+	var out []procfs.Process
+	for _, pid := range pids {
+		if i := slices.IndexFunc(l.procs, func(p procfs.Process) bool { return p.PID == pid }); i >= 0 {
+			l.reads++
+			out = append(out, l.procs[i])
+		}
+	}
+	return out, nil
 }
 
 func (p *pinnerProc) pids() []int {

@@ -250,6 +250,9 @@ func (c *Correlator) refreshTables(only func(*Namespace) bool, force bool) []str
 		}
 	}
 	if len(retry) > 0 {
+		retry = c.placeByTasks(retry)
+	}
+	if len(retry) > 0 {
 		if err := c.scan(); err != nil {
 			return []string{"process list: " + err.Error()}
 		}

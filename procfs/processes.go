@@ -50,6 +50,27 @@ func (h Host) ProcessList() (ProcessList, error) {
 	return l, nil
 }
 
+// ReadProcesses implements ProcessReader: the processes of pids that are
+// there and are no kernel threads, in the order of pids.
+func (h Host) ReadProcesses(pids []int) ([]Process, error) {
+	all := make([]Process, len(pids))
+	what := make([]error, len(pids))
+	scan(len(pids), func(i int, s *scratch) {
+		all[i], what[i] = h.process(pids[i], s)
+	})
+	var out []Process
+	for i, p := range all {
+		switch {
+		case what[i] == nil:
+			out = append(out, p)
+		case isDenied(what[i]):
+			return out, fmt.Errorf("read process %d: %w", pids[i], what[i])
+		}
+		// Else gone, or a kernel thread.
+	}
+	return out, nil
+}
+
 // kernelThread reads the mount namespace of p, which process found to be
 // a kernel thread, and returns errKernelThread when it could.
 func (h Host) kernelThread(p *Process, s *scratch) error {

@@ -146,6 +146,16 @@ type ProcessLister interface {
 	ProcessList() (ProcessList, error)
 }
 
+// ProcessReader is implemented by a Proc that reads chosen processes
+// as ProcessList reads each (comm, start time, mount namespace, cgroup,
+// threads elsewhere): a caller told by the tracer which few processes are
+// in a namespace reads those, not the whole of /proc. Processes gone, or
+// kernel threads, are left out; one that cannot be read is an error. The
+// Recorder does not implement it (see NamespacePinner).
+type ProcessReader interface {
+	ReadProcesses(pids []int) ([]Process, error)
+}
+
 // ProcessList is one read of /proc: the processes, the kernel threads with
 // their pid, comm, start time and mount namespace, and the pids of the
 // processes that could not be read.
