@@ -126,9 +126,12 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer, log *Log, reopen <-c
 		}
 		defer fs.close()
 		p.findings = fs
-		p.corr = newCorrelator(p, procfs.Host{}, tasksBut(t, p.self), fs.submit)
+		tasks := tasksBut(t, p.self)
+		p.corr = newCorrelator(p, procfs.Host{}, tasks, fs.submit)
 		p.log = log.Named("pipeline")
 		p.src = NewSources(p.log)
+		p.src.Tasks = tasks
+		p.src.cgroups = newCgroupCache(t.CgroupChanges, p.src.Host.Cgroup)
 	}
 	// After the tracer's checks (privileges first), before the snapshot:
 	// the persistent lineage, what an earlier run saw, then what this one

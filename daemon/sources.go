@@ -23,6 +23,12 @@ type Sources struct {
 	Host    procfs.Host
 	Devices *teardown.Resolver // names a teardown call's device; nil: none
 	Log     *zap.Logger        // nil: nothing logged
+	// Tasks is the tracer's tasks (correlate.Options.Tasks): a new
+	// namespace's birth id is read through one of those in it before
+	// /proc is listed for one. Nil: /proc is listed.
+	Tasks func() ([]event.Task, bool, error)
+	// cgroups keeps the cgroups read (cgroups.go); nil: each is read.
+	cgroups *cgroupCache
 }
 
 // NewSources returns the Sources of the daemon: /proc, and /sys for the
@@ -35,7 +41,20 @@ func NewSources(log *zap.Logger) Sources {
 func (s Sources) Command(pid int) (procfs.Command, error) { return s.Host.Command(pid) }
 
 // Cgroup is a process's cgroup path and mount namespace.
-func (s Sources) Cgroup(pid int) (string, uint32, error) { return s.Host.Cgroup(pid) }
+func (s Sources) Cgroup(pid int) (string, uint32, error) {
+	if s.cgroups != nil {
+		return s.cgroups.get(pid)
+	}
+	return s.Host.Cgroup(pid)
+}
+
+// observe tells the kept cgroups (if any) of an event before it is
+// prepared.
+func (s Sources) observe(ev *event.Event) {
+	if s.cgroups != nil {
+		s.cgroups.observe(ev)
+	}
+}
 
 // Teardown names the device a teardown call named, from sysfs; nothing
 // without Devices.
@@ -50,11 +69,24 @@ func (s Sources) Teardown(ev *event.Event) error {
 // read), read through pid, the process the event says made it or was
 // born into it, or, when that one has left already (runc's
 // runc:[1:CHILD] unshares and exits at once), through a process in the
-// namespace now; each read checks the process is in ino. A scan of /proc,
-// only on a namespace's creation whose creator is gone.
+// namespace now; each read checks the process is in ino. The tracer's
+// tasks name those (the container's init runc's child forked inside);
+// where none of them answers, /proc is listed for one.
 func (s Sources) BirthID(pid int, ino uint32) uint64 {
 	if got, id, err := s.Host.MntNSID(pid); err == nil && got == ino {
 		return id
+	}
+	if s.Tasks != nil {
+		if tasks, _, err := s.Tasks(); err == nil {
+			for _, t := range tasks {
+				if t.MntNS != ino {
+					continue
+				}
+				if got, id, err := s.Host.MntNSID(t.TID); err == nil && got == ino {
+					return id
+				}
+			}
+		}
 	}
 	procs, err := s.Host.Processes()
 	if err != nil {
