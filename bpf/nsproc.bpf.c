@@ -3,7 +3,7 @@
  * Mount-namespace lineage: unshare(2) and setns(2) with the namespace before
  * and after, processes born into a new mount namespace, and the exit of
  * thread-group leaders (so userspace knows when a namespace lost its last
- * member).
+ * member), and a count of the changes of processes' cgroups.
  */
 #include "common.bpf.h"
 
@@ -143,6 +143,37 @@ int leader_exit(struct bpf_raw_tracepoint_args *ctx)
 	e->exit_code = BPF_CORE_READ(task, exit_code);
 	e->_pad = 0;
 	submit_event(ctx, e, sizeof(*e));
+	return 0;
+}
+
+/*
+ * Every change of what /proc/PID/cgroup says, counted: a task moved into
+ * another cgroup (cgroup.procs or tasks written; on cgroup v1 also
+ * cgroup_transfer_tasks), or a cgroup renamed. A process born since
+ * starts where its parent was, or where clone3's CLONE_INTO_CGROUP put
+ * it, and has no path read yet. Userspace keeps each process's cgroup
+ * path, read once, while this count stands still (daemon/cgroups.go).
+ */
+volatile __u64 cgroup_changes;
+
+SEC("raw_tracepoint/cgroup_attach_task")
+int cgroup_attach(struct bpf_raw_tracepoint_args *ctx)
+{
+	__sync_fetch_and_add(&cgroup_changes, 1);
+	return 0;
+}
+
+SEC("raw_tracepoint/cgroup_transfer_tasks")
+int cgroup_transfer(struct bpf_raw_tracepoint_args *ctx)
+{
+	__sync_fetch_and_add(&cgroup_changes, 1);
+	return 0;
+}
+
+SEC("raw_tracepoint/cgroup_rename")
+int cgroup_renamed(struct bpf_raw_tracepoint_args *ctx)
+{
+	__sync_fetch_and_add(&cgroup_changes, 1);
 	return 0;
 }
 

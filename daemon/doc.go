@@ -37,7 +37,9 @@
 //     (--mount-notes; without the marks the tables are re-read as before).
 //   - sources.go: Sources, the answers the engine is given before an
 //     event is recorded (correlate.Sources); the live test harnesses that
-//     drive a correlator of their own prepare events with it too.
+//     drive a correlator of their own prepare events with it too;
+//     cgroups.go: the cgroups it read, kept while the kernel's count of
+//     cgroup changes stands still (tracer.CgroupChanges).
 //   - sinks.go: the event stream, the record and their exit budget.
 //   - log.go: the logger on a queue in front of stderr, teed with the
 //     journal; findings are never dropped from it.

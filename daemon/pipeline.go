@@ -89,6 +89,7 @@ func (p *pipeline) handle(ev *event.Event) {
 // the runtimes about the container and pod that cgroup names, off the
 // event path, so a finding names them once they are gone.
 func (p *pipeline) prepare(ev *event.Event) {
+	p.src.observe(ev)
 	if err := correlate.Prepare(ev, p.src); err != nil {
 		p.log.Warn("event not fully prepared", zap.Error(err))
 	}

@@ -47,11 +47,15 @@ func (o *objects) attachPoints() []attachPoint {
 	return append([]attachPoint{{name: "sys_exit", kind: hookTPBTF, prog: o.dispatch.Dispatch}}, o.schedPoints()...)
 }
 
-// schedPoints are the process lifecycle's programs, on both paths.
+// schedPoints are the process lifecycle's programs, and the count of the
+// changes of processes' cgroups (CgroupChanges), on both paths.
 func (o *objects) schedPoints() []attachPoint {
 	return []attachPoint{
 		{name: "sched_process_fork", prog: o.nsproc.NewnsFork},
 		{name: "sched_process_exit", prog: o.nsproc.LeaderExit},
+		{name: "cgroup_attach_task", prog: o.nsproc.CgroupAttach},
+		{name: "cgroup_transfer_tasks", prog: o.nsproc.CgroupTransfer},
+		{name: "cgroup_rename", prog: o.nsproc.CgroupRenamed},
 	}
 }
 

@@ -47,7 +47,8 @@
 // load.go, attach.go, hooks.go and trampoline.go (the two paths),
 // buffer.go, reorder.go, lost.go, walk.go, clock.go, tasks.go (Tasks: the
 // threads born or moved under tracing, where they are now, from the
-// programs' task map), arch_amd64.go and arch_arm64.go (the kernel's syscall function names),
+// programs' task map; CgroupChanges: the count of the changes of
+// processes' cgroups, read from the programs' memory), arch_amd64.go and arch_arm64.go (the kernel's syscall function names),
 // gen.go and the generated *_bpfel.go with their .o (dispatch, failure,
 // mount, newmount, nsproc; x86 and arm64).
 package tracer

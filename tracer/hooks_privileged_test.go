@@ -44,7 +44,7 @@ func TestOnlySysExitHooked(t *testing.T) {
 		names = append(names, rt.Name)
 	}
 	sort.Strings(names)
-	if got, want := strings.Join(names, " "), "sched_process_exit sched_process_fork sys_exit"; got != want {
+	if got, want := strings.Join(names, " "), "cgroup_attach_task cgroup_rename cgroup_transfer_tasks sched_process_exit sched_process_fork sys_exit"; got != want {
 		t.Errorf("attached to %q, want %q", got, want)
 	}
 	if after := perfEventFDs(t); after != perfBefore {

@@ -96,10 +96,14 @@ const (
 	nsprocMapLost            = "lost"
 	nsprocMapPerfBuf         = "perf_buf"
 	nsprocMapTaskMntnsMap    = "task_mntns_map"
+	nsprocProgCgroupAttach   = "cgroup_attach"
+	nsprocProgCgroupRenamed  = "cgroup_renamed"
+	nsprocProgCgroupTransfer = "cgroup_transfer"
 	nsprocProgLeaderExit     = "leader_exit"
 	nsprocProgNewnsFork      = "newns_fork"
 	nsprocProgSetnsExit      = "setns_exit"
 	nsprocProgUnshareExit    = "unshare_exit"
+	nsprocVarCgroupChanges   = "cgroup_changes"
 	nsprocVarUnusedExitEvent = "unused_exit_event"
 	nsprocVarUnusedForkEvent = "unused_fork_event"
 	nsprocVarUnusedNsEvent   = "unused_ns_event"
@@ -148,10 +152,13 @@ type nsprocSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type nsprocProgramSpecs struct {
-	LeaderExit  *ebpf.ProgramSpec `ebpf:"leader_exit"`
-	NewnsFork   *ebpf.ProgramSpec `ebpf:"newns_fork"`
-	SetnsExit   *ebpf.ProgramSpec `ebpf:"setns_exit"`
-	UnshareExit *ebpf.ProgramSpec `ebpf:"unshare_exit"`
+	CgroupAttach   *ebpf.ProgramSpec `ebpf:"cgroup_attach"`
+	CgroupRenamed  *ebpf.ProgramSpec `ebpf:"cgroup_renamed"`
+	CgroupTransfer *ebpf.ProgramSpec `ebpf:"cgroup_transfer"`
+	LeaderExit     *ebpf.ProgramSpec `ebpf:"leader_exit"`
+	NewnsFork      *ebpf.ProgramSpec `ebpf:"newns_fork"`
+	SetnsExit      *ebpf.ProgramSpec `ebpf:"setns_exit"`
+	UnshareExit    *ebpf.ProgramSpec `ebpf:"unshare_exit"`
 }
 
 // nsprocMapSpecs contains maps before they are loaded into the kernel.
@@ -169,6 +176,7 @@ type nsprocMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type nsprocVariableSpecs struct {
+	CgroupChanges   *ebpf.VariableSpec `ebpf:"cgroup_changes"`
 	UnusedExitEvent *ebpf.VariableSpec `ebpf:"unused_exit_event"`
 	UnusedForkEvent *ebpf.VariableSpec `ebpf:"unused_fork_event"`
 	UnusedNsEvent   *ebpf.VariableSpec `ebpf:"unused_ns_event"`
@@ -216,6 +224,7 @@ func (m *nsprocMaps) Close() error {
 //
 // It can be passed to loadNsprocObjects or ebpf.CollectionSpec.LoadAndAssign.
 type nsprocVariables struct {
+	CgroupChanges   *ebpf.Variable `ebpf:"cgroup_changes"`
 	UnusedExitEvent *ebpf.Variable `ebpf:"unused_exit_event"`
 	UnusedForkEvent *ebpf.Variable `ebpf:"unused_fork_event"`
 	UnusedNsEvent   *ebpf.Variable `ebpf:"unused_ns_event"`
@@ -226,14 +235,20 @@ type nsprocVariables struct {
 //
 // It can be passed to loadNsprocObjects or ebpf.CollectionSpec.LoadAndAssign.
 type nsprocPrograms struct {
-	LeaderExit  *ebpf.Program `ebpf:"leader_exit"`
-	NewnsFork   *ebpf.Program `ebpf:"newns_fork"`
-	SetnsExit   *ebpf.Program `ebpf:"setns_exit"`
-	UnshareExit *ebpf.Program `ebpf:"unshare_exit"`
+	CgroupAttach   *ebpf.Program `ebpf:"cgroup_attach"`
+	CgroupRenamed  *ebpf.Program `ebpf:"cgroup_renamed"`
+	CgroupTransfer *ebpf.Program `ebpf:"cgroup_transfer"`
+	LeaderExit     *ebpf.Program `ebpf:"leader_exit"`
+	NewnsFork      *ebpf.Program `ebpf:"newns_fork"`
+	SetnsExit      *ebpf.Program `ebpf:"setns_exit"`
+	UnshareExit    *ebpf.Program `ebpf:"unshare_exit"`
 }
 
 func (p *nsprocPrograms) Close() error {
 	return _NsprocClose(
+		p.CgroupAttach,
+		p.CgroupRenamed,
+		p.CgroupTransfer,
 		p.LeaderExit,
 		p.NewnsFork,
 		p.SetnsExit,

@@ -42,3 +42,15 @@ func (t *Tracer) Tasks() (tasks []event.Task, complete bool, err error) {
 	}
 	return tasks, float64(len(tasks)) < tasksComplete*float64(m.MaxEntries()), nil
 }
+
+// CgroupChanges is how many times, since the programs were attached, a
+// task moved into another cgroup or a cgroup was renamed (the cgroup
+// tracepoints): while it stands still, no process's /proc/PID/cgroup
+// has changed, but a new process's. ok is false where the count cannot
+// be read without a syscall (a kernel before 5.5 maps no BPF array).
+func (t *Tracer) CgroupChanges() (n uint64, ok bool) {
+	if err := t.objs.nsproc.CgroupChanges.Get(&n); err != nil {
+		return 0, false
+	}
+	return n, true
+}

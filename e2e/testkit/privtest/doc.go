@@ -16,7 +16,8 @@
 // keep.go (KeepNamespace: a namespace no process runs in, kept by a bind
 // of its nsfs file, made on each CPU in turn), thread.go (JoinAndHold: a
 // thread of the test's that joins a namespace and holds a file there),
-// detach.go
+// cgroup.go (Cgroup, MoveToCgroup: a cgroup of the test's own, and
+// moving a process into it), detach.go
 // (DetachableCopy: a holder's copy that the node's rmdir detaches), daemon.go (Binary, Main, Daemon, Lines, Poll, WaitFor, ExitLimit),
 // leftovers.go (what a run may leave behind), rerun.go (Rerun: a scenario
 // run again only on lost events, recorded for make test's "reruns:"
