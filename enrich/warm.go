@@ -27,8 +27,13 @@ type Warmer struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 
-	mu      sync.Mutex // Warm (event path) against the goroutine and Close
-	asked   map[warmKey]bool
+	mu sync.Mutex // Warm (event path) against the goroutine and Close
+	// asked holds the questions queued or answered (zero), and those that
+	// failed, with when they may be asked again (after retry): a runtime
+	// that is not there is not asked at every event of the node.
+	asked   map[warmKey]time.Time
+	retry   time.Duration
+	now     func() time.Time
 	maxKeys int
 	dropped uint64
 	started bool
@@ -50,8 +55,13 @@ func NewWarmer(lookup attribution.Lookup, timeout time.Duration, queue int) *War
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Warmer{lookup: lookup, timeout: timeout, in: make(chan warmKey, queue), ctx: ctx, cancel: cancel,
-		done: make(chan struct{}), asked: map[warmKey]bool{}, maxKeys: 4096}
+		done: make(chan struct{}), asked: map[warmKey]time.Time{}, maxKeys: 4096, retry: warmRetry, now: time.Now}
 }
+
+// warmRetry is how long a question that failed (the runtime or the API
+// server did not answer, or did not know the id) waits before it is asked
+// again: the resolver's negative TTL.
+const warmRetry = 30 * time.Second
 
 // Start runs the goroutine that asks the queued questions.
 func (w *Warmer) Start() {
@@ -73,19 +83,22 @@ func (w *Warmer) Start() {
 			}
 			cancel()
 			if err != nil {
-				// Asked again at its next event (the resolver remembers the
-				// miss for its negative TTL).
+				// Asked again at its first event after retry (the resolver
+				// remembers the miss for its negative TTL meanwhile).
 				w.mu.Lock()
-				delete(w.asked, k)
+				if _, kept := w.asked[k]; kept {
+					w.asked[k] = w.now().Add(w.retry)
+				}
 				w.mu.Unlock()
 			}
 		}
 	}()
 }
 
-// Warm queues the question about a container (else a pod), once per id; it
-// never waits: with the queue full the question is dropped (counted) and
-// asked at the id's next event.
+// Warm queues the question about a container (else a pod), once per id
+// (a failed one again at its first event after warmRetry); it never
+// waits: with the queue full the question is dropped (counted) and asked
+// at the id's next event.
 func (w *Warmer) Warm(container, podUID string) {
 	k := warmKey{container: container}
 	if container == "" {
@@ -96,7 +109,10 @@ func (w *Warmer) Warm(container, podUID string) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.closed || w.asked[k] {
+	if w.closed {
+		return
+	}
+	if again, ok := w.asked[k]; ok && (again.IsZero() || w.now().Before(again)) {
 		return
 	}
 	if len(w.asked) >= w.maxKeys {
@@ -104,7 +120,7 @@ func (w *Warmer) Warm(container, podUID string) {
 	}
 	select {
 	case w.in <- k:
-		w.asked[k] = true
+		w.asked[k] = time.Time{}
 	default:
 		w.dropped++
 	}

@@ -3,6 +3,7 @@ package enrich
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -137,4 +138,63 @@ func TestWarmNeverWaits(t *testing.T) {
 	}
 	w.Close()
 	w.Close()
+}
+
+// failing answers every question with an error, and tells each one asked.
+type failing struct{ asked chan string }
+
+func (*failing) Name() string { return "failing" }
+
+func (f *failing) Container(_ context.Context, id string) (attribution.Container, error) {
+	defer func() { f.asked <- id }()
+	return attribution.Container{}, errors.New("connection refused")
+}
+
+func (f *failing) Pod(_ context.Context, uid string) (attribution.Pod, error) {
+	defer func() { f.asked <- uid }()
+	return attribution.Pod{}, errors.New("connection refused")
+}
+
+// A question the runtime did not answer is asked again at the id's first
+// event after the retry delay, not at every event before it: a node whose
+// runtime socket is not there does not wake the warmer at each mount.
+func TestWarmFailedAskedAgainAfterItsRetry(t *testing.T) {
+	src := &failing{asked: make(chan string, 8)}
+	w := NewWarmer(src, time.Second, 8)
+	now := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+	w.now = func() time.Time { return now }
+	w.Start()
+	defer w.Close()
+	asked := func(when string, want int) {
+		t.Helper()
+		got := 0
+		for done := false; !done; {
+			select {
+			case <-src.asked:
+				got++
+			case <-time.After(200 * time.Millisecond):
+				done = true // long after the goroutine took what was queued
+			}
+		}
+		if got != want {
+			t.Errorf("%s: asked %d times, want %d", when, got, want)
+		}
+	}
+	w.Warm(sidecarID, "")
+	asked("the first event", 1)
+	w.Warm(sidecarID, "")
+	w.Warm(sidecarID, "")
+	asked("two more events at once", 0)
+	later := func(d time.Duration) {
+		w.mu.Lock()
+		now = now.Add(d)
+		w.mu.Unlock()
+	}
+	later(warmRetry - time.Second)
+	w.Warm(sidecarID, "")
+	asked("an event before the retry delay", 0)
+	later(time.Second)
+	w.Warm(sidecarID, "")
+	w.Warm(sidecarID, "")
+	asked("events after it", 1)
 }
