@@ -45,8 +45,7 @@
 //     namespace whose inode another one has now (its birth id differs)
 //     loses that history at Start.
 //   - lineage.go: the lineage's step, what each event does to it
-//     (Created, Join, Exit, a namespace retired, expired, revived) and the
-//     process list applied to it (Reconcile); a creation that reuses an
+//     (Created, Join, Exit, a namespace retired, expired, revived); a creation that reuses an
 //     inode the lineage knows, or copies a holder of a leak that settles
 //     now, is applied before anything else (retireBeforeCreation,
 //     copiesAHolder); a retired namespace that is still alive (entered
@@ -57,6 +56,13 @@
 //     keeps alive with no process in them, and the exit that reaches a
 //     generation a process list retired before the exit was handled
 //     (exitRetired: its creator's name, what a bind brings back);
+//     lineage_list.go: a process list applied to the lineage (Reconcile),
+//     or the processes of one namespace alone (place); tasks.go: the
+//     tracer's task map in place of a process list, where it is complete
+//     (liveTasks): a namespace none of whose known processes is left
+//     (runc's child made it and exited) gets the processes the map has in
+//     it, or is retired when it was born under tracing and the map has
+//     none (placeByTasks);
 //     reused.go: Start, the startup
 //     snapshot, and refresh, the process list and the stale tables read
 //     again before a verdict; the process list read (scan, rescanFor) and
@@ -68,8 +74,10 @@
 //   - ledger.go: Table and Ledger, the mount tables read from /proc
 //     (readTable; through the process that made a namespace's latest
 //     mount, readThroughMounter; again once its mount activity settled,
-//     settle), indexed by mount and by peer group, and which tables an
-//     event can have changed; history.go: the recent mount events kept as
+//     settle), indexed by mount and by peer group; reach.go: which tables
+//     an event can have changed (none but its own namespace's: a
+//     namespace's creation, a pivot_root, a plain mount where nothing is
+//     shared; those its parent's peer group reaches; or any); history.go: the recent mount events kept as
 //     evidence, bounded, a trim sparing the propagation changes and
 //     recursive binds of live namespaces and their parents (a storm
 //     elsewhere does not push out dockerd's MS_PRIVATE); peergroups.go: a mount's propagation (its

@@ -99,3 +99,25 @@ func TestContained(t *testing.T) {
 		t.Error("an event judged on a stale table left others fresh")
 	}
 }
+
+// TestOwnOnly: a namespace's creation (unshare, clone) copies mounts into
+// the new namespace and changes no table that exists; a pivot_root, which
+// the kernel refuses under a shared mount, changes its own namespace's
+// table alone. Other tables stay fresh, kept ones included: a node
+// starting a container does not make a failure elsewhere read them again.
+func TestOwnOnly(t *testing.T) {
+	shared := []*mountinfo.Info{mnt(1, 0, "/", "shared:1")}
+	for name, e := range map[string]*event.Event{
+		"unshare":    {Kind: event.KindUnshare, MntNS: 20, MntNSBefore: 20, MntNSAfter: 50},
+		"clone":      {Kind: event.KindNewNSFork, MntNS: 20, ParentMntNS: 20, ChildMntNS: 50},
+		"pivot_root": {Kind: event.KindPivotRoot, MntNS: 30, Path: "/rootfs", Target: "/rootfs/.old"},
+	} {
+		l := NewLedger(16)
+		l.Store(NewTable(20, shared, time.Time{}, l.Seq()))
+		l.Store(NewTable(30, shared, time.Time{}, l.Seq()))
+		l.Record(e)
+		if !l.Fresh(20) || l.Fresh(30) != (e.Kind != event.KindPivotRoot) {
+			t.Errorf("%s: fresh 20=%v 30=%v, want 20 fresh, 30 %v", name, l.Fresh(20), l.Fresh(30), e.Kind != event.KindPivotRoot)
+		}
+	}
+}

@@ -1,0 +1,170 @@
+package correlate
+
+import (
+	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
+
+	"github.com/mntleak/mntleak/event"
+)
+
+// Which tables an event can have changed (Ledger.Record): none but its own
+// namespace's (ownOnly, contained), those its parent mount's peer group
+// reaches (reach, over the ledger's index of peer groups), or any.
+
+// propagationFlags are the mount(2) flags that change how mounts propagate
+// or move them: their effect on other namespaces is not judged here.
+const propagationFlags = unix.MS_REMOUNT | unix.MS_MOVE | unix.MS_SHARED | unix.MS_SLAVE | unix.MS_PRIVATE | unix.MS_UNBINDABLE
+
+// contained reports whether a successful event can only have changed its
+// own namespace's table. A mount or unmount propagates to other namespaces
+// only through a shared parent mount; in a namespace with no shared mount
+// at all (a container's, a service's private namespace, a storm of binds
+// in a runtime's scratch namespace) nothing it mounts or unmounts reaches
+// another table, and a plain mount or bind there creates no shared mount
+// (a bind of a slave is a slave: it receives, it does not send). So such
+// an event leaves every other table fresh, and a failure elsewhere does
+// not re-read hundreds of them. The namespace's table must be current as
+// to every change that could have reached it (Seq, or kept true by the
+// kernel's mount notes): propagation into it is what could have made a
+// mount there shared since. Anything else but
+// what ownOnly knows (propagation changes, moves, remounts, the new mount
+// API) marks every table stale.
+func (l *Ledger) contained(ev *event.Event) bool {
+	if ev.Kind != event.KindMount && ev.Kind != event.KindUmount {
+		return false
+	}
+	if ev.Kind == event.KindMount && ev.Flags&propagationFlags != 0 {
+		return false
+	}
+	t := l.tables[ev.MntNS]
+	return t != nil && (t.Seq == l.seq || l.keptTrue(t)) && !t.shared
+}
+
+// ownOnly reports whether ev can change no table but its own namespace's
+// (own; 0: none that exists), whatever propagation the namespaces have: a
+// namespace's creation (unshare, clone) copies mounts into the new one
+// and changes none that was there (the copies join their originals' peer
+// groups, or become their slaves, which no table of the originals shows);
+// a pivot_root moves mounts of its own namespace, and the kernel refuses
+// it under a shared mount (EINVAL), so nothing of it propagates.
+func ownOnly(ev *event.Event) (own uint32, ok bool) {
+	switch ev.Kind {
+	case event.KindUnshare, event.KindNewNSFork:
+		return 0, true
+	case event.KindPivotRoot:
+		return ev.MntNS, true
+	}
+	return 0, false
+}
+
+// A mount or an unmount propagates out of its namespace only through the
+// peer group of the mount it happens under: to that group's peers and
+// slaves, and on through any of those that are themselves shared (a mount
+// tagged "shared:Y master:X" passes what it receives from X on to Y). On a
+// node whose / is shared, every container start mounts under it, but only
+// the namespaces that hold a mount of that group (the host's peers, the
+// slaves systemd services and runtimes make) can change: the others' tables
+// stay fresh, and a failure does not re-read them.
+
+// groupIndex is the ledger's peer groups over its current tables: which
+// namespaces have a mount in each group, and where each group forwards to
+// (counted, a forward being declared by as many tables as show it). Kept
+// on Store and Forget, it makes reach cost what it reaches, not a walk
+// over every table for every mount of a storm.
+type groupIndex struct {
+	in      map[int]map[uint32]bool
+	forward map[int]map[int]int
+}
+
+func newGroupIndex() groupIndex {
+	return groupIndex{in: map[int]map[uint32]bool{}, forward: map[int]map[int]int{}}
+}
+
+func (x groupIndex) add(t *Table) {
+	for g := range t.groups.in {
+		if x.in[g] == nil {
+			x.in[g] = map[uint32]bool{}
+		}
+		x.in[g][t.NS] = true
+	}
+	for from, tos := range t.groups.forward {
+		if x.forward[from] == nil {
+			x.forward[from] = map[int]int{}
+		}
+		for _, to := range tos {
+			x.forward[from][to]++
+		}
+	}
+}
+
+func (x groupIndex) remove(t *Table) {
+	for g := range t.groups.in {
+		delete(x.in[g], t.NS)
+		if len(x.in[g]) == 0 {
+			delete(x.in, g)
+		}
+	}
+	for from, tos := range t.groups.forward {
+		for _, to := range tos {
+			if x.forward[from][to]--; x.forward[from][to] <= 0 {
+				delete(x.forward[from], to)
+			}
+		}
+		if len(x.forward[from]) == 0 {
+			delete(x.forward, from)
+		}
+	}
+}
+
+// reach returns the namespaces a successful plain mount or unmount can
+// have changed besides its own, and whether it could tell: the caller's
+// table must be current, the event a plain mount or unmount, and the mount
+// it happens under known. A parent that is not shared sends nothing
+// (reach is empty).
+func (l *Ledger) reach(ev *event.Event) ([]uint32, bool) {
+	if ev.Kind != event.KindMount && ev.Kind != event.KindUmount {
+		return nil, false
+	}
+	if ev.Kind == event.KindMount && ev.Flags&propagationFlags != 0 {
+		return nil, false
+	}
+	t := l.tables[ev.MntNS]
+	if t == nil || !l.Fresh(ev.MntNS) || ev.Target == "" {
+		return nil, false
+	}
+	var parent *mountinfo.Info
+	if ev.Kind == event.KindMount {
+		parent = t.Containing(ev.Target)
+	} else if m := t.At(ev.Target); m != nil {
+		parent = t.Parent(m)
+	}
+	if parent == nil {
+		return nil, false
+	}
+	first, _ := tags(parent)
+	if first == 0 {
+		return nil, true // private or slave: it receives, it does not send
+	}
+	groups := map[int]bool{first: true}
+	for todo := []int{first}; len(todo) > 0; {
+		g := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		for to := range l.groups.forward[g] {
+			if !groups[to] {
+				groups[to] = true
+				todo = append(todo, to)
+			}
+		}
+	}
+	seen := map[uint32]bool{ev.MntNS: true}
+	var out []uint32
+	for g := range groups {
+		for ns := range l.groups.in[g] {
+			if !seen[ns] {
+				seen[ns] = true
+				out = append(out, ns)
+			}
+		}
+	}
+	return out, true
+}
