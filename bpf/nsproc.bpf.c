@@ -12,6 +12,25 @@ const struct fork_event *unused_fork_event __attribute__((unused));
 const struct exit_event *unused_exit_event __attribute__((unused));
 
 /*
+ * task_mntns_map's entries added less those deleted: never fewer than it
+ * holds, as an LRU eviction deletes one untold. Once it reaches
+ * tasks_full_at (set at load: the share of the map's bound below which
+ * userspace reads it as every task born under tracing), tasks_full stays
+ * set: the map may have evicted a task since, whatever it holds later, and
+ * userspace never reads it as complete again (tracer.Tasks).
+ */
+volatile const __s64 tasks_full_at = TASK_MNTNS_MAX * 9 / 10;
+volatile __s64 tasks_added;
+volatile __u32 tasks_full;
+
+static __always_inline void task_added(void)
+{
+	__sync_fetch_and_add(&tasks_added, 1);
+	if (tasks_added >= tasks_full_at)
+		tasks_full = 1;
+}
+
+/*
  * unshare(flags) and setns(fd, nstype), at exit. mntns_before is what
  * task_mntns_map (common.bpf.h) holds for the thread: its namespace when it
  * was forked under tracing, or after its last unshare/setns. With no entry
@@ -44,6 +63,8 @@ static __always_inline int ns_exit(void *ctx, struct pt_regs *regs, long ret, __
 		now.mntns = after;
 		now.tgid = BPF_CORE_READ(task, tgid);
 		bpf_map_update_elem(&task_mntns_map, &tid, &now, BPF_ANY);
+		if (!known)
+			task_added();
 	}
 	if (kind == EVENT_SETNS) {
 		struct file *file = NULL;
@@ -108,6 +129,7 @@ int newns_fork(struct bpf_raw_tracepoint_args *ctx)
 	struct fork_event *e;
 
 	bpf_map_update_elem(&task_mntns_map, &child_tid, &now, BPF_ANY);
+	task_added();
 	if (parent_ns == child_ns)
 		return 0;
 	e = reserve_event(sizeof(*e), EVENT_NEWNS_FORK);
@@ -133,7 +155,8 @@ int leader_exit(struct bpf_raw_tracepoint_args *ctx)
 	__u32 tid = BPF_CORE_READ(task, pid);
 	struct exit_event *e;
 
-	bpf_map_delete_elem(&task_mntns_map, &tid);
+	if (bpf_map_delete_elem(&task_mntns_map, &tid) == 0)
+		__sync_fetch_and_add(&tasks_added, -1);
 	if (tid != BPF_CORE_READ(task, tgid))
 		return 0;
 	e = reserve_event(sizeof(*e), EVENT_EXIT);

@@ -38,3 +38,9 @@ func WithBoundedWalk(cfg Config) Config {
 // ProbeTrampoline is the probe --hooks=auto asks: nil where the kernel
 // attaches an fexit program to a syscall function.
 var ProbeTrampoline = probeTrampoline
+
+// WithTaskMapEntries bounds task_mntns_map at n entries.
+func WithTaskMapEntries(cfg Config, n uint32) Config {
+	cfg.taskMapEntries = n
+	return cfg
+}

@@ -40,6 +40,8 @@ type loadOptions struct {
 	// logStats keeps the verifier's statistics (processed instructions,
 	// verification time) in each Program's VerifierLog, for the tests.
 	logStats bool
+	// taskMapEntries bounds task_mntns_map (0: as the object has it).
+	taskMapEntries uint32
 }
 
 // prepare sets the buffer and the path walk in one object's spec. A map
@@ -52,6 +54,9 @@ func (lo loadOptions) prepare(name string, spec *ebpf.CollectionSpec) error {
 	events, ok := spec.Maps["events"]
 	if !ok {
 		return fmt.Errorf("BPF object %s: no events map", name)
+	}
+	if err := lo.prepareTasks(name, spec); err != nil {
+		return err
 	}
 	usePerf, ok := spec.Variables["use_perf"]
 	if !ok || !usePerf.Constant() {
@@ -67,6 +72,27 @@ func (lo loadOptions) prepare(name string, spec *ebpf.CollectionSpec) error {
 		return nil
 	}
 	events.MaxEntries = uint32(lo.ringBufBytes)
+	return nil
+}
+
+// prepareTasks bounds task_mntns_map in every object that has it, and
+// sets where nsproc's count of its entries marks it as possibly evicting
+// (tasks_full_at: tasksComplete of the bound, what Tasks trusts).
+func (lo loadOptions) prepareTasks(name string, spec *ebpf.CollectionSpec) error {
+	m, ok := spec.Maps["task_mntns_map"]
+	if !ok {
+		return nil
+	}
+	if lo.taskMapEntries != 0 {
+		m.MaxEntries = lo.taskMapEntries
+	}
+	at, ok := spec.Variables["tasks_full_at"]
+	if !ok {
+		return nil
+	}
+	if err := at.Set(int64(tasksComplete * float64(m.MaxEntries))); err != nil {
+		return fmt.Errorf("BPF object %s: set tasks_full_at: %w", name, err)
+	}
 	return nil
 }
 

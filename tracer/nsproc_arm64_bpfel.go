@@ -104,6 +104,9 @@ const (
 	nsprocProgSetnsExit      = "setns_exit"
 	nsprocProgUnshareExit    = "unshare_exit"
 	nsprocVarCgroupChanges   = "cgroup_changes"
+	nsprocVarTasksAdded      = "tasks_added"
+	nsprocVarTasksFull       = "tasks_full"
+	nsprocVarTasksFullAt     = "tasks_full_at"
 	nsprocVarUnusedExitEvent = "unused_exit_event"
 	nsprocVarUnusedForkEvent = "unused_fork_event"
 	nsprocVarUnusedNsEvent   = "unused_ns_event"
@@ -177,6 +180,9 @@ type nsprocMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type nsprocVariableSpecs struct {
 	CgroupChanges   *ebpf.VariableSpec `ebpf:"cgroup_changes"`
+	TasksAdded      *ebpf.VariableSpec `ebpf:"tasks_added"`
+	TasksFull       *ebpf.VariableSpec `ebpf:"tasks_full"`
+	TasksFullAt     *ebpf.VariableSpec `ebpf:"tasks_full_at"`
 	UnusedExitEvent *ebpf.VariableSpec `ebpf:"unused_exit_event"`
 	UnusedForkEvent *ebpf.VariableSpec `ebpf:"unused_fork_event"`
 	UnusedNsEvent   *ebpf.VariableSpec `ebpf:"unused_ns_event"`
@@ -225,6 +231,9 @@ func (m *nsprocMaps) Close() error {
 // It can be passed to loadNsprocObjects or ebpf.CollectionSpec.LoadAndAssign.
 type nsprocVariables struct {
 	CgroupChanges   *ebpf.Variable `ebpf:"cgroup_changes"`
+	TasksAdded      *ebpf.Variable `ebpf:"tasks_added"`
+	TasksFull       *ebpf.Variable `ebpf:"tasks_full"`
+	TasksFullAt     *ebpf.Variable `ebpf:"tasks_full_at"`
 	UnusedExitEvent *ebpf.Variable `ebpf:"unused_exit_event"`
 	UnusedForkEvent *ebpf.Variable `ebpf:"unused_fork_event"`
 	UnusedNsEvent   *ebpf.Variable `ebpf:"unused_ns_event"`

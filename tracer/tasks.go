@@ -21,8 +21,9 @@ const tasksComplete = 0.9
 // that moved between mount namespaces, with its process and its mount
 // namespace now (task_mntns_map, kept by the programs at every fork,
 // unshare, setns and exit), in a few batched reads of the map instead of a
-// listing of /proc. complete is false when the map holds so many that it
-// may have evicted some (its LRU bound): the caller then lists /proc.
+// listing of /proc. complete is false when the map holds so many, or ever
+// held so many since tracing began, that it may have evicted some (its
+// LRU bound): the caller then lists /proc.
 func (t *Tracer) Tasks() (tasks []event.Task, complete bool, err error) {
 	m := t.objs.mount.TaskMntnsMap
 	keys := make([]uint32, taskBatch)
@@ -40,7 +41,20 @@ func (t *Tracer) Tasks() (tasks []event.Task, complete bool, err error) {
 			return nil, false, fmt.Errorf("read map task_mntns_map: %w", err)
 		}
 	}
-	return tasks, float64(len(tasks)) < tasksComplete*float64(m.MaxEntries()), nil
+	return tasks, float64(len(tasks)) < tasksComplete*float64(m.MaxEntries()) && !t.tasksEverFull(), nil
+}
+
+// tasksEverFull reports whether the programs' count of task_mntns_map's
+// entries ever reached tasksComplete of its bound since they were
+// attached (tasks_full, nsproc.bpf.c): it may have evicted a task then,
+// and a task it no longer has may live on. Where the flag cannot be read
+// (a kernel before 5.5 maps no BPF array), it may have.
+func (t *Tracer) tasksEverFull() bool {
+	var full uint32
+	if err := t.objs.nsproc.TasksFull.Get(&full); err != nil {
+		return true
+	}
+	return full != 0
 }
 
 // CgroupChanges is how many times, since the programs were attached, a

@@ -11,10 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap/zaptest"
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/tracer"
 )
 
 // TestTasksBornUnderTracing: the tasks the programs keep are read back,
@@ -127,4 +129,36 @@ func lockedThreads(t *testing.T, n int) ([]int, func()) {
 		tids = append(tids, <-got)
 	}
 	return tids, func() { close(stop) }
+}
+
+// TestTasksNeverCompleteOnceNearlyFull: with the task map bounded at 64
+// entries, 100 processes of the test's own alive at once bring the
+// programs' count of its entries to its bound's share that Tasks trusts:
+// the list is not complete then, and stays so once they have exited and
+// the map holds few again (it may have evicted a task meanwhile, one
+// that lives on).
+func TestTasksNeverCompleteOnceNearlyFull(t *testing.T) {
+	privtest.RequireCommands(t, "sleep")
+	buf, hooks := tracer.BufferAuto, tracer.HooksAuto
+	c := startTracerWith(t, tracer.WithTaskMapEntries(tracer.Config{Buffer: buf, Hooks: hooks}, 64), zaptest.NewLogger(t))
+	var kids []*exec.Cmd
+	for range 100 {
+		k := exec.Command("sleep", "60")
+		if err := k.Start(); err != nil {
+			t.Fatal(err)
+		}
+		kids = append(kids, k)
+	}
+	_, complete, err := c.tr.Tasks()
+	if err != nil || complete {
+		t.Errorf("with 100 processes born under tracing in a map of 64: complete=%v, err %v; want incomplete", complete, err)
+	}
+	for _, k := range kids {
+		_ = k.Process.Kill()
+		_ = k.Wait()
+	}
+	tasks, complete, err := c.tr.Tasks()
+	if err != nil || complete {
+		t.Errorf("after they exited (%d tasks in the map): complete=%v, err %v; want incomplete for good", len(tasks), complete, err)
+	}
 }

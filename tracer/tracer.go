@@ -66,7 +66,8 @@ type Config struct {
 	btfPath         string
 	extraHandlers   func(*objects) []handler
 	noPeriodicCheck bool
-	boundedWalk     bool // the bounded path walk even when bpf_loop exists
+	boundedWalk     bool   // the bounded path walk even when bpf_loop exists
+	taskMapEntries  uint32 // task_mntns_map's bound (0: TASK_MNTNS_MAX)
 }
 
 // Stats counts what the tracer saw.
@@ -161,7 +162,8 @@ func New(cfg Config, log *zap.Logger) (*Tracer, error) {
 		return nil, fmt.Errorf("read CLOCK_MONOTONIC: %w", err)
 	}
 	start := time.Now()
-	objs, err := loadObjects(loadOptions{buffer: k.buffer, ringBufBytes: cfg.RingBufferBytes, kernelTypes: k.btf, walk: k.walk, hooks: k.hooks}, log)
+	objs, err := loadObjects(loadOptions{buffer: k.buffer, ringBufBytes: cfg.RingBufferBytes, kernelTypes: k.btf, walk: k.walk, hooks: k.hooks,
+		taskMapEntries: cfg.taskMapEntries}, log)
 	if err != nil {
 		return nil, err
 	}
