@@ -93,10 +93,10 @@ func (l *Ledger) Forget(ns uint32) *Table {
 	return t
 }
 
-// Record appends a mount-family event to the history and marks every
-// table stale: with propagation, a mount anywhere may change any table.
-// Only the caller's table goes stale when the change cannot leave its
-// namespace, or only those it reaches (reach.go).
+// Record appends a mount-family event to the history and marks the tables
+// it may have changed stale: the caller's alone when the change cannot
+// leave its namespace, those it reaches, those in a peer group (a table
+// that is in none receives nothing), or every table (reach.go).
 func (l *Ledger) Record(ev *event.Event) {
 	if ev.Ret >= 0 {
 		noted := notedKind(ev)
@@ -111,6 +111,14 @@ func (l *Ledger) Record(ev *event.Event) {
 			l.touch(ev.MntNS, noted)
 			for _, ns := range others {
 				l.touch(ns, noted)
+			}
+		} else if throughPropagation(ev) {
+			// Its own table, and those that propagation can reach.
+			l.touch(ev.MntNS, noted)
+			for ns, t := range l.tables {
+				if ns != ev.MntNS && t.receives() {
+					l.touch(ns, noted)
+				}
 			}
 		} else {
 			l.seq++

@@ -3,6 +3,7 @@ package correlate_test
 import (
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/mntleak/mntleak/e2e/testkit/privtest"
@@ -48,5 +49,50 @@ func TestCreationChangesNoOtherTable(t *testing.T) {
 		if after[i] != before[i] {
 			t.Errorf("%s's table changed:\nbefore\n%s\nafter\n%s", name, before[i], after[i])
 		}
+	}
+}
+
+// TestPrivateTableChangedOnlyByASuperblockRemount holds the ledger's rule
+// for tables in no peer group (throughPropagation) against the kernel: a
+// namespace whose mounts are all private reads the same, byte for byte,
+// while the node it was copied from mounts, binds, changes propagation,
+// moves, remounts a bind and unmounts (a slave of the node sees them); a
+// superblock remount of a filesystem it has a mount of changes it.
+func TestPrivateTableChangedOnlyByASuperblockRemount(t *testing.T) {
+	privtest.Require(t)
+	privtest.RequireCommands(t, "unshare", "nsenter", "sh", "sleep", "mount", "umount")
+	node := privtest.StartNode(t)
+	node.Run(t, "mount", "-t", "tmpfs", "privsb", "/mnt")
+	node.Run(t, "mount", "--make-shared", "/mnt")
+	node.Run(t, "mkdir", "/mnt/a", "/mnt/b", "/mnt/c")
+	private := node.StartHolder(t, "private", "true")
+	slave := node.StartHolder(t, "slave", "true")
+	table := func(h *privtest.Holder) string {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(h.PID) + "/mountinfo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	privateBefore, slaveBefore := table(private), table(slave)
+	for _, args := range [][]string{
+		{"mount", "-t", "tmpfs", "inner", "/mnt/a"},
+		{"mount", "--bind", "/mnt/a", "/mnt/b"},
+		{"mount", "--make-rprivate", "/mnt"},
+		{"mount", "--move", "/mnt/b", "/mnt/c"},
+		{"mount", "-o", "remount,bind,ro", "/mnt/c"},
+		{"umount", "/mnt/c"},
+	} {
+		node.Run(t, args[0], args[1:]...)
+		if got := table(private); got != privateBefore {
+			t.Fatalf("after %s in the node, the private namespace's table changed:\nbefore\n%s\nafter\n%s", strings.Join(args, " "), privateBefore, got)
+		}
+	}
+	if table(slave) == slaveBefore {
+		t.Error("the node's slave saw none of it: the node changed nothing that propagates")
+	}
+	node.Run(t, "mount", "-o", "remount,size=2m", "/mnt")
+	if table(private) == privateBefore {
+		t.Error("a superblock remount of the node's /mnt left the private namespace's copy of it unchanged: the rule's exception is not needed")
 	}
 }

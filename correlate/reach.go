@@ -47,15 +47,47 @@ func (l *Ledger) contained(ev *event.Event) bool {
 // groups, or become their slaves, which no table of the originals shows);
 // a pivot_root moves mounts of its own namespace, and the kernel refuses
 // it under a shared mount (EINVAL), so nothing of it propagates.
+// A bind remount (MS_REMOUNT|MS_BIND) sets the flags of one mount of its
+// namespace: nothing propagates.
 func ownOnly(ev *event.Event) (own uint32, ok bool) {
 	switch ev.Kind {
 	case event.KindUnshare, event.KindNewNSFork:
 		return 0, true
 	case event.KindPivotRoot:
 		return ev.MntNS, true
+	case event.KindMount:
+		if ev.Flags&(unix.MS_REMOUNT|unix.MS_BIND) == unix.MS_REMOUNT|unix.MS_BIND {
+			return ev.MntNS, true
+		}
 	}
 	return 0, false
 }
+
+// throughPropagation reports whether a successful mount-family event that
+// contained and reach could not judge changes other namespaces' tables
+// only by propagation: a mount, bind or unmount, a move, a propagation
+// change (a mount that leaves its peer group re-masters the group's
+// slaves), the new mount API's attach and attribute changes. A table none
+// of whose mounts is in a peer group (no shared: or master: tag: it
+// receives nothing) cannot have changed then. A superblock remount
+// (MS_REMOUNT without MS_BIND) changes the options every namespace shows
+// for that filesystem, private or not.
+func throughPropagation(ev *event.Event) bool {
+	if ev.MntNS == 0 {
+		return false
+	}
+	switch ev.Kind {
+	case event.KindMount:
+		return ev.Flags&unix.MS_REMOUNT == 0
+	case event.KindUmount, event.KindMoveMount, event.KindMountSetattr, event.KindOpenTree, event.KindFsmount:
+		return true
+	}
+	return false
+}
+
+// receives reports whether some mount of t is in a peer group, as member
+// or slave: what a mount elsewhere can reach.
+func (t *Table) receives() bool { return len(t.groups.in) > 0 }
 
 // A mount or an unmount propagates out of its namespace only through the
 // peer group of the mount it happens under: to that group's peers and

@@ -77,7 +77,6 @@ func TestContained(t *testing.T) {
 		"propagation":   ev(30, event.KindMount, unix.MS_REC|unix.MS_SHARED),
 		"move":          ev(30, event.KindMount, unix.MS_MOVE),
 		"remount":       ev(30, event.KindMount, unix.MS_REMOUNT),
-		"no table":      ev(99, event.KindUmount, 0),
 		"new mount API": ev(30, event.KindMoveMount, 0),
 	} {
 		l = NewLedger(16)
@@ -88,15 +87,68 @@ func TestContained(t *testing.T) {
 			t.Errorf("%s: a table stayed fresh", name)
 		}
 	}
+	// An unmount in a namespace whose table the ledger has not: a table in
+	// a peer group may have changed, a private one cannot (TestPrivate).
+	l = NewLedger(16)
+	l.Store(NewTable(20, shared, time.Time{}, l.Seq()))
+	l.Store(NewTable(30, private, time.Time{}, l.Seq()))
+	l.Record(ev(99, event.KindUmount, 0))
+	if l.Fresh(20) || !l.Fresh(30) {
+		t.Errorf("an unmount in a namespace of no table: fresh 20=%v (want false), 30=%v (want true)", l.Fresh(20), l.Fresh(30))
+	}
 	// Behind a change that may have reached it, a table is not judged.
 	l = NewLedger(16)
 	l.Store(NewTable(30, private, time.Time{}, l.Seq()))
-	l.Store(NewTable(40, private, time.Time{}, l.Seq()))
+	l.Store(NewTable(40, shared, time.Time{}, l.Seq()))
 	l.Invalidate()
-	l.Store(NewTable(40, private, time.Time{}, l.Seq()))
+	l.Store(NewTable(40, shared, time.Time{}, l.Seq()))
 	l.Record(ev(30, event.KindMount, unix.MS_BIND))
 	if l.Fresh(40) {
 		t.Error("an event judged on a stale table left others fresh")
+	}
+}
+
+// TestPrivate: what reaches other namespaces only by propagation (a
+// propagation change, a move, a mount or unmount that contained and reach
+// cannot judge, the new mount API) leaves fresh a table none of whose
+// mounts is in a peer group, and makes the others stale; a bind remount
+// changes its own table alone; a superblock remount (the options every
+// namespace shows for the filesystem) makes every table stale.
+func TestPrivate(t *testing.T) {
+	private := []*mountinfo.Info{mnt(1, 0, "/", ""), mnt(2, 1, "/scratch", "")}
+	slave := []*mountinfo.Info{mnt(1, 0, "/", "master:1")}
+	shared := []*mountinfo.Info{mnt(1, 0, "/", "shared:1")}
+	ev := func(kind event.Kind, flags uint64) *event.Event {
+		return &event.Event{Kind: kind, MntNS: 40, Flags: flags, Target: "/x"}
+	}
+	for _, tc := range []struct {
+		name                   string
+		ev                     *event.Event
+		private, slave, shared bool // fresh after
+	}{
+		{"make-rprivate", ev(event.KindMount, unix.MS_REC|unix.MS_PRIVATE), true, false, false},
+		{"make-rslave", ev(event.KindMount, unix.MS_REC|unix.MS_SLAVE), true, false, false},
+		{"move", ev(event.KindMount, unix.MS_MOVE), true, false, false},
+		{"bind", ev(event.KindMount, unix.MS_BIND|unix.MS_REC), true, false, false},
+		{"unmount", ev(event.KindUmount, 0), true, false, false},
+		{"move_mount", ev(event.KindMoveMount, 0), true, false, false},
+		{"mount_setattr", ev(event.KindMountSetattr, 0), true, false, false},
+		{"bind remount", ev(event.KindMount, unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY), true, true, true},
+		{"superblock remount", ev(event.KindMount, unix.MS_REMOUNT|unix.MS_RDONLY), false, false, false},
+	} {
+		l := NewLedger(16)
+		l.Store(NewTable(10, private, time.Time{}, l.Seq()))
+		l.Store(NewTable(20, slave, time.Time{}, l.Seq()))
+		l.Store(NewTable(30, shared, time.Time{}, l.Seq()))
+		l.Store(NewTable(40, shared, time.Time{}, l.Seq()))
+		l.Invalidate() // mnt:[40]'s table is behind: contained and reach cannot judge
+		for _, ns := range []uint32{10, 20, 30} {
+			l.Store(NewTable(ns, l.Table(ns).Mounts, time.Time{}, l.Seq()))
+		}
+		l.Record(tc.ev)
+		if l.Fresh(10) != tc.private || l.Fresh(20) != tc.slave || l.Fresh(30) != tc.shared {
+			t.Errorf("%s: fresh private=%v slave=%v shared=%v, want %v %v %v", tc.name, l.Fresh(10), l.Fresh(20), l.Fresh(30), tc.private, tc.slave, tc.shared)
+		}
 	}
 }
 
