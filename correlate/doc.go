@@ -76,8 +76,10 @@
 //     mount, readThroughMounter; again once its mount activity settled,
 //     settle), indexed by mount and by peer group; reach.go: which tables
 //     an event can have changed (none but its own namespace's: a
-//     namespace's creation, a pivot_root, a plain mount where nothing is
-//     shared; those its parent's peer group reaches; or any); history.go: the recent mount events kept as
+//     namespace's creation, a pivot_root, a bind remount, a plain mount
+//     where nothing is shared; those its parent's peer group reaches;
+//     those in any peer group, for what acts only by propagation; or
+//     every table: a superblock remount); history.go: the recent mount events kept as
 //     evidence, bounded, a trim sparing the propagation changes and
 //     recursive binds of live namespaces and their parents (a storm
 //     elsewhere does not push out dockerd's MS_PRIVATE); peergroups.go: a mount's propagation (its

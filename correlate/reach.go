@@ -9,7 +9,8 @@ import (
 
 // Which tables an event can have changed (Ledger.Record): none but its own
 // namespace's (ownOnly, contained), those its parent mount's peer group
-// reaches (reach, over the ledger's index of peer groups), or any.
+// reaches (reach, over the ledger's index of peer groups), those in any
+// peer group (throughPropagation), or any.
 
 // propagationFlags are the mount(2) flags that change how mounts propagate
 // or move them: their effect on other namespaces is not judged here.
