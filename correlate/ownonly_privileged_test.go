@@ -24,15 +24,7 @@ func TestCreationChangesNoOtherTable(t *testing.T) {
 	slave := node.StartHolder(t, "slave", "true")
 	peer := node.StartHolder(t, "shared", "true")
 	tables := func() [3]string {
-		var out [3]string
-		for i, pid := range []int{node.PID, slave.PID, peer.PID} {
-			b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/mountinfo")
-			if err != nil {
-				t.Fatal(err)
-			}
-			out[i] = string(b)
-		}
-		return out
+		return [3]string{mountinfoText(t, node.PID), mountinfoText(t, slave.PID), mountinfoText(t, peer.PID)}
 	}
 	before := tables()
 	for _, h := range []*privtest.Holder{node.Holder, slave, peer} {
@@ -67,14 +59,7 @@ func TestPrivateTableChangedOnlyByASuperblockRemount(t *testing.T) {
 	node.Run(t, "mkdir", "/mnt/a", "/mnt/b", "/mnt/c")
 	private := node.StartHolder(t, "private", "true")
 	slave := node.StartHolder(t, "slave", "true")
-	table := func(h *privtest.Holder) string {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(h.PID) + "/mountinfo")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
-	privateBefore, slaveBefore := table(private), table(slave)
+	privateBefore, slaveBefore := mountinfoText(t, private.PID), mountinfoText(t, slave.PID)
 	for _, args := range [][]string{
 		{"mount", "-t", "tmpfs", "inner", "/mnt/a"},
 		{"mount", "--bind", "/mnt/a", "/mnt/b"},
@@ -84,15 +69,25 @@ func TestPrivateTableChangedOnlyByASuperblockRemount(t *testing.T) {
 		{"umount", "/mnt/c"},
 	} {
 		node.Run(t, args[0], args[1:]...)
-		if got := table(private); got != privateBefore {
+		if got := mountinfoText(t, private.PID); got != privateBefore {
 			t.Fatalf("after %s in the node, the private namespace's table changed:\nbefore\n%s\nafter\n%s", strings.Join(args, " "), privateBefore, got)
 		}
 	}
-	if table(slave) == slaveBefore {
+	if mountinfoText(t, slave.PID) == slaveBefore {
 		t.Error("the node's slave saw none of it: the node changed nothing that propagates")
 	}
 	node.Run(t, "mount", "-o", "remount,size=2m", "/mnt")
-	if table(private) == privateBefore {
+	if mountinfoText(t, private.PID) == privateBefore {
 		t.Error("a superblock remount of the node's /mnt left the private namespace's copy of it unchanged: the rule's exception is not needed")
 	}
+}
+
+// mountinfoText is the kernel's mount table of pid's namespace, as text.
+func mountinfoText(t *testing.T, pid int) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
