@@ -46,10 +46,22 @@ func (c *Correlator) placeByTasks(retry []*Namespace) []*Namespace {
 	if !ok {
 		return retry
 	}
+	// The processes of the tasks in each namespace of retry, once each
+	// (a process's threads are tasks too): the map holds every task born
+	// since tracing began, most of them in namespaces not asked about.
 	in := map[uint32][]int{}
+	for _, n := range retry {
+		in[n.Ino] = nil
+	}
+	type key struct {
+		ns  uint32
+		pid int
+	}
+	seen := map[key]bool{}
 	for _, t := range tasks {
-		if !slices.Contains(in[t.MntNS], t.PID) {
-			in[t.MntNS] = append(in[t.MntNS], t.PID)
+		if pids, ok := in[t.MntNS]; ok && !seen[key{t.MntNS, t.PID}] {
+			seen[key{t.MntNS, t.PID}] = true
+			in[t.MntNS] = append(pids, t.PID)
 		}
 	}
 	var rest []*Namespace
