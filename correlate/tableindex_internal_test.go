@@ -88,7 +88,8 @@ func TestContained(t *testing.T) {
 		}
 	}
 	// An unmount in a namespace whose table the ledger has not: a table in
-	// a peer group may have changed, a private one cannot (TestPrivate).
+	// a peer group may have changed, a private one cannot
+	// (TestUnreceivingTablesStayFresh).
 	l = NewLedger(16)
 	l.Store(NewTable(20, shared, time.Time{}, l.Seq()))
 	l.Store(NewTable(30, private, time.Time{}, l.Seq()))
@@ -108,13 +109,14 @@ func TestContained(t *testing.T) {
 	}
 }
 
-// TestPrivate: what reaches other namespaces only by propagation (a
-// propagation change, a move, a mount or unmount that contained and reach
-// cannot judge, the new mount API) leaves fresh a table none of whose
-// mounts is in a peer group, and makes the others stale; a bind remount
-// changes its own table alone; a superblock remount (the options every
-// namespace shows for the filesystem) makes every table stale.
-func TestPrivate(t *testing.T) {
+// TestUnreceivingTablesStayFresh: what reaches other namespaces only by
+// propagation (a propagation change, a move, a mount or unmount that
+// contained and reach cannot judge, the new mount API) leaves fresh a
+// table none of whose mounts is in a peer group, and makes the others
+// stale; a bind remount changes its own table alone; a superblock remount
+// (the options every namespace shows for the filesystem) makes every table
+// stale.
+func TestUnreceivingTablesStayFresh(t *testing.T) {
 	private := []*mountinfo.Info{mnt(1, 0, "/", ""), mnt(2, 1, "/scratch", "")}
 	slave := []*mountinfo.Info{mnt(1, 0, "/", "master:1")}
 	shared := []*mountinfo.Info{mnt(1, 0, "/", "shared:1")}
