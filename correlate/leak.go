@@ -1,6 +1,7 @@
 package correlate
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -83,6 +84,7 @@ func (c *Correlator) checkLeak(ev *event.Event) {
 				matches = append(matches, mt)
 			}
 		}
+		matches = append(matches, c.boundElsewhere(id, ev, callerTable, candidate, matches)...)
 		return append(matches, c.detachedCopies(id, ev, before, earlier, matches)...)
 	}
 	matches := held()
@@ -104,6 +106,70 @@ func (c *Correlator) checkLeak(ev *event.Event) {
 	if rec := c.confirmLeak(p, false, false); rec != nil {
 		c.keepLeak(rec)
 	}
+}
+
+// boundElsewhere finds an anonymous filesystem (tmpfs: major 0, whose
+// number the kernel gives to another once it is freed) at another path of
+// a candidate namespace that shows no copy where the object was: the
+// namespace bound its copy there from the object's place before the
+// unmount, and nothing was mounted on or unmounted from that path since.
+// The correlator runs behind the kernel: the rmdir that follows an unmount
+// may detach the copy at the object's path before the first read of the
+// holder's table, which then shows the filesystem at the bind alone, and
+// findIn takes a whole anonymous filesystem only where the object would
+// show. The bind was made while the object was mounted (its number was
+// the object's then) and the mount there is the same since, so it is the
+// object. A loss of events since the bind leaves the place unproved.
+func (c *Correlator) boundElsewhere(id identity, ev *event.Event, callerTable *Table, candidate func(*Namespace) bool, found []match) []match {
+	if !id.known() || id.block || id.dev.Major() != 0 || id.root != "/" || id.path == "" {
+		return nil
+	}
+	hist := c.ledger.History()
+	var out []match
+	for _, n := range c.lineage.Live() {
+		t := c.ledger.Table(n.Ino)
+		if t == nil || n.keptOnly() || !candidate(n) || hasMatchIn(found, n.Ino) {
+			continue
+		}
+		for _, bind := range boundFrom(hist, n.Ino, translate(id.path, callerTable, t), ev.Time) {
+			if m := t.At(bind.Target); m != nil && devOf(m) == id.dev && !c.lostSince(bind.Time) {
+				out = append(out, match{ns: n, table: t, mount: m, where: bind.Target})
+			}
+		}
+	}
+	return out
+}
+
+// boundFrom returns the binds namespace ns made before t from one of the
+// places in from (the call's own source path, as the process gave it)
+// whose target no later mount or unmount in ns touched.
+func boundFrom(hist []*event.Event, ns uint32, from []string, t time.Time) []*event.Event {
+	var binds []*event.Event
+	for i, ev := range hist {
+		if ev.MntNS != ns || ev.Kind != event.KindMount || ev.Ret != 0 || ev.Flags&unix.MS_BIND == 0 ||
+			ev.Flags&madeNothing != 0 || !ev.Time.Before(t) || !slices.Contains(from, ev.Source) {
+			continue
+		}
+		touched := false
+		for _, later := range hist[i+1:] {
+			touched = touched || (later.MntNS == ns && later.Ret == 0 && later.Flags&madeNothing == 0 &&
+				(later.Target == ev.Target || later.Source == ev.Target) && mountFamily(later.Kind))
+		}
+		if !touched {
+			binds = append(binds, ev)
+		}
+	}
+	return binds
+}
+
+// lostSince reports whether the kernel dropped events at or after t.
+func (c *Correlator) lostSince(t time.Time) bool {
+	for _, l := range c.losses {
+		if !l.to.Before(t) {
+			return true
+		}
+	}
+	return false
 }
 
 // keepLeak reports a leak and remembers it, for the failures it explains.
@@ -188,8 +254,9 @@ func (c *Correlator) leakFor(id identity, matches []match) *finding.LeakRef {
 
 // unmounted identifies what an unmount removed. The correlator runs a
 // little behind the kernel, so the caller's latest table may have been read
-// after the unmount already happened: the table before it is tried too, and
-// a block device is recognised from the mount event's source.
+// after the unmount already happened: the table before it is tried too,
+// then the kernel's note of the unmount (both tables may be later than
+// it), and a block device is recognised from the mount event's source.
 func (c *Correlator) unmounted(ev *event.Event, latest *Table) (identity, finding.Object, bool) {
 	for _, t := range []*Table{latest, c.ledger.Previous(ev.MntNS)} {
 		if t == nil {
@@ -198,6 +265,9 @@ func (c *Correlator) unmounted(ev *event.Event, latest *Table) (identity, findin
 		if m := t.At(ev.Target); m != nil {
 			return identityOf(m, ev.Target), finding.Object{Path: ev.Target, Dev: devOf(m), FSType: m.FSType, Root: m.Root}, true
 		}
+	}
+	if m := c.ledger.unmountNoted(ev.MntNS, ev.PID, ev.Target); m != nil {
+		return identityOf(m, ev.Target), finding.Object{Path: ev.Target, Dev: devOf(m), FSType: m.FSType, Root: m.Root}, true
 	}
 	mnt := c.mountEventFor(identity{path: ev.Target}, ev.Time)
 	if mnt == nil {

@@ -35,17 +35,18 @@ func NewTable(ns uint32, mounts []*mountinfo.Info, at time.Time, seq uint64) *Ta
 
 // Ledger holds the mount tables and the recent mount-family events.
 type Ledger struct {
-	tables  map[uint32]*Table
-	last    map[uint32]*Table // the table before the latest one, per namespace
-	seq     uint64            // bumped by every mount-changing event that may reach other tables
-	local   map[uint32]uint64 // per namespace: its changes that reach no other table
-	history []*event.Event
-	maxHist int
-	spare   func() func(*event.Event) bool // what a trim keeps of the oldest events (history.go); nil: nothing
-	dirty   map[uint32]time.Time           // namespace -> its last mount activity
-	groups  groupIndex                     // peer groups of the current tables (see groupIndex)
-	watched map[uint32]bool                // namespaces whose mount notes the daemon reads (mountnotes.go)
-	hard    uint64                         // bumped by every change that may reach other tables and no note tells
+	tables   map[uint32]*Table
+	last     map[uint32]*Table // the table before the latest one, per namespace
+	seq      uint64            // bumped by every mount-changing event that may reach other tables
+	local    map[uint32]uint64 // per namespace: its changes that reach no other table
+	history  []*event.Event
+	maxHist  int
+	spare    func() func(*event.Event) bool // what a trim keeps of the oldest events (history.go); nil: nothing
+	dirty    map[uint32]time.Time           // namespace -> its last mount activity
+	groups   groupIndex                     // peer groups of the current tables (see groupIndex)
+	watched  map[uint32]bool                // namespaces whose mount notes the daemon reads (mountnotes.go)
+	hard     uint64                         // bumped by every change that may reach other tables and no note tells
+	notedOff []notedDetach                  // the latest mounts a note took off a table (mountnotes.go)
 }
 
 // NewLedger returns a ledger keeping up to maxHistory events (history.go).

@@ -144,6 +144,10 @@ func (l *Ledger) applyNote(n event.MountNote) {
 	switch {
 	case n.Detach && have != nil && sameDevice(have, n.Mount):
 		mounts = slices.DeleteFunc(slices.Clone(old.Mounts), func(m *mountinfo.Info) bool { return m == have })
+		l.notedOff = append(l.notedOff, notedDetach{ns: n.NS, pid: n.PID, mount: have})
+		if len(l.notedOff) > maxNotedOff {
+			l.notedOff = l.notedOff[1:]
+		}
 	case !n.Detach && have == nil:
 		mounts = append(slices.Clone(old.Mounts), n.Mount)
 		if tucked(old, n.Mount) {
@@ -163,6 +167,34 @@ func (l *Ledger) applyNote(n event.MountNote) {
 	}
 	l.tables[n.NS] = t
 	l.groups.add(t)
+}
+
+// notedDetach is a mount a note took off ns's table, as the table showed
+// it, and the process that detached it.
+type notedDetach struct {
+	ns    uint32
+	pid   uint32
+	mount *mountinfo.Info
+}
+
+// maxNotedOff bounds the noted detaches kept: enough for the unmounts of
+// a pod's teardown whose notes came before their events.
+const maxNotedOff = 256
+
+// unmountNoted returns the mount that process pid's unmount of target in
+// ns detached, as the table the note took it off showed it, when the
+// kernel's note of it came before the unmount's event (the daemon reads
+// the notes beside the events, which run behind the kernel): by the event
+// the table no longer shows it, and the tables read since not either.
+// The latest such note counts; a detach by another process (an unmount
+// propagated from elsewhere, a host's rmdir) is not this unmount's.
+func (l *Ledger) unmountNoted(ns, pid uint32, target string) *mountinfo.Info {
+	for i := len(l.notedOff) - 1; i >= 0; i-- {
+		if d := l.notedOff[i]; d.ns == ns && d.pid == pid && d.mount.Mountpoint == target {
+			return d.mount
+		}
+	}
+	return nil
 }
 
 // tucked reports whether attached came by propagation to a place where t

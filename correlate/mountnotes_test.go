@@ -315,3 +315,69 @@ func TestFailureTrustsATableTheNotesKeepTrue(t *testing.T) {
 		t.Errorf("the finding differs with the watch:\n on: %s\noff: %s", lines[0], lines[1])
 	}
 }
+
+// TestUnmountNotedBeforeItsEvent: the kernel's note of the node's own
+// unmount comes before the tracer's event of it (the notes are read beside
+// the events, which the daemon reads behind the kernel), and the node's
+// table is read again in between (an unrelated change made it stale): by
+// the unmount's event, neither the node's latest table nor the one before
+// it shows what was unmounted. The note told it: the mount the unmount's
+// own process detached at that path in that namespace. Without it the
+// unmount looked like one of something never seen mounted, and the
+// holder's copy of the tmpfs was never reported (cmd
+// TestLeakKeptAtAnotherPath/tmpfs, under load). The controls: a note by
+// another process (a propagated unmount), of another path, or in another
+// namespace does not stand for this unmount.
+func TestUnmountNotedBeforeItsEvent(t *testing.T) {
+	const holder, sibling = 80, 81
+	const vol = "4 1 0:40 / /pods/vol rw shared:4 - tmpfs vol rw\n"
+	const other = "5 1 0:41 / /pods/other rw shared:5 - tmpfs other rw\n"
+	const siblingCopy = "131 110 0:40 / /pods/vol rw - tmpfs vol rw\n"
+	for _, tc := range []struct {
+		name string
+		ns   uint32 // the detach note's
+		pid  uint32
+		line string
+		leak bool
+	}{
+		{"the unmount's own note", hostNS, 400, vol, true},
+		{"another process's note", hostNS, 401, vol, false},
+		{"a note of another path", hostNS, 400, other, false},
+		{"a note in another namespace", sibling, 400, siblingCopy, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorldOpts(t, correlate.Options{LeakSettle: -1}, []procfs.Process{proc(1, "systemd", hostNS, "")},
+				map[uint32]string{hostNS: hostTable + vol + other})
+			w.c.Note(event.MountNote{NS: hostNS, Watch: event.WatchOn})
+			w.send(unshareEv(20, "agent", hostNS, holder), unshareEv(30, "agent", hostNS, sibling)) // read the node's table, with the volume
+			w.proc.procs = append(w.proc.procs, proc(20, "agent", holder, ""), proc(30, "agent", sibling, ""))
+			w.proc.tables[holder] = noteRoot + "111 110 0:40 / /pods/vol rw - tmpfs vol rw\n"
+			w.proc.tables[sibling] = noteRoot + siblingCopy
+			w.send(exitEv(21, "true", holder), exitEv(31, "true", sibling))
+			// The kernel unmounts /pods/vol; the note comes first.
+			w.proc.tables[hostNS] = hostTable + other
+			if tc.ns == sibling {
+				w.proc.tables[sibling] = noteRoot
+			}
+			w.c.Note(event.MountNote{Time: w.now, NS: tc.ns, Detach: true, PID: tc.pid, Mount: mountLine(t, tc.line)})
+			// Propagation changes the notes do not tell: the node's table is
+			// read again at the next event, twice.
+			for range 2 {
+				w.send(mountEv(22, "mount", hostNS, "none", "/tmp", "", unix.MS_SHARED, 0), exitEv(23, "true", hostNS))
+			}
+			w.send(umountEv(400, "kubelet", hostNS, "/pods/vol", 0))
+			if !tc.leak {
+				for _, f := range w.findings {
+					t.Errorf("want no finding, got:\n%s", f.Line())
+				}
+				return
+			}
+			f := w.only()
+			want := fmt.Sprintf("mnt:[%d] /pods/vol, mnt:[%d] /pods/vol", holder, sibling)
+			if f.Kind != finding.KindLeak || f.Object.Path != "/pods/vol" || f.Object.Dev != event.MakeDev(0, 40) ||
+				strings.Join(holdersOf(f), ", ") != want {
+				t.Errorf("want a leak of /pods/vol (0:40) held by %s:\n%s", want, f.Line())
+			}
+		})
+	}
+}
