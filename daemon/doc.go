@@ -30,8 +30,10 @@
 //     per-event calls into the stores it feeds (the lineage's append, the
 //     findings' warm).
 //   - mountwatch.go: the kernel's mount notes (fanotify mount-namespace
-//     marks, Linux 6.15+): a group per watched namespace under one
-//     epoll, each knowing its mounts by unique id; mountnotes.go: the
+//     marks, Linux 6.15+): fanotify groups of up to 16 watched namespaces
+//     under one epoll, each namespace knowing its mounts by unique id and
+//     each group which namespace an id is in; mountwatch_info.go: an
+//     attached mount as mountinfo shows it; mountnotes.go: the
 //     pipeline's use of it: the notes queued so far recorded and applied
 //     before each event, the watched namespaces kept to the live ones
 //     (--mount-notes; without the marks the tables are re-read as before).

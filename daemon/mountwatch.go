@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,10 +19,16 @@ import (
 	"github.com/mntleak/mntleak/internal/logkey"
 )
 
-// maxWatched bounds the namespaces watched at once (two descriptors each
-// while a mark is made, one after): beyond it a namespace is left to the
-// re-reads, as on a kernel without the marks.
+// maxWatched bounds the namespaces watched at once: beyond it a namespace
+// is left to the re-reads, as on a kernel without the marks.
 const maxWatched = 4096
+
+// nsPerGroup is how many namespaces one fanotify group marks. An attach
+// names no namespace, and statmount finds a mount only in the namespace
+// it is asked about, so an attach in a shared group is described by
+// asking its namespaces in turn: a bound on that, and on what a group's
+// overflow costs (every namespace of the group is watched afresh).
+const nsPerGroup = 16
 
 // groupsFile is the kernel's limit on one user's fanotify groups: every
 // program of root's on the node (an audit daemon, fapolicyd, another
@@ -30,13 +37,13 @@ const groupsFile = "/proc/sys/fs/fanotify/max_user_groups"
 
 // groupBudget is how many fanotify groups the watch may hold, given the
 // user's limit (limit <= 0: not known): half of it, so the other
-// programs of root's on the node keep the other half, and at most
-// maxWatched.
+// programs of root's on the node keep the other half, and no more than
+// maxWatched namespaces need.
 func groupBudget(limit int) int {
 	if limit <= 0 {
 		limit = 128 // the kernel's default
 	}
-	return min(limit/2, maxWatched)
+	return min(limit/2, maxWatched/nsPerGroup)
 }
 
 // readGroupLimit is groupsFile's value, 0 when it cannot be read.
@@ -55,36 +62,50 @@ func readGroupLimit() int {
 // mountWatch keeps the kernel's word on the mounts of the namespaces the
 // correlator tracks (fanotify's mount-namespace marks, Linux 6.15+): a
 // copy a host's rmdir detaches, a bind made in a holder, the moment it
-// happens. An event names no namespace, and a detached mount can no
-// longer be described, so each namespace has a group of its own, all
-// under one epoll, and each group the mountinfo id, device and point of
-// every mount of its namespace by unique id (listed when the mark is
-// made, kept by the events since). The node's own namespace is not
-// watched: the tracer sees what happens in it. Not safe for concurrent
-// use: the pipeline's goroutine alone uses it.
+// happens. A fanotify group marks up to nsPerGroup namespaces, all groups
+// under one epoll; each namespace knows the mountinfo id, device and point
+// of every mount of its by unique id (listed when the mark is made, kept
+// by the events since), and its group which namespace each unique id is
+// in: a detached mount can no longer be described, and an event names no
+// namespace. The node's own namespace is not watched: the tracer sees
+// what happens in it. Not safe for concurrent use: the pipeline's
+// goroutine alone uses it.
 type mountWatch struct {
 	ep     int
 	host   uint32
 	groups map[uint32]*nsGroup // by namespace inode
-	byFD   map[int32]uint32    // group descriptor -> namespace inode
+	fans   map[int32]*fanGroup // by group descriptor
+	open   *fanGroup           // the group new marks go to while it has room; nil: a new one
 	ready  []unix.EpollEvent
 	buf    []byte // statmount's
 	log    *zap.Logger
 	said   []event.MountNote // watch notes (event.WatchOn, WatchOff) the next drain returns first
-	// budget is how many groups the watch may hold (groupBudget): the
-	// rest of the user's fanotify groups are left to other programs.
+	// budget is how many fanotify groups the watch may hold
+	// (groupBudget): the rest of the user's are left to other programs.
 	budget     int
 	saidBudget bool // the budget's being spent was logged (once)
 	// full: fanotify_init refused another group (EMFILE: the user's
 	// fs.fanotify.max_user_groups, 128 by default, is shared with every
 	// fanotify user of root's), or the budget is spent; no namespace is
-	// tried again until a group is dropped.
+	// tried again until a namespace is dropped.
 	full bool
 }
 
-// nsGroup is one namespace's group and what it knows of its mounts.
+// fanGroup is one fanotify group and the namespaces it marks.
+type fanGroup struct {
+	w *kmount.Watch
+	// members are the watched namespaces marked in it, in the order they
+	// were; a dropped one leaves (its mark stays until it dies or the
+	// group closes: marking it off needs a file of it).
+	members []uint32
+	marks   int               // marks made in it, dropped namespaces' too
+	owner   map[uint64]uint32 // unique mount id -> the member it is in
+}
+
+// nsGroup is one watched namespace: its group and what it knows of its
+// mounts.
 type nsGroup struct {
-	w      *kmount.Watch
+	fan    *fanGroup
 	id     uint64 // NS_GET_MNTNS_ID
 	mounts map[uint64]knownMount
 }
@@ -110,7 +131,7 @@ func newMountWatch(host uint32, log *zap.Logger) (*mountWatch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("epoll_create1: %w", err)
 	}
-	return &mountWatch{ep: ep, host: host, groups: map[uint32]*nsGroup{}, byFD: map[int32]uint32{},
+	return &mountWatch{ep: ep, host: host, groups: map[uint32]*nsGroup{}, fans: map[int32]*fanGroup{},
 		ready: make([]unix.EpollEvent, 64), log: log, budget: groupBudget(readGroupLimit())}, nil
 }
 
@@ -126,7 +147,7 @@ func (mw *mountWatch) close() {
 }
 
 // sync watches every live namespace with a process to open it through
-// and drops the groups of those no longer live.
+// and drops those no longer live.
 func (mw *mountWatch) sync(live []*correlate.Namespace) {
 	alive := make(map[uint32]bool, len(live))
 	for _, n := range live {
@@ -134,14 +155,14 @@ func (mw *mountWatch) sync(live []*correlate.Namespace) {
 		if n.Ino == mw.host || mw.groups[n.Ino] != nil || mw.full {
 			continue
 		}
-		if len(mw.groups) >= mw.budget {
+		if len(mw.groups) >= maxWatched || (!mw.open.hasRoom() && len(mw.fans) >= mw.budget) {
 			mw.full = true
 			if mw.saidBudget {
 				continue
 			}
 			mw.saidBudget = true
 			mw.log.Info("mount notes: the fanotify groups the daemon may hold are in use (half of fs.fanotify.max_user_groups, the rest left to other programs); the other namespaces' tables are re-read",
-				zap.Int("watched", len(mw.groups)))
+				zap.Int("watched", len(mw.groups)), zap.Int("groups", len(mw.fans)))
 			continue
 		}
 		var last error
@@ -153,7 +174,7 @@ func (mw *mountWatch) sync(live []*correlate.Namespace) {
 		if errors.Is(last, unix.EMFILE) {
 			mw.full = true
 			mw.log.Info("mount notes: no more fanotify groups (fs.fanotify.max_user_groups); the other namespaces' tables are re-read",
-				zap.Int("watched", len(mw.groups)))
+				zap.Int("watched", len(mw.groups)), zap.Int("groups", len(mw.fans)))
 			continue
 		}
 		if last != nil {
@@ -187,46 +208,84 @@ func (mw *mountWatch) watch(ino uint32, pid int) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
-	w, err := kmount.NewWatch()
+	fan, err := mw.roomy()
 	if err != nil {
 		return err
 	}
-	g := &nsGroup{w: w, id: id, mounts: map[uint64]knownMount{}}
-	if err := w.AddFD(fd); err != nil {
-		w.Close()
+	if err := fan.w.AddFD(fd); err != nil {
+		mw.closeIfEmpty(fan)
 		return fmt.Errorf("%w of %s", err, file)
 	}
+	fan.marks++
 	table, err := kmount.Table(id)
 	if err != nil {
-		w.Close()
+		mw.closeIfEmpty(fan)
 		return err
 	}
+	g := &nsGroup{fan: fan, id: id, mounts: make(map[uint64]knownMount, len(table))}
 	for _, m := range table {
 		g.mounts[m.ID] = known(m)
+		fan.owner[m.ID] = ino
 	}
-	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(w.FD())}
-	if err := unix.EpollCtl(mw.ep, unix.EPOLL_CTL_ADD, w.FD(), &ev); err != nil {
-		w.Close()
-		return fmt.Errorf("epoll_ctl add the group of %s: %w", file, err)
-	}
-	mw.groups[ino], mw.byFD[int32(w.FD())] = g, ino
+	fan.members = append(fan.members, ino)
+	mw.groups[ino] = g
 	mw.said = append(mw.said, event.MountNote{NS: ino, Watch: event.WatchOn})
 	return nil
 }
 
-// drop closes ns's group (its mark goes with it).
+// roomy returns the group a new mark goes to: the open one while it has
+// room, else a new one, under the epoll.
+func (mw *mountWatch) roomy() (*fanGroup, error) {
+	if mw.open.hasRoom() {
+		return mw.open, nil
+	}
+	w, err := kmount.NewWatch()
+	if err != nil {
+		return nil, err
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(w.FD())}
+	if err := unix.EpollCtl(mw.ep, unix.EPOLL_CTL_ADD, w.FD(), &ev); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("epoll_ctl add a fanotify group: %w", err)
+	}
+	fan := &fanGroup{w: w, owner: map[uint64]uint32{}}
+	mw.fans[int32(w.FD())], mw.open = fan, fan
+	return fan, nil
+}
+
+// hasRoom reports whether another namespace may be marked in fan (nil:
+// no).
+func (fan *fanGroup) hasRoom() bool { return fan != nil && fan.marks < nsPerGroup }
+
+// drop stops watching ns: its group forgets its mounts, and closes once
+// no watched namespace is left in it.
 func (mw *mountWatch) drop(ino uint32) {
 	g := mw.groups[ino]
 	if g == nil {
 		return
 	}
-	fd := g.w.FD()
-	_ = unix.EpollCtl(mw.ep, unix.EPOLL_CTL_DEL, fd, nil)
-	delete(mw.byFD, int32(fd))
 	delete(mw.groups, ino)
-	g.w.Close()
+	for id := range g.mounts {
+		delete(g.fan.owner, id)
+	}
+	g.fan.members = slices.DeleteFunc(g.fan.members, func(m uint32) bool { return m == ino })
+	mw.closeIfEmpty(g.fan)
 	mw.full = false
 	mw.said = append(mw.said, event.MountNote{NS: ino, Watch: event.WatchOff})
+}
+
+// closeIfEmpty closes fan when no watched namespace is left in it.
+func (mw *mountWatch) closeIfEmpty(fan *fanGroup) {
+	if len(fan.members) > 0 {
+		return
+	}
+	fd := fan.w.FD()
+	_ = unix.EpollCtl(mw.ep, unix.EPOLL_CTL_DEL, fd, nil)
+	delete(mw.fans, int32(fd))
+	if mw.open == fan {
+		mw.open = nil
+	}
+	fan.w.Close()
 }
 
 // drain returns the notes the kernel queued so far, without waiting, each
@@ -249,20 +308,25 @@ func (mw *mountWatch) drain(now time.Time) ([]event.MountNote, error) {
 			return notes, fmt.Errorf("epoll_wait on the mount notes: %w", err)
 		}
 		for _, r := range mw.ready[:n] {
-			ino := mw.byFD[r.Fd]
-			if g := mw.groups[ino]; g != nil {
-				got, err := mw.notesOf(ino, g, now)
-				notes = append(notes, got...)
-				if err != nil {
-					// A note may be lost (the queue overflowed, a mount
-					// could not be described): the table is no longer
-					// kept true; the next sync watches it afresh.
-					errs = append(errs, err)
+			fan := mw.fans[r.Fd]
+			if fan == nil {
+				continue
+			}
+			got, err := mw.notesOf(fan, now)
+			notes = append(notes, got...)
+			if err != nil {
+				// A note may be lost (the queue overflowed, a mount could
+				// not be described): the group's tables are no longer kept
+				// true; the next sync watches them afresh.
+				errs = append(errs, err)
+				for _, ino := range slices.Clone(fan.members) {
 					mw.drop(ino)
-					notes = append(notes, mw.said...)
-					mw.said = nil
-					notes[len(notes)-1].Time = now
 				}
+				for i := range mw.said {
+					mw.said[i].Time = now
+				}
+				notes = append(notes, mw.said...)
+				mw.said = nil
 			}
 		}
 		if n < len(mw.ready) {
@@ -271,131 +335,72 @@ func (mw *mountWatch) drain(now time.Time) ([]event.MountNote, error) {
 	}
 }
 
-// notesOf reads one group's events: an attach described by statmount
-// (one detached again before, ENOENT, is left out: its detach follows),
-// a detach as the group knew the mount.
-func (mw *mountWatch) notesOf(ino uint32, g *nsGroup, now time.Time) ([]event.MountNote, error) {
-	evs, err := g.w.Read()
+// notesOf reads one group's events: an attach described by statmount in
+// the namespace it is in (one detached again before, ENOENT everywhere, is
+// left out: its detach follows), a detach as its namespace knew the mount.
+func (mw *mountWatch) notesOf(fan *fanGroup, now time.Time) ([]event.MountNote, error) {
+	evs, err := fan.w.Read()
 	if err != nil {
-		err = fmt.Errorf("mnt:[%d]: %w", ino, err)
+		err = fmt.Errorf("the fanotify group of mnt:%v: %w", fan.members, err)
 	}
 	var out []event.MountNote
 	for _, ev := range evs {
-		note := event.MountNote{Time: now, NS: ino, Detach: ev.Detach, PID: uint32(ev.PID)}
-		if ev.Moved {
-			// Told as a move, not as what it did to the moved mount's
-			// children: the tracer's move event makes the table stale
-			// (correlate: notedKind); only the point is kept.
-			m, buf, serr := kmount.Stat(g.id, ev.Mount, mw.buf)
-			mw.buf = buf
-			if serr == nil {
-				g.mounts[m.ID] = known(m)
-			}
-			continue
-		}
-		if ev.Detach {
-			k, ok := g.mounts[ev.Mount]
+		if ev.Detach && !ev.Moved {
+			ino, ok := fan.owner[ev.Mount]
 			if !ok {
 				continue
 			}
+			g := mw.groups[ino]
+			k := g.mounts[ev.Mount]
 			delete(g.mounts, ev.Mount)
-			note.Mount = &mountinfo.Info{ID: k.id, Parent: k.parent, Major: int(k.dev.Major()), Minor: int(k.dev.Minor()), Mountpoint: k.point}
-		} else {
-			var m kmount.Mount
-			var serr error
-			m, mw.buf, serr = kmount.Stat(g.id, ev.Mount, mw.buf)
-			if errors.Is(serr, unix.ENOENT) {
-				continue
-			}
-			if serr != nil {
-				err = errors.Join(err, serr)
-				continue
-			}
-			g.mounts[m.ID] = known(m)
-			note.Mount = infoOf(m)
+			delete(fan.owner, ev.Mount)
+			out = append(out, event.MountNote{Time: now, NS: ino, Detach: true, PID: uint32(ev.PID),
+				Mount: &mountinfo.Info{ID: k.id, Parent: k.parent, Major: int(k.dev.Major()), Minor: int(k.dev.Minor()), Mountpoint: k.point}})
+			continue
 		}
-		out = append(out, note)
+		ino, m, serr := mw.describe(fan, ev.Mount)
+		switch {
+		case ev.Moved:
+			// Told as a move, not as what it did to the moved mount's
+			// children: the tracer's move event makes the table stale
+			// (correlate: notedKind); only the point is kept.
+			if serr == nil {
+				mw.groups[ino].mounts[ev.Mount] = known(m)
+				fan.owner[ev.Mount] = ino
+			}
+			continue
+		case errors.Is(serr, unix.ENOENT):
+			continue
+		case serr != nil:
+			err = errors.Join(err, serr)
+			continue
+		}
+		mw.groups[ino].mounts[ev.Mount] = known(m)
+		fan.owner[ev.Mount] = ino
+		out = append(out, event.MountNote{Time: now, NS: ino, PID: uint32(ev.PID), Mount: infoOf(m)})
 	}
 	return out, err
+}
+
+// describe is statmount of the mount of unique id in the member of fan it
+// is in: the one that had it, else each in turn (ENOENT when in none:
+// detached again, or in a namespace no longer watched).
+func (mw *mountWatch) describe(fan *fanGroup, id uint64) (uint32, kmount.Mount, error) {
+	try := fan.members
+	if ino, ok := fan.owner[id]; ok {
+		try = []uint32{ino}
+	}
+	for _, ino := range try {
+		m, buf, err := kmount.Stat(mw.groups[ino].id, id, mw.buf)
+		mw.buf = buf
+		if !errors.Is(err, unix.ENOENT) {
+			return ino, m, err
+		}
+	}
+	return 0, kmount.Mount{}, unix.ENOENT
 }
 
 // known is what a detach will need of m.
 func known(m kmount.Mount) knownMount {
 	return knownMount{id: m.OldID, parent: m.OldParent, dev: m.Dev, point: m.Point}
-}
-
-// The mount attributes and superblock flags statmount reports (uapi
-// values), and the words /proc/PID/mountinfo shows for them, in its order.
-const (
-	mountAttrRdonly   = 0x1
-	mountAttrAtime    = 0x70 // the atime field: relatime 0, noatime 0x10, strictatime 0x20
-	mountAttrNoatime  = 0x10
-	mountAttrRelatime = 0x0
-	sbRdonly          = 0x1
-)
-
-var (
-	mountAttrWords = []struct {
-		bit  uint64
-		name string
-	}{{0x2, "nosuid"}, {0x4, "nodev"}, {0x8, "noexec"}}
-	mountAttrLater = []struct {
-		bit  uint64
-		name string
-	}{{0x80, "nodiratime"}}
-	sbWords = []struct {
-		bit  uint32
-		name string
-	}{{0x10, "sync"}, {0x80, "dirsync"}, {0x40, "mand"}, {1 << 25, "lazytime"}}
-)
-
-// infoOf is m as /proc/PID/mountinfo would show it, but for the source:
-// statmount gives it only from 6.13 on, and no rule reads it of a mount
-// in a holder's table.
-func infoOf(m kmount.Mount) *mountinfo.Info {
-	opts := []string{"rw"}
-	if m.Attr&mountAttrRdonly != 0 {
-		opts[0] = "ro"
-	}
-	for _, a := range mountAttrWords {
-		if m.Attr&a.bit != 0 {
-			opts = append(opts, a.name)
-		}
-	}
-	if m.Attr&mountAttrAtime == mountAttrNoatime {
-		opts = append(opts, "noatime")
-	}
-	for _, a := range mountAttrLater {
-		if m.Attr&a.bit != 0 {
-			opts = append(opts, a.name)
-		}
-	}
-	if m.Attr&mountAttrAtime == mountAttrRelatime {
-		opts = append(opts, "relatime")
-	}
-	vfs := []string{"rw"}
-	if m.SBFlags&sbRdonly != 0 {
-		vfs[0] = "ro"
-	}
-	for _, f := range sbWords {
-		if m.SBFlags&f.bit != 0 {
-			vfs = append(vfs, f.name)
-		}
-	}
-	if m.Opts != "" {
-		vfs = append(vfs, m.Opts)
-	}
-	var optional []string
-	if m.Prop&unix.MS_SHARED != 0 {
-		optional = append(optional, "shared:"+strconv.FormatUint(m.Peer, 10))
-	}
-	if m.Prop&unix.MS_SLAVE != 0 {
-		optional = append(optional, "master:"+strconv.FormatUint(m.Master, 10))
-	}
-	if m.Prop&unix.MS_UNBINDABLE != 0 {
-		optional = append(optional, "unbindable")
-	}
-	return &mountinfo.Info{ID: m.OldID, Parent: m.OldParent, Major: int(m.Dev.Major()), Minor: int(m.Dev.Minor()),
-		Root: m.Root, Mountpoint: m.Point, Options: strings.Join(opts, ","), Optional: strings.Join(optional, " "),
-		FSType: m.FSType, VFSOptions: strings.Join(vfs, ",")}
 }

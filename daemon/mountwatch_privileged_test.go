@@ -3,6 +3,7 @@ package daemon
 import (
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -142,10 +143,10 @@ func describe(notes []event.MountNote) string {
 	return "[" + strings.Join(out, " ") + "]"
 }
 
-// watchOnly is a mount watch of namespace ino alone, as the daemon makes
-// one for each namespace corr tracks; the test skips where the kernel has
+// watchOnly is a mount watch of namespaces inos alone, as the daemon
+// makes one of the namespaces corr tracks; the test skips where the kernel has
 // no mount-namespace marks, and the watch is closed at its end.
-func watchOnly(t *testing.T, corr *correlate.Correlator, ino uint32) *mountWatch {
+func watchOnly(t *testing.T, corr *correlate.Correlator, inos ...uint32) *mountWatch {
 	t.Helper()
 	mw, err := newMountWatch(corr.HostNS(), zap.NewNop())
 	if err != nil {
@@ -154,7 +155,7 @@ func watchOnly(t *testing.T, corr *correlate.Correlator, ino uint32) *mountWatch
 	t.Cleanup(mw.close)
 	var only []*correlate.Namespace
 	for _, n := range corr.Lineage().Live() {
-		if n.Ino == ino {
+		if slices.Contains(inos, n.Ino) {
 			only = append(only, n)
 		}
 	}

@@ -1,0 +1,114 @@
+package daemon
+
+import (
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/moby/sys/mountinfo"
+
+	"github.com/mntleak/mntleak/correlate"
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
+	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/finding"
+	"github.com/mntleak/mntleak/procfs"
+)
+
+// TestMountWatchSharesGroups: more namespaces than one fanotify group
+// marks (nsPerGroup+2 holders, private copies of the node's tmpfs) are
+// watched by two groups, not one each: the default limit of 128 groups,
+// half of them the daemon's, watched 64 namespaces; a node of 110 pods
+// has twice that. An event names no namespace: the node's rmdir detaches
+// every holder's copy, and each detach must come in its own holder's
+// namespace with the id and device its /proc/PID/mountinfo showed (the
+// oracle); a mount made in a holder of either group must come as an
+// attach in that namespace, as /proc shows it. A namespace dropped while
+// it lives keeps its mark until its group closes: a mount there is no
+// note, in no namespace.
+func TestMountWatchSharesGroups(t *testing.T) {
+	privtest.Require(t)
+	privtest.RequireCommands(t, "unshare", "nsenter", "sh", "sleep", "mount", "umount", "rmdir")
+	dir := t.TempDir()
+	vol := privtest.Mkdir(t, filepath.Join(dir, "vol"))
+	node := privtest.StartNode(t)
+	node.Run(t, "mount", "-t", "tmpfs", "mwshared", vol)
+	holders := make([]*privtest.Holder, nsPerGroup+2)
+	var inos []uint32
+	for i := range holders {
+		holders[i] = node.StartHolder(t, "private", "true")
+		inos = append(inos, holders[i].MntNS)
+	}
+	corr := correlate.New(procfs.Host{}, correlate.Options{}, func(*finding.Finding) {})
+	if err := corr.Start(); err != nil {
+		t.Fatal(err)
+	}
+	mw := watchOnly(t, corr, inos...)
+	if len(mw.groups) != len(holders) || len(mw.fans) != 2 {
+		t.Fatalf("%d namespaces watched in %d fanotify groups, want %d in 2", len(mw.groups), len(mw.fans), len(holders))
+	}
+	if on, err := mw.drain(time.Now()); err != nil || len(on) != len(holders) {
+		t.Fatalf("first drain: %s, %v; want a watch note for each holder", describe(on), err)
+	}
+
+	copies := map[uint32]string{} // the kernel's: each holder's copy, as "id major:minor"
+	for _, h := range holders {
+		m := procMountAt(t, strconv.Itoa(h.PID), vol)
+		if m == nil {
+			t.Fatalf("holder %d has no copy at %s", h.PID, vol)
+		}
+		copies[h.MntNS] = strconv.Itoa(m.ID) + " " + strconv.Itoa(m.Major) + ":" + strconv.Itoa(m.Minor)
+	}
+	node.Run(t, "umount", vol)
+	node.Run(t, "rmdir", vol)
+	notes, err := mw.drain(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[uint32]string{}
+	for _, n := range notes {
+		if !n.Detach || n.Mount == nil || n.Mount.Mountpoint != vol || got[n.NS] != "" {
+			t.Fatalf("after the rmdir: %s; want one detach at %s in each holder's namespace", describe(notes), vol)
+		}
+		got[n.NS] = strconv.Itoa(n.Mount.ID) + " " + strconv.Itoa(n.Mount.Major) + ":" + strconv.Itoa(n.Mount.Minor)
+	}
+	for ino, want := range copies {
+		if got[ino] != want {
+			t.Errorf("detach in mnt:[%d]: %q, want its copy %q", ino, got[ino], want)
+		}
+	}
+
+	// A mount in a holder of each group.
+	for _, h := range []*privtest.Holder{holders[1], holders[nsPerGroup+1]} {
+		own := privtest.Mkdir(t, filepath.Join(dir, "own"+strconv.Itoa(h.PID)))
+		privtest.Run(t, "nsenter", "-t", strconv.Itoa(h.PID), "-m", "--", "mount", "-t", "tmpfs", "mwsharedown", own)
+		want := procMountAt(t, strconv.Itoa(h.PID), own)
+		notes, err := mw.drain(time.Now())
+		if err != nil || len(notes) != 1 || notes[0].Detach || notes[0].NS != h.MntNS || want == nil ||
+			!sameButSource(*notes[0].Mount, *want) {
+			t.Errorf("after a mount at %s in mnt:[%d]: %s, %v; want its attach as /proc shows it: %+v", own, h.MntNS, describe(notes), err, want)
+		}
+	}
+
+	// A namespace no longer watched, alive: its mount is no note.
+	dropped := holders[2]
+	mw.drop(dropped.MntNS)
+	if off, err := mw.drain(time.Now()); err != nil || len(off) != 1 || off[0].Watch != event.WatchOff || off[0].NS != dropped.MntNS {
+		t.Fatalf("drain after the drop: %s, %v; want the note that mnt:[%d] is no longer watched", describe(off), err, dropped.MntNS)
+	}
+	own := privtest.Mkdir(t, filepath.Join(dir, "dropped"))
+	privtest.Run(t, "nsenter", "-t", strconv.Itoa(dropped.PID), "-m", "--", "mount", "-t", "tmpfs", "mwshareddropped", own)
+	if procMountAt(t, strconv.Itoa(dropped.PID), own) == nil {
+		t.Fatalf("no mount at %s in mnt:[%d]", own, dropped.MntNS)
+	}
+	if notes, err := mw.drain(time.Now()); err != nil || len(notes) != 0 {
+		t.Errorf("after a mount in the namespace no longer watched: %s, %v; want no note", describe(notes), err)
+	}
+}
+
+// sameButSource reports whether two mounts are described alike but for the
+// source, which the daemon's attach notes leave out (infoOf).
+func sameButSource(a, b mountinfo.Info) bool {
+	a.Source, b.Source = "", ""
+	return a == b
+}
