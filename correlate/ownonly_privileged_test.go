@@ -16,11 +16,7 @@ import (
 // namespaces are created from each of them, shared, slave and private,
 // and after one of those pivots its root.
 func TestCreationChangesNoOtherTable(t *testing.T) {
-	privtest.Require(t)
-	privtest.RequireCommands(t, "unshare", "nsenter", "sh", "sleep", "mount", "pivot_root")
-	node := privtest.StartNode(t)
-	node.Run(t, "mount", "-t", "tmpfs", "ownonly", "/mnt")
-	node.Run(t, "mount", "--make-shared", "/mnt")
+	node := sharedTmpfsNode(t, "ownonly", "pivot_root")
 	slave := node.StartHolder(t, "slave", "true")
 	peer := node.StartHolder(t, "shared", "true")
 	tables := func() [3]string {
@@ -51,11 +47,7 @@ func TestCreationChangesNoOtherTable(t *testing.T) {
 // moves, remounts a bind and unmounts (a slave of the node sees them); a
 // superblock remount of a filesystem it has a mount of changes it.
 func TestPrivateTableChangedOnlyByASuperblockRemount(t *testing.T) {
-	privtest.Require(t)
-	privtest.RequireCommands(t, "unshare", "nsenter", "sh", "sleep", "mount", "umount")
-	node := privtest.StartNode(t)
-	node.Run(t, "mount", "-t", "tmpfs", "privsb", "/mnt")
-	node.Run(t, "mount", "--make-shared", "/mnt")
+	node := sharedTmpfsNode(t, "privsb", "umount")
 	node.Run(t, "mkdir", "/mnt/a", "/mnt/b", "/mnt/c")
 	private := node.StartHolder(t, "private", "true")
 	slave := node.StartHolder(t, "slave", "true")
@@ -80,6 +72,19 @@ func TestPrivateTableChangedOnlyByASuperblockRemount(t *testing.T) {
 	if mountinfoText(t, private.PID) == privateBefore {
 		t.Error("a superblock remount of the node's /mnt left the private namespace's copy of it unchanged: the rule's exception is not needed")
 	}
+}
+
+// sharedTmpfsNode is a node namespace of the test's own with a shared
+// tmpfs (its source named source) at /mnt, for which the test needs the
+// commands needs as well as those every such test does.
+func sharedTmpfsNode(t *testing.T, source string, needs ...string) privtest.Node {
+	t.Helper()
+	privtest.Require(t)
+	privtest.RequireCommands(t, append([]string{"unshare", "nsenter", "sh", "sleep", "mount"}, needs...)...)
+	node := privtest.StartNode(t)
+	node.Run(t, "mount", "-t", "tmpfs", source, "/mnt")
+	node.Run(t, "mount", "--make-shared", "/mnt")
+	return node
 }
 
 // mountinfoText is the kernel's mount table of pid's namespace, as text.
