@@ -125,13 +125,22 @@ func (c *Correlator) boundElsewhere(id identity, ev *event.Event, callerTable *T
 		return nil
 	}
 	hist := c.ledger.History()
+	binds := bindsBefore(hist, ev.Time)
 	var out []match
 	for _, n := range c.lineage.Live() {
+		if len(binds[n.Ino]) == 0 {
+			continue
+		}
 		t := c.ledger.Table(n.Ino)
 		if t == nil || n.keptOnly() || !candidate(n) || hasMatchIn(found, n.Ino) {
 			continue
 		}
-		for _, bind := range boundFrom(hist, n.Ino, translate(id.path, callerTable, t), ev.Time) {
+		where := translate(id.path, callerTable, t)
+		for _, i := range binds[n.Ino] {
+			bind := hist[i]
+			if !slices.Contains(where, bind.Source) || touchedSince(hist[i+1:], bind) {
+				continue
+			}
 			if m := t.At(bind.Target); m != nil && devOf(m) == id.dev && !c.lostSince(bind.Time) {
 				out = append(out, match{ns: n, table: t, mount: m, where: bind.Target})
 			}
@@ -140,26 +149,28 @@ func (c *Correlator) boundElsewhere(id identity, ev *event.Event, callerTable *T
 	return out
 }
 
-// boundFrom returns the binds namespace ns made before t from one of the
-// places in from (the call's own source path, as the process gave it)
-// whose target no later mount or unmount in ns touched.
-func boundFrom(hist []*event.Event, ns uint32, from []string, t time.Time) []*event.Event {
-	var binds []*event.Event
+// bindsBefore indexes the history's binds made before t by the namespace
+// they were made in: one pass, whatever the number of namespaces.
+func bindsBefore(hist []*event.Event, t time.Time) map[uint32][]int {
+	binds := map[uint32][]int{}
 	for i, ev := range hist {
-		if ev.MntNS != ns || ev.Kind != event.KindMount || ev.Ret != 0 || ev.Flags&unix.MS_BIND == 0 ||
-			ev.Flags&madeNothing != 0 || !ev.Time.Before(t) || !slices.Contains(from, ev.Source) {
-			continue
-		}
-		touched := false
-		for _, later := range hist[i+1:] {
-			touched = touched || (later.MntNS == ns && later.Ret == 0 && later.Flags&madeNothing == 0 &&
-				(later.Target == ev.Target || later.Source == ev.Target) && mountFamily(later.Kind))
-		}
-		if !touched {
-			binds = append(binds, ev)
+		if ev.Kind == event.KindMount && ev.Ret == 0 && ev.Flags&unix.MS_BIND != 0 && ev.Flags&madeNothing == 0 && ev.Time.Before(t) {
+			binds[ev.MntNS] = append(binds[ev.MntNS], i)
 		}
 	}
 	return binds
+}
+
+// touchedSince reports whether a mount or unmount in later, in bind's
+// namespace, changed what is at bind's target (or moved it away).
+func touchedSince(later []*event.Event, bind *event.Event) bool {
+	for _, ev := range later {
+		if ev.MntNS == bind.MntNS && ev.Ret == 0 && ev.Flags&madeNothing == 0 && mountFamily(ev.Kind) &&
+			(ev.Target == bind.Target || ev.Source == bind.Target) {
+			return true
+		}
+	}
+	return false
 }
 
 // lostSince reports whether the kernel dropped events at or after t.
