@@ -30,6 +30,13 @@ const maxWatched = 4096
 // overflow costs (every namespace of the group is watched afresh).
 const nsPerGroup = 16
 
+// watchPerSync bounds the namespaces one sync marks: each costs a
+// listing of its mounts (statmount of each), and a sync runs on the
+// event path; the daemon's start marked 300 namespaces in 100 ms. The
+// rest wait for the next sync (a second of event time), re-read as
+// before meanwhile.
+const watchPerSync = 32
+
 // groupsFile is the kernel's limit on one user's fanotify groups: every
 // program of root's on the node (an audit daemon, fapolicyd, another
 // tracer) draws on the same 128 by default.
@@ -146,14 +153,28 @@ func (mw *mountWatch) close() {
 	unix.Close(mw.ep)
 }
 
-// sync watches every live namespace with a process to open it through
-// and drops those no longer live.
+// sync drops the namespaces no longer live and watches at most
+// watchPerSync live ones more, newest first, each through a process in it.
 func (mw *mountWatch) sync(live []*correlate.Namespace) {
 	alive := make(map[uint32]bool, len(live))
+	var todo []*correlate.Namespace
 	for _, n := range live {
 		alive[n.Ino] = true
-		if n.Ino == mw.host || mw.groups[n.Ino] != nil || mw.full {
-			continue
+		if n.Ino != mw.host && mw.groups[n.Ino] == nil {
+			todo = append(todo, n)
+		}
+	}
+	for ino := range mw.groups {
+		if !alive[ino] {
+			mw.drop(ino)
+		}
+	}
+	// Newest first: a namespace just made is watched at once; one from
+	// before the daemon's start may wait a sync or more.
+	slices.SortStableFunc(todo, func(a, b *correlate.Namespace) int { return b.Created.Compare(a.Created) })
+	for i, n := range todo {
+		if i == watchPerSync || mw.full {
+			break
 		}
 		if len(mw.groups) >= maxWatched || (!mw.open.hasRoom() && len(mw.fans) >= mw.budget) {
 			mw.full = true
@@ -179,11 +200,6 @@ func (mw *mountWatch) sync(live []*correlate.Namespace) {
 		}
 		if last != nil {
 			mw.log.Debug("mount notes: namespace not watched", zap.Uint32(logkey.MntNS, n.Ino), zap.Error(last))
-		}
-	}
-	for ino := range mw.groups {
-		if !alive[ino] {
-			mw.drop(ino)
 		}
 	}
 }

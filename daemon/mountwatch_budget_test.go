@@ -8,11 +8,11 @@ import "testing"
 // than the maxWatched namespaces need.
 func TestGroupBudgetLeavesHalf(t *testing.T) {
 	for _, tc := range []struct{ limit, want int }{
-		{128, 64},      // the kernel's default
-		{0, 64},        // not known: the default assumed
-		{-1, 64},       // not known
-		{1, 0},         // nothing to spare
-		{3, 1},         // rounded down
+		{128, 64},     // the kernel's default
+		{0, 64},       // not known: the default assumed
+		{-1, 64},      // not known
+		{1, 0},        // nothing to spare
+		{3, 1},        // rounded down
 		{100000, 256}, // the groups maxWatched namespaces need
 	} {
 		if got := groupBudget(tc.limit); got != tc.want {

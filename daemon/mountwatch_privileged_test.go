@@ -153,6 +153,12 @@ func watchOnly(t *testing.T, corr *correlate.Correlator, inos ...uint32) *mountW
 		t.Skipf("no fanotify mount-namespace marks here: %v", err)
 	}
 	t.Cleanup(mw.close)
+	syncOnly(mw, corr, inos...)
+	return mw
+}
+
+// syncOnly syncs mw with corr's namespaces inos alone.
+func syncOnly(mw *mountWatch, corr *correlate.Correlator, inos ...uint32) {
 	var only []*correlate.Namespace
 	for _, n := range corr.Lineage().Live() {
 		if slices.Contains(inos, n.Ino) {
@@ -160,5 +166,4 @@ func watchOnly(t *testing.T, corr *correlate.Correlator, inos ...uint32) *mountW
 		}
 	}
 	mw.sync(only)
-	return mw
 }
