@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moby/sys/mountinfo"
+
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/finding"
 	"golang.org/x/sys/unix"
@@ -16,11 +18,12 @@ import (
 // every table stale: the copies are judged on tables read after it.
 func (c *Correlator) checkLeak(ev *event.Event) {
 	callerTable := c.ledger.Table(ev.MntNS)
+	noted := c.ledger.takeUnmountNote(ev.MntNS, ev.PID, ev.Target)
 	c.ledger.Record(ev)
 	if callerTable == nil || ev.Target == "/" {
 		return // "/": the old root a runtime drops after pivot_root
 	}
-	id, obj, ok := c.unmounted(ev, callerTable)
+	id, obj, ok := c.unmounted(ev, callerTable, noted)
 	if !ok {
 		// Never seen mounted: no namespace was copied from a table that
 		// had it, so no copy can have been taken.
@@ -266,9 +269,10 @@ func (c *Correlator) leakFor(id identity, matches []match) *finding.LeakRef {
 // unmounted identifies what an unmount removed. The correlator runs a
 // little behind the kernel, so the caller's latest table may have been read
 // after the unmount already happened: the table before it is tried too,
-// then the kernel's note of the unmount (both tables may be later than
-// it), and a block device is recognised from the mount event's source.
-func (c *Correlator) unmounted(ev *event.Event, latest *Table) (identity, finding.Object, bool) {
+// then the mount the kernel's note says it detached (noted,
+// takeUnmountNote: both tables may be later than the unmount), and a
+// block device is recognised from the mount event's source.
+func (c *Correlator) unmounted(ev *event.Event, latest *Table, noted *mountinfo.Info) (identity, finding.Object, bool) {
 	for _, t := range []*Table{latest, c.ledger.Previous(ev.MntNS)} {
 		if t == nil {
 			continue
@@ -277,7 +281,7 @@ func (c *Correlator) unmounted(ev *event.Event, latest *Table) (identity, findin
 			return identityOf(m, ev.Target), finding.Object{Path: ev.Target, Dev: devOf(m), FSType: m.FSType, Root: m.Root}, true
 		}
 	}
-	if m := c.ledger.unmountNoted(ev.MntNS, ev.PID, ev.Target); m != nil {
+	if m := noted; m != nil {
 		return identityOf(m, ev.Target), finding.Object{Path: ev.Target, Dev: devOf(m), FSType: m.FSType, Root: m.Root}, true
 	}
 	mnt := c.mountEventFor(identity{path: ev.Target}, ev.Time)

@@ -181,16 +181,22 @@ type notedDetach struct {
 // a pod's teardown whose notes came before their events.
 const maxNotedOff = 256
 
-// unmountNoted returns the mount that process pid's unmount of target in
-// ns detached, as the table the note took it off showed it, when the
-// kernel's note of it came before the unmount's event (the daemon reads
-// the notes beside the events, which run behind the kernel): by the event
-// the table no longer shows it, and the tables read since not either.
-// The latest such note counts; a detach by another process (an unmount
-// propagated from elsewhere, a host's rmdir) is not this unmount's.
-func (l *Ledger) unmountNoted(ns, pid uint32, target string) *mountinfo.Info {
-	for i := len(l.notedOff) - 1; i >= 0; i-- {
-		if d := l.notedOff[i]; d.ns == ns && d.pid == pid && d.mount.Mountpoint == target {
+// takeUnmountNote returns, and forgets, the oldest mount a note says
+// process pid detached at target in ns: the one its unmount of target,
+// the event being handled, took off, when the kernel's note came before
+// the event (the daemon reads the notes beside the events, which run
+// behind the kernel): by the event the table no longer shows it, and the
+// tables read since not either. The notes and the unmounts of one
+// process at one path come in the same order, so each unmount takes the
+// oldest (one process may unmount, mount and unmount there again before
+// the first event is read). A detach by another process (an unmount
+// propagated from elsewhere, a host's rmdir) is not this unmount's. Every
+// successful unmount takes its note, whether it needs it or not, so the
+// next one takes its own.
+func (l *Ledger) takeUnmountNote(ns, pid uint32, target string) *mountinfo.Info {
+	for i, d := range l.notedOff {
+		if d.ns == ns && d.pid == pid && d.mount.Mountpoint == target {
+			l.notedOff = slices.Delete(l.notedOff, i, i+1)
 			return d.mount
 		}
 	}

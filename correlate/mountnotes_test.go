@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -377,6 +378,72 @@ func TestUnmountNotedBeforeItsEvent(t *testing.T) {
 			if f.Kind != finding.KindLeak || f.Object.Path != "/pods/vol" || f.Object.Dev != event.MakeDev(0, 40) ||
 				strings.Join(holdersOf(f), ", ") != want {
 				t.Errorf("want a leak of /pods/vol (0:40) held by %s:\n%s", want, f.Line())
+			}
+		})
+	}
+}
+
+// TestUnmountsNotedBeforeTheirEventsPairedInOrder: one process unmounts a
+// volume, mounts another filesystem at the same path and unmounts that
+// too, and the kernel's three notes come before the tracer's first event
+// (the daemon ran that far behind); a second holder copies the other
+// filesystem. Each unmount takes the oldest note of its process at its
+// path, and takes it whether it needs it or not:
+//   - the node's table read again after the notes, neither table shows
+//     the path at either unmount: the latest note named the other
+//     filesystem for the first unmount (a leak of 0:41 held by the first
+//     holder);
+//   - read again only after the first unmount, found in the table before
+//     the notes, the first unmount left its note, which the second one
+//     then took (the first volume's 0:40, held by the second holder at the
+//     path, which holds the other filesystem).
+func TestUnmountsNotedBeforeTheirEventsPairedInOrder(t *testing.T) {
+	const holder, holder2 = 80, 81
+	const first = "4 1 0:40 / /pods/vol rw shared:4 - tmpfs vol rw\n"
+	const second = "5 1 0:41 / /pods/vol rw shared:5 - tmpfs vol2 rw\n"
+	for _, readsFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("node table read before the first unmount %v", readsFirst), func(t *testing.T) {
+			w := newWorldOpts(t, correlate.Options{LeakSettle: -1}, []procfs.Process{proc(1, "systemd", hostNS, "")},
+				map[uint32]string{hostNS: hostTable + first})
+			w.c.Note(event.MountNote{NS: hostNS, Watch: event.WatchOn})
+			w.send(unshareEv(20, "agent", hostNS, holder)) // reads the node's table, with the first volume
+			w.proc.procs = append(w.proc.procs, proc(20, "agent", holder, ""))
+			w.proc.tables[holder] = noteRoot + "111 110 0:40 / /pods/vol rw - tmpfs vol rw\n"
+			w.send(exitEv(21, "true", holder))
+			w.proc.tables[hostNS] = hostTable
+			for _, n := range []event.MountNote{
+				{NS: hostNS, Detach: true, PID: 400, Mount: mountLine(t, first)},
+				{NS: hostNS, PID: 400, Mount: mountLine(t, second)},
+				{NS: hostNS, Detach: true, PID: 400, Mount: mountLine(t, second)},
+			} {
+				n.Time = w.now
+				w.c.Note(n)
+			}
+			readTwice := func() {
+				for range 2 {
+					w.send(mountEv(22, "mount", hostNS, "none", "/tmp", "", unix.MS_SHARED, 0), exitEv(23, "true", hostNS))
+				}
+			}
+			if readsFirst {
+				readTwice()
+			}
+			w.send(umountEv(400, "kubelet", hostNS, "/pods/vol", 0))
+			if !readsFirst {
+				readTwice()
+			}
+			w.send(mountEv(400, "kubelet", hostNS, "vol2", "/pods/vol", "tmpfs", 0, 0))
+			w.send(unshareEv(30, "agent", hostNS, holder2))
+			w.proc.procs = append(w.proc.procs, proc(30, "agent", holder2, ""))
+			w.proc.tables[holder2] = noteRoot + "121 110 0:41 / /pods/vol rw - tmpfs vol2 rw\n"
+			w.send(exitEv(31, "true", holder2))
+			w.send(umountEv(400, "kubelet", hostNS, "/pods/vol", 0))
+			var got []string
+			for _, f := range w.findings {
+				got = append(got, fmt.Sprintf("%s %s %s", f.Kind, f.Object.Dev, strings.Join(holdersOf(f), ", ")))
+			}
+			want := []string{fmt.Sprintf("leak 0:40 mnt:[%d] /pods/vol", holder), fmt.Sprintf("leak 0:41 mnt:[%d] /pods/vol", holder2)}
+			if !slices.Equal(got, want) {
+				t.Errorf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
 		})
 	}
