@@ -113,6 +113,7 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer, log *Log, reopen <-c
 	}
 	defer t.Close()
 	tr.Store(t)
+	p.clock = t.Now
 	if lockErr != nil {
 		log.Warn("state dir not locked: a second daemon could share it", zap.Error(lockErr))
 	}

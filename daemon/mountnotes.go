@@ -30,9 +30,11 @@ func openMountWatch(corr *correlate.Correlator, log *zap.Logger) *mountWatch {
 
 // notes records and applies the kernel's mount notes queued so far, before
 // the event being handled: recorded first, so a replay applies them at
-// the same point (correlate.Replay).
+// the same point (correlate.Replay). They are stamped in the events' time:
+// an unmount's note is read after its event's time (correlate:
+// takeUnmountNote).
 func (p *pipeline) notes() {
-	notes, err := p.mounts.drain(time.Now())
+	notes, err := p.mounts.drain(p.now())
 	if err != nil {
 		p.log.Warn("mount notes", zap.Error(err))
 	}

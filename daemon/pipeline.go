@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -29,6 +30,7 @@ type pipeline struct {
 	log      *zap.Logger           // nil without --correlate
 	gaugesAt int64                 // event time (unix ns) the gauges were last set
 	mounts   *mountWatch           // the kernel's mount notes (mountnotes.go); nil without them
+	clock    func() time.Time      // the present in the events' time (tracer.Now); nil: the wall clock
 	mountsAt int64                 // event time (unix ns) the watched namespaces were last synced
 	// self is the daemon's pid: its own events (a thread of it enters a
 	// namespace no process runs in to read its table) are not the node's,
@@ -94,6 +96,15 @@ func (p *pipeline) prepare(ev *event.Event) {
 		p.log.Warn("event not fully prepared", zap.Error(err))
 	}
 	p.findings.warm(ev)
+}
+
+// now is the present in the events' time (the tracer's clock), the wall
+// clock where the pipeline has none (tests).
+func (p *pipeline) now() time.Time {
+	if p.clock == nil {
+		return time.Now()
+	}
+	return p.clock()
 }
 
 // count updates the event counter and, once a second of event time, the

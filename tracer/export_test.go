@@ -1,5 +1,7 @@
 package tracer
 
+import "time"
+
 // Hooks for the tests in package tracer_test.
 
 // WithBTFPath makes New read the kernel BTF from path.
@@ -42,5 +44,12 @@ var ProbeTrampoline = probeTrampoline
 // WithTaskMapEntries bounds task_mntns_map at n entries.
 func WithTaskMapEntries(cfg Config, n uint32) Config {
 	cfg.taskMapEntries = n
+	return cfg
+}
+
+// WithClockSkew moves the events' clock d away from the wall clock, as
+// NTP moves the wall clock away from the offset measured at the start.
+func WithClockSkew(cfg Config, d time.Duration) Config {
+	cfg.clockSkew = d
 	return cfg
 }

@@ -66,8 +66,9 @@ type Config struct {
 	btfPath         string
 	extraHandlers   func(*objects) []handler
 	noPeriodicCheck bool
-	boundedWalk     bool   // the bounded path walk even when bpf_loop exists
-	taskMapEntries  uint32 // task_mntns_map's bound (0: TASK_MNTNS_MAX)
+	boundedWalk     bool          // the bounded path walk even when bpf_loop exists
+	taskMapEntries  uint32        // task_mntns_map's bound (0: TASK_MNTNS_MAX)
+	clockSkew       time.Duration // added to the wall clock's offset (as if NTP moved it since the start)
 }
 
 // Stats counts what the tracer saw.
@@ -161,6 +162,7 @@ func New(cfg Config, log *zap.Logger) (*Tracer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read CLOCK_MONOTONIC: %w", err)
 	}
+	clock.OffsetNS += int64(cfg.clockSkew)
 	start := time.Now()
 	objs, err := loadObjects(loadOptions{buffer: k.buffer, ringBufBytes: cfg.RingBufferBytes, kernelTypes: k.btf, walk: k.walk, hooks: k.hooks,
 		taskMapEntries: cfg.taskMapEntries}, log)
