@@ -18,7 +18,7 @@ import (
 // every table stale: the copies are judged on tables read after it.
 func (c *Correlator) checkLeak(ev *event.Event) {
 	callerTable := c.ledger.Table(ev.MntNS)
-	noted := c.ledger.takeUnmountNote(ev.MntNS, ev.PID, ev.Target)
+	noted := c.ledger.takeUnmountNote(ev.MntNS, ev.PID, ev.Target, ev.Time)
 	c.ledger.Record(ev)
 	if callerTable == nil || ev.Target == "/" {
 		return // "/": the old root a runtime drops after pivot_root

@@ -2,6 +2,7 @@ package correlate
 
 import (
 	"slices"
+	"time"
 
 	"github.com/moby/sys/mountinfo"
 
@@ -144,7 +145,7 @@ func (l *Ledger) applyNote(n event.MountNote) {
 	switch {
 	case n.Detach && have != nil && sameDevice(have, n.Mount):
 		mounts = slices.DeleteFunc(slices.Clone(old.Mounts), func(m *mountinfo.Info) bool { return m == have })
-		l.notedOff = append(l.notedOff, notedDetach{ns: n.NS, pid: n.PID, mount: have})
+		l.notedOff = append(l.notedOff, notedDetach{ns: n.NS, pid: n.PID, mount: have, at: n.Time})
 		if len(l.notedOff) > maxNotedOff {
 			l.notedOff = l.notedOff[1:]
 		}
@@ -170,30 +171,41 @@ func (l *Ledger) applyNote(n event.MountNote) {
 }
 
 // notedDetach is a mount a note took off ns's table, as the table showed
-// it, and the process that detached it.
+// it, the process that detached it, and when the note was read.
 type notedDetach struct {
 	ns    uint32
 	pid   uint32
 	mount *mountinfo.Info
+	at    time.Time
 }
+
+// noteSlack is how much earlier than an unmount's event time its note may
+// read: a note is read after the unmount it tells of (the event's time is
+// the kernel's, the note's the daemon's clock when it read it; they are
+// mapped onto each other with an error of milliseconds).
+const noteSlack = 250 * time.Millisecond
 
 // maxNotedOff bounds the noted detaches kept: enough for the unmounts of
 // a pod's teardown whose notes came before their events.
 const maxNotedOff = 256
 
 // takeUnmountNote returns, and forgets, the oldest mount a note says
-// process pid detached at target in ns: the one its unmount of target,
-// the event being handled, took off, when the kernel's note came before
-// the event (the daemon reads the notes beside the events, which run
-// behind the kernel): by the event the table no longer shows it, and the
-// tables read since not either. The notes and the unmounts of one
-// process at one path come in the same order, so each unmount takes the
-// oldest (one process may unmount, mount and unmount there again before
-// the first event is read). A detach by another process (an unmount
-// propagated from elsewhere, a host's rmdir) is not this unmount's. Every
-// successful unmount takes its note, whether it needs it or not, so the
-// next one takes its own.
-func (l *Ledger) takeUnmountNote(ns, pid uint32, target string) *mountinfo.Info {
+// process pid detached at target in ns since at (the time of its unmount,
+// the event being handled): the mount that unmount took off, when the
+// kernel's note came before the event (the daemon reads the notes beside
+// the events, which run behind the kernel): by the event the table no
+// longer shows it, and the tables read since not either. The notes and
+// the unmounts of one process at one path come in the same order, so each
+// unmount takes the oldest (one process may unmount, mount and unmount
+// there again before the first event is read). A detach by another
+// process (an unmount propagated from elsewhere, a host's rmdir) is not
+// this unmount's, nor is a note read before it (what a lazy unmount
+// detached beneath its target, which no unmount event takes): those are
+// forgotten, as no later unmount can take them either. Every successful
+// unmount takes its note, whether it needs it or not, so the next one
+// takes its own.
+func (l *Ledger) takeUnmountNote(ns, pid uint32, target string, at time.Time) *mountinfo.Info {
+	l.notedOff = slices.DeleteFunc(l.notedOff, func(d notedDetach) bool { return d.at.Before(at.Add(-noteSlack)) })
 	for i, d := range l.notedOff {
 		if d.ns == ns && d.pid == pid && d.mount.Mountpoint == target {
 			l.notedOff = slices.Delete(l.notedOff, i, i+1)

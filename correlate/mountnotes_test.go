@@ -360,7 +360,9 @@ func TestUnmountNotedBeforeItsEvent(t *testing.T) {
 			if tc.ns == sibling {
 				w.proc.tables[sibling] = noteRoot
 			}
-			w.c.Note(event.MountNote{Time: w.now, NS: tc.ns, Detach: true, PID: tc.pid, Mount: mountLine(t, tc.line)})
+			// Read after the unmount it tells of (the events below are
+			// the kernel's, from before the daemon read the note).
+			w.c.Note(event.MountNote{Time: w.now.Add(10 * time.Second), NS: tc.ns, Detach: true, PID: tc.pid, Mount: mountLine(t, tc.line)})
 			// Propagation changes the notes do not tell: the node's table is
 			// read again at the next event, twice.
 			for range 2 {
@@ -416,7 +418,7 @@ func TestUnmountsNotedBeforeTheirEventsPairedInOrder(t *testing.T) {
 				{NS: hostNS, PID: 400, Mount: mountLine(t, second)},
 				{NS: hostNS, Detach: true, PID: 400, Mount: mountLine(t, second)},
 			} {
-				n.Time = w.now
+				n.Time = w.now.Add(10 * time.Second) // read after the calls (the events below)
 				w.c.Note(n)
 			}
 			readTwice := func() {
@@ -446,5 +448,58 @@ func TestUnmountsNotedBeforeTheirEventsPairedInOrder(t *testing.T) {
 				t.Errorf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
 		})
+	}
+}
+
+// TestUnmountNoteOfALazyUnmountsSubtreeNotTakenLater: a lazy unmount
+// (MNT_DETACH) of /a detaches /a/b too, one note each; the event takes
+// /a's. Seconds later the same process mounts another filesystem at /a/b,
+// a second holder copies it, and the process unmounts it, its note coming
+// before its event and the node's table read again after it. The old
+// note of /a/b from the lazy unmount is not this unmount's (a note is
+// read after the unmount it tells of, not seconds before): taken, it named
+// the first filesystem of /a/b, still copied in the first holder (a leak
+// of 0:41 reported there instead of 0:42 in the second holder).
+func TestUnmountNoteOfALazyUnmountsSubtreeNotTakenLater(t *testing.T) {
+	const holder, holder2 = 80, 81
+	const a = "4 1 0:40 / /a rw shared:4 - tmpfs a rw\n"
+	const ab = "5 4 0:41 / /a/b rw shared:5 - tmpfs b rw\n"
+	const ab2 = "6 1 0:42 / /a/b rw shared:6 - tmpfs b2 rw\n"
+	w := newWorldOpts(t, correlate.Options{LeakSettle: -1}, []procfs.Process{proc(1, "systemd", hostNS, "")},
+		map[uint32]string{hostNS: hostTable + a + ab})
+	w.c.Note(event.MountNote{NS: hostNS, Watch: event.WatchOn})
+	w.send(unshareEv(20, "agent", hostNS, holder))
+	w.proc.procs = append(w.proc.procs, proc(20, "agent", holder, ""))
+	w.proc.tables[holder] = noteRoot + "111 110 0:40 / /a rw - tmpfs a rw\n112 111 0:41 / /a/b rw - tmpfs b rw\n"
+	w.send(exitEv(21, "true", holder))
+	// umount -l /a: both notes, read a moment after the call.
+	w.proc.tables[hostNS] = hostTable
+	for _, line := range []string{a, ab} {
+		w.c.Note(event.MountNote{Time: w.now.Add(250 * time.Millisecond), NS: hostNS, Detach: true, PID: 400, Mount: mountLine(t, line)})
+	}
+	lazy := umountEv(400, "kubelet", hostNS, "/a", 0)
+	lazy.Flags = unix.MNT_DETACH
+	w.send(lazy)
+	w.now = w.now.Add(5 * time.Second)
+	w.proc.tables[hostNS] = hostTable + ab2
+	w.send(mountEv(400, "kubelet", hostNS, "b2", "/a/b", "tmpfs", 0, 0))
+	w.send(unshareEv(30, "agent", hostNS, holder2))
+	w.proc.procs = append(w.proc.procs, proc(30, "agent", holder2, ""))
+	w.proc.tables[holder2] = noteRoot + "121 110 0:42 / /a/b rw - tmpfs b2 rw\n"
+	w.send(exitEv(31, "true", holder2))
+	// umount /a/b: its note first, the node's table read again after it.
+	w.proc.tables[hostNS] = hostTable
+	w.c.Note(event.MountNote{Time: w.now.Add(time.Second), NS: hostNS, Detach: true, PID: 400, Mount: mountLine(t, ab2)})
+	for range 2 {
+		w.send(mountEv(22, "mount", hostNS, "none", "/tmp", "", unix.MS_SHARED, 0), exitEv(23, "true", hostNS))
+	}
+	w.send(umountEv(400, "kubelet", hostNS, "/a/b", 0))
+	var got []string
+	for _, f := range w.findings {
+		got = append(got, fmt.Sprintf("%s %s %s", f.Kind, f.Object.Dev, strings.Join(holdersOf(f), ", ")))
+	}
+	want := []string{fmt.Sprintf("leak 0:40 mnt:[%d] /a", holder), fmt.Sprintf("leak 0:42 mnt:[%d] /a/b", holder2)}
+	if !slices.Equal(got, want) {
+		t.Errorf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
