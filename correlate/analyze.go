@@ -166,10 +166,13 @@ func (c *Correlator) unmountedAlready(ev *event.Event) bool {
 }
 
 // keptInstead adds the matches of kept namespaces, in place of the
-// matches that took them for gone (their last process left): they live on.
+// matches that took them for gone (their last process left): they live
+// on. With one, no match of a namespace gone a moment before stays: the
+// search takes those only when no live namespace explains the object
+// (their mounts went with them), and a kept one is live.
 func keptInstead(ms, kept []match) []match {
 	out := slices.DeleteFunc(slices.Clone(ms), func(m match) bool {
-		return !m.exited.IsZero() && hasMatchIn(kept, m.ns.Ino)
+		return !m.exited.IsZero() && len(kept) > 0
 	})
 	return append(out, kept...)
 }

@@ -143,8 +143,9 @@ func (c *Correlator) pinsOfCopiesInNoTable(p *pendingLeak, found map[uint32][]fi
 		return nil
 	}
 	out := map[uint32][]finding.PinRef{}
-	for ns, refs := range found {
-		if holders[ns] {
+	for _, ns := range slices.Sorted(maps.Keys(found)) { // in order: a read is a recorded answer
+		refs := found[ns]
+		if holders[ns] || c.mountedWherePinned(ns, p.id.dev) {
 			continue
 		}
 		for _, r := range refs {
@@ -154,6 +155,24 @@ func (c *Correlator) pinsOfCopiesInNoTable(p *pendingLeak, found map[uint32][]fi
 		}
 	}
 	return out
+}
+
+// mountedWherePinned reports whether namespace ns, whose processes pin
+// dev, has dev mounted now, its table read again when stale (a new mount
+// there since it was read: the kernel gives a freed anonymous number,
+// tmpfs's, to the next filesystem at once). The pins are then that
+// mount's, not a detached copy's. A namespace the lineage does not know
+// is taken as having none.
+func (c *Correlator) mountedWherePinned(ns uint32, dev event.Dev) bool {
+	if n := c.lineage.Get(ns); n != nil && !n.keptOnly() {
+		if !c.ledger.Fresh(ns) {
+			_ = c.readTable(n)
+		}
+		if t := c.ledger.Table(ns); t != nil {
+			return tableHasDev(t, dev)
+		}
+	}
+	return false
 }
 
 // deviceMounted reports whether the latest table of a live namespace has a

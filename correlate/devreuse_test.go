@@ -1,6 +1,7 @@
 package correlate_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -107,5 +108,53 @@ func TestDeviceNumberReusedInTheHoldersNamespace(t *testing.T) {
 	w.send(exitEv(33, "true", hostNS))
 	for _, f := range w.findings {
 		t.Errorf("want no finding, got: %s", f.Line())
+	}
+}
+
+// TestDetachedCopysNumberReusedWhereThePinIs: the holder's copy of the
+// node's tmpfs went with its namespace, and before the teardown settled
+// another namespace mounted a new tmpfs that got the freed number 0:40,
+// with a process's cwd in it (CI, full run: the tmpfs of cmd's
+// TestJournalGoneAndBack took the number of seed004's merged, and its
+// sleep's cwd was taken for a process keeping the detached copy: a leak
+// the kernel's oracle refuted). That namespace's table, read before its
+// mount, did not show the device: read again, it does, so the pin is that
+// mount's, not a detached copy's: no leak. The control: the pinner's
+// namespace has no such mount (it reached the copy through the holder's
+// root before the holder went): the leak names the pinner.
+func TestDetachedCopysNumberReusedWhereThePinIs(t *testing.T) {
+	const other = 81
+	const otherRoot = "120 119 254:0 / / rw - ext4 /dev/vda rw\n"
+	for _, reused := range []bool{true, false} {
+		t.Run(fmt.Sprintf("the number reused there %v", reused), func(t *testing.T) {
+			w := tmpfsHolderWorld(t, correlate.Options{LeakSettle: 2 * time.Second}, 0)
+			w.send(unshareEv(30, "app", hostNS, other))
+			w.proc.procs = append(w.proc.procs, proc(30, "app", other, ""))
+			w.proc.tables[other] = otherRoot
+			w.send(exitEv(91, "true", hostNS)) // the tables are read
+			sleeper := proc(61, "sleep", other, "")
+			w.proc.procs = append(w.proc.procs, sleeper)
+			w.proc.pins = []procfs.Pin{{Process: sleeper, Kind: procfs.PinCwd, Dev: event.MakeDev(0, 40), Path: "/mnt/reused"}}
+			w.proc.tables[hostNS] = "1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw\n"
+			w.send(umountEv(40, "umount", hostNS, "/srv/vol", 0))
+			holderGone(w)
+			w.send(exitEv(20, "holder", tmpfsHolderNS))
+			if reused {
+				w.proc.tables[other] = otherRoot + "121 120 0:40 / /mnt/reused rw - tmpfs reused rw\n"
+				w.send(mountEv(30, "app", other, "reused", "/mnt/reused", "tmpfs", 0, 0))
+			}
+			w.now = w.now.Add(2 * time.Second)
+			w.send(exitEv(90, "true", hostNS))
+			if reused {
+				for _, f := range w.findings {
+					t.Errorf("want no finding, got:\n%s", f.Line())
+				}
+				return
+			}
+			f := w.only()
+			if _, a := f.Actor(); f.Kind != finding.KindLeak || a == nil || a.PID != 61 || a.Role != finding.RolePinner {
+				t.Errorf("want a leak naming the pinner sleep[61]:\n%s", f.Line())
+			}
+		})
 	}
 }

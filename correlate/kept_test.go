@@ -1,6 +1,7 @@
 package correlate_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -183,5 +184,44 @@ func TestKeptNamespaceOutlivesRetention(t *testing.T) {
 			!strings.Contains(line, "kept by the bind of its nsfs file at /run/mntns/keep") {
 			t.Errorf("cause %q, missing %q: want the bind, the recorded unshare by unshare[20], nothing missing:\n%s", f.Cause, f.Missing, line)
 		}
+	}
+}
+
+// TestKeptNamespaceNotJoinedByOneJustGone: a namespace whose last process
+// left a moment before a failure is searched only when no live one
+// explains it (its mounts went with it); a namespace no process runs in,
+// kept by a bind of its nsfs file, is a live one. `why` and the failure
+// name the kept namespace alone, not also the one just gone, whose table had a
+// mount of the same device number before it died (deploy's TestImage, CI
+// full run: another package's scenario had had its loop device, now the
+// test's, mounted in a namespace that ended a second before).
+func TestKeptNamespaceNotJoinedByOneJustGone(t *testing.T) {
+	const kept, gone = 95, 96
+	host := hostTable + "9 1 0:4 mnt:[95] /run/mntns/keep rw - nsfs nsfs rw\n"
+	w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "")}, map[uint32]string{hostNS: host})
+	w.proc.tables[kept] = "110 109 254:0 / / rw - ext4 /dev/vda rw\n111 110 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n"
+	w.proc.nsfiles = map[string]uint32{"/run/mntns/keep": kept}
+	w.send(unshareEv(30, "scenario", hostNS, gone))
+	w.proc.procs = append(w.proc.procs, proc(30, "scenario", gone, ""))
+	w.proc.tables[gone] = "120 119 254:0 / / rw - ext4 /dev/vda rw\n121 120 7:0 / /other/vol rw - ext4 /dev/loop0 rw\n"
+	w.send(exitEv(91, "true", hostNS)) // the tables are read
+	w.proc.procs = slices.DeleteFunc(w.proc.procs, func(p procfs.Process) bool { return p.PID == 30 })
+	delete(w.proc.tables, gone)
+	w.send(exitEv(30, "scenario", gone))
+	w.proc.tables[hostNS] = strings.Replace(host, "3 1 7:0 / /srv/vol rw shared:3 - ext4 /dev/loop0 rw\n", "", 1)
+	w.send(umountEv(40, "umount", hostNS, "/srv/vol", 0))
+	const want = "mnt:[95] /srv/vol kept by the bind of its nsfs file at /run/mntns/keep in the host"
+	w.findings = nil
+	w.send(failEv(50, "mkfs.ext4", hostNS, 257, "/dev/loop0", int64(unix.EBUSY)))
+	f := w.only()
+	if got := strings.Join(holdersOf(f), ", "); got != want {
+		t.Errorf("holders %q, want the kept namespace alone:\n%s", got, f.Line())
+	}
+	// mntleak why, asked at once (the failure read the tables again): the
+	// same answer.
+	if f := w.c.Why(correlate.Target{Path: "/dev/loop0", Dev: event.MakeDev(7, 0)}, w.now.Add(time.Millisecond)); f == nil {
+		t.Error("why: nothing holds /dev/loop0")
+	} else if got := strings.Join(holdersOf(f), ", "); got != want {
+		t.Errorf("why: holders %q, want the kept namespace alone:\n%s", got, f.Line())
 	}
 }

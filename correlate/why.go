@@ -65,7 +65,7 @@ func (c *Correlator) Why(t Target, now time.Time) *finding.Finding {
 	// an open one, are asked too when a live one holds a copy: stopping
 	// its processes alone would leave the object busy.
 	kept, keptMissing := c.keptMatches(id, host)
-	matches = append(matches, kept...)
+	matches = keptInstead(matches, kept)
 	for _, m := range matches {
 		if m.self && m.mount != nil {
 			a.own = m.mount
