@@ -23,7 +23,7 @@ func openMountWatch(corr *correlate.Correlator, log *zap.Logger) *mountWatch {
 		log.Info("mount notes off: tables are re-read when needed", zap.Error(err))
 		return nil
 	}
-	mw.sync(corr.Lineage().Live())
+	mw.sync(corr.Lineage().Live(), watchPerSync)
 	log.Info("mount notes on", zap.Int("namespaces", len(mw.groups)))
 	return mw
 }
@@ -53,10 +53,19 @@ func (p *pipeline) syncMounts(ev *event.Event) {
 	if p.mounts == nil {
 		return
 	}
+	p.syncLive(ev, p.corr.Lineage().Live())
+}
+
+// syncLive is syncMounts with the live namespaces given.
+func (p *pipeline) syncLive(ev *event.Event, live []*correlate.Namespace) {
 	created := (ev.Kind == event.KindUnshare && ev.Ret == 0 && ev.MntNSAfter != ev.MntNSBefore) || ev.Kind == event.KindNewNSFork
-	if !created && ev.Time.UnixNano()-p.mountsAt < int64(syncInterval) {
-		return
+	switch {
+	case ev.Time.UnixNano()-p.mountsAt >= int64(syncInterval):
+		p.mountsAt = ev.Time.UnixNano()
+		p.mounts.sync(live, watchPerSync)
+	case created:
+		// The namespace just made, the newest, alone: a burst of container
+		// starts marks no backlog on the event path.
+		p.mounts.sync(live, 1)
 	}
-	p.mountsAt = ev.Time.UnixNano()
-	p.mounts.sync(p.corr.Lineage().Live())
 }

@@ -30,10 +30,11 @@ const maxWatched = 4096
 // overflow costs (every namespace of the group is watched afresh).
 const nsPerGroup = 16
 
-// watchPerSync bounds the namespaces one sync marks: each costs a
-// listing of its mounts (statmount of each), and a sync runs on the
-// event path; the daemon's start marked 300 namespaces in 100 ms. The
-// rest wait for the next sync (a second of event time), re-read as
+// watchPerSync bounds the namespaces the start and each periodic sync (a
+// second of event time) mark: each costs a listing of its mounts
+// (statmount of each), and a sync runs on the event path; the daemon's
+// start marked 300 namespaces in 100 ms. The sync a namespace's creation
+// makes marks that one alone (the newest). The rest wait, re-read as
 // before meanwhile.
 const watchPerSync = 32
 
@@ -153,9 +154,9 @@ func (mw *mountWatch) close() {
 	unix.Close(mw.ep)
 }
 
-// sync drops the namespaces no longer live and watches at most
-// watchPerSync live ones more, newest first, each through a process in it.
-func (mw *mountWatch) sync(live []*correlate.Namespace) {
+// sync drops the namespaces no longer live and watches at most most live
+// ones more, newest first, each through a process in it.
+func (mw *mountWatch) sync(live []*correlate.Namespace, most int) {
 	alive := make(map[uint32]bool, len(live))
 	var todo []*correlate.Namespace
 	for _, n := range live {
@@ -173,7 +174,7 @@ func (mw *mountWatch) sync(live []*correlate.Namespace) {
 	// before the daemon's start may wait a sync or more.
 	slices.SortStableFunc(todo, func(a, b *correlate.Namespace) int { return b.Created.Compare(a.Created) })
 	for i, n := range todo {
-		if i == watchPerSync || mw.full {
+		if i == most || mw.full {
 			break
 		}
 		if len(mw.groups) >= maxWatched || (!mw.open.hasRoom() && len(mw.fans) >= mw.budget) {

@@ -165,5 +165,5 @@ func syncOnly(mw *mountWatch, corr *correlate.Correlator, inos ...uint32) {
 			only = append(only, n)
 		}
 	}
-	mw.sync(only)
+	mw.sync(only, watchPerSync)
 }

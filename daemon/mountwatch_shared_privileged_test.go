@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -123,4 +124,45 @@ func TestMountWatchSharesGroups(t *testing.T) {
 func sameButSource(a, b mountinfo.Info) bool {
 	a.Source, b.Source = "", ""
 	return a == b
+}
+
+// TestCreationMarksItsNamespaceAlone: the sync a namespace's creation
+// makes marks the newest namespace alone, the one just made (a burst of
+// container starts marks no backlog of older namespaces on the event
+// path); the next periodic sync, a second of event time later, marks up
+// to watchPerSync of the others.
+func TestCreationMarksItsNamespaceAlone(t *testing.T) {
+	privtest.Require(t)
+	privtest.RequireCommands(t, "unshare", "nsenter", "sh", "sleep")
+	node := privtest.StartNode(t)
+	var inos []uint32
+	for range 3 {
+		inos = append(inos, node.StartHolder(t, "private", "true").MntNS)
+	}
+	corr := correlate.New(procfs.Host{}, correlate.Options{}, func(*finding.Finding) {})
+	if err := corr.Start(); err != nil {
+		t.Fatal(err)
+	}
+	mw := watchOnly(t, corr) // none yet
+	newest := inos[1]
+	var live []*correlate.Namespace
+	for _, n := range corr.Lineage().Live() {
+		if slices.Contains(inos, n.Ino) {
+			live = append(live, n)
+		}
+		if n.Ino == newest {
+			n.Created = time.Now()
+		}
+	}
+	at := time.Now()
+	p := &pipeline{corr: corr, mounts: mw, mountsAt: at.UnixNano()}
+	created := &event.Event{Kind: event.KindUnshare, Time: at.Add(time.Millisecond), MntNSBefore: node.MntNS, MntNSAfter: newest}
+	p.syncLive(created, live)
+	if len(mw.groups) != 1 || mw.groups[newest] == nil {
+		t.Fatalf("after the creation's sync: %d namespaces watched (the new one: %v), want the new one alone", len(mw.groups), mw.groups[newest] != nil)
+	}
+	p.syncLive(&event.Event{Kind: event.KindExit, Time: at.Add(time.Second)}, live)
+	if len(mw.groups) != len(inos) {
+		t.Fatalf("after the periodic sync: %d namespaces watched, want %d", len(mw.groups), len(inos))
+	}
 }

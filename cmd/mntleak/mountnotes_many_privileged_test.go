@@ -17,9 +17,9 @@ import (
 // daemon's share of fs.fanotify.max_user_groups (64 of the default 128)
 // had the kernel's mount notes for 64 of them, one group each; the rest
 // were re-read. With 16 namespaces a group, the daemon's recording says
-// it watches each of 70 holders' namespaces, made before it started, once
-// namespaces made since have had it sync a few times (32 a sync, the
-// newest first; each creation syncs).
+// it watches each of 70 holders' namespaces, made before it started,
+// after a few seconds of events (32 at the start and each second of event
+// time).
 func TestMountNotesForEveryNamespace(t *testing.T) {
 	privtest.Require(t)
 	privtest.RequireCommands(t, "unshare", "nsenter", "sh", "sleep")
@@ -33,9 +33,15 @@ func TestMountNotesForEveryNamespace(t *testing.T) {
 	}
 	record := filepath.Join(t.TempDir(), "stream.jsonl")
 	d := privtest.StartDaemon(t, nil, "--record", record, "--state-dir", "")
-	for range 8 {
+	// Events, so that the daemon syncs (a namespace made: that one; a
+	// second of event time: 32 more), until its recording says every
+	// holder is watched or a minute has passed (the node's other
+	// namespaces count too).
+	watched := map[uint32]bool{}
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && !allIn(holders, watched); {
 		node.Run(t, "unshare", "-m", "true")
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond)
+		watched = watchedIn(t, record)
 	}
 	d.Stop(t)
 	for _, l := range d.Logs.All() {
@@ -43,6 +49,21 @@ func TestMountNotesForEveryNamespace(t *testing.T) {
 			t.Skip("the kernel has no mount-namespace marks")
 		}
 	}
+	watched = watchedIn(t, record)
+	missing := 0
+	for ns := range holders {
+		if !watched[ns] {
+			missing++
+		}
+	}
+	if missing > 0 {
+		t.Errorf("%d of the %d holders' namespaces never watched (%d namespaces watched in all)", missing, len(holders), len(watched))
+	}
+}
+
+// watchedIn is the namespaces a daemon's recording says it began to watch.
+func watchedIn(t *testing.T, record string) map[uint32]bool {
+	t.Helper()
 	watched := map[uint32]bool{}
 	f, err := os.Open(record)
 	if err != nil {
@@ -59,13 +80,15 @@ func TestMountNotesForEveryNamespace(t *testing.T) {
 			watched[line.Note.NS] = true
 		}
 	}
-	missing := 0
-	for ns := range holders {
-		if !watched[ns] {
-			missing++
+	return watched
+}
+
+// allIn reports whether every key of want is in got.
+func allIn(want, got map[uint32]bool) bool {
+	for k := range want {
+		if !got[k] {
+			return false
 		}
 	}
-	if missing > 0 {
-		t.Errorf("%d of the %d holders' namespaces never watched (%d namespaces watched in all)", missing, len(holders), len(watched))
-	}
+	return true
 }
