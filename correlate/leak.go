@@ -128,15 +128,17 @@ func (c *Correlator) boundElsewhere(id identity, ev *event.Event, callerTable *T
 		return nil
 	}
 	hist := c.ledger.History()
-	binds := bindsBefore(hist, ev.Time)
+	var binds map[uint32][]int // indexed when a namespace may need it
 	var out []match
 	for _, n := range c.lineage.Live() {
-		if len(binds[n.Ino]) == 0 {
+		t := c.ledger.Table(n.Ino)
+		// Only where the device is mounted at all: the history is read
+		// for few unmounts (a mount storm's unmount has no such copy).
+		if t == nil || n.keptOnly() || !candidate(n) || hasMatchIn(found, n.Ino) || !tableHasDev(t, id.dev) {
 			continue
 		}
-		t := c.ledger.Table(n.Ino)
-		if t == nil || n.keptOnly() || !candidate(n) || hasMatchIn(found, n.Ino) {
-			continue
+		if binds == nil {
+			binds = bindsBefore(hist, ev.Time)
 		}
 		where := translate(id.path, callerTable, t)
 		for _, i := range binds[n.Ino] {
