@@ -174,6 +174,11 @@ func startTraced(t *testing.T, opts correlate.Options, witness func(*finding.Fin
 		t.Fatal(err)
 	}
 	x.tr = tr
+	x.marker.Lost = func() uint64 {
+		x.mu.Lock()
+		defer x.mu.Unlock()
+		return x.lost
+	}
 	// A test that fails before stop still ends the tracing before it
 	// completes: the tracer logs to t.
 	t.Cleanup(func() { _ = x.end() })
