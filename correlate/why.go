@@ -85,6 +85,7 @@ func (c *Correlator) Why(t Target, now time.Time) *finding.Finding {
 		// alone had no holder, no cause and no fix.
 		return nil
 	}
+	c.readCgroups(matches, a.pins)
 	f := c.finding(finding.KindHeld, ev, obj, a, matches)
 	f.Missing = append(f.Missing, keptMissing...)
 	if pinErr != nil {
@@ -143,4 +144,42 @@ func withoutPID(pins map[uint32][]finding.PinRef, pid int) map[uint32][]finding.
 		}
 	}
 	return pins
+}
+
+// readCgroups reads the cgroups a one-shot's process list left out
+// (procfs.Host.ListWithoutCgroups) for the processes a finding of matches
+// and pins may name: the members of the namespaces that hold the object,
+// and so their creators. A member whose process is gone or is in another
+// namespace now keeps none.
+func (c *Correlator) readCgroups(matches []match, pins map[uint32][]finding.PinRef) {
+	src, ok := c.proc.(interface {
+		Cgroup(pid int) (string, uint32, error)
+	})
+	if !ok {
+		return // a replay's or a test's /proc: its list has them
+	}
+	var nss []*Namespace
+	for _, m := range matches {
+		if m.ns != nil && !slices.Contains(nss, m.ns) {
+			nss = append(nss, m.ns)
+		}
+	}
+	for ns := range pins {
+		if n := c.lineage.Get(ns); n != nil && !slices.Contains(nss, n) {
+			nss = append(nss, n)
+		}
+	}
+	for _, n := range nss {
+		for _, m := range n.members {
+			if m.Cgroup != "" {
+				continue
+			}
+			cg, ns, err := src.Cgroup(m.PID)
+			if err != nil || cg == "" || (m.TID == 0 && ns != n.Ino) {
+				continue
+			}
+			m.Cgroup = cg
+			c.lineage.renameCreator(m.PID, m.StartTime, m.Comm, cg, false)
+		}
+	}
 }

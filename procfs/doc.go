@@ -29,6 +29,7 @@
 // birth id through listmount and statmount, as mountinfo lines;
 // TableReader, many processes' mount tables read at once), realpath.go
 // (symbolic links in a process's root), visibility.go (how much of the node
-// the caller sees, and which processes it could not read), record.go
+// the caller may see, and what a snapshot's process list and tables could
+// not read), record.go
 // (Recorder, Replay).
 package procfs

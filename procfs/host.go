@@ -22,6 +22,11 @@ import (
 // Host reads the live /proc (or another procfs mount, for tests).
 type Host struct {
 	Root string // "/proc" when empty
+	// ListWithoutCgroups leaves Process.Cgroup empty in ProcessList: a
+	// one-shot question (why) reads the cgroups of the few processes it
+	// names afterwards (Correlator.Why), not those of every process (on
+	// cgroup v1 the file lists every hierarchy: a fifth of a why).
+	ListWithoutCgroups bool
 }
 
 func (h Host) root() string {

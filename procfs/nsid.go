@@ -65,7 +65,7 @@ func (h Host) NSFDs() ([]NSFD, error) {
 		if len(found) == 0 {
 			return nil, denied
 		}
-		p, err := h.process(pids[i], s)
+		p, err := h.process(pids[i], s, true)
 		if err != nil {
 			return nil, denied // gone meanwhile
 		}

@@ -78,7 +78,7 @@ func (h Host) pinsAmong(pids []int, devs []event.Dev, in map[uint32]bool) ([]Pin
 		if len(pins) == 0 {
 			return nil, unreadable
 		}
-		p, err := h.process(pids[i], s)
+		p, err := h.process(pids[i], s, true)
 		if err != nil || (in != nil && !in[p.MntNS] && !threadIn(p.Threads, in)) { // gone, a kernel thread, or moved (setns) meanwhile
 			return nil, unreadable
 		}

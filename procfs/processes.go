@@ -31,7 +31,7 @@ func (h Host) ProcessList() (ProcessList, error) {
 	all := make([]Process, len(pids))
 	what := make([]error, len(pids))
 	scan(len(pids), func(i int, s *scratch) {
-		all[i], what[i] = h.process(pids[i], s)
+		all[i], what[i] = h.process(pids[i], s, !h.ListWithoutCgroups)
 		if errors.Is(what[i], errKernelThread) {
 			what[i] = h.kernelThread(&all[i], s)
 		}
@@ -56,7 +56,7 @@ func (h Host) ReadProcesses(pids []int) ([]Process, error) {
 	all := make([]Process, len(pids))
 	what := make([]error, len(pids))
 	scan(len(pids), func(i int, s *scratch) {
-		all[i], what[i] = h.process(pids[i], s)
+		all[i], what[i] = h.process(pids[i], s, true)
 	})
 	var out []Process
 	for i, p := range all {
@@ -84,7 +84,7 @@ func (h Host) kernelThread(p *Process, s *scratch) error {
 	return errKernelThread
 }
 
-func (h Host) process(pid int, s *scratch) (Process, error) {
+func (h Host) process(pid int, s *scratch, cgroup bool) (Process, error) {
 	dir := h.root() + "/" + strconv.Itoa(pid)
 	p := Process{PID: pid}
 	stat, err := s.read(dir + "/stat")
@@ -102,8 +102,10 @@ func (h Host) process(pid int, s *scratch) (Process, error) {
 	if p.MntNS, err = ParseNSLink(link); err != nil {
 		return p, err
 	}
-	if b, err := s.read(dir + "/cgroup"); err == nil {
-		p.Cgroup = pickCgroup(string(b))
+	if cgroup {
+		if b, err := s.read(dir + "/cgroup"); err == nil {
+			p.Cgroup = pickCgroup(string(b))
+		}
 	}
 	if threads > 1 {
 		p.Threads = threadsElsewhere(dir, p.MntNS, s)

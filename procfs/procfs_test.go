@@ -211,7 +211,7 @@ func TestMapsOn(t *testing.T) {
 // its own namespace and nothing of it for another namespace.
 func TestPinsIn(t *testing.T) {
 	h := Host{}
-	self, err := h.process(os.Getpid(), newScratch())
+	self, err := h.process(os.Getpid(), newScratch(), true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,55 +88,41 @@ const (
 	capSysPtrace     = 19
 )
 
-// Visibility measures what the caller can read of /proc: every process's
-// mount namespace link and, per namespace, one of its members' mount
-// tables, the way the correlator reads them.
-func (h Host) Visibility() (Visibility, error) {
-	var v Visibility
-	pids, err := h.pids()
-	if err != nil {
-		return v, err
+// Access is what the caller may see of /proc before it reads any of it:
+// whether it is in the host's PID namespace, and which capabilities that
+// /proc of other users' processes needs it lacks. Counted fills in the
+// rest from what was then read.
+func (h Host) Access() Visibility {
+	return Visibility{HostPIDNS: h.inInitPIDNS(), MissingCaps: missingCaps(h.root() + "/self/status")}
+}
+
+// Counted is v with what a snapshot read: the processes of its process
+// list (the kernel's threads and the unreadable among them, named
+// comm[pid]), the mount namespaces its processes are in (a kernel
+// thread's, such as devtmpfs's own, holds nothing a user asks about and
+// is not read), and among those the ones read says could not be read. It reads nothing of /proc
+// but the unreadable processes' comm: why and audit count what the
+// snapshot they answer from saw, not a second pass over every process.
+func (h Host) Counted(v Visibility, l ProcessList, read func(ns uint32) bool) Visibility {
+	v.Processes = len(l.Procs) + len(l.Kernel) + len(l.Unreadable)
+	v.UnreadableProcesses = len(l.Unreadable)
+	v.Unreadable = nil
+	for _, pid := range l.Unreadable {
+		v.Unreadable = append(v.Unreadable, h.commOf(pid))
 	}
-	v.HostPIDNS = h.inInitPIDNS()
-	v.MissingCaps = missingCaps(h.root() + "/self/status")
-	readable := map[uint32]bool{}
-	for _, pid := range pids {
-		dir := h.root() + "/" + strconv.Itoa(pid)
-		link, err := os.Readlink(dir + "/ns/mnt")
-		if err != nil {
-			if isDenied(err) {
-				v.Processes++
-				v.UnreadableProcesses++
-				v.Unreadable = append(v.Unreadable, h.commOf(pid))
-			}
-			continue // gone, or a kernel thread
-		}
-		ns, err := ParseNSLink(link)
-		if err != nil {
+	seen := map[uint32]bool{}
+	v.Namespaces, v.UnreadableNS = 0, 0
+	for _, p := range l.Procs {
+		if seen[p.MntNS] {
 			continue
 		}
-		v.Processes++
-		if _, seen := readable[ns]; !seen {
-			readable[ns] = false
-		}
-		if readable[ns] {
-			continue
-		}
-		if f, err := os.Open(dir + "/mountinfo"); err == nil {
-			f.Close()
-			readable[ns] = true
-		} else if isDenied(err) {
-			v.UnreadableProcesses++
-			v.Unreadable = append(v.Unreadable, h.commOf(pid))
-		}
-	}
-	v.Namespaces = len(readable)
-	for _, ok := range readable {
-		if !ok {
+		seen[p.MntNS] = true
+		v.Namespaces++
+		if !read(p.MntNS) {
 			v.UnreadableNS++
 		}
 	}
-	return v, nil
+	return v
 }
 
 // commOf names a process as comm[pid] (its comm is readable by anyone),

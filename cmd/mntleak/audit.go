@@ -40,14 +40,16 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	host := procfs.Host{}
-	vis, view, err := sight(host)
+	access, view, err := sight(host)
 	if err != nil {
 		fmt.Fprintf(stderr, "mntleak audit: %v\n", err)
 		return exitError
 	}
-	fmt.Fprintf(stderr, "mntleak audit: %s\n", sightLine(vis, view))
-	corr := correlate.New(host, correlate.Options{}, func(*finding.Finding) {})
+	list := &listKept{Host: host}
+	corr := correlate.New(list, correlate.Options{}, func(*finding.Finding) {})
 	startErr := corr.Start()
+	vis := list.visibility(access, corr)
+	fmt.Fprintf(stderr, "mntleak audit: %s\n", sightLine(vis, view))
 	facts, problems := riskFacts(host, view, corr.Lineage().Live())
 	for _, p := range problems {
 		fmt.Fprintf(stderr, "mntleak audit: node configuration not read: %s\n", p)

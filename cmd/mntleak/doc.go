@@ -24,6 +24,7 @@
 // one the daemon kept and the boot, each step proven and printed with its
 // evidence), release_log.go (where each release
 // action is recorded: stderr, the journal, the state dir), flags.go (list
-// flags), sight.go (what why and audit can see of the node: processes, and
-// the view their paths are looked up in, said on one line).
+// flags), sight.go (what why and audit can see of the node: processes,
+// counted from the process list their snapshot read, and the view their
+// paths are looked up in, said on one line).
 package main

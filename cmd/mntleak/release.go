@@ -124,7 +124,7 @@ func runRelease(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	target.MntNS = self
-	f, err := why(target, *stateDir)
+	f, _, err := why(target, procfs.Visibility{}, *stateDir)
 	if err != nil {
 		fmt.Fprintf(stderr, "mntleak release: %v\n", err)
 		return exitError

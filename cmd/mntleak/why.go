@@ -70,7 +70,7 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "mntleak why: want exactly one PATH, DEVICE or MAJOR:MINOR")
 		return exitUsage
 	}
-	vis, view, err := sight(procfs.Host{})
+	access, view, err := sight(procfs.Host{})
 	if err != nil {
 		fmt.Fprintf(stderr, "mntleak why: %v\n", err)
 		return exitError
@@ -85,7 +85,7 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 	// node (a copy there is the asker's own, whatever the host's is), the
 	// node's from a container with hostPID.
 	target.MntNS = view.MntNS
-	f, err := why(target, *stateDir)
+	f, vis, err := why(target, access, *stateDir)
 	if err != nil {
 		fmt.Fprintf(stderr, "mntleak why: %v\n", err)
 		return exitError
@@ -125,19 +125,24 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 }
 
 // why takes one snapshot of /proc (one mountinfo per namespace), applies the
-// persistent lineage when there is one, and explains the target.
-func why(t correlate.Target, stateDir string) (*finding.Finding, error) {
-	corr, err := snapshot(stateDir)
+// persistent lineage when there is one, and explains the target; with
+// access, it says what the snapshot could not see.
+func why(t correlate.Target, access procfs.Visibility, stateDir string) (*finding.Finding, procfs.Visibility, error) {
+	corr, list, err := snapshot(stateDir)
 	if err != nil {
-		return nil, err
+		return nil, access, err
 	}
-	return corr.Why(t, time.Now()), nil
+	f := corr.Why(t, time.Now())
+	return f, list.visibility(access, corr), nil
 }
 
 // snapshot is a correlator that has read /proc once, after the persistent
-// lineage in stateDir ("" for none) when there is one.
-func snapshot(stateDir string) (*correlate.Correlator, error) {
-	corr := correlate.New(procfs.Host{}, correlate.Options{}, func(*finding.Finding) {})
+// lineage in stateDir ("" for none) when there is one, and the /proc it
+// read, which kept its process list. The list reads no process's cgroup:
+// Correlator.Why reads those of the processes its finding names.
+func snapshot(stateDir string) (*correlate.Correlator, *listKept, error) {
+	list := &listKept{Host: procfs.Host{ListWithoutCgroups: true}}
+	corr := correlate.New(list, correlate.Options{}, func(*finding.Finding) {})
 	if stateDir != "" {
 		if boot, err := state.BootID(); err == nil {
 			events, _, err := state.Load(stateDir, boot)
@@ -149,7 +154,7 @@ func snapshot(stateDir string) (*correlate.Correlator, error) {
 		}
 	}
 	if err := corr.Start(); err != nil {
-		return nil, fmt.Errorf("snapshot of /proc: %w", err)
+		return nil, nil, fmt.Errorf("snapshot of /proc: %w", err)
 	}
-	return corr, nil
+	return corr, list, nil
 }

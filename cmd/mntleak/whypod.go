@@ -133,7 +133,7 @@ func runWhyPod(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	host := procfs.Host{}
-	vis, view, err := sight(host)
+	access, view, err := sight(host)
 	if err != nil {
 		fmt.Fprintf(stderr, "mntleak why pod: %v\n", err)
 		return exitError
@@ -143,18 +143,19 @@ func runWhyPod(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mntleak why pod: %v\n", err)
 		return exitError
 	}
-	fmt.Fprintf(stderr, "mntleak why pod: %s\n", sightLine(vis, view))
-	for _, p := range problems {
-		fmt.Fprintf(stderr, "mntleak why pod: not read: %s\n", p)
-	}
 	objects := podmounts.Find(in)
-	corr, err := snapshot(a.stateDir)
+	corr, list, err := snapshot(a.stateDir)
 	if err != nil {
 		fmt.Fprintf(stderr, "mntleak why pod: %v\n", err)
 		return exitError
 	}
 	lookup := attribution.NewResolver(attribution.Options{Timeout: a.timeout}, sources...)
 	held := heldObjects(ctx, corr, objects, view, in, a, lookup)
+	vis := list.visibility(access, corr)
+	fmt.Fprintf(stderr, "mntleak why pod: %s\n", sightLine(vis, view))
+	for _, p := range problems {
+		fmt.Fprintf(stderr, "mntleak why pod: not read: %s\n", p)
+	}
 	for _, h := range held {
 		if err := h.Finding.Check(); err != nil {
 			fmt.Fprintf(stderr, "mntleak why pod: refusing an unfit finding (a bug in mntleak): %v\n", err)

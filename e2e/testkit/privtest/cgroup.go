@@ -39,6 +39,30 @@ func Cgroup(t *testing.T) string {
 	return dir
 }
 
+// ChildCgroup makes a cgroup named name in the cgroup at parent (one of
+// Cgroup's) and returns its directory: a path that names a container, a
+// unit or a pod, as a runtime's does. At cleanup every process still in
+// it is moved to parent and it is removed.
+func ChildCgroup(t *testing.T, parent, name string) string {
+	t.Helper()
+	dir := filepath.Join(parent, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatalf("make a cgroup under %s: %v", parent, err)
+	}
+	t.Cleanup(func() {
+		b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		for _, pid := range strings.Fields(string(b)) {
+			if err := os.WriteFile(filepath.Join(parent, "cgroup.procs"), []byte(pid), 0o644); err != nil {
+				t.Errorf("move process %s back to %s: %v", pid, parent, err)
+			}
+		}
+		if err := os.Remove(dir); err != nil {
+			t.Errorf("remove cgroup %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
 // MoveToCgroup moves process pid into the cgroup at dir.
 func MoveToCgroup(t *testing.T, dir string, pid int) {
 	t.Helper()

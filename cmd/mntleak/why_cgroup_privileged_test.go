@@ -1,0 +1,72 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/mntleak/mntleak/e2e/testkit/privtest"
+)
+
+// TestWhyNamesTheHoldersContainers: the process list `mntleak why` reads
+// leaves every process's cgroup out (a fifth of its time on a node of
+// 2,000 processes); the cgroups of the processes its finding names are
+// read then. Two processes in one private namespace, each in a cgroup
+// named like a container's, hold a tmpfs there: the finding names each
+// process with its own container, exactly.
+func TestWhyNamesTheHoldersContainers(t *testing.T) {
+	privtest.Require(t)
+	privtest.RequireCommands(t, "unshare", "nsenter", "mount", "sleep")
+	bin := privtest.Binary(t)
+	parent := privtest.Cgroup(t)
+	ids := []string{containerID(t), containerID(t)}
+	cgroups := []string{privtest.ChildCgroup(t, parent, ids[0]), privtest.ChildCgroup(t, parent, "docker-"+ids[1]+".scope")}
+	dir := privtest.Mkdir(t, filepath.Join(t.TempDir(), "vol"))
+	h := privtest.StartHolder(t, "private", "mount -t tmpfs -o size=1m tmpfs "+dir)
+	second := exec.Command("nsenter", "-t", strconv.Itoa(h.PID), "-m", "sleep", "600")
+	if err := second.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = second.Process.Kill(); _ = second.Wait() })
+	privtest.WaitFor(t, 5*time.Second, "the second process in the holder's namespace", func() bool {
+		comm, _ := os.ReadFile("/proc/" + strconv.Itoa(second.Process.Pid) + "/comm")
+		return string(comm) == "sleep\n" && privtest.MountNS(t, strconv.Itoa(second.Process.Pid)) == h.MntNS
+	})
+	privtest.MoveToCgroup(t, cgroups[0], h.PID)
+	privtest.MoveToCgroup(t, cgroups[1], second.Process.Pid)
+
+	code, f := whyOf(t, bin, dir)
+	if code != exitError || f == nil || len(f.Holders) != 1 || f.Holders[0].MntNS != h.MntNS {
+		t.Fatalf("why %s: exit %d, finding %+v; want exit %d and one holder, mnt:[%d]", dir, code, f, exitError, h.MntNS)
+	}
+	type named struct {
+		PID       int
+		Comm      string
+		Container string
+	}
+	var got []named
+	for _, p := range f.Holders[0].Processes {
+		got = append(got, named{p.PID, p.Comm, p.Container})
+	}
+	want := []named{{h.PID, "sleep", ids[0]}, {second.Process.Pid, "sleep", ids[1]}}
+	slices.SortFunc(got, func(a, b named) int { return a.PID - b.PID })
+	slices.SortFunc(want, func(a, b named) int { return a.PID - b.PID })
+	if !slices.Equal(got, want) || len(f.Holders[0].Pins) != 0 {
+		t.Errorf("holder's processes %+v, pins %+v; want %+v and no pin", got, f.Holders[0].Pins, want)
+	}
+}
+
+// containerID is a random container id: 64 hex digits.
+func containerID(t *testing.T) string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
