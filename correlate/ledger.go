@@ -68,12 +68,17 @@ func (l *Ledger) Fresh(ns uint32) bool {
 	return t != nil && t.local == l.local[ns] && (t.Seq == l.seq || l.keptTrue(t))
 }
 
-// Store records a table just read.
+// Store records a table just read. The table it replaces becomes the
+// previous one when it was read too; one the kernel's notes made
+// (applyNote) leaves the previous one the table read before those notes,
+// which shows the copies they detached (detachedCopies).
 func (l *Ledger) Store(t *Table) {
 	t.local, t.hard, t.kept = l.local[t.NS], l.hard, l.watched[t.NS]
 	if old := l.tables[t.NS]; old != nil {
 		t.shareWith(old)
-		l.last[t.NS] = old
+		if !old.noted || l.last[t.NS] == nil {
+			l.last[t.NS] = old
+		}
 		l.groups.remove(old)
 	}
 	l.tables[t.NS] = t

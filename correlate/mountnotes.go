@@ -24,14 +24,23 @@ import (
 // beside the tracer's events, not in their order.
 //
 // A note with Watch set says the daemon began (event.WatchOn) or stopped
-// (event.WatchOff) reading a namespace's notes. From the first table
-// read after it began until it stops, the namespace's table is kept true
-// by the notes (keptTrue): a mount or unmount elsewhere, which the notes
-// tell, no longer makes it stale, so a failure does not read it again.
+// (event.WatchOff) reading a namespace's notes. The table is read when
+// they begin; from then until they stop it is kept true by the notes
+// (keptTrue): a mount or unmount elsewhere, which the notes tell, no
+// longer makes it stale, so a failure does not read it again.
 func (c *Correlator) Note(n event.MountNote) {
 	switch {
 	case n.Watch != "":
 		c.ledger.watch(n.NS, n.Watch == event.WatchOn)
+		if ns := c.lineage.Get(n.NS); ns != nil && n.Watch == event.WatchOn {
+			// Read now, the table is kept true from here on. Left to the
+			// next event's settle, the first read of a namespace just
+			// made can come after its copies were detached (the node
+			// quiet until its teardown), and no note can then say what
+			// the namespace had. One that cannot be read now (no process
+			// left to read it through) is read when needed, as before.
+			_ = c.readTable(ns)
+		}
 	case n.Mount != nil:
 		c.ledger.applyNote(n)
 		if n.Detach {
