@@ -280,11 +280,11 @@ func (c *Correlator) unmounted(ev *event.Event, latest *Table, noted *mountinfo.
 			continue
 		}
 		if m := t.At(ev.Target); m != nil {
-			return identityOf(m, ev.Target), finding.Object{Path: ev.Target, Dev: devOf(m), FSType: m.FSType, Root: m.Root}, true
+			return unmountedMount(m, ev.Target)
 		}
 	}
-	if m := noted; m != nil {
-		return identityOf(m, ev.Target), finding.Object{Path: ev.Target, Dev: devOf(m), FSType: m.FSType, Root: m.Root}, true
+	if noted != nil {
+		return unmountedMount(noted, ev.Target)
 	}
 	mnt := c.mountEventFor(identity{path: ev.Target}, ev.Time)
 	if mnt == nil {
@@ -296,6 +296,12 @@ func (c *Correlator) unmounted(ev *event.Event, latest *Table, noted *mountinfo.
 		}
 	}
 	return c.unmountedAsCopied(ev, mnt)
+}
+
+// unmountedMount is the object an unmount at target took off, m as a
+// table showed it.
+func unmountedMount(m *mountinfo.Info, target string) (identity, finding.Object, bool) {
+	return identityOf(m, target), finding.Object{Path: target, Dev: devOf(m), FSType: m.FSType, Root: m.Root}, true
 }
 
 // unmountedIn reports whether ns itself unmounted path after t.
