@@ -155,6 +155,7 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer, log *Log, reopen <-c
 	}
 	log.Info("tracing", zap.Stringer(logkey.Format, cfg.Format), zap.String(logkey.Record, cfg.Record),
 		zap.Bool(logkey.Filter, !cfg.Filter.Empty()))
+	log.Wake() // out at once: whoever started the daemon waits for this line
 	if sk.people != nil {
 		p.fail(sk.people.WriteNote(StartLine(cfg)))
 	}

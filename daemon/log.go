@@ -53,6 +53,11 @@ func OpenLog(cfg LogConfig, stderr io.Writer) (*Log, error) {
 	return l, nil
 }
 
+// Wake has the lines logged so far go out on stderr now, not at the
+// queue's next tick, without waiting for the write (a blocked stderr must
+// not hold the caller): for the line whoever started the daemon waits for.
+func (l *Log) Wake() { l.stderr.Wake() }
+
 // Close flushes the journal (its outage reports go to stderr), then
 // stderr. The journal was normally closed already, within the exit budget.
 func (l *Log) Close() {

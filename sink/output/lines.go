@@ -28,6 +28,11 @@ func (l *Lines) Dropped() uint64 { return l.q.dropped.Load() }
 // Flush writes out queued lines, waiting at most Options.CloseTimeout.
 func (l *Lines) Flush() error { return l.q.request(false, l.q.closeTimeout) }
 
+// Wake has the lines queued so far written out now, not at the next
+// FlushInterval tick, without waiting for the write: for a line someone
+// waits for that is no finding (the daemon's "tracing", its readiness).
+func (l *Lines) Wake() { l.q.wakeDrain() }
+
 // CloseWithin writes out queued lines, waiting at most d, and stops the
 // drain; later writes fail.
 func (l *Lines) CloseWithin(d time.Duration) error { return l.q.close(max(d, time.Millisecond)) }

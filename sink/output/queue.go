@@ -61,6 +61,14 @@ type request struct {
 
 func newQueue(dst io.Writer, closer io.Closer, max int, marker func(uint64, time.Time) []byte,
 	open func() (io.Writer, io.Closer, error)) *queue {
+	q := makeQueue(dst, closer, max, marker, open)
+	go q.drain(FlushInterval)
+	return q
+}
+
+// makeQueue is newQueue without its drain, which the caller starts.
+func makeQueue(dst io.Writer, closer io.Closer, max int, marker func(uint64, time.Time) []byte,
+	open func() (io.Writer, io.Closer, error)) *queue {
 	if max <= 0 {
 		max = DefaultQueueBytes
 	}
@@ -69,7 +77,6 @@ func newQueue(dst io.Writer, closer io.Closer, max int, marker func(uint64, time
 		pending: &bytes.Buffer{}, spare: &bytes.Buffer{},
 		wake: make(chan struct{}, 1), reqs: make(chan request), stop: make(chan struct{}), done: make(chan struct{}),
 	}
-	go q.drain()
 	return q
 }
 
@@ -109,17 +116,25 @@ func (q *queue) push(line []byte, force bool) error {
 	// A finding goes out at once: someone may be waiting for it (an
 	// operator, the journal); events wait for the timer or a full batch.
 	if q.pending.Len() >= wakeBytes || force {
-		select {
-		case q.wake <- struct{}{}:
-		default:
-		}
+		q.wakeDrain()
 	}
 	return nil
 }
 
-func (q *queue) drain() {
+// wakeDrain has the drain write out what is pending now, not at its next
+// tick, without waiting for it.
+func (q *queue) wakeDrain() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// drain writes out what is pending when woken, asked, stopped, and every
+// tick of every.
+func (q *queue) drain(every time.Duration) {
 	defer close(q.done)
-	tick := time.NewTicker(FlushInterval)
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		select {

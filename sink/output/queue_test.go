@@ -252,3 +252,41 @@ func TestLinesForcedCap(t *testing.T) {
 		})
 	}
 }
+
+// lineSink is a destination that hands each write to a channel.
+type lineSink chan string
+
+func (s lineSink) Write(p []byte) (int, error) {
+	s <- string(p)
+	return len(p), nil
+}
+
+// TestLinesWake: a line that is no finding waits for the drain's tick
+// (here an hour away: it is not written within a second), and Wake writes
+// it out at once (the daemon's "tracing", which whoever started it waits
+// for, waited up to FlushInterval: its start read 100 ms slower in turn).
+func TestLinesWake(t *testing.T) {
+	out := make(lineSink, 4)
+	q := makeQueue(out, nil, 0, func(uint64, time.Time) []byte { return nil }, nil)
+	go q.drain(time.Hour)
+	l := &Lines{q: q}
+	defer l.CloseWithin(time.Second) //nolint:errcheck // the test's own queue
+
+	if _, err := l.Writer(false).Write([]byte("waits\n")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-out:
+		t.Fatalf("written before its tick, unwoken: %q", got)
+	case <-time.After(time.Second):
+	}
+	l.Wake()
+	select {
+	case got := <-out:
+		if got != "waits\n" {
+			t.Errorf("written %q, want %q", got, "waits\n")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("not written 10 s after Wake")
+	}
+}
