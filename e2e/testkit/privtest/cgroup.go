@@ -25,17 +25,7 @@ func Cgroup(t *testing.T) string {
 	if err != nil {
 		t.Fatalf("make a cgroup under %s: %v", root, err)
 	}
-	t.Cleanup(func() {
-		b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-		for _, pid := range strings.Fields(string(b)) {
-			if err := os.WriteFile(filepath.Join(root, "cgroup.procs"), []byte(pid), 0o644); err != nil {
-				t.Errorf("move process %s back to %s: %v", pid, root, err)
-			}
-		}
-		if err := os.Remove(dir); err != nil {
-			t.Errorf("remove cgroup %s: %v", dir, err)
-		}
-	})
+	t.Cleanup(func() { removeCgroup(t, dir, root) })
 	return dir
 }
 
@@ -49,18 +39,22 @@ func ChildCgroup(t *testing.T, parent, name string) string {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatalf("make a cgroup under %s: %v", parent, err)
 	}
-	t.Cleanup(func() {
-		b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-		for _, pid := range strings.Fields(string(b)) {
-			if err := os.WriteFile(filepath.Join(parent, "cgroup.procs"), []byte(pid), 0o644); err != nil {
-				t.Errorf("move process %s back to %s: %v", pid, parent, err)
-			}
-		}
-		if err := os.Remove(dir); err != nil {
-			t.Errorf("remove cgroup %s: %v", dir, err)
-		}
-	})
+	t.Cleanup(func() { removeCgroup(t, dir, parent) })
 	return dir
+}
+
+// removeCgroup moves every process still in the cgroup at dir to the one
+// at to, and removes dir.
+func removeCgroup(t *testing.T, dir, to string) {
+	b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	for _, pid := range strings.Fields(string(b)) {
+		if err := os.WriteFile(filepath.Join(to, "cgroup.procs"), []byte(pid), 0o644); err != nil {
+			t.Errorf("move process %s back to %s: %v", pid, to, err)
+		}
+	}
+	if err := os.Remove(dir); err != nil {
+		t.Errorf("remove cgroup %s: %v", dir, err)
+	}
 }
 
 // MoveToCgroup moves process pid into the cgroup at dir.
