@@ -93,10 +93,22 @@ func recordedFacts(t testing.TB, path string) *facts {
 // reports: a process whose parent exited is reparented, and its events
 // carry the new parent), by the parents the events carry. The tracer sees
 // the whole machine, and other tests run processes of the same names
-// meanwhile.
+// meanwhile. A pid's events after its exit are another process's that
+// took the pid (pid_max is 32768 on the test machines): never the run's.
 func scenarioFacts(evs []*event.Event, roots ...int) *facts {
-	parent := map[int]int{}
+	var lived []*event.Event // each event of a pid before that pid's exit
+	gone := map[uint32]bool{}
 	for _, ev := range evs {
+		if gone[ev.PID] {
+			continue
+		}
+		lived = append(lived, ev)
+		if ev.Kind == event.KindExit {
+			gone[ev.PID] = true
+		}
+	}
+	parent := map[int]int{}
+	for _, ev := range lived {
 		if ev.PPID != 0 {
 			parent[int(ev.PID)] = int(ev.PPID)
 		}
@@ -113,7 +125,7 @@ func scenarioFacts(evs []*event.Event, roots ...int) *facts {
 		return false
 	}
 	x := newFacts()
-	for _, ev := range evs {
+	for _, ev := range lived {
 		if mine(int(ev.PID)) {
 			x.event(ev)
 		}

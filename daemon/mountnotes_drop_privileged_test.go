@@ -30,8 +30,8 @@ import (
 // settle: the detached copy, pinned by the holder's cwd.
 func TestMountNotesDropAnUnheldLeakEarly(t *testing.T) {
 	for _, c := range []struct{ name, holder string }{
-		{"control", "exec sleep 600"},
-		{"pinned_by_cwd", "cd VOL && exec sleep 600"},
+		{"control", "echo $$ && exec sleep 600"}, // its pid once it is in place
+		{"pinned_by_cwd", "cd VOL && echo $$ && exec sleep 600"},
 	} {
 		t.Run(c.name, func(t *testing.T) { dropUnheld(t, c.holder, c.name != "control") })
 	}
@@ -44,7 +44,7 @@ func dropUnheld(t *testing.T, holderScript string, pinned bool) {
 	holderScript = strings.ReplaceAll(holderScript, "VOL", vol)
 	node := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c",
 		"mkdir "+vol+" && mount -t tmpfs mndrop "+vol+" && { unshare -m --propagation private sh -c '"+holderScript+"' & } && "+
-			"sleep 0.2 && echo $! && read a && umount "+vol+" && echo u && read b && rmdir "+vol+" && echo r && read end")
+			"read a && umount "+vol+" && echo u && read b && rmdir "+vol+" && echo r && read end")
 	stdin, err := node.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -60,7 +60,7 @@ func mountNotesSpare(t *testing.T, notes bool) {
 	node := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c",
 		"mkdir -p "+base+" && mount -t tmpfs mnbase "+base+" && mount --make-shared "+base+" && mkdir "+base+"/a "+base+"/vol && "+
 			"mount -t tmpfs mnvol "+base+"/vol && mount --make-private "+base+"/vol && "+
-			"{ unshare -m --propagation unchanged sleep 600 & } && sleep 0.2 && echo $! && exec sleep 600")
+			"{ unshare -m --propagation unchanged sh -c 'echo $$; exec sleep 600' & } && exec sleep 600")
 	out, err := node.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

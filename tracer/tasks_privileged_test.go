@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -52,7 +51,7 @@ func TestTasksBornUnderTracing(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the unshared child's pid: %q: %v", line[:n], err)
 	}
-	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
+	owned := privtest.Own(t, child)
 	var childNS uint32
 	privtest.WaitFor(t, 5*time.Second, "the child in a namespace of its own", func() bool {
 		childNS = privtest.MountNS(t, strconv.Itoa(child))
@@ -98,7 +97,7 @@ func TestTasksBornUnderTracing(t *testing.T) {
 	if tk, ok := byTID[before.Process.Pid]; ok {
 		t.Errorf("a process started before tracing, that never moved, is listed: %+v", tk)
 	}
-	if err := syscall.Kill(child, syscall.SIGKILL); err != nil {
+	if err := owned.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	privtest.WaitFor(t, 5*time.Second, "the killed task gone from the list", func() bool {

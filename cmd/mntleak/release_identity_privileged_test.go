@@ -36,7 +36,7 @@ func TestNewestCopyNeedsTheLedger(t *testing.T) {
 	h := r.node.StartHolder(t, "private", "cd /")
 	r.node.Run(t, "umount", vol)
 	own := r.ownTmpfs(t)
-	time.Sleep(1500 * time.Millisecond) // the state log is flushed every second
+	privtest.WaitLogged(t, stateDir, time.Minute, privtest.Made(h.MntNS), privtest.Unmounted(vol))
 	copyArgs := []string{"--mntns", ns(h.MntNS), "--mount-id", strconv.Itoa(copyID(t, h.PID, vol))}
 	ownArgs := []string{"--apply", "--mntns", ns(own.MntNS), "--mount-id", strconv.Itoa(copyID(t, own.PID, r.path))}
 

@@ -145,7 +145,7 @@ func TestOldStateDirFindingRefused(t *testing.T) {
 			if err := json.Unmarshal([]byte(line), &f); err != nil || len(f.ID) != 12 || f.Dev == "" {
 				t.Fatalf("finding_id %q (%v): %s", f.ID, err, line)
 			}
-			time.Sleep(1500 * time.Millisecond) // the state log is flushed every second
+			privtest.WaitLogged(t, stateDir, time.Minute, privtest.Made(h.MntNS), privtest.Unmounted(filepath.Join(r.dir, "vol")))
 			d.Stop(t)
 			check := tc.after(t, r, h, stateDir)
 			wants := func(want string) []string {

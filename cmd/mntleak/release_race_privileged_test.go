@@ -39,7 +39,7 @@ func TestDaemonReadsWhileReleasing(t *testing.T) {
 		t.Fatal("mkfs.ext4 on the leaked device succeeded before the release")
 	}
 	findingLine(t, d, `"finding":"failure"`, dev) // the daemon reads tables on a failure
-	time.Sleep(1500 * time.Millisecond)           // the state log is flushed every second
+	privtest.WaitLogged(t, stateDir, time.Minute, privtest.Made(h.MntNS), privtest.Unmounted(vol))
 
 	done := make(chan struct{})
 	failures := make(chan int, 1)

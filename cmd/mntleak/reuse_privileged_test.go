@@ -47,7 +47,7 @@ func TestInodeReuseAcrossRestart(t *testing.T) {
 	first := privtest.StartDaemon(t, nil, "--state-dir", stateDir)
 	node.Run(t, "mount", dev, vol)
 	old := node.StartHolder(t, "private", "true")
-	time.Sleep(1500 * time.Millisecond) // the state log is flushed every second
+	privtest.WaitLogged(t, stateDir, time.Minute, privtest.Made(old.MntNS))
 	first.Stop(t)
 	_ = old.Cmd.Process.Kill()
 	_ = old.Cmd.Wait()

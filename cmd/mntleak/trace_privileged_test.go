@@ -207,7 +207,12 @@ func TestRestartKeepsLineage(t *testing.T) {
 
 	first := privtest.StartDaemon(t, nil, "--state-dir", stateDir)
 	node.StartHolder(t, "unchanged", "mount --rbind / "+host+" && mount --make-rprivate "+host)
-	time.Sleep(300 * time.Millisecond)
+	mountOf := func(flag uint64) func(*event.Event) bool { // the holder's on host
+		return func(ev *event.Event) bool {
+			return ev.Kind == event.KindMount && ev.Ret == 0 && ev.Target == host && ev.Flags&flag != 0
+		}
+	}
+	privtest.WaitLogged(t, stateDir, time.Minute, mountOf(unix.MS_BIND), mountOf(unix.MS_PRIVATE))
 	first.Stop(t)
 
 	second := privtest.StartDaemon(t, nil, "--state-dir", stateDir)

@@ -14,15 +14,19 @@ import (
 // nothing behind, next to namespaces of services, and churn of namespaces.
 type churn struct {
 	name string
-	run  func(t *testing.T, node privtest.Node, dir string) objects // the paths, devices and namespaces no finding may be about
+	run  func(t *testing.T, l *live, node privtest.Node, dir string) objects // the paths, devices and namespaces no finding may be about
 }
 
 func churns() []churn {
 	return []churn{
 		{"container-churn-with-a-private-service", containerChurn},
 		{"namespace-churn", namespaceChurn},
-		{"double-unmount", func(t *testing.T, node privtest.Node, dir string) objects { return doubleUnmount(t, node, dir, false) }},
-		{"double-unmount-after-rmdir", func(t *testing.T, node privtest.Node, dir string) objects { return doubleUnmount(t, node, dir, true) }},
+		{"double-unmount", func(t *testing.T, l *live, node privtest.Node, dir string) objects {
+			return doubleUnmount(t, l, node, dir, false)
+		}},
+		{"double-unmount-after-rmdir", func(t *testing.T, l *live, node privtest.Node, dir string) objects {
+			return doubleUnmount(t, l, node, dir, true)
+		}},
 		{"unmount-then-rmdir", unmountThenRmdir},
 	}
 }
@@ -37,7 +41,7 @@ func runChurn(t *testing.T, name string) {
 		node := privtest.StartNode(t)
 		l := startTracing(t)
 		time.Sleep(100 * time.Millisecond)
-		objs := ch.run(t, node, t.TempDir())
+		objs := ch.run(t, l, node, t.TempDir())
 		control(t, l, objs)
 		l.controlDevices(t, objs)
 		return
@@ -52,7 +56,7 @@ func runChurn(t *testing.T, name string) {
 // processes killed, the rootfs unmounted, its directory removed. The
 // kernel detaches the service's copies when the directories go, and
 // nothing pins them: no leak.
-func containerChurn(t *testing.T, node privtest.Node, dir string) objects {
+func containerChurn(t *testing.T, l *live, node privtest.Node, dir string) objects {
 	var objs objects
 	var containers []*privtest.Holder
 	var rootfs []string
@@ -66,7 +70,7 @@ func containerChurn(t *testing.T, node privtest.Node, dir string) objects {
 	}
 	service := node.StartHolder(t, "private", "true")
 	objs.ns = append(objs.ns, service.MntNS)
-	time.Sleep(300 * time.Millisecond)
+	l.caughtUp(t, 60*time.Second) // the correlator has seen the holder
 	for i, c := range containers {
 		_ = c.Cmd.Process.Kill()
 		_ = c.Cmd.Wait()
@@ -78,7 +82,7 @@ func containerChurn(t *testing.T, node privtest.Node, dir string) objects {
 
 // namespaceChurn: short-lived namespaces come and go while the node mounts
 // and unmounts volumes (a tmpfs, a loop device) with nothing holding them.
-func namespaceChurn(t *testing.T, node privtest.Node, dir string) objects {
+func namespaceChurn(t *testing.T, l *live, node privtest.Node, dir string) objects {
 	dev := privtest.LoopDevice(t, 8)
 	vol := privtest.Mkdir(t, filepath.Join(dir, "vol"))
 	tmp := privtest.Mkdir(t, filepath.Join(dir, "tmp"))
@@ -102,7 +106,7 @@ func namespaceChurn(t *testing.T, node privtest.Node, dir string) objects {
 // private namespace made before the mount (no copy) is on the node; with
 // afterRmdir, one made after it holds a copy the runtime's rmdir detaches
 // before the second unmount.
-func doubleUnmount(t *testing.T, node privtest.Node, dir string, afterRmdir bool) objects {
+func doubleUnmount(t *testing.T, l *live, node privtest.Node, dir string, afterRmdir bool) objects {
 	dev := privtest.LoopDevice(t, 8)
 	vol := privtest.Mkdir(t, filepath.Join(dir, "vol"))
 	objs := objects{paths: []string{dev, vol}}.withHolder(t, node.StartHolder(t, "private", "true"))
@@ -110,7 +114,7 @@ func doubleUnmount(t *testing.T, node privtest.Node, dir string, afterRmdir bool
 	if afterRmdir {
 		objs = objs.withHolder(t, node.StartHolder(t, "private", "true"))
 	}
-	time.Sleep(300 * time.Millisecond)
+	l.caughtUp(t, 60*time.Second) // the correlator has seen the holder
 	node.Run(t, "umount", vol)
 	if afterRmdir {
 		node.Run(t, "rmdir", vol)
@@ -124,13 +128,13 @@ func doubleUnmount(t *testing.T, node privtest.Node, dir string, afterRmdir bool
 // unmountThenRmdir: the seed-000 teardown on this kernel: a private
 // namespace holds a copy of a device; the node unmounts it and removes the
 // directory at once; the kernel detaches the copy, the device is free.
-func unmountThenRmdir(t *testing.T, node privtest.Node, dir string) objects {
+func unmountThenRmdir(t *testing.T, l *live, node privtest.Node, dir string) objects {
 	dev := privtest.LoopDevice(t, 8)
 	vol := privtest.Mkdir(t, filepath.Join(dir, "vol"))
 	node.Run(t, "mount", dev, vol)
 	holder := node.StartHolder(t, "private", "true")
 	objs := objects{paths: []string{dev, vol}}.withHolder(t, holder)
-	time.Sleep(300 * time.Millisecond)
+	l.caughtUp(t, 60*time.Second) // the correlator has seen the holder
 	node.Run(t, "sh", "-c", "umount "+vol+" && rmdir "+vol)
 	if out, err := exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", "mkfs.ext4", "-q", "-F", dev).CombinedOutput(); err != nil {
 		t.Fatalf("mkfs.ext4 %s after the copy was detached: %v %s", dev, err, out)

@@ -45,7 +45,7 @@ func TestDetachedCopies(t *testing.T) {
 			older := node.StartHolder(t, "private", script)
 			node.Run(t, "mount", dev, vol2)
 			younger := node.StartHolder(t, "private", "true")
-			time.Sleep(300 * time.Millisecond)
+			l.caughtUp(t, 60*time.Second) // the correlator has seen the holder
 			node.Run(t, "umount", vol)
 			node.Run(t, "umount", vol2)
 			privtest.AfterLeakSettle(t)

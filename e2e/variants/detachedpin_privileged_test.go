@@ -42,7 +42,7 @@ func TestDetachedTmpfsPinnedFromTheNode(t *testing.T) {
 			root := "/proc/" + strconv.Itoa(h.PID) + "/root" + vol
 			pinner := run(t, exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", "sh", "-c",
 				strings.ReplaceAll(tc.script, "ROOT", root)))
-			time.Sleep(300 * time.Millisecond)
+			l.caughtUp(t, 60*time.Second) // the correlator has seen the holder
 			node.Run(t, "umount", vol)
 			_ = h.Cmd.Process.Kill()
 			_ = h.Cmd.Wait()

@@ -18,12 +18,13 @@ import (
 // must name, the processes to act on in the cell's timing, and its
 // namespace.
 type made struct {
-	holder             // the process to name, and the namespace
-	member  int        // the process the namespace was made with (creator or oldest)
-	files   string     // the cell's scratch directory
-	forkNow func() int // forked, joined: make the pinner now; its pid
+	holder                         // the process to name, and the namespace
+	member  int                    // the process the namespace was made with (creator or oldest)
+	files   string                 // the cell's scratch directory
+	forkNow func() *privtest.Owned // forked, joined: make the pinner now
 	keeper  *exec.Cmd
-	reap    func() // recycled: kill the creator and reap it (a zombie keeps its pid)  // bind / nsfd: what keeps the namespace (nsfd: a process)
+	own     *privtest.Owned // pid's process, killed by its pidfd (at cleanup too)
+	reap    func()          // recycled: kill the creator and reap it (a zombie keeps its pid)  // bind / nsfd: what keeps the namespace (nsfd: a process)
 }
 
 // body is the holder's script: it records the pid to check, says ready,
@@ -138,7 +139,7 @@ func startHolder(t *testing.T, node privtest.Node, c cell, dir, vol string) made
 		waitGone(t, m.member)
 	}
 	if c.timing == forked {
-		m.forkNow = func() int {
+		m.forkNow = func() *privtest.Owned {
 			if err := os.WriteFile(filepath.Join(files, "go"), nil, 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -146,29 +147,29 @@ func startHolder(t *testing.T, node privtest.Node, c cell, dir, vol string) made
 				_, err := os.Stat(filepath.Join(files, "pid"))
 				return err == nil
 			})
-			pid := readPID(t, filepath.Join(files, "pid"))
-			t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
-			return pid
+			return privtest.Own(t, readPID(t, filepath.Join(files, "pid")))
 		}
 		m.ns, m.id = privtest.MountNS(t, strconv.Itoa(m.member)), findingset.BirthID(t, m.member)
 		return m
 	}
 	if c.timing == joined {
 		// The pinner enters the namespace (setns) after tracing began.
-		m.forkNow = func() int {
+		m.forkNow = func() *privtest.Owned {
 			pinner := run(t, exec.Command("nsenter", "-t", strconv.Itoa(m.member), "-m", "--", "sh", "-c", "cd "+vol+" && echo ready && exec sleep 600"))
-			return pinner.Process.Pid
+			return privtest.Own(t, pinner.Process.Pid)
 		}
 		m.ns, m.id = privtest.MountNS(t, strconv.Itoa(m.member)), findingset.BirthID(t, m.member)
 		return m
 	}
-	m.pid = readPID(t, filepath.Join(files, "pid"))
-	t.Cleanup(func() { _ = syscall.Kill(m.pid, syscall.SIGKILL) })
+	m.own = privtest.Own(t, readPID(t, filepath.Join(files, "pid")))
+	m.pid = m.own.PID
 	m.ns, m.id = privtest.MountNS(t, strconv.Itoa(m.pid)), findingset.BirthID(t, m.pid)
 	if c.hold == nsfd {
 		// A process of the node holds the namespace open; its processes go.
 		m.keeper = run(t, exec.Command(in[0], append(in[1:], "sh", "-c", "exec 7</proc/"+strconv.Itoa(m.pid)+"/ns/mnt && echo ready && exec sleep 600")...))
-		_ = syscall.Kill(m.pid, syscall.SIGKILL)
+		if err := m.own.Kill(); err != nil {
+			t.Fatal(err)
+		}
 		waitGone(t, m.pid)
 		m.holder = holder{pid: m.keeper.Process.Pid, ns: m.ns, id: m.id}
 	}
@@ -200,11 +201,28 @@ func waitGone(t *testing.T, pid int) {
 // recycle gives pid to a new, unrelated process (a copy of sleep named
 // impostor, in mntleak's own namespace), through ns_last_pid; it is killed
 // at cleanup.
+//
+// Writing ns_last_pid moves the whole node's pid cursor back: the other
+// packages' tests then get pids freed moments ago, which a test of theirs
+// that remembers a pid may take for its own process. The cursor goes back
+// where it was as soon as the impostor has its pid.
 func recycle(t *testing.T, pid int) {
 	t.Helper()
 	impostor := privtest.CopyBinary(t, "sleep", filepath.Join(t.TempDir(), "impostor"))
+	const cursor = "/proc/sys/kernel/ns_last_pid"
+	b, err := os.ReadFile(cursor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+		defer func() {
+			if err := os.WriteFile(cursor, []byte(strconv.Itoa(last)), 0o644); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
 	for range 200 {
-		if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(pid-1)), 0o644); err != nil {
+		if err := os.WriteFile(cursor, []byte(strconv.Itoa(pid-1)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		cmd := exec.Command(impostor, "600")

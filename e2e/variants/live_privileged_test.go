@@ -38,11 +38,12 @@ type live struct {
 	t          *testing.T
 	oracle     *oraclecheck.Checker // every finding of the cell is checked against the kernel's state
 	marker     privtest.Marker      // caughtUp's call, waited for in the stream
+	traced     bool                 // a tracer feeds it (startTracing); a check's test builds one without
 }
 
 func startTracing(t *testing.T) *live {
 	t.Helper()
-	l := &live{t: t, oracle: oraclecheck.New(t), settleWait: privtest.AfterLeakSettle}
+	l := &live{t: t, oracle: oraclecheck.New(t), settleWait: privtest.AfterLeakSettle, traced: true}
 	var proc procfs.Proc = procfs.Host{}
 	rec := recordTo(t)
 	if rec != nil {
@@ -113,7 +114,9 @@ func (l *live) settle(t testing.TB, control bool) {
 	if control {
 		l.settleWait(t)
 	}
-	time.Sleep(300 * time.Millisecond)
+	if l.traced {
+		l.caughtUp(t, 60*time.Second)
+	}
 	if l.stop != nil {
 		l.stop()
 		l.stop = nil

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -229,9 +228,10 @@ func runCell(t *testing.T, c cell) {
 		time.Sleep(100 * time.Millisecond)
 		m = startHolder(t, node, c, dir, vol)
 	}
-	time.Sleep(300 * time.Millisecond)
+	l.caughtUp(t, 60*time.Second) // the correlator has seen the holder
 	if m.forkNow != nil {
-		m.pid = m.forkNow()
+		m.own = m.forkNow()
+		m.pid = m.own.PID
 		time.Sleep(200 * time.Millisecond)
 	}
 	if c.timing == recycled {
@@ -241,7 +241,12 @@ func runCell(t *testing.T, c cell) {
 	}
 	umountErr := exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", "umount", vol).Run()
 	if c.timing == exitsFirst {
-		_ = syscall.Kill(m.pid, syscall.SIGKILL)
+		if m.own == nil {
+			t.Fatal("no process of the cell to end first")
+		}
+		if err := m.own.Kill(); err != nil {
+			t.Fatal(err)
+		}
 		waitGone(t, m.pid)
 		time.Sleep(200 * time.Millisecond)
 	}

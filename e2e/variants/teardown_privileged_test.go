@@ -25,10 +25,10 @@ func TestOneLeakPerTeardown(t *testing.T) {
 	node.Run(t, "mount", "-t", "tmpfs", "overlay", rootfs)
 	node.Run(t, "mount", "-t", "tmpfs", "volume", vol)
 	h := node.StartHolder(t, "private", "true")
-	time.Sleep(300 * time.Millisecond)
+	l.caughtUp(t, 60*time.Second) // the correlator has seen the holder
 	node.Run(t, "sh", "-c", "umount "+rootfs+" && umount "+vol)
 	privtest.AfterLeakSettle(t)
-	time.Sleep(500 * time.Millisecond)
+	l.caughtUp(t, 60*time.Second)
 	var leaks []*finding.Finding
 	for _, f := range append(l.about(rootfs, rootfs), l.about(vol, vol)...) {
 		if f.Kind == finding.KindLeak {

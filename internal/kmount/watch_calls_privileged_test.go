@@ -38,7 +38,7 @@ func TestWhichCallsTheKernelNotes(t *testing.T) {
 	}
 	node := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c",
 		"mkdir "+base+" && mount -t tmpfs kmcalls "+base+" && mount --make-shared "+base+" && cd "+base+" && mkdir a m1 m2 && "+
-			"{ unshare -m --propagation unchanged sleep 600 & } && sleep 0.2 && echo $! && exec sleep 600")
+			"{ unshare -m --propagation unchanged sh -c 'echo $$; exec sleep 600' & } && exec sleep 600")
 	out, err := node.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

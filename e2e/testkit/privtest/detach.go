@@ -35,7 +35,7 @@ func NewDetachableCopy(t *testing.T, source string) *DetachableCopy {
 	}
 	node := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c",
 		"mkdir "+d.Vol+" && mount -t tmpfs "+source+" "+d.Vol+" && "+
-			"{ unshare -m --propagation private sleep 600 & } && sleep 0.2 && echo $! && read go && umount "+d.Vol+" && rmdir "+d.Vol+" && echo done && read end")
+			"{ unshare -m --propagation private sh -c 'echo $$; exec sleep 600' & } && read go && umount "+d.Vol+" && rmdir "+d.Vol+" && echo done && read end")
 	stdin, err := node.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

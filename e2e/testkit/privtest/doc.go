@@ -23,6 +23,9 @@
 // run again only on lost events, recorded for make test's "reruns:"
 // line), recorder.go (Recorder: a testing.TB that records a check's
 // failures, to prove a check can fail), marker.go (Marker: wait until a
-// tracer's consumer has caught up with a call made now), syncbuffer.go, race_on.go and
+// tracer's consumer has caught up with a call made now), owned.go (Own: a
+// process killed by its pidfd, never another that took its pid),
+// statelog.go (WaitLogged: until the daemon's state log holds the events a test
+// needs), syncbuffer.go, race_on.go and
 // race_off.go (whether the race detector is on).
 package privtest
