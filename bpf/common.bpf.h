@@ -258,14 +258,40 @@ static __always_inline void *reserve_event(__u64 size, __u32 kind)
  * CPU's buffer is full): counted like a failed reservation, under the kind
  * in the record's header.
  */
-static __always_inline void submit_event(void *ctx, void *rec, __u64 size)
+#define RB_NO_WAKEUP 1		/* BPF_RB_NO_WAKEUP */
+#define RB_FORCE_WAKEUP 2	/* BPF_RB_FORCE_WAKEUP */
+#define RB_AVAIL_DATA 0		/* BPF_RB_AVAIL_DATA */
+#define RB_RING_SIZE 1		/* BPF_RB_RING_SIZE */
+
+/*
+ * Queues a record from reserve_event; quiet (a ring buffer record the
+ * reader may read late: nsproc.bpf.c, quiet_exits) does not wake the
+ * reader unless a quarter of the buffer is pending. Any other record wakes
+ * it: at once when records are pending before it (the kernel's own rule
+ * wakes a reader only for the record right after what it consumed, and a
+ * quiet record may be pending), else by that rule.
+ */
+static __always_inline void submit_event_quiet(void *ctx, void *rec, __u64 size, bool quiet)
 {
+	__u64 avail, flags = 0;
+
 	if (use_perf) {
 		if (bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, rec, size) < 0)
 			count_lost(((struct event_header *)rec)->kind);
-	} else {
-		bpf_ringbuf_submit(rec, 0);
+		return;
 	}
+	avail = bpf_ringbuf_query(&events, RB_AVAIL_DATA);
+	if (quiet)
+		flags = avail * 4 < bpf_ringbuf_query(&events, RB_RING_SIZE) ? RB_NO_WAKEUP : RB_FORCE_WAKEUP;
+	else if (avail > ((size + 8 + 7) & ~7ULL)) /* this record's length, header and padding */
+		flags = RB_FORCE_WAKEUP;
+	bpf_ringbuf_submit(rec, flags);
+}
+
+/* Queues a record from reserve_event; it wakes the reader. */
+static __always_inline void submit_event(void *ctx, void *rec, __u64 size)
+{
+	submit_event_quiet(ctx, rec, size, false);
 }
 
 /* Reads a user string into dst; returns true when it did not fit. */

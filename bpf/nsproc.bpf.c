@@ -145,6 +145,15 @@ int newns_fork(struct bpf_raw_tracepoint_args *ctx)
 }
 
 /*
+ * Set while the daemon's kernel mount notes keep its tables true
+ * (Tracer.SetQuietExits): an exit's record then does not wake the reader,
+ * which reads it with the next record that does or at its next periodic
+ * wakeup. Exits are most of a node's records, and each wakeup costs the
+ * daemon more than the record it brings.
+ */
+volatile __u32 quiet_exits;
+
+/*
  * Fires in the exiting task's context, before its namespaces are dropped.
  * Every thread's task_mntns_map entry goes, so a reused tid starts unknown.
  */
@@ -165,7 +174,7 @@ int leader_exit(struct bpf_raw_tracepoint_args *ctx)
 	fill_header(&e->hdr, EVENT_EXIT, -1, 0);
 	e->exit_code = BPF_CORE_READ(task, exit_code);
 	e->_pad = 0;
-	submit_event(ctx, e, sizeof(*e));
+	submit_event_quiet(ctx, e, sizeof(*e), quiet_exits != 0);
 	return 0;
 }
 

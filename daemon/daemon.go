@@ -152,6 +152,7 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer, log *Log, reopen <-c
 			p.mounts = openMountWatch(p.corr, p.log)
 			defer p.mounts.close()
 		}
+		quietExits(t, p.mounts != nil, p.log)
 	}
 	log.Info("tracing", zap.Stringer(logkey.Format, cfg.Format), zap.String(logkey.Record, cfg.Record),
 		zap.Bool(logkey.Filter, !cfg.Filter.Empty()))

@@ -35,8 +35,11 @@
 //     each group which namespace an id is in; mountwatch_info.go: an
 //     attached mount as mountinfo shows it; mountnotes.go: the
 //     pipeline's use of it: the notes queued so far recorded and applied
-//     before each event, the watched namespaces kept to the live ones
-//     (--mount-notes; without the marks the tables are re-read as before).
+//     before each event, the watched namespaces kept to the live ones,
+//     and exits made quiet while the notes run (quietExits: an exit's
+//     record waits for the reader's next wakeup) (--mount-notes; without
+//     the marks the tables are re-read as before, and every exit wakes
+//     the reader).
 //   - sources.go: Sources, the answers the engine is given before an
 //     event is recorded (correlate.Sources); the live test harnesses that
 //     drive a correlator of their own prepare events with it too;

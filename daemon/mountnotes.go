@@ -8,6 +8,7 @@ import (
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/stream"
+	"github.com/mntleak/mntleak/tracer"
 )
 
 // syncInterval is how often, in event time, the watched namespaces are
@@ -26,6 +27,21 @@ func openMountWatch(corr *correlate.Correlator, log *zap.Logger) *mountWatch {
 	mw.sync(corr.Lineage().Live(), watchPerSync)
 	log.Info("mount notes on", zap.Int("namespaces", len(mw.groups)))
 	return mw
+}
+
+// quietExits lets exits' records wait for the reader's next wakeup while
+// the kernel's mount notes keep the tables true (notes): without them an
+// exit is what makes a quiet namespace's table be read before a later
+// teardown detaches its copy, and every exit wakes the reader.
+func quietExits(t *tracer.Tracer, notes bool, log *zap.Logger) {
+	if !notes {
+		return
+	}
+	if err := t.SetQuietExits(true); err != nil {
+		log.Info("exits wake the reader", zap.Error(err))
+		return
+	}
+	log.Info("exits quiet", zap.Duration("at_most", tracer.QuietExitDelay))
 }
 
 // notes records and applies the kernel's mount notes queued so far, before

@@ -26,7 +26,10 @@
 //
 // The events buffer is a BPF ring buffer or, without one (or with
 // Config.Buffer = BufferPerf), a perf event array; the loader sets the
-// programs' use_perf constant to match (buffer.go, load.go). A perf event
+// programs' use_perf constant to match (buffer.go, load.go). Every ring
+// buffer record wakes the reader, but process exits once the consumer says
+// they may wait (SetQuietExits, quiet.go): they are then read with the
+// next record that wakes it, or at its wakeup every QuietExitDelay. A perf event
 // array is in order per CPU only, so Run holds its events for a short
 // window and releases them in kernel time order (reorder.go); the ring
 // buffer is in order already and never waits. Records the kernel cannot
@@ -45,7 +48,7 @@
 // Files: tracer.go (New, Run, Stats, Close), preflight.go and features.go
 // (what the kernel offers), memlock.go (RLIMIT_MEMLOCK on older kernels),
 // load.go, attach.go, hooks.go and trampoline.go (the two paths),
-// buffer.go, reorder.go, lost.go, walk.go, clock.go, tasks.go (Tasks: the
+// buffer.go, reorder.go, lost.go, quiet.go, walk.go, clock.go, tasks.go (Tasks: the
 // threads born or moved under tracing, where they are now, from the
 // programs' task map; CgroupChanges: the count of the changes of
 // processes' cgroups, read from the programs' memory), arch_amd64.go and arch_arm64.go (the kernel's syscall function names),

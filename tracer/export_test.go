@@ -53,3 +53,18 @@ func WithClockSkew(cfg Config, d time.Duration) Config {
 	cfg.clockSkew = d
 	return cfg
 }
+
+// WithoutQuietWake leaves quiet exits (SetQuietExits) to the next record
+// that wakes the reader: no periodic wakeup reads them.
+func WithoutQuietWake(cfg Config) Config {
+	cfg.noQuietWake = true
+	return cfg
+}
+
+// WithoutLostCheckWakeup is WithoutPeriodicLostCheck, and the reader does
+// not wake up for the check either: only records and quiet exits'
+// wakeups (SetQuietExits) wake it.
+func WithoutLostCheckWakeup(cfg Config) Config {
+	cfg.noPeriodicCheck, cfg.noLostWakeup = true, true
+	return cfg
+}

@@ -104,6 +104,7 @@ const (
 	nsprocProgSetnsExit      = "setns_exit"
 	nsprocProgUnshareExit    = "unshare_exit"
 	nsprocVarCgroupChanges   = "cgroup_changes"
+	nsprocVarQuietExits      = "quiet_exits"
 	nsprocVarTasksAdded      = "tasks_added"
 	nsprocVarTasksFull       = "tasks_full"
 	nsprocVarTasksFullAt     = "tasks_full_at"
@@ -180,6 +181,7 @@ type nsprocMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type nsprocVariableSpecs struct {
 	CgroupChanges   *ebpf.VariableSpec `ebpf:"cgroup_changes"`
+	QuietExits      *ebpf.VariableSpec `ebpf:"quiet_exits"`
 	TasksAdded      *ebpf.VariableSpec `ebpf:"tasks_added"`
 	TasksFull       *ebpf.VariableSpec `ebpf:"tasks_full"`
 	TasksFullAt     *ebpf.VariableSpec `ebpf:"tasks_full_at"`
@@ -231,6 +233,7 @@ func (m *nsprocMaps) Close() error {
 // It can be passed to loadNsprocObjects or ebpf.CollectionSpec.LoadAndAssign.
 type nsprocVariables struct {
 	CgroupChanges   *ebpf.Variable `ebpf:"cgroup_changes"`
+	QuietExits      *ebpf.Variable `ebpf:"quiet_exits"`
 	TasksAdded      *ebpf.Variable `ebpf:"tasks_added"`
 	TasksFull       *ebpf.Variable `ebpf:"tasks_full"`
 	TasksFullAt     *ebpf.Variable `ebpf:"tasks_full_at"`

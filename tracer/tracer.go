@@ -69,6 +69,8 @@ type Config struct {
 	boundedWalk     bool          // the bounded path walk even when bpf_loop exists
 	taskMapEntries  uint32        // task_mntns_map's bound (0: TASK_MNTNS_MAX)
 	clockSkew       time.Duration // added to the wall clock's offset (as if NTP moved it since the start)
+	noQuietWake     bool          // quiet exits wait for a record that wakes the reader
+	noLostWakeup    bool          // no periodic lost check, nor a reader wakeup for it
 }
 
 // Stats counts what the tracer saw.
@@ -119,6 +121,7 @@ type Tracer struct {
 	reorderLate    atomic.Uint64
 	reorderForced  atomic.Uint64
 	lostReadErrors atomic.Uint64
+	quietExits     atomic.Bool // SetQuietExits
 
 	detachOnce sync.Once
 	detachErr  error
@@ -281,11 +284,21 @@ func (t *Tracer) Run(ctx context.Context) error {
 	out := newOutput(t)
 	defer out.flush()
 	lost := newLostWatch(t, out.emit, time.Now())
-	var rec record
+	var (
+		rec   record
+		quiet time.Time // the reader's next wakeup for quiet exits
+	)
 	for {
 		now := time.Now()
 		lost.due(now)
-		out.due(now, lost.next)
+		next := lost.next
+		if t.cfg.noLostWakeup {
+			next = time.Time{} // no deadline
+		}
+		if quiet = t.quietWake(now, quiet); !quiet.IsZero() && (next.IsZero() || quiet.Before(next)) {
+			next = quiet
+		}
+		out.due(now, next)
 		err := t.reader.readInto(&rec)
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
