@@ -1,5 +1,5 @@
 // Package bench holds the workloads and the measurement harness of
-// `mntleak-bench`: the null syscall loop, file churn, the mount storm,
+// `mntleak-bench`: the null syscall loop, file churn, process churn, the mount storm,
 // container churn, failure injection among a crowd of processes and
 // namespaces, memory, startup and the after-the-fact commands.
 //
@@ -18,7 +18,7 @@
 // Files: run.go and runner.go (a run: Config, the rounds, the Report),
 // variants.go (no tracer, the empty-program floors, mntleak, bpftrace),
 // floor.go and nullsys.go (the empty programs, the getppid loop),
-// threads.go, procstat.go and stats.go (CPU time, medians), filechurn.go,
+// threads.go, procstat.go and stats.go (CPU time, medians), filechurn.go, spawn.go,
 // storm.go and stormworker.go, docker.go, crowd.go, procs.go, memory.go
 // (the workloads), smaps.go (where the daemon's resident pages are),
 // kubeapi.go (the fake API server of the memory figure with Kubernetes

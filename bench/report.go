@@ -45,7 +45,7 @@ func pct(x float64) string { return fmt.Sprintf("%.1f%%", x*100) }
 // Rows turns the results into the table of the issue, in its order.
 func (rep *Report) Rows() []Row {
 	var rows []Row
-	rows = append(rows, rep.nullRow(), rep.churnRow(), rep.stormRow(), rep.dockerRow())
+	rows = append(rows, rep.nullRow(), rep.churnRow(), rep.spawnRow(), rep.stormRow(), rep.dockerRow())
 	rows = append(rows, rep.crowdRows()...)
 	rows = append(rows, rep.memoryRow())
 	return rows
@@ -281,7 +281,8 @@ func (rep *Report) Markdown(rows []Row) string {
 		name string
 		s    samples
 	}{{"null syscall wall ns/op", rep.Null}, {"null syscall CPU ns/op", rep.NullCPU},
-		{"file churn wall s", rep.Churn}, {"file churn CPU s", rep.ChurnCPU}} {
+		{"file churn wall s", rep.Churn}, {"file churn CPU s", rep.ChurnCPU},
+		{"process churn wall s", rep.Spawn}, {"process churn daemon CPU s", rep.SpawnCPU}} {
 		for _, v := range []Variant{NoTracer, Floor, FloorEntry, Mntleak, Bpftrace} {
 			if len(s.s[v]) > 0 {
 				fmt.Fprintf(&b, "- %s, %s: %s\n", s.name, v, floats(s.s[v]))

@@ -20,12 +20,19 @@ type Report struct {
 
 	Null, Churn       samples // wall: ns/op, seconds
 	NullCPU, ChurnCPU samples // the workload threads' CPU time
+	Spawn, SpawnCPU   samples // process churn: wall seconds; the daemon's CPU seconds
 	Storm             *StormResult
 	StormBaseline     float64 // syscalls/s with no tracer (0: not measured)
 	Docker            *DockerResult
 	Crowd             *CrowdResult
 	Memory            *MemoryResult
 	Errors            []string // sections that could not run, and why
+}
+
+// Sections are the names of a run's sections, in their order (what
+// Config.Skip may name).
+func Sections() []string {
+	return []string{"null", "churn", "spawn", "storm", "docker", "crowd", "memory"}
 }
 
 // Run runs every section not skipped, prints the table, and writes the
@@ -75,6 +82,7 @@ func Run(ctx context.Context, cfg Config) ([]string, error) {
 	}
 	section("null", func() (err error) { rep.Null, rep.NullCPU, err = r.NullSyscall(ctx); return })
 	section("churn", func() (err error) { rep.Churn, rep.ChurnCPU, err = r.FileChurn(ctx); return })
+	section("spawn", func() (err error) { rep.Spawn, rep.SpawnCPU, err = r.ProcessChurn(ctx); return })
 	section("storm", func() error {
 		if cfg.StormBaseline > 0 {
 			rate, err := r.StormBaselineRate(ctx, cfg.StormBaseline)

@@ -18,11 +18,14 @@ type Config struct {
 	Out     io.Writer
 	Skip    map[string]bool // sections not to run, by name
 	// Rounds per variant of the interleaved workloads.
-	Rounds       int
-	NullOps      int // getppid calls per thread per round
-	ChurnFiles   int
-	StormThreads int
-	StormTime    time.Duration
+	Rounds     int
+	NullOps    int // getppid calls per thread per round
+	ChurnFiles int
+	// SpawnProcesses are the processes started per round of the process
+	// churn.
+	SpawnProcesses int
+	StormThreads   int
+	StormTime      time.Duration
 	// StormBaseline is the length of the no-tracer storm rounds that give
 	// the syscall rate without tracing (0: none).
 	StormBaseline time.Duration
@@ -47,7 +50,7 @@ type Config struct {
 // Full is the configuration of `make bench`.
 func Full() Config {
 	return Config{
-		Rounds: 11, NullOps: 2_000_000, ChurnFiles: 200_000,
+		Rounds: 11, NullOps: 2_000_000, ChurnFiles: 200_000, SpawnProcesses: 2000,
 		StormThreads: 2, StormTime: 60 * time.Second, StormBaseline: 10 * time.Second,
 		DockerRounds: 3, Containers: 20,
 		Processes: 2000, Namespaces: 300, MountsPerNS: 300,
@@ -59,7 +62,7 @@ func Full() Config {
 func Quick() Config {
 	return Config{
 		Quick:  true,
-		Rounds: 3, NullOps: 1_000_000, ChurnFiles: 50_000,
+		Rounds: 3, NullOps: 1_000_000, ChurnFiles: 50_000, SpawnProcesses: 500,
 		StormThreads: 2, StormTime: 10 * time.Second,
 		DockerRounds: 1, Containers: 6,
 		Processes: 500, Namespaces: 60, MountsPerNS: 60,
@@ -73,6 +76,8 @@ type Runner struct {
 	dir string
 	out io.Writer
 	log *os.File // progress and child output, in the work dir
+	// running is the variant interleave is measuring under now.
+	running tracer
 }
 
 // NewRunner prepares the scratch directory.

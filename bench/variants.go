@@ -54,6 +54,15 @@ func (r *Runner) startVariant(ctx context.Context, v Variant) (tracer, error) {
 	return nil, fmt.Errorf("unknown variant %q", v)
 }
 
+// daemonPID is the pid of the mntleak daemon of the variant being
+// measured, 0 under any other.
+func (r *Runner) daemonPID() int {
+	if t, ok := r.running.(daemonTracer); ok {
+		return t.d.PID()
+	}
+	return 0
+}
+
 // samples holds one workload's measurements per variant.
 type samples map[Variant][]float64
 
@@ -71,7 +80,9 @@ func (r *Runner) interleave(ctx context.Context, name string, variants []Variant
 			if err != nil {
 				return out, fmt.Errorf("%s round %d: %s: %w", name, round, v, err)
 			}
+			r.running = t
 			x, err := measure(ctx, v)
+			r.running = nil
 			if serr := t.stop(); err == nil && serr != nil {
 				err = fmt.Errorf("stop %s: %w", v, serr)
 			}

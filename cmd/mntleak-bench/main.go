@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -33,7 +34,7 @@ func run() int {
 	mntleak := fs.String("mntleak", "bin/mntleak", "the mntleak binary to measure")
 	md := fs.String("markdown", "", "also write the results as Markdown to this file")
 	workDir := fs.String("work-dir", "", "scratch directory, kept with its logs (default: a temp dir, removed)")
-	skip := fs.String("skip", "", "sections not to run, comma-separated: null,churn,storm,docker,crowd,memory")
+	skip := fs.String("skip", "", "sections not to run, comma-separated: "+strings.Join(bench.Sections(), ","))
 	noBpftrace := fs.Bool("no-bpftrace", false, "leave bpftrace out of the comparison")
 	stormTime := fs.Duration("storm-time", 0, "length of each mount storm (default: 60s, 10s with -quick)")
 	stormSizes := fs.String("storm-ringbuf-sizes", "", "ring buffer sizes in bytes, comma-separated, to run the mount storm again with (one storm each, after the default's)")
@@ -62,6 +63,10 @@ func run() int {
 	}
 	cfg.Skip = map[string]bool{}
 	for _, s := range strings.Split(*skip, ",") {
+		if s != "" && !slices.Contains(bench.Sections(), s) {
+			fmt.Fprintf(os.Stderr, "mntleak-bench: invalid -skip entry %q: want one of %s\n", s, strings.Join(bench.Sections(), ","))
+			return 2
+		}
 		if s != "" {
 			cfg.Skip[s] = true
 		}
