@@ -70,7 +70,7 @@ func containerChurn(t *testing.T, l *live, node privtest.Node, dir string) objec
 	}
 	service := node.StartHolder(t, "private", "true")
 	objs.ns = append(objs.ns, service.MntNS)
-	l.caughtUp(t, 60*time.Second) // the correlator has seen the holder
+	l.holderSeen(t)
 	for i, c := range containers {
 		_ = c.Cmd.Process.Kill()
 		_ = c.Cmd.Wait()
@@ -114,7 +114,7 @@ func doubleUnmount(t *testing.T, l *live, node privtest.Node, dir string, afterR
 	if afterRmdir {
 		objs = objs.withHolder(t, node.StartHolder(t, "private", "true"))
 	}
-	l.caughtUp(t, 60*time.Second) // the correlator has seen the holder
+	l.holderSeen(t)
 	node.Run(t, "umount", vol)
 	if afterRmdir {
 		node.Run(t, "rmdir", vol)
@@ -134,7 +134,7 @@ func unmountThenRmdir(t *testing.T, l *live, node privtest.Node, dir string) obj
 	node.Run(t, "mount", dev, vol)
 	holder := node.StartHolder(t, "private", "true")
 	objs := objects{paths: []string{dev, vol}}.withHolder(t, holder)
-	l.caughtUp(t, 60*time.Second) // the correlator has seen the holder
+	l.holderSeen(t)
 	node.Run(t, "sh", "-c", "umount "+vol+" && rmdir "+vol)
 	if out, err := exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", "mkfs.ext4", "-q", "-F", dev).CombinedOutput(); err != nil {
 		t.Fatalf("mkfs.ext4 %s after the copy was detached: %v %s", dev, err, out)

@@ -45,7 +45,7 @@ func TestDetachedCopies(t *testing.T) {
 			older := node.StartHolder(t, "private", script)
 			node.Run(t, "mount", dev, vol2)
 			younger := node.StartHolder(t, "private", "true")
-			l.caughtUp(t, 60*time.Second) // the correlator has seen the holder
+			l.holderSeen(t)
 			node.Run(t, "umount", vol)
 			node.Run(t, "umount", vol2)
 			privtest.AfterLeakSettle(t)

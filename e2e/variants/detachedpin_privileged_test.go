@@ -7,7 +7,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/mntleak/mntleak/e2e/findingset"
 	"github.com/mntleak/mntleak/e2e/testkit/privtest"
@@ -42,7 +41,7 @@ func TestDetachedTmpfsPinnedFromTheNode(t *testing.T) {
 			root := "/proc/" + strconv.Itoa(h.PID) + "/root" + vol
 			pinner := run(t, exec.Command("nsenter", "-t", strconv.Itoa(node.PID), "-m", "--", "sh", "-c",
 				strings.ReplaceAll(tc.script, "ROOT", root)))
-			l.caughtUp(t, 60*time.Second) // the correlator has seen the holder
+			l.holderSeen(t)
 			node.Run(t, "umount", vol)
 			_ = h.Cmd.Process.Kill()
 			_ = h.Cmd.Wait()

@@ -228,7 +228,7 @@ func runCell(t *testing.T, c cell) {
 		time.Sleep(100 * time.Millisecond)
 		m = startHolder(t, node, c, dir, vol)
 	}
-	l.caughtUp(t, 60*time.Second) // the correlator has seen the holder
+	l.holderSeen(t)
 	if m.forkNow != nil {
 		m.own = m.forkNow()
 		m.pid = m.own.PID

@@ -133,7 +133,7 @@ func runtimeInAPinnedNamespace(t *testing.T, c runtimeCell) {
 	if c.predates {
 		l = startTracing(t)
 	}
-	l.caughtUp(t, 60*time.Second) // the correlator has seen the holder
+	l.holderSeen(t)
 	// The runtime's namespace, a private copy of the node's, also holds
 	// copies of whatever else the node had (another package's volumes),
 	// named in their findings: the cell's findings are those about its

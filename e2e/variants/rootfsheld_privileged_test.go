@@ -129,8 +129,8 @@ func rootfsHeld(t *testing.T, c rootfsCell) {
 	if c.predates {
 		l = startTracing(t)
 	}
-	l.caughtUp(t, 60*time.Second) // the correlator has seen the holder
-	gone := func() {              // reaped: no zombie is left to read
+	l.holderSeen(t)
+	gone := func() { // reaped: no zombie is left to read
 		_ = agent.Process.Kill()
 		_ = agent.Wait()
 	}

@@ -55,7 +55,7 @@ func TestSharedPropagationHolder(t *testing.T) {
 			mounter := exec.Command("nsenter", "-t", strconv.Itoa(plugin.PID), "-m", "--", os.Args[0])
 			mounter.Env = append(os.Environ(), mountEnv+"="+filepath.Join(pluginView, "pods", "b", "volumes", "kubernetes.io~empty-dir", "x"))
 			run(t, mounter)
-			l.caughtUp(t, 60*time.Second) // the correlator has seen the holder
+			l.holderSeen(t)
 			kill := func(pid int, cmd *exec.Cmd) {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 				_ = cmd.Wait()

@@ -25,7 +25,7 @@ func TestOneLeakPerTeardown(t *testing.T) {
 	node.Run(t, "mount", "-t", "tmpfs", "overlay", rootfs)
 	node.Run(t, "mount", "-t", "tmpfs", "volume", vol)
 	h := node.StartHolder(t, "private", "true")
-	l.caughtUp(t, 60*time.Second) // the correlator has seen the holder
+	l.holderSeen(t)
 	node.Run(t, "sh", "-c", "umount "+rootfs+" && umount "+vol)
 	privtest.AfterLeakSettle(t)
 	l.caughtUp(t, 60*time.Second)

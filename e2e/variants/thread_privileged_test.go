@@ -40,7 +40,7 @@ func TestThreadUnshareKeepsItsProcess(t *testing.T) {
 	if ns := privtest.MountNS(t, strconv.Itoa(prog.Process.Pid)); ns != h.MntNS {
 		t.Fatalf("the Go program is in mnt:[%d], want the holder's mnt:[%d]", ns, h.MntNS)
 	}
-	l.caughtUp(t, 60*time.Second) // the correlator has seen the holder
+	l.holderSeen(t)
 	node.Run(t, "umount", vol)
 	if err := os.WriteFile(filepath.Join(files, "go"), nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -98,7 +98,7 @@ func TestNamespaceKeptByAThread(t *testing.T) {
 	node.Run(t, "mount", dev, vol)
 	l := startTracing(t)
 	pid, tid, threadNS := startStayingThread(t, node, filepath.Join(dir, "thread"))
-	l.caughtUp(t, 60*time.Second) // the correlator has seen the holder
+	l.holderSeen(t)
 	node.Run(t, "umount", vol)
 	privtest.AfterLeakSettle(t)
 	l.settle(t, false)
@@ -195,7 +195,7 @@ func TestThreadCwdPinsItsCopy(t *testing.T) {
 			if got, want := cwd(strconv.Itoa(pid)+"/task/"+strconv.Itoa(tid)), map[bool]string{false: vol, true: dir}[control]; got != want {
 				t.Fatalf("the thread's cwd is %s, want %s", got, want)
 			}
-			l.caughtUp(t, 60*time.Second) // the correlator has seen the holder
+			l.holderSeen(t)
 			node.Run(t, "umount", vol)
 			privtest.AfterLeakSettle(t)
 			l.settle(t, control)
@@ -242,7 +242,7 @@ func TestHolderMovedAfterTheUnmount(t *testing.T) {
 	// "echo ready && exec sleep" after it is never reached.
 	h := node.StartHolder(t, "private", "echo ready; while [ ! -e "+move+" ]; do sleep 0.05; done; exec unshare -m --propagation private sleep 600")
 	first := h.MntNS
-	l.caughtUp(t, 60*time.Second) // the correlator has seen the holder
+	l.holderSeen(t)
 	node.Run(t, "umount", vol)
 	time.Sleep(300 * time.Millisecond)
 	if err := os.WriteFile(move, nil, 0o600); err != nil {
