@@ -59,6 +59,20 @@ struct {
 	__type(value, struct lost_counts);
 } lost SEC(".maps");
 
+/*
+ * Set when a quiet record went into the ring buffer without waking the
+ * reader (submit_event_quiet), cleared by the next record that forces the
+ * wakeup: one word shared by every object, read and written without
+ * atomics (a lost update delays a wakeup to the reader's own, never a
+ * record).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} quiet_pending SEC(".maps");
+
 /* Every record, so that the perf staging buffer fits the largest. */
 union any_event {
 	struct mount_event mount;
@@ -253,38 +267,43 @@ static __always_inline void *reserve_event(__u64 size, __u32 kind)
 	return rec;
 }
 
-/*
- * Queues a record from reserve_event. In perf mode the copy can fail (the
- * CPU's buffer is full): counted like a failed reservation, under the kind
- * in the record's header.
- */
 #define RB_NO_WAKEUP 1		/* BPF_RB_NO_WAKEUP */
 #define RB_FORCE_WAKEUP 2	/* BPF_RB_FORCE_WAKEUP */
 #define RB_AVAIL_DATA 0		/* BPF_RB_AVAIL_DATA */
 #define RB_RING_SIZE 1		/* BPF_RB_RING_SIZE */
 
 /*
- * Queues a record from reserve_event; quiet (a ring buffer record the
- * reader may read late: nsproc.bpf.c, quiet_exits) does not wake the
- * reader unless a quarter of the buffer is pending. Any other record wakes
- * it: at once when records are pending before it (the kernel's own rule
- * wakes a reader only for the record right after what it consumed, and a
- * quiet record may be pending), else by that rule.
+ * Queues a record from reserve_event. In perf mode the copy can fail (the
+ * CPU's buffer is full): counted like a failed reservation, under the kind
+ * in the record's header. A quiet ring buffer record (one the reader may
+ * read late: nsproc.bpf.c, quiet_exits) does not wake the reader, unless a
+ * quarter of the buffer is pending. Any other record wakes it by the
+ * kernel's rule (only a record right after what the reader consumed wakes
+ * it), and forces the wakeup when a quiet record went in since the last
+ * forced one: the reader, asleep, has not consumed that one.
  */
 static __always_inline void submit_event_quiet(void *ctx, void *rec, __u64 size, bool quiet)
 {
-	__u64 avail, flags = 0;
+	__u32 zero = 0, *pending;
+	__u64 flags = 0;
 
 	if (use_perf) {
 		if (bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, rec, size) < 0)
 			count_lost(((struct event_header *)rec)->kind);
 		return;
 	}
-	avail = bpf_ringbuf_query(&events, RB_AVAIL_DATA);
-	if (quiet)
-		flags = avail * 4 < bpf_ringbuf_query(&events, RB_RING_SIZE) ? RB_NO_WAKEUP : RB_FORCE_WAKEUP;
-	else if (avail > ((size + 8 + 7) & ~7ULL)) /* this record's length, header and padding */
+	pending = bpf_map_lookup_elem(&quiet_pending, &zero);
+	if (quiet) {
 		flags = RB_FORCE_WAKEUP;
+		if (bpf_ringbuf_query(&events, RB_AVAIL_DATA) * 4 < bpf_ringbuf_query(&events, RB_RING_SIZE)) {
+			flags = RB_NO_WAKEUP;
+			if (pending && !*pending)
+				*pending = 1;
+		}
+	} else if (pending && *pending) {
+		*pending = 0;
+		flags = RB_FORCE_WAKEUP;
+	}
 	bpf_ringbuf_submit(rec, flags);
 }
 

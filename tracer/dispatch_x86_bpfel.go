@@ -20,6 +20,7 @@ const (
 	dispatchMapHandlers     = "handlers"
 	dispatchMapLost         = "lost"
 	dispatchMapPerfBuf      = "perf_buf"
+	dispatchMapQuietPending = "quiet_pending"
 	dispatchMapTaskMntnsMap = "task_mntns_map"
 	dispatchProgDispatch    = "dispatch"
 	dispatchVarUsePerf      = "use_perf"
@@ -78,6 +79,7 @@ type dispatchMapSpecs struct {
 	Handlers     *ebpf.MapSpec `ebpf:"handlers"`
 	Lost         *ebpf.MapSpec `ebpf:"lost"`
 	PerfBuf      *ebpf.MapSpec `ebpf:"perf_buf"`
+	QuietPending *ebpf.MapSpec `ebpf:"quiet_pending"`
 	TaskMntnsMap *ebpf.MapSpec `ebpf:"task_mntns_map"`
 }
 
@@ -112,6 +114,7 @@ type dispatchMaps struct {
 	Handlers     *ebpf.Map `ebpf:"handlers"`
 	Lost         *ebpf.Map `ebpf:"lost"`
 	PerfBuf      *ebpf.Map `ebpf:"perf_buf"`
+	QuietPending *ebpf.Map `ebpf:"quiet_pending"`
 	TaskMntnsMap *ebpf.Map `ebpf:"task_mntns_map"`
 }
 
@@ -121,6 +124,7 @@ func (m *dispatchMaps) Close() error {
 		m.Handlers,
 		m.Lost,
 		m.PerfBuf,
+		m.QuietPending,
 		m.TaskMntnsMap,
 	)
 }

@@ -49,6 +49,7 @@ const (
 	failureMapHandlers           = "handlers"
 	failureMapLost               = "lost"
 	failureMapPerfBuf            = "perf_buf"
+	failureMapQuietPending       = "quiet_pending"
 	failureMapScratch            = "scratch"
 	failureMapTaskMntnsMap       = "task_mntns_map"
 	failureProgFailureExit       = "failure_exit"
@@ -110,6 +111,7 @@ type failureMapSpecs struct {
 	Handlers     *ebpf.MapSpec `ebpf:"handlers"`
 	Lost         *ebpf.MapSpec `ebpf:"lost"`
 	PerfBuf      *ebpf.MapSpec `ebpf:"perf_buf"`
+	QuietPending *ebpf.MapSpec `ebpf:"quiet_pending"`
 	Scratch      *ebpf.MapSpec `ebpf:"scratch"`
 	TaskMntnsMap *ebpf.MapSpec `ebpf:"task_mntns_map"`
 }
@@ -147,6 +149,7 @@ type failureMaps struct {
 	Handlers     *ebpf.Map `ebpf:"handlers"`
 	Lost         *ebpf.Map `ebpf:"lost"`
 	PerfBuf      *ebpf.Map `ebpf:"perf_buf"`
+	QuietPending *ebpf.Map `ebpf:"quiet_pending"`
 	Scratch      *ebpf.Map `ebpf:"scratch"`
 	TaskMntnsMap *ebpf.Map `ebpf:"task_mntns_map"`
 }
@@ -157,6 +160,7 @@ func (m *failureMaps) Close() error {
 		m.Handlers,
 		m.Lost,
 		m.PerfBuf,
+		m.QuietPending,
 		m.Scratch,
 		m.TaskMntnsMap,
 	)

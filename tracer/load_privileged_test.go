@@ -42,7 +42,7 @@ func TestLoadBuffers(t *testing.T) {
 			}
 			// By field name in the generated structs.
 			sharedIDs := map[string]ebpf.MapID{
-				"Events": mapID(t, o.mount.Events), "Lost": mapID(t, o.mount.Lost),
+				"Events": mapID(t, o.mount.Events), "Lost": mapID(t, o.mount.Lost), "QuietPending": mapID(t, o.mount.QuietPending),
 				"Scratch": mapID(t, o.mount.Scratch), "PerfBuf": mapID(t, o.mount.PerfBuf),
 				"Handlers": mapID(t, o.mount.Handlers), "TaskMntnsMap": mapID(t, o.mount.TaskMntnsMap),
 			}

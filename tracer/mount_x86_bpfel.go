@@ -68,6 +68,7 @@ const (
 	mountMapHandlers             = "handlers"
 	mountMapLost                 = "lost"
 	mountMapPerfBuf              = "perf_buf"
+	mountMapQuietPending         = "quiet_pending"
 	mountMapScratch              = "scratch"
 	mountMapTaskMntnsMap         = "task_mntns_map"
 	mountProgMountExit           = "mount_exit"
@@ -135,6 +136,7 @@ type mountMapSpecs struct {
 	Handlers     *ebpf.MapSpec `ebpf:"handlers"`
 	Lost         *ebpf.MapSpec `ebpf:"lost"`
 	PerfBuf      *ebpf.MapSpec `ebpf:"perf_buf"`
+	QuietPending *ebpf.MapSpec `ebpf:"quiet_pending"`
 	Scratch      *ebpf.MapSpec `ebpf:"scratch"`
 	TaskMntnsMap *ebpf.MapSpec `ebpf:"task_mntns_map"`
 }
@@ -174,6 +176,7 @@ type mountMaps struct {
 	Handlers     *ebpf.Map `ebpf:"handlers"`
 	Lost         *ebpf.Map `ebpf:"lost"`
 	PerfBuf      *ebpf.Map `ebpf:"perf_buf"`
+	QuietPending *ebpf.Map `ebpf:"quiet_pending"`
 	Scratch      *ebpf.Map `ebpf:"scratch"`
 	TaskMntnsMap *ebpf.Map `ebpf:"task_mntns_map"`
 }
@@ -184,6 +187,7 @@ func (m *mountMaps) Close() error {
 		m.Handlers,
 		m.Lost,
 		m.PerfBuf,
+		m.QuietPending,
 		m.Scratch,
 		m.TaskMntnsMap,
 	)

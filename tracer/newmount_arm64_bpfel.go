@@ -140,6 +140,7 @@ const (
 	newmountMapHandlers                = "handlers"
 	newmountMapLost                    = "lost"
 	newmountMapPerfBuf                 = "perf_buf"
+	newmountMapQuietPending            = "quiet_pending"
 	newmountMapScratch                 = "scratch"
 	newmountMapTaskMntnsMap            = "task_mntns_map"
 	newmountProgFsmountExit            = "fsmount_exit"
@@ -213,6 +214,7 @@ type newmountMapSpecs struct {
 	Handlers     *ebpf.MapSpec `ebpf:"handlers"`
 	Lost         *ebpf.MapSpec `ebpf:"lost"`
 	PerfBuf      *ebpf.MapSpec `ebpf:"perf_buf"`
+	QuietPending *ebpf.MapSpec `ebpf:"quiet_pending"`
 	Scratch      *ebpf.MapSpec `ebpf:"scratch"`
 	TaskMntnsMap *ebpf.MapSpec `ebpf:"task_mntns_map"`
 }
@@ -254,6 +256,7 @@ type newmountMaps struct {
 	Handlers     *ebpf.Map `ebpf:"handlers"`
 	Lost         *ebpf.Map `ebpf:"lost"`
 	PerfBuf      *ebpf.Map `ebpf:"perf_buf"`
+	QuietPending *ebpf.Map `ebpf:"quiet_pending"`
 	Scratch      *ebpf.Map `ebpf:"scratch"`
 	TaskMntnsMap *ebpf.Map `ebpf:"task_mntns_map"`
 }
@@ -264,6 +267,7 @@ func (m *newmountMaps) Close() error {
 		m.Handlers,
 		m.Lost,
 		m.PerfBuf,
+		m.QuietPending,
 		m.Scratch,
 		m.TaskMntnsMap,
 	)

@@ -95,6 +95,7 @@ const (
 	nsprocMapHandlers        = "handlers"
 	nsprocMapLost            = "lost"
 	nsprocMapPerfBuf         = "perf_buf"
+	nsprocMapQuietPending    = "quiet_pending"
 	nsprocMapTaskMntnsMap    = "task_mntns_map"
 	nsprocProgCgroupAttach   = "cgroup_attach"
 	nsprocProgCgroupRenamed  = "cgroup_renamed"
@@ -173,6 +174,7 @@ type nsprocMapSpecs struct {
 	Handlers     *ebpf.MapSpec `ebpf:"handlers"`
 	Lost         *ebpf.MapSpec `ebpf:"lost"`
 	PerfBuf      *ebpf.MapSpec `ebpf:"perf_buf"`
+	QuietPending *ebpf.MapSpec `ebpf:"quiet_pending"`
 	TaskMntnsMap *ebpf.MapSpec `ebpf:"task_mntns_map"`
 }
 
@@ -215,6 +217,7 @@ type nsprocMaps struct {
 	Handlers     *ebpf.Map `ebpf:"handlers"`
 	Lost         *ebpf.Map `ebpf:"lost"`
 	PerfBuf      *ebpf.Map `ebpf:"perf_buf"`
+	QuietPending *ebpf.Map `ebpf:"quiet_pending"`
 	TaskMntnsMap *ebpf.Map `ebpf:"task_mntns_map"`
 }
 
@@ -224,6 +227,7 @@ func (m *nsprocMaps) Close() error {
 		m.Handlers,
 		m.Lost,
 		m.PerfBuf,
+		m.QuietPending,
 		m.TaskMntnsMap,
 	)
 }
