@@ -29,9 +29,11 @@ func (r *Runner) ProcessChurn(ctx context.Context) (wall, daemonCPU samples, err
 	wall, err = r.interleave(ctx, "process-churn", r.variants(), r.cfg.Rounds, func(ctx context.Context, v Variant) (float64, error) {
 		var meter *cpuMeter
 		if pid := r.daemonPID(); pid != 0 {
-			if meter, err = startCPU(pid); err != nil {
+			m, err := startCPU(pid)
+			if err != nil {
 				return 0, err
 			}
+			meter = m
 		}
 		w, err := processChurn(ctx, r.cfg.SpawnProcesses)
 		if err != nil || meter == nil {

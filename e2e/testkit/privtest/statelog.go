@@ -1,6 +1,7 @@
 package privtest
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -19,36 +20,18 @@ func WaitLogged(t testing.TB, dir string, d time.Duration, wants ...func(*event.
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(d)
-	for {
+	WaitFor(t, d, "state log in "+dir+" holding what the test needs", func() bool {
 		events, _, err := state.Load(dir, boot) // a line being written reads as damage: read again
 		if err != nil {
 			t.Fatalf("read the state log in %s: %v", dir, err)
 		}
-		if loggedAll(events, wants) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the state log in %s lacks what the test needs after %v (%d events)", dir, d, len(events))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func loggedAll(events []*event.Event, wants []func(*event.Event) bool) bool {
-	for _, want := range wants {
-		found := false
-		for _, ev := range events {
-			if want(ev) {
-				found = true
-				break
+		for _, want := range wants {
+			if !slices.ContainsFunc(events, want) {
+				return false
 			}
 		}
-		if !found {
-			return false
-		}
-	}
-	return true
+		return true
+	})
 }
 
 // Unmounted matches a successful unmount of target.
