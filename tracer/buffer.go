@@ -96,6 +96,19 @@ func perfBufferBytes(total, cpus int) int {
 	return max(total/cpus, os.Getpagesize())
 }
 
+// pollDeadline is the deadline to give either reader so that it returns
+// at t or just after it, never before: their poller passes epoll the time
+// left in whole milliseconds, rounded down, so a deadline less than a
+// millisecond away polled without waiting, over and over until it passed
+// (tens of thousands of wakeups a second on an idle node). Zero stays zero
+// (no deadline).
+func pollDeadline(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.Add(time.Millisecond)
+}
+
 type ringReader struct {
 	rd  *ringbuf.Reader
 	rec ringbuf.Record
@@ -115,7 +128,7 @@ func (r *ringReader) readInto(rec *record) error {
 	return nil
 }
 
-func (r *ringReader) setDeadline(t time.Time) { r.rd.SetDeadline(t) }
+func (r *ringReader) setDeadline(t time.Time) { r.rd.SetDeadline(pollDeadline(t)) }
 func (r *ringReader) flush() error            { return r.rd.Flush() }
 func (r *ringReader) close() error            { return r.rd.Close() }
 
@@ -138,6 +151,6 @@ func (r *perfReader) readInto(rec *record) error {
 	return nil
 }
 
-func (r *perfReader) setDeadline(t time.Time) { r.rd.SetDeadline(t) }
+func (r *perfReader) setDeadline(t time.Time) { r.rd.SetDeadline(pollDeadline(t)) }
 func (r *perfReader) flush() error            { return r.rd.Flush() }
 func (r *perfReader) close() error            { return r.rd.Close() }

@@ -94,6 +94,10 @@ type Stats struct {
 	// LostReadErrors counts checks that could not read the kernel's lost
 	// counters (the first one is logged); a loss is then reported late.
 	LostReadErrors uint64
+	// Timeouts counts the reader's returns at its deadline with nothing
+	// read: its own wakeups (the lost check, quiet exits, a perf reorder's
+	// release), a few a second on an idle node.
+	Timeouts uint64
 }
 
 // Tracer owns the loaded programs, their links and the buffer reader.
@@ -121,6 +125,7 @@ type Tracer struct {
 	reorderLate    atomic.Uint64
 	reorderForced  atomic.Uint64
 	lostReadErrors atomic.Uint64
+	timeouts       atomic.Uint64
 	quietExits     atomic.Bool // SetQuietExits
 
 	detachOnce sync.Once
@@ -302,6 +307,7 @@ func (t *Tracer) Run(ctx context.Context) error {
 		err := t.reader.readInto(&rec)
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
+			t.timeouts.Add(1)
 			continue
 		case errors.Is(err, errReaderFlushed), errors.Is(err, errReaderClosed):
 			// What was lost up to here is in the stream too.
@@ -344,6 +350,7 @@ func (t *Tracer) Stats() (Stats, error) {
 		PerfReorderLate:   t.reorderLate.Load(),
 		PerfReorderForced: t.reorderForced.Load(),
 		LostReadErrors:    t.lostReadErrors.Load(),
+		Timeouts:          t.timeouts.Load(),
 		Lost:              map[event.Kind]uint64{},
 	}
 	lost, total, err := t.lostCounts()
