@@ -149,7 +149,7 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer, log *Log, reopen <-c
 			return fmt.Errorf("startup snapshot of /proc: %w", err)
 		}
 		if !cfg.NoMountNotes {
-			p.mounts = openMountWatch(p.corr, p.log)
+			p.mounts = openMountWatch(p.corr, p.src.Tasks, p.log)
 			defer p.mounts.close()
 		}
 		quietExits(t, p.mounts != nil, p.log)

@@ -32,7 +32,10 @@
 //   - mountwatch.go: the kernel's mount notes (fanotify mount-namespace
 //     marks, Linux 6.15+): fanotify groups of up to 16 watched namespaces
 //     under one epoll, each namespace knowing its mounts by unique id and
-//     each group which namespace an id is in; mountwatch_info.go: an
+//     each group which namespace an id is in, marked through a process
+//     the lineage knows in it or one of the tracer's tasks, and marked
+//     again when the lineage has a new namespace under its inode (the
+//     kernel reuses a dead one's); mountwatch_info.go: an
 //     attached mount as mountinfo shows it; mountnotes.go: the
 //     pipeline's use of it: the notes queued so far recorded and applied
 //     before each event, the watched namespaces kept to the live ones,

@@ -15,15 +15,17 @@ import (
 // matched with the live ones (a namespace's creation is watched at once).
 const syncInterval = time.Second
 
-// openMountWatch watches the namespaces corr tracks, or returns nil, said
-// once, where the kernel has no mount-namespace marks: the correlator
-// re-reads tables as before.
-func openMountWatch(corr *correlate.Correlator, log *zap.Logger) *mountWatch {
+// openMountWatch watches the namespaces corr tracks (a namespace without
+// a known process through one of the tracer's tasks, when tasks is not
+// nil), or returns nil, said once, where the kernel has no mount-namespace
+// marks: the correlator re-reads tables as before.
+func openMountWatch(corr *correlate.Correlator, tasks func() ([]event.Task, bool, error), log *zap.Logger) *mountWatch {
 	mw, err := newMountWatch(corr.HostNS(), log)
 	if err != nil {
 		log.Info("mount notes off: tables are re-read when needed", zap.Error(err))
 		return nil
 	}
+	mw.tasks = tasks
 	mw.sync(corr.Lineage().Live(), watchPerSync)
 	log.Info("mount notes on", zap.Int("namespaces", len(mw.groups)))
 	return mw

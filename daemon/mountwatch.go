@@ -90,7 +90,11 @@ type mountWatch struct {
 	said   []event.MountNote // watch notes (event.WatchOn, WatchOff) the next drain returns first
 	// budget is how many fanotify groups the watch may hold
 	// (groupBudget): the rest of the user's are left to other programs.
-	budget     int
+	budget int
+	// tasks is the tracer's tasks (correlate.Options.Tasks): a namespace
+	// no known member of which answers is marked through one of them.
+	// Nil: none.
+	tasks      func() ([]event.Task, bool, error)
 	saidBudget bool // the budget's being spent was logged (once)
 	// full: fanotify_init refused another group (EMFILE: the user's
 	// fs.fanotify.max_user_groups, 128 by default, is shared with every
@@ -114,7 +118,8 @@ type fanGroup struct {
 // mounts.
 type nsGroup struct {
 	fan    *fanGroup
-	id     uint64 // NS_GET_MNTNS_ID
+	ns     *correlate.Namespace // the lineage's, when it was marked
+	id     uint64               // NS_GET_MNTNS_ID
 	mounts map[uint64]knownMount
 }
 
@@ -161,6 +166,12 @@ func (mw *mountWatch) sync(live []*correlate.Namespace, most int) {
 	var todo []*correlate.Namespace
 	for _, n := range live {
 		alive[n.Ino] = true
+		if g := mw.groups[n.Ino]; g != nil && g.ns != n {
+			// The lineage has a new namespace under the inode (the kernel
+			// gives a dead namespace's inode to the next one made): the
+			// one marked died, and its mark with it.
+			mw.drop(n.Ino)
+		}
 		if n.Ino != mw.host && mw.groups[n.Ino] == nil {
 			todo = append(todo, n)
 		}
@@ -173,6 +184,7 @@ func (mw *mountWatch) sync(live []*correlate.Namespace, most int) {
 	// Newest first: a namespace just made is watched at once; one from
 	// before the daemon's start may wait a sync or more.
 	slices.SortStableFunc(todo, func(a, b *correlate.Namespace) int { return b.Created.Compare(a.Created) })
+	var tasks []event.Task // read once, when a namespace needs them
 	for i, n := range todo {
 		if i == most || mw.full {
 			break
@@ -187,12 +199,7 @@ func (mw *mountWatch) sync(live []*correlate.Namespace, most int) {
 				zap.Int("watched", len(mw.groups)), zap.Int("groups", len(mw.fans)))
 			continue
 		}
-		var last error
-		for _, m := range n.Members() {
-			if last = mw.watch(n.Ino, m.Enter()); last == nil || errors.Is(last, unix.EMFILE) {
-				break
-			}
-		}
+		last := mw.mark(n, &tasks)
 		if errors.Is(last, unix.EMFILE) {
 			mw.full = true
 			mw.log.Info("mount notes: no more fanotify groups (fs.fanotify.max_user_groups); the other namespaces' tables are re-read",
@@ -205,9 +212,44 @@ func (mw *mountWatch) sync(live []*correlate.Namespace, most int) {
 	}
 }
 
-// watch marks namespace ino through process pid, then lists its mounts:
+// mark watches n through one of its members or, when none answers, through
+// a task the tracer saw in it (runc's child makes a container's namespace
+// and exits at once; the container's init, forked inside, sent no event,
+// so the lineage knows no process in it). tasks holds the tracer's tasks
+// once read (nil: not yet), for the other namespaces of the same sync.
+// The error is the last try's; nil also when there was nothing to try.
+func (mw *mountWatch) mark(n *correlate.Namespace, tasks *[]event.Task) error {
+	var last error
+	for _, m := range n.Members() {
+		if last = mw.watch(n, m.Enter()); last == nil || errors.Is(last, unix.EMFILE) {
+			return last
+		}
+	}
+	if mw.tasks == nil {
+		return last
+	}
+	if *tasks == nil {
+		all, _, err := mw.tasks()
+		if err != nil {
+			return fmt.Errorf("the tracer's tasks: %w", err)
+		}
+		*tasks = append(make([]event.Task, 0, len(all)), all...)
+	}
+	for _, t := range *tasks {
+		if t.MntNS != n.Ino {
+			continue
+		}
+		if last = mw.watch(n, t.TID); last == nil || errors.Is(last, unix.EMFILE) {
+			return last
+		}
+	}
+	return last
+}
+
+// watch marks namespace n through process pid, then lists its mounts:
 // marked first, a mount attached meanwhile is in both, none is missed.
-func (mw *mountWatch) watch(ino uint32, pid int) error {
+func (mw *mountWatch) watch(n *correlate.Namespace, pid int) error {
+	ino := n.Ino
 	file := "/proc/" + strconv.Itoa(pid) + "/ns/mnt"
 	fd, err := unix.Open(file, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -239,7 +281,7 @@ func (mw *mountWatch) watch(ino uint32, pid int) error {
 		mw.closeIfEmpty(fan)
 		return err
 	}
-	g := &nsGroup{fan: fan, id: id, mounts: make(map[uint64]knownMount, len(table))}
+	g := &nsGroup{fan: fan, ns: n, id: id, mounts: make(map[uint64]knownMount, len(table))}
 	for _, m := range table {
 		g.mounts[m.ID] = known(m)
 		fan.owner[m.ID] = ino

@@ -159,11 +159,16 @@ func watchOnly(t *testing.T, corr *correlate.Correlator, inos ...uint32) *mountW
 
 // syncOnly syncs mw with corr's namespaces inos alone.
 func syncOnly(mw *mountWatch, corr *correlate.Correlator, inos ...uint32) {
+	mw.sync(onlyLive(corr, inos...), watchPerSync)
+}
+
+// onlyLive is corr's live namespaces among inos.
+func onlyLive(corr *correlate.Correlator, inos ...uint32) []*correlate.Namespace {
 	var only []*correlate.Namespace
 	for _, n := range corr.Lineage().Live() {
 		if slices.Contains(inos, n.Ino) {
 			only = append(only, n)
 		}
 	}
-	mw.sync(only, watchPerSync)
+	return only
 }
