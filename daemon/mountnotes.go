@@ -13,7 +13,7 @@ import (
 
 // syncInterval is how often, in event time, the watched namespaces are
 // matched with the live ones (a namespace's creation is watched at once).
-const syncInterval = time.Second
+const syncInterval = 125 * time.Millisecond
 
 // openMountWatch watches the namespaces corr tracks (a namespace without
 // a known process through one of the tracer's tasks, when tasks is not

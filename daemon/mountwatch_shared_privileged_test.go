@@ -17,9 +17,9 @@ import (
 )
 
 // TestMountWatchSharesGroups: more namespaces than one fanotify group
-// marks (watchPerSync+2 holders, private copies of the node's tmpfs) are
+// marks (2×nsPerGroup+2 holders, private copies of the node's tmpfs) are
 // watched by three groups, not one each, the newest namespace in the
-// first sync and the last two in the next (one sync marks watchPerSync): the default limit of 128 groups,
+// first sync and the rest in the next ones (one sync marks watchPerSync): the default limit of 128 groups,
 // half of them the daemon's, watched 64 namespaces; a node of 110 pods
 // has twice that. An event names no namespace: the node's rmdir detaches
 // every holder's copy, and each detach must come in its own holder's
@@ -35,7 +35,7 @@ func TestMountWatchSharesGroups(t *testing.T) {
 	vol := privtest.Mkdir(t, filepath.Join(dir, "vol"))
 	node := privtest.StartNode(t)
 	node.Run(t, "mount", "-t", "tmpfs", "mwshared", vol)
-	holders := make([]*privtest.Holder, watchPerSync+2)
+	holders := make([]*privtest.Holder, 2*nsPerGroup+2)
 	var inos []uint32
 	for i := range holders {
 		holders[i] = node.StartHolder(t, "private", "true")
@@ -56,9 +56,16 @@ func TestMountWatchSharesGroups(t *testing.T) {
 	if len(mw.groups) != watchPerSync || mw.groups[newest] == nil {
 		t.Fatalf("first sync: %d namespaces watched (the newest one: %v), want %d, the newest among them", len(mw.groups), mw.groups[newest] != nil, watchPerSync)
 	}
-	syncOnly(mw, corr, inos...)
+	syncs := 1
+	for ; len(mw.groups) < len(holders) && syncs < len(holders); syncs++ {
+		before := len(mw.groups)
+		syncOnly(mw, corr, inos...)
+		if got := len(mw.groups) - before; got != min(watchPerSync, len(holders)-before) {
+			t.Fatalf("sync %d marked %d namespaces, want %d", syncs+1, got, min(watchPerSync, len(holders)-before))
+		}
+	}
 	if want := (len(holders) + nsPerGroup - 1) / nsPerGroup; len(mw.groups) != len(holders) || len(mw.fans) != want {
-		t.Fatalf("second sync: %d namespaces watched in %d fanotify groups, want %d in %d", len(mw.groups), len(mw.fans), len(holders), want)
+		t.Fatalf("after %d syncs: %d namespaces watched in %d fanotify groups, want %d in %d", syncs, len(mw.groups), len(mw.fans), len(holders), want)
 	}
 	if on, err := mw.drain(time.Now()); err != nil || len(on) != len(holders) {
 		t.Fatalf("first drain: %s, %v; want a watch note for each holder", describe(on), err)
