@@ -218,14 +218,14 @@ func (rep *Report) memoryRow() Row {
 	if m == nil || m.RSS == 0 {
 		return row
 	}
-	row.Measured = fmt.Sprintf("naming off: RSS %.1f MiB, peak %.1f MiB (%d namespaces tracked, %d mount entries)",
-		float64(m.RSS)/(1<<20), float64(m.HWM)/(1<<20), int(m.Tracked), m.Entries)
+	row.Measured = fmt.Sprintf("naming off: RSS %.1f MiB, peak %.1f MiB (%d namespaces tracked, %d watched, %d mount entries)",
+		float64(m.RSS)/(1<<20), float64(m.HWM)/(1<<20), int(m.Tracked), int(m.Watched), m.Entries)
 	if m.NamingRSS == 0 {
 		row.Measured += "; naming on: not measured"
 		return row
 	}
-	row.Measured += fmt.Sprintf("; naming on (a fake API server, --kubeconfig, Events on): RSS %.1f MiB, peak %.1f MiB (%d namespaces tracked)",
-		float64(m.NamingRSS)/(1<<20), float64(m.NamingHWM)/(1<<20), int(m.NamingTracked))
+	row.Measured += fmt.Sprintf("; naming on (a fake API server, --kubeconfig, Events on): RSS %.1f MiB, peak %.1f MiB (%d namespaces tracked, %d watched)",
+		float64(m.NamingRSS)/(1<<20), float64(m.NamingHWM)/(1<<20), int(m.NamingTracked), int(m.NamingWatched))
 	row.Status = status(m.RSS <= 40<<20 && m.NamingRSS <= 64<<20)
 	return row
 }

@@ -151,6 +151,14 @@ func newMountWatch(host uint32, log *zap.Logger) (*mountWatch, error) {
 		ready: make([]unix.EpollEvent, 64), log: log, budget: groupBudget(readGroupLimit())}, nil
 }
 
+// watched is how many namespaces are watched; 0 for nil.
+func (mw *mountWatch) watched() int {
+	if mw == nil {
+		return 0
+	}
+	return len(mw.groups)
+}
+
 // close closes every group and the epoll; nil: nothing.
 func (mw *mountWatch) close() {
 	if mw == nil {

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/finding"
+	"github.com/mntleak/mntleak/metrics"
 	"github.com/mntleak/mntleak/procfs"
 )
 
@@ -171,4 +173,25 @@ func onlyLive(corr *correlate.Correlator, inos ...uint32) []*correlate.Namespace
 		}
 	}
 	return only
+}
+
+// TestWatchedNamespacesGauge: mntleak_namespaces_watched says how many
+// namespaces the kernel's notes keep (the others' tables are re-read), set
+// with the other gauges.
+func TestWatchedNamespacesGauge(t *testing.T) {
+	privtest.Require(t)
+	privtest.RequireCommands(t, "unshare", "sh", "sleep")
+	a, b := privtest.StartHolder(t, "private", "true"), privtest.StartHolder(t, "private", "true")
+	corr := correlate.New(procfs.Host{}, correlate.Options{}, func(*finding.Finding) {})
+	if err := corr.Start(); err != nil {
+		t.Fatal(err)
+	}
+	mets := metrics.New(func() map[string]uint64 { return nil })
+	p := &pipeline{corr: corr, mounts: watchOnly(t, corr, a.MntNS, b.MntNS), mets: mets}
+	p.count(&event.Event{Kind: event.KindExit, Time: time.Now()})
+	rec := httptest.NewRecorder()
+	mets.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if want := "\nmntleak_namespaces_watched 2\n"; !strings.Contains(rec.Body.String(), want) {
+		t.Fatalf("the scrape has no %q", strings.TrimSpace(want))
+	}
 }

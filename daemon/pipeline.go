@@ -121,8 +121,8 @@ func (p *pipeline) count(ev *event.Event) {
 	}
 	p.gaugesAt = ev.Time.UnixNano()
 	sz := p.corr.Size()
-	p.mets.SetState(metrics.State{OpenLeaks: p.corr.OpenLeaks(), Namespaces: sz.Live, DeadNamespaces: sz.Dead,
-		Mounts: sz.Mounts, Evicted: sz.Evicted})
+	p.mets.SetState(metrics.State{OpenLeaks: p.corr.OpenLeaks(), Namespaces: sz.Live, Watched: p.mounts.watched(),
+		DeadNamespaces: sz.Dead, Mounts: sz.Mounts, Evicted: sz.Evicted})
 }
 
 // The per-event calls into the stores the pipeline feeds: the persistent

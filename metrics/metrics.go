@@ -28,6 +28,7 @@ type Metrics struct {
 	findings      *prometheus.CounterVec
 	leaksOpen     prometheus.Gauge
 	namespaces    prometheus.Gauge
+	watched       prometheus.Gauge
 	dead          prometheus.Gauge
 	mounts        prometheus.Gauge
 	evicted       prometheus.Gauge
@@ -55,6 +56,9 @@ func New(lost LostFunc) *Metrics {
 		namespaces: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "mntleak_namespaces_tracked", Help: "Live mount namespaces in the lineage.",
 		}),
+		watched: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "mntleak_namespaces_watched", Help: "Live mount namespaces whose tables the kernel's mount notes keep true (fanotify mount-namespace marks); the others are re-read when needed.",
+		}),
 		dead: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "mntleak_namespaces_dead_kept", Help: "Dead mount namespaces kept for lineage (bounded, expire after the retention).",
 		}),
@@ -79,7 +83,7 @@ func New(lost LostFunc) *Metrics {
 		Help: "Kubernetes Events by result: posted, deduplicated, rate_limited, failed (an API call; each retry counts), no_pod.",
 	}, []string{"result"})
 	m.reg.MustRegister(m.enrichment, m.k8sEvents)
-	m.reg.MustRegister(m.events, m.findings, m.leaksOpen, m.namespaces, m.dead, m.mounts, m.evicted, m.latency,
+	m.reg.MustRegister(m.events, m.findings, m.leaksOpen, m.namespaces, m.watched, m.dead, m.mounts, m.evicted, m.latency,
 		lostCollector{fn: lost, desc: prometheus.NewDesc("mntleak_events_lost_total",
 			"Events the kernel could not put in the ring buffer, by kind.", []string{"kind"}, nil)},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -129,6 +133,7 @@ func (m *Metrics) K8sEvent(result string) { m.k8sEvents.WithLabelValues(result).
 // State is the size of the correlator's state.
 type State struct {
 	OpenLeaks, Namespaces, DeadNamespaces, Mounts int
+	Watched                                       int // of Namespaces
 	Evicted                                       uint64
 }
 
@@ -136,6 +141,7 @@ type State struct {
 func (m *Metrics) SetState(s State) {
 	m.leaksOpen.Set(float64(s.OpenLeaks))
 	m.namespaces.Set(float64(s.Namespaces))
+	m.watched.Set(float64(s.Watched))
 	m.dead.Set(float64(s.DeadNamespaces))
 	m.mounts.Set(float64(s.Mounts))
 	m.evicted.Set(float64(s.Evicted))

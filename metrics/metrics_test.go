@@ -19,7 +19,7 @@ func TestScrape(t *testing.T) {
 	m.Event("mount")
 	m.Event("failure")
 	m.Finding("leak", "rprivate-bind", time.Now().Add(-3*time.Millisecond))
-	m.SetState(State{OpenLeaks: 2, Namespaces: 41, DeadNamespaces: 5, Mounts: 1234, Evicted: 3})
+	m.SetState(State{OpenLeaks: 2, Namespaces: 41, Watched: 38, DeadNamespaces: 5, Mounts: 1234, Evicted: 3})
 	m.SinkDrops(func() map[string]uint64 { return map[string]uint64{"stdout": 12, "journal": 0} })
 	m.Enrichment("timed_out")
 	m.K8sEvent("posted")
@@ -49,6 +49,7 @@ func TestScrape(t *testing.T) {
 		`mntleak_findings_total{cause="rprivate-bind",finding="leak"} 1`,
 		`mntleak_leaks_open 2`,
 		`mntleak_namespaces_tracked 41`,
+		`mntleak_namespaces_watched 38`,
 		`mntleak_namespaces_dead_kept 5`,
 		`mntleak_mounts_tracked 1234`,
 		`mntleak_tables_evicted 3`,
