@@ -44,10 +44,7 @@ func TestMountWatchKeepsTheLedgerTrue(t *testing.T) {
 		t.Fatalf("the holder has no copy at %s", vol)
 	}
 
-	corr := correlate.New(procfs.Host{}, correlate.Options{}, func(*finding.Finding) {})
-	if err := corr.Start(); err != nil {
-		t.Fatal(err)
-	}
+	corr := startedCorrelator(t)
 	mw := watchOnly(t, corr, ino)
 	if len(mw.groups) != 1 {
 		t.Fatalf("%d namespaces watched, want the holder's", len(mw.groups))
@@ -145,6 +142,17 @@ func describe(notes []event.MountNote) string {
 	return "[" + strings.Join(out, " ") + "]"
 }
 
+// startedCorrelator is a correlator of the node's processes that took
+// its startup snapshot; its findings go nowhere.
+func startedCorrelator(t *testing.T) *correlate.Correlator {
+	t.Helper()
+	corr := correlate.New(procfs.Host{}, correlate.Options{}, func(*finding.Finding) {})
+	if err := corr.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return corr
+}
+
 // watchOnly is a mount watch of namespaces inos alone, as the daemon
 // makes one of the namespaces corr tracks; the test skips where the kernel has
 // no mount-namespace marks, and the watch is closed at its end.
@@ -182,10 +190,7 @@ func TestWatchedNamespacesGauge(t *testing.T) {
 	privtest.Require(t)
 	privtest.RequireCommands(t, "unshare", "sh", "sleep")
 	a, b := privtest.StartHolder(t, "private", "true"), privtest.StartHolder(t, "private", "true")
-	corr := correlate.New(procfs.Host{}, correlate.Options{}, func(*finding.Finding) {})
-	if err := corr.Start(); err != nil {
-		t.Fatal(err)
-	}
+	corr := startedCorrelator(t)
 	mets := metrics.New(func() map[string]uint64 { return nil })
 	p := &pipeline{corr: corr, mounts: watchOnly(t, corr, a.MntNS, b.MntNS), mets: mets}
 	p.count(&event.Event{Kind: event.KindExit, Time: time.Now()})

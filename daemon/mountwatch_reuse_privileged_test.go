@@ -5,11 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/event"
-	"github.com/mntleak/mntleak/finding"
-	"github.com/mntleak/mntleak/procfs"
 )
 
 // TestNewNamespaceUnderAWatchedInodeIsWatched: the kernel gives a dead
@@ -25,10 +22,7 @@ func TestNewNamespaceUnderAWatchedInodeIsWatched(t *testing.T) {
 	privtest.Require(t)
 	privtest.RequireCommands(t, "unshare", "sh", "sleep")
 	h := privtest.StartHolder(t, "private", "true")
-	corr := correlate.New(procfs.Host{}, correlate.Options{}, func(*finding.Finding) {})
-	if err := corr.Start(); err != nil {
-		t.Fatal(err)
-	}
+	corr := startedCorrelator(t)
 	mw := watchOnly(t, corr, h.MntNS)
 	old := mw.groups[h.MntNS]
 	if old == nil {
@@ -71,10 +65,7 @@ func TestNamespaceWithoutMembersMarkedThroughTasks(t *testing.T) {
 	privtest.Require(t)
 	privtest.RequireCommands(t, "unshare", "sh", "sleep")
 	h := privtest.StartHolder(t, "private", "true")
-	corr := correlate.New(procfs.Host{}, correlate.Options{}, func(*finding.Finding) {})
-	if err := corr.Start(); err != nil {
-		t.Fatal(err)
-	}
+	corr := startedCorrelator(t)
 	// The lineage's only process in it leaves (as runc's child would).
 	corr.Handle(&event.Event{Kind: event.KindExit, Time: time.Now(), PID: uint32(h.PID), TID: uint32(h.PID), MntNS: h.MntNS, Comm: "runc:[1:CHILD]"})
 	n := corr.Lineage().Get(h.MntNS)

@@ -12,8 +12,6 @@ import (
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/event"
-	"github.com/mntleak/mntleak/finding"
-	"github.com/mntleak/mntleak/procfs"
 )
 
 // TestMountWatchSharesGroups: more namespaces than one fanotify group
@@ -41,10 +39,7 @@ func TestMountWatchSharesGroups(t *testing.T) {
 		holders[i] = node.StartHolder(t, "private", "true")
 		inos = append(inos, holders[i].MntNS)
 	}
-	corr := correlate.New(procfs.Host{}, correlate.Options{}, func(*finding.Finding) {})
-	if err := corr.Start(); err != nil {
-		t.Fatal(err)
-	}
+	corr := startedCorrelator(t)
 	// The last holder's namespace is the newest: made under tracing.
 	newest := holders[len(holders)-1].MntNS
 	for _, n := range corr.Lineage().Live() {
@@ -146,10 +141,7 @@ func TestCreationMarksItsNamespaceAlone(t *testing.T) {
 	for range 3 {
 		inos = append(inos, node.StartHolder(t, "private", "true").MntNS)
 	}
-	corr := correlate.New(procfs.Host{}, correlate.Options{}, func(*finding.Finding) {})
-	if err := corr.Start(); err != nil {
-		t.Fatal(err)
-	}
+	corr := startedCorrelator(t)
 	mw := watchOnly(t, corr) // none yet
 	newest := inos[1]
 	var live []*correlate.Namespace
