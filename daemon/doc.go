@@ -31,8 +31,9 @@
 //     findings' warm).
 //   - mountwatch.go: the kernel's mount notes (fanotify mount-namespace
 //     marks, Linux 6.15+): fanotify groups of up to 16 watched namespaces
-//     under one epoll, each namespace knowing its mounts by unique id and
-//     each group which namespace an id is in, marked through a process
+//     under one epoll, each namespace knowing its mounts by unique id
+//     (mountwatch_mounts.go: a set sorted by unique id, 32 bytes a
+//     mount, the points shared between namespaces), marked through a process
 //     the lineage knows in it or one of the tracer's tasks, and marked
 //     again when the lineage has a new namespace under its inode (the
 //     kernel reuses a dead one's); mountwatch_info.go: an

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/moby/sys/mountinfo"
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
@@ -76,9 +75,8 @@ func readGroupLimit() int {
 // happens. A fanotify group marks up to nsPerGroup namespaces, all groups
 // under one epoll; each namespace knows the mountinfo id, device and point
 // of every mount of its by unique id (listed when the mark is made, kept
-// by the events since), and its group which namespace each unique id is
-// in: a detached mount can no longer be described, and an event names no
-// namespace. The node's own namespace is not watched: the tracer sees
+// by the events since): a detached mount can no longer be described, and
+// an event names no namespace (the group's members are asked in turn). The node's own namespace is not watched: the tracer sees
 // what happens in it. Not safe for concurrent use: the pipeline's
 // goroutine alone uses it.
 type mountWatch struct {
@@ -113,8 +111,7 @@ type fanGroup struct {
 	// were; a dropped one leaves (its mark stays until it dies or the
 	// group closes: marking it off needs a file of it).
 	members []uint32
-	marks   int               // marks made in it, dropped namespaces' too
-	owner   map[uint64]uint32 // unique mount id -> the member it is in
+	marks   int // marks made in it, dropped namespaces' too
 }
 
 // nsGroup is one watched namespace: its group and what it knows of its
@@ -123,15 +120,7 @@ type nsGroup struct {
 	fan    *fanGroup
 	ns     *correlate.Namespace // the lineage's, when it was marked
 	id     uint64               // NS_GET_MNTNS_ID
-	mounts map[uint64]knownMount
-}
-
-// knownMount is what a detach note needs of a mount: what the ledger's
-// table shows of it.
-type knownMount struct {
-	id, parent int // mountinfo's
-	dev        event.Dev
-	point      string
+	mounts mountSet
 }
 
 // newMountWatch returns the watch, or an error when the kernel has no
@@ -292,11 +281,7 @@ func (mw *mountWatch) watch(n *correlate.Namespace, pid int) error {
 		mw.closeIfEmpty(fan)
 		return err
 	}
-	g := &nsGroup{fan: fan, ns: n, id: id, mounts: make(map[uint64]knownMount, len(table))}
-	for _, m := range table {
-		g.mounts[m.ID] = known(m)
-		fan.owner[m.ID] = ino
-	}
+	g := &nsGroup{fan: fan, ns: n, id: id, mounts: newMountSet(table)}
 	fan.members = append(fan.members, ino)
 	mw.groups[ino] = g
 	mw.said = append(mw.said, event.MountNote{NS: ino, Watch: event.WatchOn})
@@ -318,7 +303,7 @@ func (mw *mountWatch) roomy() (*fanGroup, error) {
 		w.Close()
 		return nil, fmt.Errorf("epoll_ctl add a fanotify group: %w", err)
 	}
-	fan := &fanGroup{w: w, owner: map[uint64]uint32{}}
+	fan := &fanGroup{w: w}
 	mw.fans[int32(w.FD())], mw.open = fan, fan
 	return fan, nil
 }
@@ -335,9 +320,6 @@ func (mw *mountWatch) drop(ino uint32) {
 		return
 	}
 	delete(mw.groups, ino)
-	for id := range g.mounts {
-		delete(g.fan.owner, id)
-	}
 	g.fan.members = slices.DeleteFunc(g.fan.members, func(m uint32) bool { return m == ino })
 	mw.closeIfEmpty(g.fan)
 	mw.full = false
@@ -416,16 +398,12 @@ func (mw *mountWatch) notesOf(fan *fanGroup, now time.Time) ([]event.MountNote, 
 	var out []event.MountNote
 	for _, ev := range evs {
 		if ev.Detach && !ev.Moved {
-			ino, ok := fan.owner[ev.Mount]
+			ino, ok := mw.memberWith(fan, ev.Mount)
 			if !ok {
 				continue
 			}
-			g := mw.groups[ino]
-			k := g.mounts[ev.Mount]
-			delete(g.mounts, ev.Mount)
-			delete(fan.owner, ev.Mount)
-			out = append(out, event.MountNote{Time: now, NS: ino, Detach: true, PID: uint32(ev.PID),
-				Mount: &mountinfo.Info{ID: k.id, Parent: k.parent, Major: int(k.dev.Major()), Minor: int(k.dev.Minor()), Mountpoint: k.point}})
+			k, _ := mw.groups[ino].mounts.remove(ev.Mount)
+			out = append(out, event.MountNote{Time: now, NS: ino, Detach: true, PID: uint32(ev.PID), Mount: k.info()})
 			continue
 		}
 		ino, m, serr := mw.describe(fan, ev.Mount)
@@ -435,8 +413,7 @@ func (mw *mountWatch) notesOf(fan *fanGroup, now time.Time) ([]event.MountNote, 
 			// children: the tracer's move event makes the table stale
 			// (correlate: notedKind); only the point is kept.
 			if serr == nil {
-				mw.groups[ino].mounts[ev.Mount] = known(m)
-				fan.owner[ev.Mount] = ino
+				mw.groups[ino].mounts.put(watchedOf(m))
 			}
 			continue
 		case errors.Is(serr, unix.ENOENT):
@@ -445,8 +422,7 @@ func (mw *mountWatch) notesOf(fan *fanGroup, now time.Time) ([]event.MountNote, 
 			err = errors.Join(err, serr)
 			continue
 		}
-		mw.groups[ino].mounts[ev.Mount] = known(m)
-		fan.owner[ev.Mount] = ino
+		mw.groups[ino].mounts.put(watchedOf(m))
 		out = append(out, event.MountNote{Time: now, NS: ino, PID: uint32(ev.PID), Mount: infoOf(m)})
 	}
 	return out, err
@@ -457,7 +433,7 @@ func (mw *mountWatch) notesOf(fan *fanGroup, now time.Time) ([]event.MountNote, 
 // detached again, or in a namespace no longer watched).
 func (mw *mountWatch) describe(fan *fanGroup, id uint64) (uint32, kmount.Mount, error) {
 	try := fan.members
-	if ino, ok := fan.owner[id]; ok {
+	if ino, ok := mw.memberWith(fan, id); ok {
 		try = []uint32{ino}
 	}
 	for _, ino := range try {
@@ -470,7 +446,13 @@ func (mw *mountWatch) describe(fan *fanGroup, id uint64) (uint32, kmount.Mount, 
 	return 0, kmount.Mount{}, unix.ENOENT
 }
 
-// known is what a detach will need of m.
-func known(m kmount.Mount) knownMount {
-	return knownMount{id: m.OldID, parent: m.OldParent, dev: m.Dev, point: m.Point}
+// memberWith is the member of fan whose mounts have the unique id
+// (nsPerGroup binary searches at most: an event names no namespace).
+func (mw *mountWatch) memberWith(fan *fanGroup, id uint64) (uint32, bool) {
+	for _, ino := range fan.members {
+		if mw.groups[ino].mounts.has(id) {
+			return ino, true
+		}
+	}
+	return 0, false
 }
