@@ -68,39 +68,11 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer, log *Log, reopen <-c
 	// The metrics are served before the tracer exists (a scrape during
 	// start-up sees zero losses); the tracer is handed over once made.
 	var tr atomic.Pointer[tracer.Tracer]
-	if cfg.MetricsAddr != "" {
-		ln, err := net.Listen("tcp", cfg.MetricsAddr)
-		if err != nil {
-			return fmt.Errorf("listen for metrics on %s: %w", cfg.MetricsAddr, err)
-		}
-		p.mets = metrics.New(func() map[string]uint64 { return lostByKind(tr.Load()) })
-		p.mets.SinkDrops(sk.dropped)
-		if dir := cfg.StateDir; dir != "" {
-			mlog := log.Named("metrics")
-			p.mets.Actions(func() map[[2]string]uint64 {
-				n, err := state.CountActions(dir)
-				if err != nil {
-					mlog.Warn("count release actions", zap.Error(err))
-				}
-				return n
-			})
-		}
-		go func() {
-			if err := p.mets.Serve(ctx, ln, log.Named("metrics")); err != nil {
-				cancel(err)
-			}
-		}()
+	if err := p.serveMetrics(ctx, cancel, &tr, log); err != nil {
+		return err
 	}
-	if cfg.PprofAddr != "" {
-		ln, err := net.Listen("tcp", cfg.PprofAddr)
-		if err != nil {
-			return fmt.Errorf("listen for profiles on %s: %w", cfg.PprofAddr, err)
-		}
-		go func() {
-			if err := metrics.ServePprof(ctx, ln, log.Named("pprof")); err != nil {
-				cancel(err)
-			}
-		}()
+	if err := servePprof(ctx, cancel, cfg.PprofAddr, log); err != nil {
+		return err
 	}
 	// Raw events go to the journal only when asked (volume), not to stderr.
 	if cfg.JournalEvents && log.journal != nil {
@@ -121,38 +93,11 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer, log *Log, reopen <-c
 	// after the tracer's privilege checks too; the reader starts later, in
 	// Run, so every field of the pipeline is set before the first event.
 	if cfg.Correlate {
-		fs, err := openFindings(ctx, cfg, p, log.Logger)
+		closeCorrelation, err := p.openCorrelation(ctx, t, log)
 		if err != nil {
 			return err
 		}
-		defer fs.close()
-		p.findings = fs
-		tasks := tasksBut(t, p.self)
-		p.corr = newCorrelator(p, procfs.Host{}, tasks, fs.submit)
-		p.log = log.Named("pipeline")
-		p.src = NewSources(p.log)
-		p.src.Tasks = tasks
-		p.src.cgroups = newCgroupCache(t.CgroupChanges, p.src.Host.Cgroup)
-	}
-	// After the tracer's checks (privileges first), before the snapshot:
-	// the persistent lineage, what an earlier run saw, then what this one
-	// sees. Events wait in the buffer until Run reads them, so the reader
-	// sees the store set.
-	if cfg.StateDir != "" && p.corr != nil {
-		p.lineage = openLineage(ctx, cfg.StateDir, cfg.StateBytes, p.corr, log.Logger)
-		defer p.lineage.close()
-	}
-	if p.corr != nil {
-		// After attaching: whatever happens during the snapshot is in the
-		// buffer and is applied on top of it.
-		if err := p.corr.Start(); err != nil {
-			return fmt.Errorf("startup snapshot of /proc: %w", err)
-		}
-		if !cfg.NoMountNotes {
-			p.mounts = openMountWatch(p.corr, p.src.Tasks, p.log)
-			defer p.mounts.close()
-		}
-		quietExits(t, p.mounts != nil, p.log)
+		defer closeCorrelation()
 	}
 	log.Info("tracing", zap.Stringer(logkey.Format, cfg.Format), zap.String(logkey.Record, cfg.Record),
 		zap.Bool(logkey.Filter, !cfg.Filter.Empty()))
@@ -161,7 +106,14 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer, log *Log, reopen <-c
 		p.fail(sk.people.WriteNote(StartLine(cfg)))
 	}
 
-	runErr := t.Run(ctx)
+	return p.stopped(ctx, t, t.Run(ctx), log)
+}
+
+// stopped ends a run whose reader returned runErr: the leaks still
+// waiting for their teardown to settle are reported and the findings'
+// path drained, the tracer's counts logged. The error is the reader's,
+// else what cancelled ctx (not a plain cancel: a signal).
+func (p *pipeline) stopped(ctx context.Context, t *tracer.Tracer, runErr error, log *Log) error {
 	if p.corr != nil {
 		p.corr.Flush() // leaks still waiting for their teardown to settle
 		p.findings.close()
@@ -174,6 +126,107 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer, log *Log, reopen <-c
 		return cause
 	}
 	return nil
+}
+
+// serveMetrics serves the metrics on cfg.MetricsAddr when asked (the
+// losses read from the tracer tr holds once it is made); a serving error
+// cancels ctx.
+func (p *pipeline) serveMetrics(ctx context.Context, cancel context.CancelCauseFunc, tr *atomic.Pointer[tracer.Tracer], log *Log) error {
+	cfg := p.cfg
+	if cfg.MetricsAddr == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", cfg.MetricsAddr)
+	if err != nil {
+		return fmt.Errorf("listen for metrics on %s: %w", cfg.MetricsAddr, err)
+	}
+	p.mets = metrics.New(func() map[string]uint64 { return lostByKind(tr.Load()) })
+	p.mets.SinkDrops(p.sinks.dropped)
+	if dir := cfg.StateDir; dir != "" {
+		mlog := log.Named("metrics")
+		p.mets.Actions(func() map[[2]string]uint64 {
+			n, err := state.CountActions(dir)
+			if err != nil {
+				mlog.Warn("count release actions", zap.Error(err))
+			}
+			return n
+		})
+	}
+	go func() {
+		if err := p.mets.Serve(ctx, ln, log.Named("metrics")); err != nil {
+			cancel(err)
+		}
+	}()
+	return nil
+}
+
+// servePprof serves the profiles on addr when asked ("": not); a serving
+// error cancels ctx.
+func servePprof(ctx context.Context, cancel context.CancelCauseFunc, addr string, log *Log) error {
+	if addr == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen for profiles on %s: %w", addr, err)
+	}
+	go func() {
+		if err := metrics.ServePprof(ctx, ln, log.Named("pprof")); err != nil {
+			cancel(err)
+		}
+	}()
+	return nil
+}
+
+// openCorrelation sets up what correlates the events of tracer t: the
+// path of the findings, the correlator, the sources of what it asks, the
+// persistent lineage, the startup snapshot and the kernel's mount notes.
+// closeAll closes them, last opened first; on an error what was opened is
+// closed already.
+func (p *pipeline) openCorrelation(ctx context.Context, t *tracer.Tracer, log *Log) (closeAll func(), err error) {
+	cfg := p.cfg
+	var closers []func()
+	closeAll = func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			closeAll()
+		}
+	}()
+	fs, err := openFindings(ctx, cfg, p, log.Logger)
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, fs.close)
+	p.findings = fs
+	tasks := tasksBut(t, p.self)
+	p.corr = newCorrelator(p, procfs.Host{}, tasks, fs.submit)
+	p.log = log.Named("pipeline")
+	p.src = NewSources(p.log)
+	p.src.Tasks = tasks
+	p.src.cgroups = newCgroupCache(t.CgroupChanges, p.src.Host.Cgroup)
+	// After the tracer's checks (privileges first), before the snapshot:
+	// the persistent lineage, what an earlier run saw, then what this one
+	// sees. Events wait in the buffer until Run reads them, so the reader
+	// sees the store set.
+	if cfg.StateDir != "" {
+		p.lineage = openLineage(ctx, cfg.StateDir, cfg.StateBytes, p.corr, log.Logger)
+		closers = append(closers, p.lineage.close)
+	}
+	// After attaching: whatever happens during the snapshot is in the
+	// buffer and is applied on top of it.
+	if err := p.corr.Start(); err != nil {
+		return nil, fmt.Errorf("startup snapshot of /proc: %w", err)
+	}
+	if !cfg.NoMountNotes {
+		p.mounts = openMountWatch(p.corr, p.src.Tasks, p.log)
+		closers = append(closers, p.mounts.close)
+	}
+	quietExits(t, p.mounts != nil, p.log)
+	return closeAll, nil
 }
 
 // newCorrelator makes the correlator reading proc, and tasks (nil in a

@@ -36,7 +36,10 @@
 //     mount, the points shared between namespaces), marked through a process
 //     the lineage knows in it or one of the tracer's tasks, and marked
 //     again when the lineage has a new namespace under its inode (the
-//     kernel reuses a dead one's); mountwatch_info.go: an
+//     kernel reuses a dead one's); mountwatch_notes.go: the notes read
+//     from the groups (an attach described by statmount in the member
+//     it is in, a detach as its namespace knew the mount);
+//     mountwatch_info.go: an
 //     attached mount as mountinfo shows it; mountnotes.go: the
 //     pipeline's use of it: the notes queued so far recorded and applied
 //     before each event, the watched namespaces kept to the live ones,

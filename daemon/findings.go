@@ -52,6 +52,41 @@ type findings struct {
 func openFindings(ctx context.Context, cfg Config, p *pipeline, log *zap.Logger) (*findings, error) {
 	ecfg := enrich.Config{Node: cfg.NodeName, KubeletRoot: cfg.KubeletRoot}.Defaults()
 	fs := &findings{kubeletRoot: ecfg.KubeletRoot}
+	sources, client, err := fs.openSources(cfg)
+	if err != nil {
+		return nil, err
+	}
+	resolver := attribution.NewResolver(attribution.Options{Timeout: cfg.RuntimeTimeout}, sources...)
+	var lookup attribution.Lookup = resolver
+	var record func(*attribution.Record)
+	if rec := p.sinks.rec; rec != nil {
+		record = func(r *attribution.Record) { p.fail(rec.WriteJSON(stream.AttributionLine{Attribution: r})) }
+		lookup = attribution.Recorder{Lookup: resolver, Write: record}
+	}
+	var poster *kubeevents.Poster
+	if cfg.K8sEvents {
+		if poster, err = fs.openPoster(ctx, cfg, client, p, log.Named("events")); err != nil {
+			return nil, err
+		}
+	}
+	log.Named("attribution").Info("naming containers and pods", zap.String(logkey.CRISocket, strings.Join(cfg.CRISockets, ",")),
+		zap.String(logkey.Socket, cfg.DockerSocket), zap.Bool(logkey.Kubeconfig, cfg.Kube), zap.String(logkey.Node, cfg.NodeName),
+		zap.Bool(logkey.K8sEvents, cfg.K8sEvents))
+	fs.enricher = enrich.New(ecfg, lookup, record, findingOut(cfg, p, poster, log.Named("correlate")))
+	fs.enricher.Start()
+	if len(sources) > 0 {
+		// The resolver itself, not the recorder: a finding's question is
+		// recorded when it is asked, answered from the cache.
+		fs.warmer = enrich.NewWarmer(resolver, cfg.RuntimeTimeout, 0)
+		fs.warmer.Start()
+	}
+	return fs, nil
+}
+
+// openSources makes the clients of the runtimes asked (closed by fs's
+// close) and of the API server: the sources that name a finding's
+// containers and pods.
+func (fs *findings) openSources(cfg Config) ([]attribution.Source, *kubeclient.Client, error) {
 	var sources []attribution.Source
 	if len(cfg.CRISockets) > 0 {
 		s := cri.New(cfg.CRISockets...)
@@ -67,49 +102,44 @@ func openFindings(ctx context.Context, cfg Config, p *pipeline, log *zap.Logger)
 	if cfg.Kube {
 		var err error
 		if client, err = kubeclient.New(cfg.Kubeconfig); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		sources = append(sources, kubeapi.New(client, cfg.NodeName))
 	}
-	resolver := attribution.NewResolver(attribution.Options{Timeout: cfg.RuntimeTimeout}, sources...)
-	var lookup attribution.Lookup = resolver
-	var record func(*attribution.Record)
-	if rec := p.sinks.rec; rec != nil {
-		record = func(r *attribution.Record) { p.fail(rec.WriteJSON(stream.AttributionLine{Attribution: r})) }
-		lookup = attribution.Recorder{Lookup: resolver, Write: record}
+	return sources, client, nil
+}
+
+// openPoster starts the poster of Kubernetes Events; fs's close stops it
+// after the enricher's (close runs the closers then): the findings the
+// enricher logs at exit are posted too.
+func (fs *findings) openPoster(ctx context.Context, cfg Config, client *kubeclient.Client, p *pipeline, elog *zap.Logger) (*kubeevents.Poster, error) {
+	count := func(string) {}
+	if p.mets != nil {
+		count = p.mets.K8sEvent
 	}
-	var poster *kubeevents.Poster
-	if cfg.K8sEvents {
-		count := func(string) {}
-		if p.mets != nil {
-			count = p.mets.K8sEvent
-		}
-		var err error
-		elog := log.Named("events")
-		poster, err = kubeevents.New(ctx, client, kubeevents.Options{Node: cfg.NodeName, Count: count}, elog)
-		if err != nil {
-			return nil, err
-		}
-		// After the enricher's close (close runs the closers then): the
-		// findings it logs at exit are posted too.
-		fs.closers = append(fs.closers, func() {
-			if n := poster.Close(eventsCloseBudget); n > 0 {
-				elog.Warn("Kubernetes Events not sent before exit", zap.Int(logkey.Unsent, n), zap.Duration(logkey.Waited, eventsCloseBudget))
-			}
-		})
+	poster, err := kubeevents.New(ctx, client, kubeevents.Options{Node: cfg.NodeName, Count: count}, elog)
+	if err != nil {
+		return nil, err
 	}
-	log.Named("attribution").Info("naming containers and pods", zap.String(logkey.CRISocket, strings.Join(cfg.CRISockets, ",")),
-		zap.String(logkey.Socket, cfg.DockerSocket), zap.Bool(logkey.Kubeconfig, cfg.Kube), zap.String(logkey.Node, cfg.NodeName),
-		zap.Bool(logkey.K8sEvents, cfg.K8sEvents))
-	flog := log.Named("correlate")
-	// out runs on the enricher's goroutine, and on the event path for a
-	// finding skipped because the queue is full: the findings file is
-	// written under a lock.
+	fs.closers = append(fs.closers, func() {
+		if n := poster.Close(eventsCloseBudget); n > 0 {
+			elog.Warn("Kubernetes Events not sent before exit", zap.Int(logkey.Unsent, n), zap.Duration(logkey.Waited, eventsCloseBudget))
+		}
+	})
+	return poster, nil
+}
+
+// findingOut is where an enriched finding goes: a person's terminal, the
+// log, the state dir (for mntleak release --finding ID), the metrics and
+// the Event poster (nil: none). It runs on the enricher's goroutine, and
+// on the event path for a finding skipped because the queue is full: the
+// findings file is written under a lock.
+func findingOut(cfg Config, p *pipeline, poster *kubeevents.Poster, flog *zap.Logger) func(*finding.Finding) {
 	var keep struct {
 		sync.Mutex
 		warned bool
 	}
-	out := func(f *finding.Finding) {
+	return func(f *finding.Finding) {
 		if people := p.sinks.people; people != nil {
 			// A person's terminal: the short form on stdout (the log on
 			// stderr leaves it out, the journal has it).
@@ -139,15 +169,6 @@ func openFindings(ctx context.Context, cfg Config, p *pipeline, log *zap.Logger)
 			poster.Post(f)
 		}
 	}
-	fs.enricher = enrich.New(ecfg, lookup, record, out)
-	fs.enricher.Start()
-	if len(sources) > 0 {
-		// The resolver itself, not the recorder: a finding's question is
-		// recorded when it is asked, answered from the cache.
-		fs.warmer = enrich.NewWarmer(resolver, cfg.RuntimeTimeout, 0)
-		fs.warmer.Start()
-	}
-	return fs, nil
 }
 
 // submit hands a finding on; it never waits.
