@@ -93,6 +93,9 @@
 //     TableOf; a pending leak whose copy the kernel detached dropped at
 //     the next event when nothing holds it (dropDetached).
 //   - analyze.go: a failure, from the event to the holdings and pins.
+//   - pin_search.go: the pin search, the processes keeping an object's
+//     filesystem busy in the holder namespaces (those started after the
+//     failure left out), and the nsfs files that name a namespace.
 //   - pin_bound.go: the processes a failure's pin search in holder
 //     namespaces reads (their members, the pids the lineage does not
 //     know, those a thread of which moved), the lineage's index of pids,

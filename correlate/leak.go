@@ -30,36 +30,7 @@ func (c *Correlator) checkLeak(ev *event.Event) {
 		return
 	}
 	mounted := c.mountEventFor(identity{path: ev.Target}, ev.Time)
-	// Namespaces that changed their own mounts since the mount: one that
-	// received it by propagation may have bound or re-marked its copy.
-	active := map[uint32]bool{}
-	if mounted != nil {
-		hist := c.ledger.History()
-		for i := len(hist) - 1; i >= 0 && hist[i].Time.After(mounted.Time); i-- {
-			if hist[i].Ret >= 0 {
-				active[hist[i].MntNS] = true
-			}
-		}
-	}
-	candidate := func(n *Namespace) bool {
-		switch {
-		case n.Ino == ev.MntNS:
-			return false
-		case mounted == nil:
-			return true
-		case active[n.Ino]:
-			return true
-		case n.Created.IsZero():
-			// Predates this run, so made before any mount this run saw
-			// (without the exclusion every unmount of a mount storm would
-			// re-read every such table); a mount remembered from an earlier
-			// run may be older than it: it was made while mntleak was down.
-			return c.remembered && mounted.MonoNS <= c.lastRemembered
-		}
-		// A namespace made before the mount can only hold it through
-		// propagation, which also carries the unmount.
-		return n.Created.After(mounted.Time)
-	}
+	candidate := c.copyCandidates(ev, mounted)
 	any := false
 	for _, n := range c.lineage.Live() {
 		any = any || candidate(n)
@@ -108,6 +79,42 @@ func (c *Correlator) checkLeak(ev *event.Event) {
 	}
 	if rec := c.confirmLeak(p, false, false); rec != nil {
 		c.keepLeak(rec)
+	}
+}
+
+// copyCandidates tells the namespaces that may hold a copy of what ev
+// unmounted (mounted: its mount's event, nil when not seen): not the
+// caller's; those that changed their own mounts since the mount (one that
+// received it by propagation may have bound or re-marked its copy); those
+// made after it.
+func (c *Correlator) copyCandidates(ev, mounted *event.Event) func(*Namespace) bool {
+	active := map[uint32]bool{}
+	if mounted != nil {
+		hist := c.ledger.History()
+		for i := len(hist) - 1; i >= 0 && hist[i].Time.After(mounted.Time); i-- {
+			if hist[i].Ret >= 0 {
+				active[hist[i].MntNS] = true
+			}
+		}
+	}
+	return func(n *Namespace) bool {
+		switch {
+		case n.Ino == ev.MntNS:
+			return false
+		case mounted == nil:
+			return true
+		case active[n.Ino]:
+			return true
+		case n.Created.IsZero():
+			// Predates this run, so made before any mount this run saw
+			// (without the exclusion every unmount of a mount storm would
+			// re-read every such table); a mount remembered from an earlier
+			// run may be older than it: it was made while mntleak was down.
+			return c.remembered && mounted.MonoNS <= c.lastRemembered
+		}
+		// A namespace made before the mount can only hold it through
+		// propagation, which also carries the unmount.
+		return n.Created.After(mounted.Time)
 	}
 }
 

@@ -52,28 +52,7 @@ func (c *Correlator) ruleUnshare(a *analysis, m match) (verdict, bool) {
 			if n.creatorGone {
 				how += "; it has exited since"
 			}
-			who = "stop or restart the processes in " + finding.NSName(n.Ino)
-			pinners, count := pinnersOf(a)
-			if len(n.Members()) == 0 && count > 0 {
-				who = "nothing runs in " + finding.NSName(n.Ino) + " any more; " + pinners + " keep the copy busy: stop them or have them close it"
-				if count == 1 {
-					who = "nothing runs in " + finding.NSName(n.Ino) + " any more; " + pinners + " keeps the copy busy: stop it or have it close it"
-				}
-			}
-			if n.Dead && count == 0 {
-				who = "nothing runs in " + finding.NSName(n.Ino) + " any more: its copy was detached with it and goes once nothing uses it"
-			}
-			if ms := n.Members(); len(ms) > 0 {
-				refs := make([]finding.ProcRef, 0, len(ms))
-				for _, mm := range ms {
-					refs = append(refs, mm.Ref())
-				}
-				verb := ", which keep "
-				if len(refs) == 1 {
-					verb = ", which keeps "
-				}
-				who = "stop or restart " + finding.ProcList(refs, 3) + verb + finding.NSName(n.Ino) + " now"
-			}
+			who = keepersFix(a, n)
 		}
 		v := verdict{
 			cause: finding.CauseUnshare,
@@ -104,6 +83,34 @@ func (c *Correlator) ruleUnshare(a *analysis, m match) (verdict, bool) {
 		evidence: []finding.Evidence{factEvidence(mountFact(n.Ino, m.mount))},
 		fix:      "restart " + finding.ProcName(oldest.Comm, oldest.PID) + " and the other processes in " + finding.NSName(n.Ino) + " to release the copy" + threadEntry(n, m.where, a.pins[n.Ino]),
 	}, true
+}
+
+// keepersFix is what to stop when n's creator has exited or runs
+// elsewhere: the processes in n, or, none left, what keeps its copy busy.
+func keepersFix(a *analysis, n *Namespace) string {
+	who := "stop or restart the processes in " + finding.NSName(n.Ino)
+	pinners, count := pinnersOf(a)
+	if len(n.Members()) == 0 && count > 0 {
+		who = "nothing runs in " + finding.NSName(n.Ino) + " any more; " + pinners + " keep the copy busy: stop them or have them close it"
+		if count == 1 {
+			who = "nothing runs in " + finding.NSName(n.Ino) + " any more; " + pinners + " keeps the copy busy: stop it or have it close it"
+		}
+	}
+	if n.Dead && count == 0 {
+		who = "nothing runs in " + finding.NSName(n.Ino) + " any more: its copy was detached with it and goes once nothing uses it"
+	}
+	if ms := n.Members(); len(ms) > 0 {
+		refs := make([]finding.ProcRef, 0, len(ms))
+		for _, mm := range ms {
+			refs = append(refs, mm.Ref())
+		}
+		verb := ", which keep "
+		if len(refs) == 1 {
+			verb = ", which keeps "
+		}
+		who = "stop or restart " + finding.ProcList(refs, 3) + verb + finding.NSName(n.Ino) + " now"
+	}
+	return who
 }
 
 // threadEntry is how to reach n's copy when a thread of its own keeps n
