@@ -80,6 +80,51 @@ func Decode(b []byte) (Event, error) {
 	}
 
 	r := cursor{b: b}
+	trunc := decodeHeader(&r, &ev)
+	var paths recordPaths
+	switch kind {
+	case KindMount, KindUmount, KindPivotRoot:
+		paths = decodeMountRecord(&r, &ev, kind)
+	case KindOpenTree, KindMoveMount, KindFsopen, KindFsmount, KindMountSetattr:
+		paths = decodeNewMountRecord(&r, &ev, kind)
+	case KindUnshare, KindSetns, KindNewNSFork, KindExit:
+		decodeProcessRecord(&r, &ev, kind)
+	case KindFailure:
+		paths = decodeFailureRecord(&r, &ev)
+	}
+
+	if trunc&truncPath1 != 0 && paths.path1 != nil {
+		ev.Truncated = append(ev.Truncated, paths.path1Name)
+	}
+	if trunc&truncPath2 != 0 && paths.path2 != nil {
+		ev.Truncated = append(ev.Truncated, paths.path2Name)
+	}
+	if trunc&truncFSType != 0 {
+		ev.Truncated = append(ev.Truncated, "fstype")
+	}
+	if trunc&truncData != 0 {
+		ev.Truncated = append(ev.Truncated, "data")
+	}
+	for _, p := range []*string{paths.path1, paths.path2} {
+		if p != nil {
+			*p = tidyPath(*p)
+		}
+	}
+	ev.fillNames()
+	return ev, nil
+}
+
+// recordPaths is the fields of a record that its truncation bits
+// truncPath1 and truncPath2 name, with their names in Event.Truncated. A
+// nil field is one the record does not have.
+type recordPaths struct {
+	path1, path2         *string
+	path1Name, path2Name string
+}
+
+// decodeHeader reads struct event_header into ev and returns its truncated
+// bits.
+func decodeHeader(r *cursor, ev *Event) uint32 {
 	ev.MonoNS = r.u64()
 	ev.CgroupID = r.u64()
 	ev.Ret = r.s64()
@@ -92,9 +137,13 @@ func Decode(b []byte) (Event, error) {
 	ev.SyscallNr = r.s32()
 	trunc := r.u32()
 	ev.Comm = r.str(commLen)
+	return trunc
+}
 
-	var path1, path2 *string // which fields the truncation bits name
-	var path1Name, path2Name string
+// decodeMountRecord reads the body of a mount, umount or pivot_root record
+// into ev.
+func decodeMountRecord(r *cursor, ev *Event, kind Kind) recordPaths {
+	var paths recordPaths
 	switch kind {
 	case KindMount:
 		ev.Flags = r.u64()
@@ -102,39 +151,32 @@ func Decode(b []byte) (Event, error) {
 		ev.Source = r.str(pathLen)
 		ev.Target = r.str(pathLen)
 		ev.Data = r.str(dataLen)
-		path1, path1Name, path2, path2Name = &ev.Source, "source", &ev.Target, "target"
+		paths = recordPaths{path1: &ev.Source, path1Name: "source", path2: &ev.Target, path2Name: "target"}
 	case KindUmount:
 		ev.Flags = r.u64()
 		ev.CwdMntID = r.s32()
 		ev.RootMntID = r.s32()
 		ev.Target = r.str(pathLen)
-		path2, path2Name = &ev.Target, "target"
-	case KindUnshare, KindSetns:
-		ev.Flags = r.u64()
-		ev.FD = r.s32()
-		ev.MntNSBefore = r.u32()
-		ev.MntNSAfter = r.u32()
-		ev.TargetIno = r.u32()
-		if kind == KindUnshare {
-			ev.FD = 0 // the BPF side writes -1: unshare takes no fd
-		}
-	case KindNewNSFork:
-		ev.ChildPID = r.u32()
-		ev.ChildTID = r.u32()
-		ev.ParentMntNS = r.u32()
-		ev.ChildMntNS = r.u32()
-	case KindExit:
-		ev.ExitCode = r.s32()
+		paths = recordPaths{path2: &ev.Target, path2Name: "target"}
 	case KindPivotRoot:
 		ev.NewRoot = r.str(pathLen)
 		ev.PutOld = r.str(pathLen)
-		path1, path1Name, path2, path2Name = &ev.NewRoot, "new_root", &ev.PutOld, "put_old"
+		paths = recordPaths{path1: &ev.NewRoot, path1Name: "new_root", path2: &ev.PutOld, path2Name: "put_old"}
+	}
+	return paths
+}
+
+// decodeNewMountRecord reads the body of a record of the new mount API
+// (open_tree, move_mount, fsopen, fsmount, mount_setattr) into ev.
+func decodeNewMountRecord(r *cursor, ev *Event, kind Kind) recordPaths {
+	var paths recordPaths
+	switch kind {
 	case KindOpenTree:
 		ev.Flags = r.u64()
 		ev.DirFD = r.s32()
 		ev.MntID = r.s32()
 		ev.Path = r.str(pathLen)
-		path1, path1Name = &ev.Path, "path"
+		paths = recordPaths{path1: &ev.Path, path1Name: "path"}
 	case KindMoveMount:
 		ev.Flags = r.u64()
 		ev.FromFD = r.s32()
@@ -143,7 +185,7 @@ func Decode(b []byte) (Event, error) {
 		r.skip(4)
 		ev.FromPath = r.str(pathLen)
 		ev.ToPath = r.str(pathLen)
-		path1, path1Name, path2, path2Name = &ev.FromPath, "from_path", &ev.ToPath, "to_path"
+		paths = recordPaths{path1: &ev.FromPath, path1Name: "from_path", path2: &ev.ToPath, path2Name: "to_path"}
 	case KindFsopen:
 		ev.Flags = r.u64()
 		ev.FSType = r.str(fstypeLen)
@@ -160,40 +202,49 @@ func Decode(b []byte) (Event, error) {
 		ev.DirFD = r.s32()
 		r.skip(4)
 		ev.Path = r.str(pathLen)
-		path1, path1Name = &ev.Path, "path"
-	case KindFailure:
-		ev.FD = r.s32()
-		ev.RDev = Dev(r.u32())
-		ev.Dev = Dev(r.u32())
-		n := int(r.u32())
-		ev.Path = r.str(pathLen)
-		ev.Cmdline = argv(r.bytes(cmdlineLen), n)
-		ev.IoctlCmd = r.u32()
-		if used := int(r.u32()); used > 0 {
-			ev.Payload = append([]byte(nil), r.bytes(payloadLen)[:min(used, payloadLen)]...)
-		}
-		path1, path1Name = &ev.Path, "path"
+		paths = recordPaths{path1: &ev.Path, path1Name: "path"}
 	}
+	return paths
+}
 
-	if trunc&truncPath1 != 0 && path1 != nil {
-		ev.Truncated = append(ev.Truncated, path1Name)
-	}
-	if trunc&truncPath2 != 0 && path2 != nil {
-		ev.Truncated = append(ev.Truncated, path2Name)
-	}
-	if trunc&truncFSType != 0 {
-		ev.Truncated = append(ev.Truncated, "fstype")
-	}
-	if trunc&truncData != 0 {
-		ev.Truncated = append(ev.Truncated, "data")
-	}
-	for _, p := range []*string{path1, path2} {
-		if p != nil {
-			*p = tidyPath(*p)
+// decodeProcessRecord reads the body of an unshare, setns, newns_fork (a
+// process created in a mount namespace other than its parent's) or exit
+// record into ev. None of them has a path.
+func decodeProcessRecord(r *cursor, ev *Event, kind Kind) {
+	switch kind {
+	case KindUnshare, KindSetns:
+		ev.Flags = r.u64()
+		ev.FD = r.s32()
+		ev.MntNSBefore = r.u32()
+		ev.MntNSAfter = r.u32()
+		ev.TargetIno = r.u32()
+		if kind == KindUnshare {
+			ev.FD = 0 // the BPF side writes -1: unshare takes no fd
 		}
+	case KindNewNSFork:
+		ev.ChildPID = r.u32()
+		ev.ChildTID = r.u32()
+		ev.ParentMntNS = r.u32()
+		ev.ChildMntNS = r.u32()
+	case KindExit:
+		ev.ExitCode = r.s32()
 	}
-	ev.fillNames()
-	return ev, nil
+}
+
+// decodeFailureRecord reads the body of a failure record (any other
+// syscall that failed in a way that points at a mount) into ev.
+func decodeFailureRecord(r *cursor, ev *Event) recordPaths {
+	ev.FD = r.s32()
+	ev.RDev = Dev(r.u32())
+	ev.Dev = Dev(r.u32())
+	n := int(r.u32())
+	ev.Path = r.str(pathLen)
+	ev.Cmdline = argv(r.bytes(cmdlineLen), n)
+	ev.IoctlCmd = r.u32()
+	if used := int(r.u32()); used > 0 {
+		ev.Payload = append([]byte(nil), r.bytes(payloadLen)[:min(used, payloadLen)]...)
+	}
+	return recordPaths{path1: &ev.Path, path1Name: "path"}
 }
 
 // tidyPath drops the "." components and doubled slashes that joining a

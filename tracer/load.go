@@ -133,18 +133,7 @@ func loadObjects(lo loadOptions, log *zap.Logger) (*objects, error) {
 				return nil, fmt.Errorf("BPF object %s: %w", obj.name, err)
 			}
 		}
-		opts := &ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: lo.kernelTypes}}
-		if lo.logStats {
-			opts.Programs.LogLevel = ebpf.LogLevelStats
-		}
-		if shared != nil {
-			opts.MapReplacements = map[string]*ebpf.Map{}
-			for _, name := range sharedMaps {
-				if _, ok := spec.Maps[name]; ok {
-					opts.MapReplacements[name] = shared[name]
-				}
-			}
-		}
+		opts := lo.collectionOptions(spec, shared)
 		if err := spec.LoadAndAssign(obj.dst, opts); err != nil {
 			o.close()
 			return nil, loadError(obj.name, err, log)
@@ -176,6 +165,25 @@ func loadObjects(lo loadOptions, log *zap.Logger) (*objects, error) {
 		}
 	}
 	return o, nil
+}
+
+// collectionOptions is what one object's spec loads with: the kernel BTF,
+// the verifier's statistics if asked for, and the shared maps in place of
+// the object's own (none while shared is nil: the first object makes them).
+func (lo loadOptions) collectionOptions(spec *ebpf.CollectionSpec, shared map[string]*ebpf.Map) *ebpf.CollectionOptions {
+	opts := &ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: lo.kernelTypes}}
+	if lo.logStats {
+		opts.Programs.LogLevel = ebpf.LogLevelStats
+	}
+	if shared != nil {
+		opts.MapReplacements = map[string]*ebpf.Map{}
+		for _, name := range sharedMaps {
+			if _, ok := spec.Maps[name]; ok {
+				opts.MapReplacements[name] = shared[name]
+			}
+		}
+	}
+	return opts
 }
 
 // retarget makes the trampoline path's fexit programs of one object: its
