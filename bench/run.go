@@ -83,32 +83,7 @@ func Run(ctx context.Context, cfg Config) ([]string, error) {
 	section("null", func() (err error) { rep.Null, rep.NullCPU, err = r.NullSyscall(ctx); return })
 	section("churn", func() (err error) { rep.Churn, rep.ChurnCPU, err = r.FileChurn(ctx); return })
 	section("spawn", func() (err error) { rep.Spawn, rep.SpawnCPU, err = r.ProcessChurn(ctx); return })
-	section("storm", func() error {
-		if cfg.StormBaseline > 0 {
-			rate, err := r.StormBaselineRate(ctx, cfg.StormBaseline)
-			if err != nil {
-				return err
-			}
-			rep.StormBaseline = rate
-		}
-		res, err := r.MountStorm(ctx, cfg.StormTime)
-		rep.Storm = &res
-		if err != nil {
-			return err
-		}
-		r.logStorm("default ring buffer", res)
-		for _, size := range cfg.StormRingBufSizes {
-			res, err := r.MountStorm(ctx, cfg.StormTime, "--ringbuf-size", strconv.Itoa(size))
-			if err != nil {
-				return fmt.Errorf("storm with --ringbuf-size %d: %w", size, err)
-			}
-			// A size that loses events is a finding of the comparison,
-			// not a failure of the run: only the default's storm is held
-			// to 0 lost.
-			r.logStorm(fmt.Sprintf("--ringbuf-size %d", size), res)
-		}
-		return nil
-	})
+	section("storm", func() error { return r.storms(ctx, rep) })
 	section("docker", func() (err error) { rep.Docker, err = r.ContainerChurn(ctx); return })
 	section("crowd", func() (err error) { rep.Crowd, err = r.Crowd(ctx); return })
 	section("memory", func() (err error) { rep.Memory, err = r.Memory(ctx); return })
@@ -127,4 +102,35 @@ func Run(ctx context.Context, cfg Config) ([]string, error) {
 		r.logf("results written to %s", cfg.MarkdownOut)
 	}
 	return append(hardTargetsMissed(rows), rep.Errors...), nil
+}
+
+// storms runs the storm section: the storm's no-tracer rate when asked,
+// the storm with the default ring buffer (held to 0 lost), then once with
+// each ring buffer size asked.
+func (r *Runner) storms(ctx context.Context, rep *Report) error {
+	cfg := r.cfg
+	if cfg.StormBaseline > 0 {
+		rate, err := r.StormBaselineRate(ctx, cfg.StormBaseline)
+		if err != nil {
+			return err
+		}
+		rep.StormBaseline = rate
+	}
+	res, err := r.MountStorm(ctx, cfg.StormTime)
+	rep.Storm = &res
+	if err != nil {
+		return err
+	}
+	r.logStorm("default ring buffer", res)
+	for _, size := range cfg.StormRingBufSizes {
+		res, err := r.MountStorm(ctx, cfg.StormTime, "--ringbuf-size", strconv.Itoa(size))
+		if err != nil {
+			return fmt.Errorf("storm with --ringbuf-size %d: %w", size, err)
+		}
+		// A size that loses events is a finding of the comparison,
+		// not a failure of the run: only the default's storm is held
+		// to 0 lost.
+		r.logStorm(fmt.Sprintf("--ringbuf-size %d", size), res)
+	}
+	return nil
 }

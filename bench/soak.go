@@ -132,54 +132,21 @@ func (r *Runner) Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) 
 	}
 	start := time.Now()
 	injected := map[string]bool{}
-	next := start
-	sample := func() error {
-		m, err := d.Scrape()
-		if err != nil {
-			return err
-		}
-		mem, err := memoryOf(d.PID())
-		if err != nil {
-			return err
-		}
-		res.Samples = append(res.Samples, SoakSample{At: time.Since(start), RSS: mem.RSS, Events: sumPrefix(m, "mntleak_events_total"), Lost: lost(m)})
-		next = time.Now().Add(cfg.SampleEvery)
-		return nil
-	}
-	if err := sample(); err != nil {
+	samples := &soakSampler{d: d, start: start, every: cfg.SampleEvery, res: res}
+	if err := samples.take(); err != nil {
 		return res, err
 	}
 	for time.Since(start) < cfg.Duration && ctx.Err() == nil {
 		res.Cycles++
-		cycle := res.Cycles
-		steps := []func() error{
-			func() error { return r.soakStorm(ctx, cfg, res) },
-			func() error {
-				if e == nil {
-					return nil
-				}
-				_, err := e.churn(ctx, 1000+cycle, cfg.Containers)
-				res.Containers += cfg.Containers
-				return err
-			},
-			func() error { return r.soakFailures(ctx, cfg, d, holders, cycle, injected, res) },
+		if err := r.soakCycle(ctx, cfg, e, d, holders, injected, res, samples.due); err != nil {
+			return res, err
 		}
-		for _, step := range steps {
-			if err := step(); err != nil {
-				return res, fmt.Errorf("soak cycle %d: %w", cycle, err)
-			}
-			if time.Now().After(next) {
-				if err := sample(); err != nil {
-					return res, err
-				}
-			}
-		}
-		r.logf("  soak cycle %d at %s: RSS %s, %d of %d failures explained, lost %.0f", cycle,
+		r.logf("  soak cycle %d at %s: RSS %s, %d of %d failures explained, lost %.0f", res.Cycles,
 			time.Since(start).Round(time.Second), mib(res.Samples[len(res.Samples)-1].RSS), res.Explained, res.Injected,
 			res.Samples[len(res.Samples)-1].Lost)
 	}
 	time.Sleep(time.Second) // the last events reach the daemon
-	if err := sample(); err != nil {
+	if err := samples.take(); err != nil {
 		return res, err
 	}
 	res.Elapsed = time.Since(start)
@@ -188,8 +155,81 @@ func (r *Runner) Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) 
 	}
 	res.Lost = res.Samples[len(res.Samples)-1].Lost - res.Samples[0].Lost
 	res.RSSStart, res.RSSEnd = quarterMedians(res.Samples)
-	// The machine is shared: only findings about the soak's own work
-	// (its directory) are judged; others are counted.
+	r.judgeSoakFindings(d, injected, res)
+	if err := d.Stop(); err != nil {
+		return res, fmt.Errorf("stop the daemon: %w", err)
+	}
+	stopEngine()
+	closeHolders()
+	if err := r.soakLeftovers(entriesBefore, res); err != nil {
+		return res, err
+	}
+	return res, ctx.Err()
+}
+
+// soakSampler samples the soak's daemon: its RSS and counters, into res.
+type soakSampler struct {
+	d           *Daemon
+	start, next time.Time // the soak's start; when the next sample is due
+	every       time.Duration
+	res         *SoakResult
+}
+
+// take samples the daemon now.
+func (s *soakSampler) take() error {
+	m, err := s.d.Scrape()
+	if err != nil {
+		return err
+	}
+	mem, err := memoryOf(s.d.PID())
+	if err != nil {
+		return err
+	}
+	s.res.Samples = append(s.res.Samples, SoakSample{At: time.Since(s.start), RSS: mem.RSS, Events: sumPrefix(m, "mntleak_events_total"), Lost: lost(m)})
+	s.next = time.Now().Add(s.every)
+	return nil
+}
+
+// due samples the daemon when a sample is due.
+func (s *soakSampler) due() error {
+	if time.Now().After(s.next) {
+		return s.take()
+	}
+	return nil
+}
+
+// soakCycle runs one cycle's steps (cycle res.Cycles): a storm burst,
+// container churn on engine e (nil: none), the injected failures;
+// afterStep runs after each (the memory and counter samples when due).
+func (r *Runner) soakCycle(ctx context.Context, cfg SoakConfig, e *engine, d *Daemon, holders *node, injected map[string]bool, res *SoakResult, afterStep func() error) error {
+	cycle := res.Cycles
+	steps := []func() error{
+		func() error { return r.soakStorm(ctx, cfg, res) },
+		func() error {
+			if e == nil {
+				return nil
+			}
+			_, err := e.churn(ctx, 1000+cycle, cfg.Containers)
+			res.Containers += cfg.Containers
+			return err
+		},
+		func() error { return r.soakFailures(ctx, cfg, d, holders, cycle, injected, res) },
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return fmt.Errorf("soak cycle %d: %w", cycle, err)
+		}
+		if err := afterStep(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// judgeSoakFindings sorts the daemon's findings: the machine is shared,
+// so only findings about the soak's own work (its directory) are judged
+// (one not about an injected failure is unexpected); others are counted.
+func (r *Runner) judgeSoakFindings(d *Daemon, injected map[string]bool, res *SoakResult) {
 	for _, f := range d.Findings() {
 		switch {
 		case !strings.Contains(f.Line, r.dir):
@@ -198,22 +238,22 @@ func (r *Runner) Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) 
 			res.Unexpected = append(res.Unexpected, f.Line)
 		}
 	}
-	if err := d.Stop(); err != nil {
-		return res, fmt.Errorf("stop the daemon: %w", err)
-	}
-	stopEngine()
-	closeHolders()
-	entriesAfter, err := hostMountEntries()
+}
+
+// soakLeftovers counts the host's mount entries the soak left (before:
+// the entries at its start), and names those in its directory.
+func (r *Runner) soakLeftovers(before map[string]bool, res *SoakResult) error {
+	after, err := hostMountEntries()
 	if err != nil {
-		return res, err
+		return err
 	}
-	for mp := range entriesAfter {
-		if !entriesBefore[mp] && strings.HasPrefix(mp, r.dir) {
+	for mp := range after {
+		if !before[mp] && strings.HasPrefix(mp, r.dir) {
 			res.LeftoverMounts = append(res.LeftoverMounts, mp)
 		}
 	}
-	res.LeftoverEntries = len(entriesAfter) - len(entriesBefore)
-	return res, ctx.Err()
+	res.LeftoverEntries = len(after) - len(before)
+	return nil
 }
 
 // soakStorm runs one storm burst and checks the worker made its calls.
