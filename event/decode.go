@@ -93,11 +93,11 @@ func Decode(b []byte) (Event, error) {
 		paths = decodeFailureRecord(&r, &ev)
 	}
 
-	if trunc&truncPath1 != 0 && paths.path1 != nil {
-		ev.Truncated = append(ev.Truncated, paths.path1Name)
+	if trunc&truncPath1 != 0 && paths.path1 != "" {
+		ev.Truncated = append(ev.Truncated, paths.path1)
 	}
-	if trunc&truncPath2 != 0 && paths.path2 != nil {
-		ev.Truncated = append(ev.Truncated, paths.path2Name)
+	if trunc&truncPath2 != 0 && paths.path2 != "" {
+		ev.Truncated = append(ev.Truncated, paths.path2)
 	}
 	if trunc&truncFSType != 0 {
 		ev.Truncated = append(ev.Truncated, "fstype")
@@ -105,21 +105,18 @@ func Decode(b []byte) (Event, error) {
 	if trunc&truncData != 0 {
 		ev.Truncated = append(ev.Truncated, "data")
 	}
-	for _, p := range []*string{paths.path1, paths.path2} {
-		if p != nil {
-			*p = tidyPath(*p)
-		}
-	}
 	ev.fillNames()
 	return ev, nil
 }
 
-// recordPaths is the fields of a record that its truncation bits
-// truncPath1 and truncPath2 name, with their names in Event.Truncated. A
-// nil field is one the record does not have.
+// recordPaths names, as Event.Truncated does, the fields of a record that
+// its truncation bits truncPath1 and truncPath2 name ("": the record has
+// none). The record's readers tidy those fields (tidyPath) themselves:
+// they hand back names, not pointers into the event, so that Decode's
+// Event stays on the stack (a pointer into it coming back from a call
+// moved it to the heap: an allocation of every event).
 type recordPaths struct {
-	path1, path2         *string
-	path1Name, path2Name string
+	path1, path2 string
 }
 
 // decodeHeader reads struct event_header into ev and returns its truncated
@@ -151,17 +148,20 @@ func decodeMountRecord(r *cursor, ev *Event, kind Kind) recordPaths {
 		ev.Source = r.str(pathLen)
 		ev.Target = r.str(pathLen)
 		ev.Data = r.str(dataLen)
-		paths = recordPaths{path1: &ev.Source, path1Name: "source", path2: &ev.Target, path2Name: "target"}
+		ev.Source, ev.Target = tidyPath(ev.Source), tidyPath(ev.Target)
+		paths = recordPaths{path1: "source", path2: "target"}
 	case KindUmount:
 		ev.Flags = r.u64()
 		ev.CwdMntID = r.s32()
 		ev.RootMntID = r.s32()
 		ev.Target = r.str(pathLen)
-		paths = recordPaths{path2: &ev.Target, path2Name: "target"}
+		ev.Target = tidyPath(ev.Target)
+		paths = recordPaths{path2: "target"}
 	case KindPivotRoot:
 		ev.NewRoot = r.str(pathLen)
 		ev.PutOld = r.str(pathLen)
-		paths = recordPaths{path1: &ev.NewRoot, path1Name: "new_root", path2: &ev.PutOld, path2Name: "put_old"}
+		ev.NewRoot, ev.PutOld = tidyPath(ev.NewRoot), tidyPath(ev.PutOld)
+		paths = recordPaths{path1: "new_root", path2: "put_old"}
 	}
 	return paths
 }
@@ -176,7 +176,8 @@ func decodeNewMountRecord(r *cursor, ev *Event, kind Kind) recordPaths {
 		ev.DirFD = r.s32()
 		ev.MntID = r.s32()
 		ev.Path = r.str(pathLen)
-		paths = recordPaths{path1: &ev.Path, path1Name: "path"}
+		ev.Path = tidyPath(ev.Path)
+		paths = recordPaths{path1: "path"}
 	case KindMoveMount:
 		ev.Flags = r.u64()
 		ev.FromFD = r.s32()
@@ -185,7 +186,8 @@ func decodeNewMountRecord(r *cursor, ev *Event, kind Kind) recordPaths {
 		r.skip(4)
 		ev.FromPath = r.str(pathLen)
 		ev.ToPath = r.str(pathLen)
-		paths = recordPaths{path1: &ev.FromPath, path1Name: "from_path", path2: &ev.ToPath, path2Name: "to_path"}
+		ev.FromPath, ev.ToPath = tidyPath(ev.FromPath), tidyPath(ev.ToPath)
+		paths = recordPaths{path1: "from_path", path2: "to_path"}
 	case KindFsopen:
 		ev.Flags = r.u64()
 		ev.FSType = r.str(fstypeLen)
@@ -202,7 +204,8 @@ func decodeNewMountRecord(r *cursor, ev *Event, kind Kind) recordPaths {
 		ev.DirFD = r.s32()
 		r.skip(4)
 		ev.Path = r.str(pathLen)
-		paths = recordPaths{path1: &ev.Path, path1Name: "path"}
+		ev.Path = tidyPath(ev.Path)
+		paths = recordPaths{path1: "path"}
 	}
 	return paths
 }
@@ -244,7 +247,8 @@ func decodeFailureRecord(r *cursor, ev *Event) recordPaths {
 	if used := int(r.u32()); used > 0 {
 		ev.Payload = append([]byte(nil), r.bytes(payloadLen)[:min(used, payloadLen)]...)
 	}
-	return recordPaths{path1: &ev.Path, path1Name: "path"}
+	ev.Path = tidyPath(ev.Path)
+	return recordPaths{path1: "path"}
 }
 
 // tidyPath drops the "." components and doubled slashes that joining a
