@@ -85,7 +85,7 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer, log *Log, reopen <-c
 	}
 	defer t.Close()
 	tr.Store(t)
-	p.clock = t.Now
+	p.clock, p.mono = t.Now, t.MonoNow
 	if lockErr != nil {
 		log.Warn("state dir not locked: a second daemon could share it", zap.Error(lockErr))
 	}

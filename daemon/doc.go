@@ -42,7 +42,9 @@
 //     mountwatch_info.go: an
 //     attached mount as mountinfo shows it; mountnotes.go: the
 //     pipeline's use of it: the notes queued so far recorded and applied
-//     before each event, the watched namespaces kept to the live ones,
+//     before each event (a syscall's event stamped before the last
+//     drain began needs none: its notes were in it), the watched
+//     namespaces kept to the live ones,
 //     and exits made quiet while the notes run (quietExits: an exit's
 //     record waits for the reader's next wakeup) (--mount-notes; without
 //     the marks the tables are re-read as before, and every exit wakes

@@ -51,8 +51,21 @@ func quietExits(t *tracer.Tracer, notes bool, log *zap.Logger) {
 // the same point (correlate.Replay). They are stamped in the events' time:
 // an unmount's note is read after its event's time (correlate:
 // takeUnmountNote).
-func (p *pipeline) notes() {
-	notes, err := p.mounts.drain(p.now())
+//
+// A syscall's notes are queued before its event is stamped (the kernel
+// notifies in the call, the tracer stamps at its exit), so a drain that
+// began after that stamp has them: such an event needs no drain of its
+// own (drainedFor). Behind a burst of calls the reader drains once per
+// catch-up, not once per event (two syscalls each, and a statmount of
+// every attach since the last).
+func (p *pipeline) notes(ev *event.Event) {
+	if p.drainedFor(ev) {
+		return
+	}
+	if p.mono != nil {
+		p.drainedAt = p.mono()
+	}
+	notes, err := p.mounts.drain(p.now)
 	if err != nil {
 		p.log.Warn("mount notes", zap.Error(err))
 	}
@@ -62,6 +75,21 @@ func (p *pipeline) notes() {
 		}
 		p.corr.Note(notes[i])
 	}
+}
+
+// drainMargin is how long before the last drain began an event must have
+// been stamped for the drain to hold its syscall's notes: far above the
+// skew of two CPUs' clocks and the time a note takes to become visible
+// to another CPU.
+const drainMargin = 50 * time.Microsecond
+
+// drainedFor reports whether the last drain holds every note ev can need
+// before it: ev is a syscall's (a process's fork and exit are stamped
+// before the kernel tears a namespace down; they drain as before),
+// stamped drainMargin before that drain began, and the watch has no note
+// of its own waiting (a sync's watch on and off).
+func (p *pipeline) drainedFor(ev *event.Event) bool {
+	return p.mono != nil && ev.SyscallNr >= 0 && ev.MonoNS+uint64(drainMargin) < p.drainedAt && !p.mounts.saying()
 }
 
 // syncMounts watches a namespace ev created at once, and matches the

@@ -89,7 +89,7 @@ func dropUnheld(t *testing.T, holderScript string, pinned bool) {
 	mw := watchOnly(t, corr, hns)
 	apply := func() {
 		t.Helper()
-		notes, err := mw.drain(time.Now())
+		notes, err := mw.drain(time.Now)
 		if err != nil {
 			t.Fatal(err)
 		}

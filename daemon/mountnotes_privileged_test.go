@@ -97,7 +97,7 @@ func mountNotesSpare(t *testing.T, notes bool) {
 		t.Helper()
 		before := reads.Load() // a read as the notes begin counts too (correlate.Note)
 		if mw != nil {
-			got, err := mw.drain(time.Now())
+			got, err := mw.drain(time.Now)
 			if err != nil {
 				t.Fatal(err)
 			}

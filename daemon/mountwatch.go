@@ -87,7 +87,8 @@ type mountWatch struct {
 	ready  []unix.EpollEvent
 	buf    []byte // statmount's
 	log    *zap.Logger
-	said   []event.MountNote // watch notes (event.WatchOn, WatchOff) the next drain returns first
+	said   []event.MountNote   // watch notes (event.WatchOn, WatchOff) the next drain returns first
+	gone   map[uint64]struct{} // notesOf's scratch: the mounts one read detaches
 	// budget is how many fanotify groups the watch may hold
 	// (groupBudget): the rest of the user's are left to other programs.
 	budget int
@@ -146,6 +147,10 @@ func (mw *mountWatch) watched() int {
 	}
 	return len(mw.groups)
 }
+
+// saying reports whether notes of the watch's own (a namespace watched or
+// no longer) wait for the next drain.
+func (mw *mountWatch) saying() bool { return mw != nil && len(mw.said) > 0 }
 
 // close closes every group and the epoll; nil: nothing.
 func (mw *mountWatch) close() {

@@ -13,15 +13,21 @@ import (
 )
 
 // drain returns the notes the kernel queued so far, without waiting, each
-// stamped now: a group with events, in the order the kernel queued them.
-// The kernel queues an event before the call that caused it returns, so
-// the notes of a call whose tracer event the pipeline holds are here.
-func (mw *mountWatch) drain(now time.Time) ([]event.MountNote, error) {
-	notes := mw.said
+// stamped now (read once, when there are notes): a group with events, in
+// the order the kernel queued them. The kernel queues an event before the
+// call that caused it returns, so the notes of a call whose tracer event
+// the pipeline holds are here.
+func (mw *mountWatch) drain(clock func() time.Time) (notes []event.MountNote, err error) {
+	defer func() {
+		if len(notes) > 0 {
+			now := clock()
+			for i := range notes {
+				notes[i].Time = now
+			}
+		}
+	}()
+	notes = mw.said
 	mw.said = nil
-	for i := range notes {
-		notes[i].Time = now
-	}
 	var errs []error
 	for {
 		n, err := unix.EpollWait(mw.ep, mw.ready, 0)
@@ -36,7 +42,7 @@ func (mw *mountWatch) drain(now time.Time) ([]event.MountNote, error) {
 			if fan == nil {
 				continue
 			}
-			got, err := mw.notesOf(fan, now)
+			got, err := mw.notesOf(fan)
 			notes = append(notes, got...)
 			if err != nil {
 				// A note may be lost (the queue overflowed, a mount could
@@ -45,9 +51,6 @@ func (mw *mountWatch) drain(now time.Time) ([]event.MountNote, error) {
 				errs = append(errs, err)
 				for _, ino := range slices.Clone(fan.members) {
 					mw.drop(ino)
-				}
-				for i := range mw.said {
-					mw.said[i].Time = now
 				}
 				notes = append(notes, mw.said...)
 				mw.said = nil
@@ -61,21 +64,30 @@ func (mw *mountWatch) drain(now time.Time) ([]event.MountNote, error) {
 
 // notesOf reads one group's events: an attach described by statmount in
 // the namespace it is in (one detached again before, ENOENT everywhere, is
-// left out: its detach follows), a detach as its namespace knew the mount.
-func (mw *mountWatch) notesOf(fan *fanGroup, now time.Time) ([]event.MountNote, error) {
+// left out: its detach follows; one whose detach is in the same read is
+// not even asked), a detach as its namespace knew the mount.
+func (mw *mountWatch) notesOf(fan *fanGroup) ([]event.MountNote, error) {
 	evs, err := fan.w.Read()
 	if err != nil {
 		err = fmt.Errorf("the fanotify group of mnt:%v: %w", fan.members, err)
 	}
 	var out []event.MountNote
+	gone := mw.detachedIn(evs)
+	defer clear(gone)
 	for _, ev := range evs {
+		if _, ok := gone[ev.Mount]; ok && !ev.Detach {
+			// Attached and detached again since the last read: its
+			// statmount would say ENOENT (below), and the detach finds no
+			// member that had it.
+			continue
+		}
 		if ev.Detach && !ev.Moved {
 			ino, ok := mw.memberWith(fan, ev.Mount)
 			if !ok {
 				continue
 			}
 			k, _ := mw.groups[ino].mounts.remove(ev.Mount)
-			out = append(out, event.MountNote{Time: now, NS: ino, Detach: true, PID: uint32(ev.PID), Mount: k.info()})
+			out = append(out, event.MountNote{NS: ino, Detach: true, PID: uint32(ev.PID), Mount: k.info()})
 			continue
 		}
 		ino, m, serr := mw.describe(fan, ev.Mount)
@@ -95,9 +107,23 @@ func (mw *mountWatch) notesOf(fan *fanGroup, now time.Time) ([]event.MountNote, 
 			continue
 		}
 		mw.groups[ino].mounts.put(watchedOf(m))
-		out = append(out, event.MountNote{Time: now, NS: ino, PID: uint32(ev.PID), Mount: infoOf(m)})
+		out = append(out, event.MountNote{NS: ino, PID: uint32(ev.PID), Mount: infoOf(m)})
 	}
 	return out, err
+}
+
+// detachedIn is the set of the mounts evs detach (moves left out), in a
+// map the watch keeps for it: the caller clears it after use.
+func (mw *mountWatch) detachedIn(evs []kmount.MountEvent) map[uint64]struct{} {
+	if mw.gone == nil {
+		mw.gone = make(map[uint64]struct{})
+	}
+	for _, ev := range evs {
+		if ev.Detach && !ev.Moved {
+			mw.gone[ev.Mount] = struct{}{}
+		}
+	}
+	return mw.gone
 }
 
 // describe is statmount of the mount of unique id in the member of fan it

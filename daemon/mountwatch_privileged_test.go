@@ -49,13 +49,13 @@ func TestMountWatchKeepsTheLedgerTrue(t *testing.T) {
 	if len(mw.groups) != 1 {
 		t.Fatalf("%d namespaces watched, want the holder's", len(mw.groups))
 	}
-	if on, err := mw.drain(time.Now()); err != nil || len(on) != 1 || on[0].Watch != event.WatchOn || on[0].NS != ino {
+	if on, err := mw.drain(time.Now); err != nil || len(on) != 1 || on[0].Watch != event.WatchOn || on[0].NS != ino {
 		t.Fatalf("first drain: %s, %v; want the note that mnt:[%d] is watched", describe(on), err, ino)
 	}
 
 	node.Detach(t)
 	at := time.Now()
-	notes, err := mw.drain(at)
+	notes, err := mw.drain(func() time.Time { return at })
 	took := time.Since(at)
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +84,7 @@ func TestMountWatchKeepsTheLedgerTrue(t *testing.T) {
 	if want == nil {
 		t.Fatalf("no mount at %s in the holder", own)
 	}
-	if notes, err = mw.drain(time.Now()); err != nil {
+	if notes, err = mw.drain(time.Now); err != nil {
 		t.Fatal(err)
 	}
 	if len(notes) != 1 || notes[0].Detach || notes[0].NS != ino {

@@ -28,7 +28,7 @@ func TestNewNamespaceUnderAWatchedInodeIsWatched(t *testing.T) {
 	if old == nil {
 		t.Fatalf("mnt:[%d] not watched", h.MntNS)
 	}
-	if _, err := mw.drain(time.Now()); err != nil {
+	if _, err := mw.drain(time.Now); err != nil {
 		t.Fatal(err)
 	}
 	was := corr.Lineage().Get(h.MntNS)
@@ -41,7 +41,7 @@ func TestNewNamespaceUnderAWatchedInodeIsWatched(t *testing.T) {
 	}
 	p := &pipeline{corr: corr, mounts: mw, mountsAt: at.UnixNano()}
 	p.syncLive(created, onlyLive(corr, h.MntNS))
-	notes, err := mw.drain(time.Now())
+	notes, err := mw.drain(time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}

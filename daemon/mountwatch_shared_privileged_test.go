@@ -62,7 +62,7 @@ func TestMountWatchSharesGroups(t *testing.T) {
 	if want := (len(holders) + nsPerGroup - 1) / nsPerGroup; len(mw.groups) != len(holders) || len(mw.fans) != want {
 		t.Fatalf("after %d syncs: %d namespaces watched in %d fanotify groups, want %d in %d", syncs, len(mw.groups), len(mw.fans), len(holders), want)
 	}
-	if on, err := mw.drain(time.Now()); err != nil || len(on) != len(holders) {
+	if on, err := mw.drain(time.Now); err != nil || len(on) != len(holders) {
 		t.Fatalf("first drain: %s, %v; want a watch note for each holder", describe(on), err)
 	}
 
@@ -76,7 +76,7 @@ func TestMountWatchSharesGroups(t *testing.T) {
 	}
 	node.Run(t, "umount", vol)
 	node.Run(t, "rmdir", vol)
-	notes, err := mw.drain(time.Now())
+	notes, err := mw.drain(time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestMountWatchSharesGroups(t *testing.T) {
 		own := privtest.Mkdir(t, filepath.Join(dir, "own"+strconv.Itoa(h.PID)))
 		privtest.Run(t, "nsenter", "-t", strconv.Itoa(h.PID), "-m", "--", "mount", "-t", "tmpfs", "mwsharedown", own)
 		want := procMountAt(t, strconv.Itoa(h.PID), own)
-		notes, err := mw.drain(time.Now())
+		notes, err := mw.drain(time.Now)
 		if err != nil || len(notes) != 1 || notes[0].Detach || notes[0].NS != h.MntNS || want == nil ||
 			!sameButSource(*notes[0].Mount, *want) {
 			t.Errorf("after a mount at %s in mnt:[%d]: %s, %v; want its attach as /proc shows it: %+v", own, h.MntNS, describe(notes), err, want)
@@ -108,7 +108,7 @@ func TestMountWatchSharesGroups(t *testing.T) {
 	// A namespace no longer watched, alive: its mount is no note.
 	dropped := holders[2]
 	mw.drop(dropped.MntNS)
-	if off, err := mw.drain(time.Now()); err != nil || len(off) != 1 || off[0].Watch != event.WatchOff || off[0].NS != dropped.MntNS {
+	if off, err := mw.drain(time.Now); err != nil || len(off) != 1 || off[0].Watch != event.WatchOff || off[0].NS != dropped.MntNS {
 		t.Fatalf("drain after the drop: %s, %v; want the note that mnt:[%d] is no longer watched", describe(off), err, dropped.MntNS)
 	}
 	own := privtest.Mkdir(t, filepath.Join(dir, "dropped"))
@@ -116,7 +116,7 @@ func TestMountWatchSharesGroups(t *testing.T) {
 	if procMountAt(t, strconv.Itoa(dropped.PID), own) == nil {
 		t.Fatalf("no mount at %s in mnt:[%d]", own, dropped.MntNS)
 	}
-	if notes, err := mw.drain(time.Now()); err != nil || len(notes) != 0 {
+	if notes, err := mw.drain(time.Now); err != nil || len(notes) != 0 {
 		t.Errorf("after a mount in the namespace no longer watched: %s, %v; want no note", describe(notes), err)
 	}
 }

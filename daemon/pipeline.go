@@ -32,6 +32,10 @@ type pipeline struct {
 	mounts   *mountWatch           // the kernel's mount notes (mountnotes.go); nil without them
 	clock    func() time.Time      // the present in the events' time (tracer.Now); nil: the wall clock
 	mountsAt int64                 // event time (unix ns) the watched namespaces were last synced
+	// mono is CLOCK_MONOTONIC now, as an event's MonoNS (tracer.MonoNow);
+	// nil in tests: every event drains the mount notes.
+	mono      func() uint64
+	drainedAt uint64 // mono when the last drain of the mount notes began
 	// self is the daemon's pid: its own events (a thread of it enters a
 	// namespace no process runs in to read its table) are not the node's,
 	// and would make it a process of that namespace. 0 in tests.
@@ -49,7 +53,7 @@ func (p *pipeline) handle(ev *event.Event) {
 	// 0. The kernel's mount notes queued so far, recorded and applied
 	//    before the event (mountnotes.go).
 	if correlating && p.mounts != nil {
-		p.notes()
+		p.notes(ev)
 	}
 	// 1. Prepare, in one step: what the engine and the findings' names
 	//    need of the event and the kernel did not give, read now (by a

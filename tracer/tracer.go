@@ -113,6 +113,7 @@ type Tracer struct {
 	links    []link.Link
 	reader   reader
 	clock    event.WallClock
+	mono     monoClock
 	// disabled lists the events whose optional syscalls are missing.
 	disabled []string
 	// kernelTypes is the kernel BTF while New loads and attaches; nil
@@ -171,13 +172,17 @@ func New(cfg Config, log *zap.Logger) (*Tracer, error) {
 		return nil, fmt.Errorf("read CLOCK_MONOTONIC: %w", err)
 	}
 	clock.OffsetNS += int64(cfg.clockSkew)
+	mono, err := newMonoClock()
+	if err != nil {
+		return nil, fmt.Errorf("read CLOCK_MONOTONIC: %w", err)
+	}
 	start := time.Now()
 	objs, err := loadObjects(loadOptions{buffer: k.buffer, ringBufBytes: cfg.RingBufferBytes, kernelTypes: k.btf, walk: k.walk, hooks: k.hooks,
 		taskMapEntries: cfg.taskMapEntries}, log)
 	if err != nil {
 		return nil, err
 	}
-	t := &Tracer{log: log, cfg: cfg, buffer: k.buffer, walk: k.walk, hooks: k.hooks, hooksWhy: k.hooksWhy, objs: objs, clock: clock, kernelTypes: k.btf}
+	t := &Tracer{log: log, cfg: cfg, buffer: k.buffer, walk: k.walk, hooks: k.hooks, hooksWhy: k.hooksWhy, objs: objs, clock: clock, mono: mono, kernelTypes: k.btf}
 	// The reader before the programs: a perf output to a CPU whose buffer
 	// is not open yet fails, and would count as lost.
 	if t.reader, err = newReader(objs.mount.Events, k.buffer, cfg.RingBufferBytes); err != nil {

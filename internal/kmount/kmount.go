@@ -110,6 +110,7 @@ func List(ns uint64) ([]uint64, error) {
 
 // Stat describes mount id of namespace ns; buf is reused between calls
 // (nil: one is made) and returned, grown when a mount's strings did not fit.
+// A mount no longer there (or in another namespace) is unix.ENOENT itself.
 func Stat(ns, id uint64, buf []byte) (Mount, []byte, error) {
 	if len(buf) < 4096 {
 		buf = make([]byte, 4096)
@@ -121,6 +122,9 @@ func Stat(ns, id uint64, buf []byte) (Mount, []byte, error) {
 		if errors.Is(errno, unix.EOVERFLOW) && len(buf) < 1<<20 {
 			buf = make([]byte, 4*len(buf))
 			continue
+		}
+		if errno == unix.ENOENT {
+			return Mount{}, buf, unix.ENOENT // gone: callers skip it, and build no message
 		}
 		if errno != 0 {
 			return Mount{}, buf, fmt.Errorf("statmount of mount %d in mntns id %d: %w", id, ns, errno)

@@ -20,6 +20,10 @@ const (
 	fanInfoMntLen     = 16         // sizeof(struct fanotify_event_info_mnt)
 	fanMetadataVers   = 3          // FANOTIFY_METADATA_VERSION
 	fanEventBufferLen = 4096
+	// fanEventMaxLen bounds one mount event (fanMetadataLen +
+	// fanInfoMntLen, 40 bytes on 6.18), with room for info records a
+	// later kernel may add.
+	fanEventMaxLen = 256
 )
 
 // MountEvent is one mount attached to or detached from a watched
@@ -100,6 +104,12 @@ func (w *Watch) Read() ([]MountEvent, error) {
 		out = append(out, evs...)
 		if err != nil {
 			return out, err
+		}
+		if n <= len(w.buf)-fanEventMaxLen {
+			// The kernel stops filling the buffer only when its queue is
+			// empty or the next event does not fit: it was empty, and a
+			// read to see EAGAIN would tell nothing more.
+			return out, nil
 		}
 	}
 }
