@@ -12,5 +12,6 @@
 // syscalls_arm64.go (generated number-to-name tables), text.go (the one-line text form),
 // filter.go (--pid, --comm, --mntns), mountnote.go (MountNote: a mount attached to or
 // detached from a watched namespace, as the kernel's fanotify marks tell it), task.go
-// (Task: a thread born or moved under tracing, where it is now).
+// (Task: a thread born or moved under tracing, where it is now), json.go (AppendJSON:
+// encoding/json's bytes for an Event, without its reflection).
 package event

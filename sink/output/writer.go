@@ -72,9 +72,10 @@ type Writer struct {
 	format Format
 	q      *queue
 
-	mu      sync.Mutex // guards the encoder and its scratch buffer
+	mu      sync.Mutex // guards the encoder and its scratch buffers
 	scratch bytes.Buffer
 	enc     *json.Encoder
+	line    []byte // an event's JSON line (Write)
 }
 
 // NewWriter returns a Writer on w with the default options. If w is an
@@ -141,16 +142,24 @@ func (w *Writer) lostLine(n uint64, since time.Time) []byte {
 func (w *Writer) Write(ev *event.Event) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.scratch.Reset()
-	if w.format == JSON {
+	if w.format != JSON {
+		w.scratch.Reset()
+		w.scratch.WriteString(ev.Text())
+		w.scratch.WriteByte('\n')
+		return w.q.push(w.scratch.Bytes(), false)
+	}
+	// encoding/json's bytes without its reflection (event.AppendJSON); an
+	// event AppendJSON refuses gets encoding/json's error.
+	line, ok := ev.AppendJSON(w.line[:0])
+	if !ok {
+		w.scratch.Reset()
 		if err := w.enc.Encode(ev); err != nil { // Encode appends the newline
 			return err
 		}
-	} else {
-		w.scratch.WriteString(ev.Text())
-		w.scratch.WriteByte('\n')
+		return w.q.push(w.scratch.Bytes(), false)
 	}
-	return w.q.push(w.scratch.Bytes(), false)
+	w.line = append(line, '\n') // kept for the next event: push copies it
+	return w.q.push(w.line, false)
 }
 
 // WriteJSON queues any value as one JSON line (the proc records of a

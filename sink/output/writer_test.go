@@ -52,6 +52,23 @@ func TestWriterEncodes(t *testing.T) {
 	}
 }
 
+// TestWriterRefusesWhatEncodingJSONRefuses: an event AppendJSON does not
+// take (a kind out of range) is encoding/json's error, and no line.
+func TestWriterRefusesWhatEncodingJSONRefuses(t *testing.T) {
+	dst := &closeCounter{}
+	w := NewWriter(dst, JSON, dst)
+	err := w.Write(&event.Event{Kind: event.Kind(999), Time: time.Unix(0, 0)})
+	if err == nil || !strings.Contains(err.Error(), "invalid event kind 999") {
+		t.Errorf("Write of kind 999: %v, want encoding/json's error", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if dst.String() != "" {
+		t.Errorf("wrote %q, want nothing", dst.String())
+	}
+}
+
 // TestWriterFlushesOnTimer: a lone event reaches the destination without
 // Close, within a few flush intervals.
 func TestWriterFlushesOnTimer(t *testing.T) {
