@@ -32,6 +32,10 @@
 set -euo pipefail
 here=$(dirname "$(readlink -f "$0")")
 C=${LAB_CACHE:-/var/cache/mntleak-lab}
+# A fresh machine has none: run's and exec_'s mktemp come before image
+# makes it (a cold make test failed there on a day without arm64, whose
+# test had made it first).
+mkdir -p "$C"
 
 image() {
 	local sum
