@@ -99,19 +99,20 @@ func (p *pipeline) syncMounts(ev *event.Event) {
 	if p.mounts == nil {
 		return
 	}
-	p.syncLive(ev, p.corr.Lineage().Live())
+	p.syncLive(ev, p.corr.Lineage().Live)
 }
 
-// syncLive is syncMounts with the live namespaces given.
-func (p *pipeline) syncLive(ev *event.Event, live []*correlate.Namespace) {
+// syncLive is syncMounts with the live namespaces asked of live, only
+// when a sync is due (a list of every namespace: not for every event).
+func (p *pipeline) syncLive(ev *event.Event, live func() []*correlate.Namespace) {
 	created := (ev.Kind == event.KindUnshare && ev.Ret == 0 && ev.MntNSAfter != ev.MntNSBefore) || ev.Kind == event.KindNewNSFork
 	switch {
 	case ev.Time.UnixNano()-p.mountsAt >= int64(syncInterval):
 		p.mountsAt = ev.Time.UnixNano()
-		p.mounts.sync(live, watchPerSync)
+		p.mounts.sync(live(), watchPerSync)
 	case created:
 		// The namespace just made, the newest, alone: a burst of container
 		// starts marks no backlog on the event path.
-		p.mounts.sync(live, 1)
+		p.mounts.sync(live(), 1)
 	}
 }

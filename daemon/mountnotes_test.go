@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
 )
 
@@ -42,5 +43,31 @@ func TestDrainedForOnlyWhatTheLastDrainHolds(t *testing.T) {
 	p.mono = nil
 	if p.drainedFor(call(at - ms)) {
 		t.Errorf("without the tracer's clock: drainedFor true, want a drain for every event")
+	}
+}
+
+// TestSyncAsksForTheLiveOnlyWhenDue: the list of live namespaces (a walk
+// of the whole lineage) is asked for only when a sync is due, a
+// namespace's creation or syncInterval of event time, not for every
+// event.
+func TestSyncAsksForTheLiveOnlyWhenDue(t *testing.T) {
+	at := time.Unix(1000, 0)
+	p := &pipeline{mounts: &mountWatch{}, mountsAt: at.UnixNano()}
+	asked := 0
+	live := func() []*correlate.Namespace { asked++; return nil }
+	for _, c := range []struct {
+		what  string
+		ev    *event.Event
+		asked int
+	}{
+		{"a mount within the interval", &event.Event{Kind: event.KindMount, Time: at.Add(syncInterval / 2)}, 0},
+		{"an unshare that made a namespace", &event.Event{Kind: event.KindUnshare, Time: at.Add(syncInterval / 2), MntNSBefore: 1, MntNSAfter: 2}, 1},
+		{"a mount a whole interval on", &event.Event{Kind: event.KindMount, Time: at.Add(syncInterval)}, 2},
+		{"a mount just after that sync", &event.Event{Kind: event.KindMount, Time: at.Add(syncInterval + time.Millisecond)}, 2},
+	} {
+		p.syncLive(c.ev, live)
+		if asked != c.asked {
+			t.Fatalf("after %s: the live namespaces asked for %d times, want %d", c.what, asked, c.asked)
+		}
 	}
 }

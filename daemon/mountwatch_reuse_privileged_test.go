@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/event"
 )
@@ -40,7 +41,7 @@ func TestNewNamespaceUnderAWatchedInodeIsWatched(t *testing.T) {
 		t.Fatalf("the lineage did not take the creation for a new namespace under mnt:[%d]", h.MntNS)
 	}
 	p := &pipeline{corr: corr, mounts: mw, mountsAt: at.UnixNano()}
-	p.syncLive(created, onlyLive(corr, h.MntNS))
+	p.syncLive(created, func() []*correlate.Namespace { return onlyLive(corr, h.MntNS) })
 	notes, err := mw.drain(time.Now)
 	if err != nil {
 		t.Fatal(err)

@@ -156,11 +156,11 @@ func TestCreationMarksItsNamespaceAlone(t *testing.T) {
 	at := time.Now()
 	p := &pipeline{corr: corr, mounts: mw, mountsAt: at.UnixNano()}
 	created := &event.Event{Kind: event.KindUnshare, Time: at.Add(time.Millisecond), MntNSBefore: node.MntNS, MntNSAfter: newest}
-	p.syncLive(created, live)
+	p.syncLive(created, func() []*correlate.Namespace { return live })
 	if len(mw.groups) != 1 || mw.groups[newest] == nil {
 		t.Fatalf("after the creation's sync: %d namespaces watched (the new one: %v), want the new one alone", len(mw.groups), mw.groups[newest] != nil)
 	}
-	p.syncLive(&event.Event{Kind: event.KindExit, Time: at.Add(time.Second)}, live)
+	p.syncLive(&event.Event{Kind: event.KindExit, Time: at.Add(time.Second)}, func() []*correlate.Namespace { return live })
 	if len(mw.groups) != len(inos) {
 		t.Fatalf("after the periodic sync: %d namespaces watched, want %d", len(mw.groups), len(inos))
 	}
