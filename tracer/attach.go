@@ -106,19 +106,25 @@ func syscallFunc(name string) string { return syscallPrefix + name }
 // haveSyscall looks name's function up in the kernel BTF (spec, or the
 // running kernel's when nil).
 func haveSyscall(spec *btf.Spec, name string) (bool, error) {
+	return haveKernelFunc(spec, syscallFunc(name))
+}
+
+// haveKernelFunc reports whether the kernel's own BTF (vmlinux, not a
+// module's) has function fn; spec nil: the running kernel's, parsed here.
+func haveKernelFunc(spec *btf.Spec, fn string) (bool, error) {
 	if spec == nil {
 		var err error
 		if spec, err = btf.LoadKernelSpec(); err != nil {
 			return false, fmt.Errorf("load kernel BTF: %w", err)
 		}
 	}
-	var fn *btf.Func
-	err := spec.TypeByName(syscallFunc(name), &fn)
+	var f *btf.Func
+	err := spec.TypeByName(fn, &f)
 	if errors.Is(err, btf.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("look up %s in the kernel BTF: %w", syscallFunc(name), err)
+		return false, fmt.Errorf("look up %s in the kernel BTF: %w", fn, err)
 	}
 	return true, nil
 }

@@ -143,11 +143,25 @@ func probeKprobes() string {
 	return "yes"
 }
 
+// fentryProbeFunc is the kernel function probeFentry tries.
+const fentryProbeFunc = "vfs_statfs"
+
 // probeFentry loads (does not attach) an empty fentry program on a kernel
-// function: the kernel refuses it where BPF trampolines are missing.
+// function: the kernel refuses it where BPF trampolines are missing. A
+// kernel whose own BTF lacks the function (Debian's 6.12 cloud kernel)
+// has nothing to attach it to, said without the loader's search of every
+// module's BTF, which fails when a module comes and goes meanwhile (a
+// cpufreq driver udev loads and the kernel unloads again at boot: seen in
+// the lab's 6.12 guest).
 func probeFentry() string {
+	switch ok, err := haveKernelFunc(nil, fentryProbeFunc); {
+	case err != nil:
+		return "unknown (" + err.Error() + ")"
+	case !ok:
+		return "no (no " + fentryProbeFunc + " in the kernel BTF)"
+	}
 	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Type: ebpf.Tracing, AttachType: ebpf.AttachTraceFEntry, AttachTo: "vfs_statfs", License: "GPL",
+		Type: ebpf.Tracing, AttachType: ebpf.AttachTraceFEntry, AttachTo: fentryProbeFunc, License: "GPL",
 		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
 	})
 	switch {

@@ -40,9 +40,9 @@ var allKernels = []labKernel{
 	{name: "6.12", release: "6.12.",
 		version: []string{"btf:         true", "ring buffer: yes", "buffer:      ringbuf (what --buffer=auto uses)", "path walk:   bpf_loop",
 			"syscalls:    10 of 10 present", "kprobes:     yes (not used)",
-			// Debian's 6.12 cloud kernel refuses fentry on vfs_statfs, but
+			// Debian's 6.12 cloud kernel has no vfs_statfs in its BTF, but
 			// attaches fexit programs to its syscall functions.
-			"fentry:      no (attach Tracing/TraceFEntry: fentry vfs_statfs not supported) (not used)",
+			"fentry:      no (no vfs_statfs in the kernel BTF) (not used)",
 			"hooks:       trampoline (the kernel attaches fexit programs to its syscall functions) (what --hooks=auto uses)"},
 		probe: []string{"rmdir-detaches-foreign: yes", "open_tree: yes (EFAULT)", "fsopen: yes (EFAULT)",
 			"mount_setattr: yes (EINVAL)", "statmount: yes (EFAULT)", "listmount: yes (EFAULT)", "ns-get-mntns-id: yes"}},
