@@ -87,8 +87,8 @@ type mountWatch struct {
 	ready  []unix.EpollEvent
 	buf    []byte // statmount's
 	log    *zap.Logger
-	said   []event.MountNote   // watch notes (event.WatchOn, WatchOff) the next drain returns first
-	gone   map[uint64]struct{} // notesOf's scratch: the mounts one read detaches
+	said   []event.MountNote // watch notes (event.WatchOn, WatchOff) the next drain returns first
+	gone   map[uint64]int    // notesOf's scratch: the mounts one read detaches, to the index of the last detach
 	// budget is how many fanotify groups the watch may hold
 	// (groupBudget): the rest of the user's are left to other programs.
 	budget int

@@ -72,10 +72,10 @@ func (mw *mountWatch) notesOf(fan *fanGroup) ([]event.MountNote, error) {
 		err = fmt.Errorf("the fanotify group of mnt:%v: %w", fan.members, err)
 	}
 	var out []event.MountNote
-	gone := mw.detachedIn(evs)
+	gone := mw.lastDetaches(evs)
 	defer clear(gone)
-	for _, ev := range evs {
-		if _, ok := gone[ev.Mount]; ok && !ev.Detach {
+	for i, ev := range evs {
+		if detachedLater(gone, i, ev) {
 			// Attached and detached again since the last read: its
 			// statmount would say ENOENT (below), and the detach finds no
 			// member that had it.
@@ -112,18 +112,28 @@ func (mw *mountWatch) notesOf(fan *fanGroup) ([]event.MountNote, error) {
 	return out, err
 }
 
-// detachedIn is the set of the mounts evs detach (moves left out), in a
-// map the watch keeps for it: the caller clears it after use.
-func (mw *mountWatch) detachedIn(evs []kmount.MountEvent) map[uint64]struct{} {
+// lastDetaches maps each mount evs detach (moves left out) to the index
+// of its last detach in evs, in a map the watch keeps for it: the caller
+// clears it after use.
+func (mw *mountWatch) lastDetaches(evs []kmount.MountEvent) map[uint64]int {
 	if mw.gone == nil {
-		mw.gone = make(map[uint64]struct{})
+		mw.gone = make(map[uint64]int)
 	}
-	for _, ev := range evs {
+	for i, ev := range evs {
 		if ev.Detach && !ev.Moved {
-			mw.gone[ev.Mount] = struct{}{}
+			mw.gone[ev.Mount] = i
 		}
 	}
 	return mw.gone
+}
+
+// detachedLater reports whether evs[i], an attach or a move, is of a mount
+// a later event of the same read detaches (gone: lastDetaches): it is gone
+// by now. One attached again after its last detach (moved out of the
+// namespace and back) is there.
+func detachedLater(gone map[uint64]int, i int, ev kmount.MountEvent) bool {
+	last, ok := gone[ev.Mount]
+	return ok && !ev.Detach && i < last
 }
 
 // describe is statmount of the mount of unique id in the member of fan it
