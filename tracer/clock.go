@@ -8,22 +8,6 @@ import (
 	"github.com/mntleak/mntleak/event"
 )
 
-// wallClock measures the offset between the wall clock and CLOCK_MONOTONIC
-// (bpf_ktime_get_ns) once. The offset drifts with NTP slewing (at most
-// 0.5 ms a second), far below the resolution findings need; what the
-// daemon compares with an event's time it stamps through the same offset
-// (Now).
-func wallClock() (event.WallClock, error) {
-	var ts unix.Timespec
-	before := time.Now()
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		return event.WallClock{}, err
-	}
-	after := time.Now()
-	wall := before.UnixNano() + after.Sub(before).Nanoseconds()/2
-	return event.WallClock{OffsetNS: wall - ts.Nano()}, nil
-}
-
 // monoClock reads CLOCK_MONOTONIC without a syscall: Go's monotonic clock
 // is CLOCK_MONOTONIC read through the vDSO, so the kernel's reading at one
 // instant plus the time Go's clock saw pass since is the kernel's reading
@@ -43,6 +27,15 @@ func newMonoClock() (monoClock, error) {
 	}
 	after := time.Now()
 	return monoClock{base: uint64(ts.Nano()), start: before.Add(after.Sub(before) / 2)}, nil
+}
+
+// wall is the offset between the wall clock and CLOCK_MONOTONIC
+// (bpf_ktime_get_ns) at the clock's start, the one reading both come
+// from. The offset drifts with NTP slewing (at most 0.5 ms a second), far
+// below the resolution findings need; what the daemon compares with an
+// event's time it stamps through the same offset (Now).
+func (c monoClock) wall() event.WallClock {
+	return event.WallClock{OffsetNS: c.start.UnixNano() - int64(c.base)}
 }
 
 // now is CLOCK_MONOTONIC now, in nanoseconds.

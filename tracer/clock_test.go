@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -27,5 +28,21 @@ func TestMonoClockIsTheKernels(t *testing.T) {
 		if now+slack < uint64(before.Nano()) || now > uint64(after.Nano())+slack {
 			t.Fatalf("reading %d: %d ns, want within %d ns of the kernel's %d .. %d", i, now, slack, before.Nano(), after.Nano())
 		}
+	}
+}
+
+// TestWallClockFromTheSameReading: the wall offset maps the clock's
+// CLOCK_MONOTONIC reading of now to the wall clock of now, to the
+// microsecond (both come from the one reading at start).
+func TestWallClockFromTheSameReading(t *testing.T) {
+	c, err := newMonoClock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
+	got := c.wall().Time(c.now())
+	after := time.Now()
+	if got.Before(before.Add(-time.Microsecond)) || got.After(after.Add(time.Microsecond)) {
+		t.Fatalf("now through the wall offset %s, want within a microsecond of %s .. %s", got, before, after)
 	}
 }

@@ -167,15 +167,12 @@ func New(cfg Config, log *zap.Logger) (*Tracer, error) {
 	if err != nil {
 		return nil, err
 	}
-	clock, err := wallClock()
-	if err != nil {
-		return nil, fmt.Errorf("read CLOCK_MONOTONIC: %w", err)
-	}
-	clock.OffsetNS += int64(cfg.clockSkew)
 	mono, err := newMonoClock()
 	if err != nil {
 		return nil, fmt.Errorf("read CLOCK_MONOTONIC: %w", err)
 	}
+	clock := mono.wall()
+	clock.OffsetNS += int64(cfg.clockSkew)
 	start := time.Now()
 	objs, err := loadObjects(loadOptions{buffer: k.buffer, ringBufBytes: cfg.RingBufferBytes, kernelTypes: k.btf, walk: k.walk, hooks: k.hooks,
 		taskMapEntries: cfg.taskMapEntries}, log)
