@@ -10,7 +10,7 @@
  * then turns the events map into a PERF_EVENT_ARRAY before creating it, so
  * no ring buffer map is ever created on a kernel without one. use_perf is a
  * read-only constant, so the verifier knows it and removes the other branch
- * of reserve_event/submit_event, helper calls included
+ * of reserve_event/submit_event and pack_submit, helper calls included
  * (tracer/load_privileged_test.go checks the loaded programs).
  */
 #ifndef __MNTLEAK_COMMON_BPF_H__
@@ -40,7 +40,7 @@ volatile const bool use_perf = false;
 /* All events. The type and size are defaults; the loader may change both. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 8 << 20);
+	__uint(max_entries, 2 << 20);
 } events SEC(".maps");
 
 /*
@@ -90,18 +90,35 @@ union any_event {
 };
 
 /*
- * In perf mode a record is built here, then copied out by
- * bpf_perf_event_output. One slot per CPU is enough: the programs run in
- * process context with preemption disabled (syscall and sched tracepoints)
- * and none of them fires from an interrupt, so two records are never built
- * at once on one CPU.
+ * A record with strings (mount, umount, pivot_root and the new mount API's)
+ * goes out packed: its fixed part, up to its first string, then each string
+ * with its NUL, in the struct's order (bpf/mntleak.h; event/decode.go reads
+ * it so). A mount record is then a hundred-odd bytes instead of 1,264, so
+ * the events buffer holds several times as many records as it would of the
+ * structs: what keeps a small buffer from overflowing in a mount storm.
  */
+#define PACKED_SIZE 4096
+#define PACKED_OFF_MASK 2047	/* a string starts below: fixed part + earlier strings */
+
+/*
+ * Each CPU's stage: a packed kind's record is built in rec, packed into
+ * packed and copied out (bpf_ringbuf_output or bpf_perf_event_output); in
+ * perf mode every other record is built in rec too. One stage per CPU is
+ * enough: the programs run in process context with preemption disabled
+ * (syscall and sched tracepoints) and none of them fires from an
+ * interrupt, so two records are never built at once on one CPU.
+ */
+struct stage {
+	union any_event rec;
+	char packed[PACKED_SIZE];
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, union any_event);
-} perf_buf SEC(".maps");
+	__type(value, struct stage);
+} stage SEC(".maps");
 
 /*
  * The syscall handlers, by x86_64 syscall number, plus SLOT_FAILURE for the
@@ -259,7 +276,7 @@ static __always_inline void *reserve_event(__u64 size, __u32 kind)
 	void *rec;
 
 	if (use_perf)
-		rec = bpf_map_lookup_elem(&perf_buf, &zero);
+		rec = bpf_map_lookup_elem(&stage, &zero);
 	else
 		rec = bpf_ringbuf_reserve(&events, size, 0);
 	if (!rec)
@@ -311,6 +328,87 @@ static __always_inline void submit_event_quiet(void *ctx, void *rec, __u64 size,
 static __always_inline void submit_event(void *ctx, void *rec, __u64 size)
 {
 	submit_event_quiet(ctx, rec, size, false);
+}
+
+/*
+ * Returns the CPU's stage for a record of a packed kind, built there in any
+ * mode and queued by pack_submit; a failure is counted, never silent.
+ */
+static __always_inline void *stage_event(__u32 kind)
+{
+	__u32 zero = 0;
+	struct stage *s = bpf_map_lookup_elem(&stage, &zero);
+
+	if (!s) {
+		count_lost(kind);
+		return NULL;
+	}
+	return &s->rec;
+}
+
+/* A packed record being written: the stage's packed half, and its length. */
+struct packer {
+	char *out;
+	__u32 off;
+};
+
+/*
+ * Starts the packed copy of rec (a record in the CPU's stage) with its
+ * fixed part, the first fixed bytes.
+ */
+static __always_inline bool pack_begin(struct packer *p, void *rec, __u32 fixed)
+{
+	__u32 zero = 0;
+	struct stage *s = bpf_map_lookup_elem(&stage, &zero);
+
+	if (!s)
+		return false;
+	p->out = s->packed;
+	bpf_probe_read_kernel(p->out, fixed, rec);
+	p->off = fixed;
+	return true;
+}
+
+/* Appends the string in the size-byte field src, with its NUL. */
+static __always_inline void pack_str(struct packer *p, const char *src, __u32 size)
+{
+	__u32 off = p->off & PACKED_OFF_MASK;
+	long n = bpf_probe_read_kernel_str(p->out + off, size, src);
+
+	if (n < 1) {
+		p->out[off] = 0;
+		n = 1;
+	}
+	p->off = off + n;
+}
+
+/*
+ * Queues the packed record, stamped now: the events buffer's order is the
+ * order of the copies, and the stamp keeps its time order with it, as a
+ * reserved record's does. It wakes the reader (as submit_event); a record
+ * the buffer cannot take is counted under kind.
+ */
+static __always_inline void pack_submit(void *ctx, struct packer *p, __u32 kind)
+{
+	__u64 size = p->off & (PACKED_SIZE - 1);
+	__u32 zero = 0, *pending;
+	__u64 flags = 0;
+
+	((struct event_header *)p->out)->ts_ns = bpf_ktime_get_ns();
+	if (use_perf) {
+		if (bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, p->out, size) < 0)
+			count_lost(kind);
+		return;
+	}
+	pending = bpf_map_lookup_elem(&quiet_pending, &zero);
+	if (pending && *pending)
+		flags = RB_FORCE_WAKEUP;
+	if (bpf_ringbuf_output(&events, p->out, size, flags) < 0) {
+		count_lost(kind);
+		return;
+	}
+	if (pending && flags)
+		*pending = 0;
 }
 
 /* Reads a user string into dst; returns true when it did not fit. */

@@ -7,6 +7,12 @@
  * Every record starts with struct event_header. Layouts are padded by hand
  * so that no member has implicit padding: the Go side reads them with a
  * sequential cursor.
+ *
+ * The records whose strings come last (mount, umount, pivot_root,
+ * open_tree, move_mount, fsopen, mount_setattr) are built as these structs
+ * but go out packed (common.bpf.h, pack_submit): the struct up to its first
+ * char array, then each char array's string with its NUL, in order. The
+ * others (process records, failure) go out as the structs.
  */
 #ifndef __MNTLEAK_H__
 #define __MNTLEAK_H__

@@ -15,13 +15,48 @@ const struct mount_event *unused_mount_event __attribute__((unused));
 const struct umount_event *unused_umount_event __attribute__((unused));
 const struct pivot_root_event *unused_pivot_root_event __attribute__((unused));
 
+/* Each record goes out packed (common.bpf.h): its fixed part, then its strings. */
+static __always_inline void submit_mount(void *ctx, struct mount_event *e)
+{
+	struct packer p;
+
+	if (!pack_begin(&p, e, offsetof(struct mount_event, fstype)))
+		return;
+	pack_str(&p, e->fstype, sizeof(e->fstype));
+	pack_str(&p, e->source, sizeof(e->source));
+	pack_str(&p, e->target, sizeof(e->target));
+	pack_str(&p, e->data, sizeof(e->data));
+	pack_submit(ctx, &p, EVENT_MOUNT);
+}
+
+static __always_inline void submit_umount(void *ctx, struct umount_event *e)
+{
+	struct packer p;
+
+	if (!pack_begin(&p, e, offsetof(struct umount_event, target)))
+		return;
+	pack_str(&p, e->target, sizeof(e->target));
+	pack_submit(ctx, &p, EVENT_UMOUNT);
+}
+
+static __always_inline void submit_pivot_root(void *ctx, struct pivot_root_event *e)
+{
+	struct packer p;
+
+	if (!pack_begin(&p, e, offsetof(struct pivot_root_event, new_root)))
+		return;
+	pack_str(&p, e->new_root, sizeof(e->new_root));
+	pack_str(&p, e->put_old, sizeof(e->put_old));
+	pack_submit(ctx, &p, EVENT_PIVOT_ROOT);
+}
+
 /* mount(source, target, fstype, flags, data) */
 SYSCALL_HANDLER(mount_exit)
 {
 	struct mount_event *e;
 	__u32 trunc = 0;
 
-	e = reserve_event(sizeof(*e), EVENT_MOUNT);
+	e = stage_event(EVENT_MOUNT);
 	if (!e)
 		return 0;
 	fill_header(&e->hdr, EVENT_MOUNT, (__s32)SC_NR(regs), ret);
@@ -40,7 +75,7 @@ SYSCALL_HANDLER(mount_exit)
 	if (read_user_str(e->data, sizeof(e->data), (const char *)SC_ARG4(regs)))
 		trunc |= TRUNC_DATA;
 	e->hdr.truncated = trunc;
-	submit_event(ctx, e, sizeof(*e));
+	submit_mount(ctx, e);
 	return 0;
 }
 
@@ -49,7 +84,7 @@ SYSCALL_HANDLER(umount_exit)
 {
 	struct umount_event *e;
 
-	e = reserve_event(sizeof(*e), EVENT_UMOUNT);
+	e = stage_event(EVENT_UMOUNT);
 	if (!e)
 		return 0;
 	fill_header(&e->hdr, EVENT_UMOUNT, (__s32)SC_NR(regs), ret);
@@ -68,7 +103,7 @@ SYSCALL_HANDLER(umount_exit)
 	}
 	if (resolve_user_path(e->target, AT_FDCWD, (const char *)SC_ARG0(regs)))
 		e->hdr.truncated = TRUNC_PATH2;
-	submit_event(ctx, e, sizeof(*e));
+	submit_umount(ctx, e);
 	return 0;
 }
 
@@ -85,7 +120,7 @@ SYSCALL_HANDLER(pivot_root_exit)
 	struct pivot_root_event *e;
 	__u32 trunc = 0;
 
-	e = reserve_event(sizeof(*e), EVENT_PIVOT_ROOT);
+	e = stage_event(EVENT_PIVOT_ROOT);
 	if (!e)
 		return 0;
 	fill_header(&e->hdr, EVENT_PIVOT_ROOT, (__s32)SC_NR(regs), ret);
@@ -94,7 +129,7 @@ SYSCALL_HANDLER(pivot_root_exit)
 	if (resolve_user_path(e->put_old, AT_FDCWD, (const char *)SC_ARG1(regs)))
 		trunc |= TRUNC_PATH2;
 	e->hdr.truncated = trunc;
-	submit_event(ctx, e, sizeof(*e));
+	submit_pivot_root(ctx, e);
 	return 0;
 }
 

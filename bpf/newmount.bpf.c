@@ -13,6 +13,48 @@ const struct fsopen_event *unused_fsopen_event __attribute__((unused));
 const struct fsmount_event *unused_fsmount_event __attribute__((unused));
 const struct mount_setattr_event *unused_mount_setattr_event __attribute__((unused));
 
+/* Each record goes out packed (common.bpf.h): its fixed part, then its strings. */
+static __always_inline void submit_open_tree(void *ctx, struct open_tree_event *e)
+{
+	struct packer p;
+
+	if (!pack_begin(&p, e, offsetof(struct open_tree_event, path)))
+		return;
+	pack_str(&p, e->path, sizeof(e->path));
+	pack_submit(ctx, &p, EVENT_OPEN_TREE);
+}
+
+static __always_inline void submit_move_mount(void *ctx, struct move_mount_event *e)
+{
+	struct packer p;
+
+	if (!pack_begin(&p, e, offsetof(struct move_mount_event, from_path)))
+		return;
+	pack_str(&p, e->from_path, sizeof(e->from_path));
+	pack_str(&p, e->to_path, sizeof(e->to_path));
+	pack_submit(ctx, &p, EVENT_MOVE_MOUNT);
+}
+
+static __always_inline void submit_fsopen(void *ctx, struct fsopen_event *e)
+{
+	struct packer p;
+
+	if (!pack_begin(&p, e, offsetof(struct fsopen_event, fstype)))
+		return;
+	pack_str(&p, e->fstype, sizeof(e->fstype));
+	pack_submit(ctx, &p, EVENT_FSOPEN);
+}
+
+static __always_inline void submit_mount_setattr(void *ctx, struct mount_setattr_event *e)
+{
+	struct packer p;
+
+	if (!pack_begin(&p, e, offsetof(struct mount_setattr_event, path)))
+		return;
+	pack_str(&p, e->path, sizeof(e->path));
+	pack_submit(ctx, &p, EVENT_MOUNT_SETATTR);
+}
+
 /* struct mount_attr from include/uapi/linux/mount.h (MOUNT_ATTR_SIZE_VER0). */
 struct user_mount_attr {
 	__u64 attr_set;
@@ -26,7 +68,7 @@ SYSCALL_HANDLER(open_tree_exit)
 {
 	struct open_tree_event *e;
 
-	e = reserve_event(sizeof(*e), EVENT_OPEN_TREE);
+	e = stage_event(EVENT_OPEN_TREE);
 	if (!e)
 		return 0;
 	fill_header(&e->hdr, EVENT_OPEN_TREE, (__s32)SC_NR(regs), ret);
@@ -35,7 +77,7 @@ SYSCALL_HANDLER(open_tree_exit)
 	e->mnt_id = ret >= 0 ? fd_mnt_id((int)ret) : 0;
 	if (resolve_user_path(e->path, e->dfd, (const char *)SC_ARG1(regs)))
 		e->hdr.truncated = TRUNC_PATH1;
-	submit_event(ctx, e, sizeof(*e));
+	submit_open_tree(ctx, e);
 	return 0;
 }
 
@@ -45,7 +87,7 @@ SYSCALL_HANDLER(move_mount_exit)
 	struct move_mount_event *e;
 	__u32 trunc = 0;
 
-	e = reserve_event(sizeof(*e), EVENT_MOVE_MOUNT);
+	e = stage_event(EVENT_MOVE_MOUNT);
 	if (!e)
 		return 0;
 	fill_header(&e->hdr, EVENT_MOVE_MOUNT, (__s32)SC_NR(regs), ret);
@@ -59,7 +101,7 @@ SYSCALL_HANDLER(move_mount_exit)
 	if (resolve_user_path(e->to_path, e->to_dfd, (const char *)SC_ARG3(regs)))
 		trunc |= TRUNC_PATH2;
 	e->hdr.truncated = trunc;
-	submit_event(ctx, e, sizeof(*e));
+	submit_move_mount(ctx, e);
 	return 0;
 }
 
@@ -68,14 +110,14 @@ SYSCALL_HANDLER(fsopen_exit)
 {
 	struct fsopen_event *e;
 
-	e = reserve_event(sizeof(*e), EVENT_FSOPEN);
+	e = stage_event(EVENT_FSOPEN);
 	if (!e)
 		return 0;
 	fill_header(&e->hdr, EVENT_FSOPEN, (__s32)SC_NR(regs), ret);
 	e->flags = SC_ARG1(regs);
 	if (read_user_str(e->fstype, sizeof(e->fstype), (const char *)SC_ARG0(regs)))
 		e->hdr.truncated = TRUNC_FSTYPE;
-	submit_event(ctx, e, sizeof(*e));
+	submit_fsopen(ctx, e);
 	return 0;
 }
 
@@ -103,7 +145,7 @@ SYSCALL_HANDLER(mount_setattr_exit)
 	struct mount_setattr_event *e;
 	__u64 uattr = SC_ARG3(regs), usize = SC_ARG4(regs);
 
-	e = reserve_event(sizeof(*e), EVENT_MOUNT_SETATTR);
+	e = stage_event(EVENT_MOUNT_SETATTR);
 	if (!e)
 		return 0;
 	fill_header(&e->hdr, EVENT_MOUNT_SETATTR, (__s32)SC_NR(regs), ret);
@@ -117,7 +159,7 @@ SYSCALL_HANDLER(mount_setattr_exit)
 	e->propagation = attr.propagation;
 	if (resolve_user_path(e->path, e->dfd, (const char *)SC_ARG1(regs)))
 		e->hdr.truncated = TRUNC_PATH1;
-	submit_event(ctx, e, sizeof(*e));
+	submit_mount_setattr(ctx, e);
 	return 0;
 }
 

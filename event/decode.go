@@ -7,8 +7,7 @@ import (
 	"strings"
 )
 
-// Sizes of the records in bpf/mntleak.h. Each is the exact size the BPF
-// side reserves; Decode rejects anything shorter.
+// Sizes of the fields and records in bpf/mntleak.h.
 const (
 	pathLen    = 512
 	fstypeLen  = 32
@@ -17,43 +16,54 @@ const (
 	payloadLen = 320
 	commLen    = 16
 
-	HeaderSize       = 72
-	sizeMount        = HeaderSize + 8 + fstypeLen + 2*pathLen + dataLen
-	sizeUmount       = HeaderSize + 8 + 2*4 + pathLen
-	sizeNS           = HeaderSize + 8 + 4*4
-	sizeFork         = HeaderSize + 4*4
-	sizeExit         = HeaderSize + 8
-	sizePivotRoot    = HeaderSize + 2*pathLen
-	sizeOpenTree     = HeaderSize + 8 + 2*4 + pathLen
-	sizeMoveMount    = HeaderSize + 8 + 4*4 + 2*pathLen
-	sizeFsopen       = HeaderSize + 8 + fstypeLen
-	sizeFsmount      = HeaderSize + 2*8 + 2*4
-	sizeMountSetattr = HeaderSize + 4*8 + 2*4 + pathLen
-	sizeFailure      = HeaderSize + 4*4 + pathLen + cmdlineLen + 2*4 + payloadLen
+	HeaderSize  = 72
+	sizeNS      = HeaderSize + 8 + 4*4
+	sizeFork    = HeaderSize + 4*4
+	sizeExit    = HeaderSize + 8
+	sizeFsmount = HeaderSize + 2*8 + 2*4
+	sizeFailure = HeaderSize + 4*4 + pathLen + cmdlineLen + 2*4 + payloadLen
 )
 
-var recordSizes = [kindMax]int{
-	KindMount:        sizeMount,
-	KindUmount:       sizeUmount,
-	KindUnshare:      sizeNS,
-	KindSetns:        sizeNS,
-	KindNewNSFork:    sizeFork,
-	KindExit:         sizeExit,
-	KindPivotRoot:    sizePivotRoot,
-	KindOpenTree:     sizeOpenTree,
-	KindMoveMount:    sizeMoveMount,
-	KindFsopen:       sizeFsopen,
-	KindFsmount:      sizeFsmount,
-	KindMountSetattr: sizeMountSetattr,
-	KindFailure:      sizeFailure,
+// recordLayout is what a record of one kind is made of: its fixed part
+// and, for a packed kind, how many strings follow it (each with its NUL,
+// at most its C field's size). A record of a kind without strings (0) is
+// its fixed part.
+type recordLayout struct {
+	fixed, strings int
 }
 
-// RecordSize returns the size of the binary record of kind k, or 0.
-func RecordSize(k Kind) int {
+var recordLayouts = [kindMax]recordLayout{
+	KindMount:        {HeaderSize + 8, 4},       // fstype, source, target, data
+	KindUmount:       {HeaderSize + 8 + 2*4, 1}, // target
+	KindUnshare:      {sizeNS, 0},
+	KindSetns:        {sizeNS, 0},
+	KindNewNSFork:    {sizeFork, 0},
+	KindExit:         {sizeExit, 0},
+	KindPivotRoot:    {HeaderSize, 2},           // new_root, put_old
+	KindOpenTree:     {HeaderSize + 8 + 2*4, 1}, // path
+	KindMoveMount:    {HeaderSize + 8 + 4*4, 2}, // from_path, to_path
+	KindFsopen:       {HeaderSize + 8, 1},       // fstype
+	KindFsmount:      {sizeFsmount, 0},
+	KindMountSetattr: {HeaderSize + 4*8 + 2*4, 1}, // path
+	KindFailure:      {sizeFailure, 0},            // its strings in fixed fields
+}
+
+// RecordLayout returns the size of the fixed part of a record of kind k
+// and the number of packed strings after it (0: the record is its fixed
+// part), or 0, 0 for a kind the kernel never sends.
+func RecordLayout(k Kind) (fixed, strings int) {
 	if !k.FromKernel() {
-		return 0
+		return 0, 0
 	}
-	return recordSizes[k]
+	l := recordLayouts[k]
+	return l.fixed, l.strings
+}
+
+// RecordSize returns the least size of a record of kind k (its fixed part
+// and an empty string for each packed one), or 0.
+func RecordSize(k Kind) int {
+	fixed, strings := RecordLayout(k)
+	return fixed + strings
 }
 
 // Bits of event_header.truncated.
@@ -75,12 +85,17 @@ func Decode(b []byte) (Event, error) {
 	if !kind.FromKernel() {
 		return ev, fmt.Errorf("decode event: unknown kind %d", uint32(kind))
 	}
-	if want := recordSizes[kind]; len(b) < want {
+	layout := recordLayouts[kind]
+	if want := layout.fixed + layout.strings; len(b) < want {
+		if layout.strings > 0 {
+			return ev, fmt.Errorf("decode %s event: record of %d bytes, want at least %d", kind, len(b), want)
+		}
 		return ev, fmt.Errorf("decode %s event: record of %d bytes, want %d", kind, len(b), want)
 	}
 
 	r := cursor{b: b}
 	trunc := decodeHeader(&r, &ev)
+	r.packed = layout.strings > 0 // the header's comm is a fixed field
 	var paths recordPaths
 	switch kind {
 	case KindMount, KindUmount, KindPivotRoot:
@@ -91,6 +106,9 @@ func Decode(b []byte) (Event, error) {
 		decodeProcessRecord(&r, &ev, kind)
 	case KindFailure:
 		paths = decodeFailureRecord(&r, &ev)
+	}
+	if r.unended > 0 {
+		return ev, fmt.Errorf("decode %s event: string %d of %d has no NUL within its %d-byte field and the record", kind, r.unended, layout.strings, r.unendedField)
 	}
 
 	if trunc&truncPath1 != 0 && paths.path1 != "" {
@@ -283,11 +301,17 @@ func (e *Event) fillNames() {
 	}
 }
 
-// cursor reads a record front to back. Decode checks the length first, so
-// the reads cannot run past the end.
+// cursor reads a record front to back. Decode checks the length of the
+// fixed part first, so the reads of it cannot run past the end; a packed
+// record's strings are each looked for within the rest.
 type cursor struct {
-	b   []byte
-	off int
+	b      []byte
+	off    int
+	packed bool // strings are packed (each with its NUL), not in fixed fields
+	// strs counts the strings read; unended is the first (from 1) whose
+	// NUL was not within its field and the record, and unendedField its
+	// field's size.
+	strs, unended, unendedField int
 }
 
 func (c *cursor) u64() uint64 {
@@ -325,12 +349,38 @@ func argv(b []byte, n int) string {
 	return strings.TrimSpace(strings.ReplaceAll(string(bytes.TrimRight(b[:n], "\x00")), "\x00", " "))
 }
 
-// str reads a NUL-terminated string from a fixed-size field.
+// str reads a NUL-terminated string from a field of n bytes: the field
+// itself, or in a packed record the string and its NUL, which must come
+// within n bytes and the record.
 func (c *cursor) str(n int) string {
+	if c.packed {
+		return c.packedStr(n)
+	}
 	field := c.b[c.off : c.off+n]
 	c.off += n
 	if i := bytes.IndexByte(field, 0); i >= 0 {
 		field = field[:i]
 	}
 	return string(field)
+}
+
+// packedStr reads a packed string of a field of n bytes (its NUL
+// included). A string without its NUL there is recorded in unended and
+// reads as "", as does every string after it.
+func (c *cursor) packedStr(n int) string {
+	c.strs++
+	rest := c.b[c.off:]
+	if len(rest) > n {
+		rest = rest[:n]
+	}
+	i := bytes.IndexByte(rest, 0)
+	if i < 0 || c.unended > 0 {
+		if c.unended == 0 {
+			c.unended, c.unendedField = c.strs, n
+		}
+		c.off = len(c.b)
+		return ""
+	}
+	c.off += i + 1
+	return string(rest[:i])
 }

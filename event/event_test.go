@@ -29,6 +29,56 @@ func record(kind Kind, fill func(b []byte)) []byte {
 	return b
 }
 
+// packedRecord builds a record of a packed kind: record's fixed part,
+// then each string with its NUL.
+func packedRecord(kind Kind, strs ...string) []byte {
+	fixed, _ := RecordLayout(kind)
+	b := record(kind, nil)[:fixed]
+	for _, s := range strs {
+		b = append(append(b, s...), 0)
+	}
+	return b
+}
+
+func TestDecodePacked(t *testing.T) {
+	longest := "/" + strings.Repeat("a", pathLen-2) // with its NUL, the whole field
+	tests := []struct {
+		name string
+		rec  []byte
+		want func(e *Event)
+	}{
+		{"mount", packedRecord(KindMount, "tmpfs", "none", "/run/./x", "mode=755"), func(e *Event) {
+			e.FSType, e.Source, e.Target, e.Data = "tmpfs", "none", "/run/x", "mode=755"
+		}},
+		{"empty strings", packedRecord(KindMount, "", "", "", ""), func(e *Event) {}},
+		{"a path that fills its field", packedRecord(KindUmount, longest), func(e *Event) { e.Target = longest }},
+		// A perf sample is padded to 8 bytes: what follows the last string is not read.
+		{"padding after the strings", append(packedRecord(KindMoveMount, "/a", "/b"), 0, 0, 0), func(e *Event) {
+			e.FromPath, e.ToPath = "/a", "/b"
+		}},
+		{"pivot_root", packedRecord(KindPivotRoot, "/new", "/new/old"), func(e *Event) { e.NewRoot, e.PutOld = "/new", "/new/old" }},
+		{"open_tree", packedRecord(KindOpenTree, "/src"), func(e *Event) { e.Path = "/src" }},
+		{"fsopen", packedRecord(KindFsopen, "ext4"), func(e *Event) { e.FSType = "ext4" }},
+		{"mount_setattr", packedRecord(KindMountSetattr, "/host"), func(e *Event) { e.Path = "/host" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Decode(tt.rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := Decode(record(got.Kind, nil)) // the same header, every string empty
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.want(&want)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("Decode:\n got %+v\nwant %+v", got, want)
+			}
+		})
+	}
+}
+
 func TestDecodeRejects(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -41,7 +91,11 @@ func TestDecodeRejects(t *testing.T) {
 		{"kind past the end", record(kindMax, nil), "unknown kind 15"},
 		{"lost is never sent by the kernel", record(KindLost, nil), "unknown kind 14"},
 		{"short failure", record(KindFailure, nil)[:HeaderSize+20], "decode failure event: record of 92 bytes, want 1184"},
-		{"short mount", record(KindMount, nil)[:RecordSize(KindMount)-1], "want 1264"},
+		{"short mount", record(KindMount, nil)[:RecordSize(KindMount)-1], "record of 83 bytes, want at least 84"},
+		{"mount string without its NUL", packedRecord(KindMount, "tmpfs", "none", "/mnt", "mode=755")[:HeaderSize+8+6+5+5+8],
+			"decode mount event: string 4 of 4 has no NUL within its 128-byte field and the record"},
+		{"string longer than its field", packedRecord(KindFsopen, strings.Repeat("x", fstypeLen)),
+			"decode fsopen event: string 1 of 1 has no NUL within its 32-byte field"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -19,7 +19,7 @@ const (
 	// else a perf event array.
 	BufferAuto Buffer = iota
 	// BufferRingbuf is the BPF ring buffer: one buffer for all CPUs, in
-	// reservation order.
+	// the order records were queued (reserved, or copied out packed).
 	BufferRingbuf
 	// BufferPerf is a perf event array: one buffer per CPU, each in order,
 	// with no order between CPUs.

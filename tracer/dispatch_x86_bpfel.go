@@ -19,8 +19,8 @@ const (
 	dispatchMapEvents       = "events"
 	dispatchMapHandlers     = "handlers"
 	dispatchMapLost         = "lost"
-	dispatchMapPerfBuf      = "perf_buf"
 	dispatchMapQuietPending = "quiet_pending"
+	dispatchMapStage        = "stage"
 	dispatchMapTaskMntnsMap = "task_mntns_map"
 	dispatchProgDispatch    = "dispatch"
 	dispatchVarUsePerf      = "use_perf"
@@ -78,8 +78,8 @@ type dispatchMapSpecs struct {
 	Events       *ebpf.MapSpec `ebpf:"events"`
 	Handlers     *ebpf.MapSpec `ebpf:"handlers"`
 	Lost         *ebpf.MapSpec `ebpf:"lost"`
-	PerfBuf      *ebpf.MapSpec `ebpf:"perf_buf"`
 	QuietPending *ebpf.MapSpec `ebpf:"quiet_pending"`
+	Stage        *ebpf.MapSpec `ebpf:"stage"`
 	TaskMntnsMap *ebpf.MapSpec `ebpf:"task_mntns_map"`
 }
 
@@ -113,8 +113,8 @@ type dispatchMaps struct {
 	Events       *ebpf.Map `ebpf:"events"`
 	Handlers     *ebpf.Map `ebpf:"handlers"`
 	Lost         *ebpf.Map `ebpf:"lost"`
-	PerfBuf      *ebpf.Map `ebpf:"perf_buf"`
 	QuietPending *ebpf.Map `ebpf:"quiet_pending"`
+	Stage        *ebpf.Map `ebpf:"stage"`
 	TaskMntnsMap *ebpf.Map `ebpf:"task_mntns_map"`
 }
 
@@ -123,8 +123,8 @@ func (m *dispatchMaps) Close() error {
 		m.Events,
 		m.Handlers,
 		m.Lost,
-		m.PerfBuf,
 		m.QuietPending,
+		m.Stage,
 		m.TaskMntnsMap,
 	)
 }

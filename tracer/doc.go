@@ -32,9 +32,11 @@
 // next record that wakes it, or at its wakeup every QuietExitDelay. A perf event
 // array is in order per CPU only, so Run holds its events for a short
 // window and releases them in kernel time order (reorder.go); the ring
-// buffer is in order already and never waits. Records the kernel cannot
-// queue are counted by kind, and Run puts each loss in the stream as a
-// KindLost event (lost.go).
+// buffer is in order already and never waits. The records with paths go
+// out packed (their strings one after another, bpf/mntleak.h), a few
+// hundred bytes at most where the structs take 1.3 KiB, so a small buffer
+// holds many. Records the kernel cannot queue are counted by kind, and Run
+// puts each loss in the stream as a KindLost event (lost.go).
 //
 // Relative paths and fds are made absolute in the kernel by a dentry walk,
 // through bpf_loop (5.17+) or, on kernels without it, a bounded loop; the

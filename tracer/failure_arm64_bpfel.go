@@ -48,9 +48,9 @@ const (
 	failureMapEvents             = "events"
 	failureMapHandlers           = "handlers"
 	failureMapLost               = "lost"
-	failureMapPerfBuf            = "perf_buf"
 	failureMapQuietPending       = "quiet_pending"
 	failureMapScratch            = "scratch"
+	failureMapStage              = "stage"
 	failureMapTaskMntnsMap       = "task_mntns_map"
 	failureProgFailureExit       = "failure_exit"
 	failureVarNoBpfLoop          = "no_bpf_loop"
@@ -110,9 +110,9 @@ type failureMapSpecs struct {
 	Events       *ebpf.MapSpec `ebpf:"events"`
 	Handlers     *ebpf.MapSpec `ebpf:"handlers"`
 	Lost         *ebpf.MapSpec `ebpf:"lost"`
-	PerfBuf      *ebpf.MapSpec `ebpf:"perf_buf"`
 	QuietPending *ebpf.MapSpec `ebpf:"quiet_pending"`
 	Scratch      *ebpf.MapSpec `ebpf:"scratch"`
+	Stage        *ebpf.MapSpec `ebpf:"stage"`
 	TaskMntnsMap *ebpf.MapSpec `ebpf:"task_mntns_map"`
 }
 
@@ -148,9 +148,9 @@ type failureMaps struct {
 	Events       *ebpf.Map `ebpf:"events"`
 	Handlers     *ebpf.Map `ebpf:"handlers"`
 	Lost         *ebpf.Map `ebpf:"lost"`
-	PerfBuf      *ebpf.Map `ebpf:"perf_buf"`
 	QuietPending *ebpf.Map `ebpf:"quiet_pending"`
 	Scratch      *ebpf.Map `ebpf:"scratch"`
+	Stage        *ebpf.Map `ebpf:"stage"`
 	TaskMntnsMap *ebpf.Map `ebpf:"task_mntns_map"`
 }
 
@@ -159,9 +159,9 @@ func (m *failureMaps) Close() error {
 		m.Events,
 		m.Handlers,
 		m.Lost,
-		m.PerfBuf,
 		m.QuietPending,
 		m.Scratch,
+		m.Stage,
 		m.TaskMntnsMap,
 	)
 }

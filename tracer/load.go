@@ -26,7 +26,7 @@ type objects struct {
 
 // Maps every object defines (bpf/common.bpf.h, bpf/path.bpf.h) and that
 // must be one instance for all of them.
-var sharedMaps = []string{"events", "lost", "quiet_pending", "scratch", "perf_buf", "handlers", "task_mntns_map"}
+var sharedMaps = []string{"events", "lost", "quiet_pending", "scratch", "stage", "handlers", "task_mntns_map"}
 
 // loadOptions is what the loader changes in every object before loading.
 type loadOptions struct {
@@ -152,7 +152,7 @@ func loadObjects(lo loadOptions, log *zap.Logger) (*objects, error) {
 				"lost":           o.mount.Lost,
 				"quiet_pending":  o.mount.QuietPending,
 				"scratch":        o.mount.Scratch,
-				"perf_buf":       o.mount.PerfBuf,
+				"stage":          o.mount.Stage,
 				"handlers":       o.mount.Handlers,
 				"task_mntns_map": o.mount.TaskMntnsMap,
 			}

@@ -23,12 +23,14 @@ func TestLoadBuffers(t *testing.T) {
 	privtest.Require(t)
 	privtest.RequireCommands(t, "bpftool")
 	tests := []struct {
-		buffer         Buffer
-		events         ebpf.MapType
-		want, unwanted []string // helper calls in an exit program
+		buffer Buffer
+		events ebpf.MapType
+		// Helper calls in an exit program that packs its record (mount)
+		// and in one that does not (failure), and calls in neither.
+		packed, whole, unwanted []string
 	}{
-		{BufferRingbuf, ebpf.RingBuf, []string{"bpf_ringbuf_reserve", "bpf_ringbuf_submit"}, []string{"bpf_perf_event_output"}},
-		{BufferPerf, ebpf.PerfEventArray, []string{"bpf_perf_event_output"}, []string{"bpf_ringbuf_reserve", "bpf_ringbuf_submit"}},
+		{BufferRingbuf, ebpf.RingBuf, []string{"bpf_ringbuf_output"}, []string{"bpf_ringbuf_reserve", "bpf_ringbuf_submit"}, []string{"bpf_perf_event_output"}},
+		{BufferPerf, ebpf.PerfEventArray, []string{"bpf_perf_event_output"}, []string{"bpf_perf_event_output"}, []string{"bpf_ringbuf_reserve", "bpf_ringbuf_submit", "bpf_ringbuf_output"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.buffer.String(), func(t *testing.T) {
@@ -43,7 +45,7 @@ func TestLoadBuffers(t *testing.T) {
 			// By field name in the generated structs.
 			sharedIDs := map[string]ebpf.MapID{
 				"Events": mapID(t, o.mount.Events), "Lost": mapID(t, o.mount.Lost), "QuietPending": mapID(t, o.mount.QuietPending),
-				"Scratch": mapID(t, o.mount.Scratch), "PerfBuf": mapID(t, o.mount.PerfBuf),
+				"Scratch": mapID(t, o.mount.Scratch), "Stage": mapID(t, o.mount.Stage),
 				"Handlers": mapID(t, o.mount.Handlers), "TaskMntnsMap": mapID(t, o.mount.TaskMntnsMap),
 			}
 			if len(sharedIDs) != len(sharedMaps) {
@@ -62,9 +64,13 @@ func TestLoadBuffers(t *testing.T) {
 					}
 				}
 			}
-			for name, prog := range map[string]*ebpf.Program{"mount_exit": o.mount.MountExit, "failure_exit": o.failure.FailureExit} {
-				dump := xlated(t, prog)
-				for _, call := range tt.want {
+			for _, p := range []struct {
+				name string
+				prog *ebpf.Program
+				want []string
+			}{{"mount_exit", o.mount.MountExit, tt.packed}, {"failure_exit", o.failure.FailureExit, tt.whole}} {
+				name, dump := p.name, xlated(t, p.prog)
+				for _, call := range p.want {
 					if !strings.Contains(dump, call) {
 						t.Errorf("%s: no call to %s", name, call)
 					}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -72,10 +73,10 @@ func testLostEvents(t *testing.T, buf tracer.Buffer) {
 	done := make(chan error, 1)
 	go func() { done <- tr.Run(ctx) }()
 
-	const burst = 20
+	const burst = 100 // packed mount records of ~150 bytes: 4 KiB holds ~25
 	targets := make([]string, burst)
 	for i := range targets {
-		targets[i] = privtest.Mkdir(t, filepath.Join(dir, "m"+string(rune('a'+i))))
+		targets[i] = privtest.Mkdir(t, filepath.Join(dir, "m"+strconv.Itoa(i)))
 		privtest.Mount(t, "mntleak-lost", targets[i], "tmpfs", 0, "")
 	}
 	close(release)
@@ -184,8 +185,8 @@ func TestLossBeforeFailure(t *testing.T) {
 			go func() { done <- tr.Run(ctx) }()
 
 			var targets []string
-			for i := 0; i < 20; i++ {
-				targets = append(targets, privtest.Mkdir(t, filepath.Join(dir, "m"+string(rune('a'+i)))))
+			for i := 0; i < 100; i++ {
+				targets = append(targets, privtest.Mkdir(t, filepath.Join(dir, "m"+strconv.Itoa(i))))
 				privtest.Mount(t, "mntleak-lost", targets[i], "tmpfs", 0, "")
 			}
 			close(release)

@@ -24,8 +24,9 @@ const (
 // RemoveMemlock lifts RLIMIT_MEMLOCK for the process when the kernel still
 // counts BPF memory against it; on kernels that charge the memory cgroup
 // it changes nothing. It runs before any map is made: without it the
-// 8 MiB ring buffer does not load on such kernels under the usual 8 MiB
-// (or 64 KiB) limit. The error names the capability it takes.
+// ring buffer (2 MiB by default) and the maps do not load on such kernels
+// under a limit as low as the old 64 KiB default. The error names the
+// capability it takes.
 func RemoveMemlock() (Memlock, error) {
 	var before unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &before); err != nil {

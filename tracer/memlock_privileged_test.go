@@ -38,5 +38,5 @@ func TestRemoveMemlock(t *testing.T) {
 	if after != small {
 		t.Errorf("RLIMIT_MEMLOCK %+v after RemoveMemlock, want it untouched (%+v)", after, small)
 	}
-	startTracer(t) // fails the test if the programs and the 8 MiB ring buffer do not load
+	startTracer(t) // fails the test if the programs and the default ring buffer do not load
 }

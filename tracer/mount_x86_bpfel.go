@@ -67,9 +67,9 @@ const (
 	mountMapEvents               = "events"
 	mountMapHandlers             = "handlers"
 	mountMapLost                 = "lost"
-	mountMapPerfBuf              = "perf_buf"
 	mountMapQuietPending         = "quiet_pending"
 	mountMapScratch              = "scratch"
+	mountMapStage                = "stage"
 	mountMapTaskMntnsMap         = "task_mntns_map"
 	mountProgMountExit           = "mount_exit"
 	mountProgPivotRootExit       = "pivot_root_exit"
@@ -135,9 +135,9 @@ type mountMapSpecs struct {
 	Events       *ebpf.MapSpec `ebpf:"events"`
 	Handlers     *ebpf.MapSpec `ebpf:"handlers"`
 	Lost         *ebpf.MapSpec `ebpf:"lost"`
-	PerfBuf      *ebpf.MapSpec `ebpf:"perf_buf"`
 	QuietPending *ebpf.MapSpec `ebpf:"quiet_pending"`
 	Scratch      *ebpf.MapSpec `ebpf:"scratch"`
+	Stage        *ebpf.MapSpec `ebpf:"stage"`
 	TaskMntnsMap *ebpf.MapSpec `ebpf:"task_mntns_map"`
 }
 
@@ -175,9 +175,9 @@ type mountMaps struct {
 	Events       *ebpf.Map `ebpf:"events"`
 	Handlers     *ebpf.Map `ebpf:"handlers"`
 	Lost         *ebpf.Map `ebpf:"lost"`
-	PerfBuf      *ebpf.Map `ebpf:"perf_buf"`
 	QuietPending *ebpf.Map `ebpf:"quiet_pending"`
 	Scratch      *ebpf.Map `ebpf:"scratch"`
+	Stage        *ebpf.Map `ebpf:"stage"`
 	TaskMntnsMap *ebpf.Map `ebpf:"task_mntns_map"`
 }
 
@@ -186,9 +186,9 @@ func (m *mountMaps) Close() error {
 		m.Events,
 		m.Handlers,
 		m.Lost,
-		m.PerfBuf,
 		m.QuietPending,
 		m.Scratch,
+		m.Stage,
 		m.TaskMntnsMap,
 	)
 }

@@ -139,9 +139,9 @@ const (
 	newmountMapEvents                  = "events"
 	newmountMapHandlers                = "handlers"
 	newmountMapLost                    = "lost"
-	newmountMapPerfBuf                 = "perf_buf"
 	newmountMapQuietPending            = "quiet_pending"
 	newmountMapScratch                 = "scratch"
+	newmountMapStage                   = "stage"
 	newmountMapTaskMntnsMap            = "task_mntns_map"
 	newmountProgFsmountExit            = "fsmount_exit"
 	newmountProgFsopenExit             = "fsopen_exit"
@@ -213,9 +213,9 @@ type newmountMapSpecs struct {
 	Events       *ebpf.MapSpec `ebpf:"events"`
 	Handlers     *ebpf.MapSpec `ebpf:"handlers"`
 	Lost         *ebpf.MapSpec `ebpf:"lost"`
-	PerfBuf      *ebpf.MapSpec `ebpf:"perf_buf"`
 	QuietPending *ebpf.MapSpec `ebpf:"quiet_pending"`
 	Scratch      *ebpf.MapSpec `ebpf:"scratch"`
+	Stage        *ebpf.MapSpec `ebpf:"stage"`
 	TaskMntnsMap *ebpf.MapSpec `ebpf:"task_mntns_map"`
 }
 
@@ -255,9 +255,9 @@ type newmountMaps struct {
 	Events       *ebpf.Map `ebpf:"events"`
 	Handlers     *ebpf.Map `ebpf:"handlers"`
 	Lost         *ebpf.Map `ebpf:"lost"`
-	PerfBuf      *ebpf.Map `ebpf:"perf_buf"`
 	QuietPending *ebpf.Map `ebpf:"quiet_pending"`
 	Scratch      *ebpf.Map `ebpf:"scratch"`
+	Stage        *ebpf.Map `ebpf:"stage"`
 	TaskMntnsMap *ebpf.Map `ebpf:"task_mntns_map"`
 }
 
@@ -266,9 +266,9 @@ func (m *newmountMaps) Close() error {
 		m.Events,
 		m.Handlers,
 		m.Lost,
-		m.PerfBuf,
 		m.QuietPending,
 		m.Scratch,
+		m.Stage,
 		m.TaskMntnsMap,
 	)
 }

@@ -94,8 +94,8 @@ const (
 	nsprocMapEvents          = "events"
 	nsprocMapHandlers        = "handlers"
 	nsprocMapLost            = "lost"
-	nsprocMapPerfBuf         = "perf_buf"
 	nsprocMapQuietPending    = "quiet_pending"
+	nsprocMapStage           = "stage"
 	nsprocMapTaskMntnsMap    = "task_mntns_map"
 	nsprocProgCgroupAttach   = "cgroup_attach"
 	nsprocProgCgroupRenamed  = "cgroup_renamed"
@@ -173,8 +173,8 @@ type nsprocMapSpecs struct {
 	Events       *ebpf.MapSpec `ebpf:"events"`
 	Handlers     *ebpf.MapSpec `ebpf:"handlers"`
 	Lost         *ebpf.MapSpec `ebpf:"lost"`
-	PerfBuf      *ebpf.MapSpec `ebpf:"perf_buf"`
 	QuietPending *ebpf.MapSpec `ebpf:"quiet_pending"`
+	Stage        *ebpf.MapSpec `ebpf:"stage"`
 	TaskMntnsMap *ebpf.MapSpec `ebpf:"task_mntns_map"`
 }
 
@@ -216,8 +216,8 @@ type nsprocMaps struct {
 	Events       *ebpf.Map `ebpf:"events"`
 	Handlers     *ebpf.Map `ebpf:"handlers"`
 	Lost         *ebpf.Map `ebpf:"lost"`
-	PerfBuf      *ebpf.Map `ebpf:"perf_buf"`
 	QuietPending *ebpf.Map `ebpf:"quiet_pending"`
+	Stage        *ebpf.Map `ebpf:"stage"`
 	TaskMntnsMap *ebpf.Map `ebpf:"task_mntns_map"`
 }
 
@@ -226,8 +226,8 @@ func (m *nsprocMaps) Close() error {
 		m.Events,
 		m.Handlers,
 		m.Lost,
-		m.PerfBuf,
 		m.QuietPending,
+		m.Stage,
 		m.TaskMntnsMap,
 	)
 }

@@ -27,7 +27,9 @@ const (
 // stays bounded when the sink falls behind.
 //
 // The ring buffer needs none of this: it is one buffer for all CPUs, in
-// reservation order, so Run only builds a reorder for a perf buffer.
+// the order records were queued (a packed record is stamped as it is
+// copied out, bpf/common.bpf.h), so Run only builds a reorder for a perf
+// buffer.
 type reorder struct {
 	sink   func(*event.Event)
 	window uint64 // ns

@@ -19,7 +19,7 @@ import (
 // changed by set.
 func traceDefaults(set func(*traceOptions)) traceOptions {
 	o := traceOptions{
-		daemon: daemon.Config{Format: output.JSON, Correlate: true, RingBufferBytes: 8 << 20,
+		daemon: daemon.Config{Format: output.JSON, Correlate: true, RingBufferBytes: 2 << 20,
 			StateDir: "/var/lib/mntleak", StateBytes: 64 << 20,
 			CRISockets: cri.DefaultSockets, DockerSocket: "/var/run/docker.sock", RuntimeTimeout: 2 * time.Second,
 			KubeletRoot: "/var/lib/kubelet", NodeName: hostname()},
