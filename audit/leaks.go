@@ -48,6 +48,7 @@ func Leaks(c *correlate.Correlator, prefix string) []Item {
 		}
 		procs := func() []finding.ProcRef {
 			var out []finding.ProcRef
+			c.ReadCgroups(n)
 			for _, m := range n.Members() {
 				out = append(out, m.Ref())
 			}

@@ -79,8 +79,14 @@ func Risks(c *correlate.Correlator, f RiskFacts, prefix string) []Item {
 			Detail: u.Unit + " has " + u.Setting + " (" + u.File + "): the runtime gets a mount namespace of its own, and a restart with live containers strands their mounts in it",
 			Fix:    "remove " + u.Setting + " from " + u.Unit + " (a drop-in in /etc/systemd/system/" + u.Unit + ".d/ that resets it), then restart it once no container runs"})
 	}
+	// Containers have mount namespaces of their own: the host's members
+	// (whose cgroups a one-shot's list leaves out) are not looked at.
 	var firstContainer *correlate.Member
 	for _, n := range c.Lineage().Live() {
+		if n.Ino == c.HostNS() {
+			continue
+		}
+		c.ReadCgroups(n)
 		members := n.Members()
 		for i := range members {
 			if correlate.ContainerID(members[i].Cgroup) != "" && (firstContainer == nil || members[i].StartTime < firstContainer.StartTime) {

@@ -149,15 +149,8 @@ func withoutPID(pins map[uint32][]finding.PinRef, pid int) map[uint32][]finding.
 // readCgroups reads the cgroups a one-shot's process list left out
 // (procfs.Host.ListWithoutCgroups) for the processes a finding of matches
 // and pins may name: the members of the namespaces that hold the object,
-// and so their creators. A member whose process is gone or is in another
-// namespace now keeps none.
+// and so their creators.
 func (c *Correlator) readCgroups(matches []match, pins map[uint32][]finding.PinRef) {
-	src, ok := c.proc.(interface {
-		Cgroup(pid int) (string, uint32, error)
-	})
-	if !ok {
-		return // a replay's or a test's /proc: its list has them
-	}
 	var nss []*Namespace
 	for _, m := range matches {
 		if m.ns != nil && !slices.Contains(nss, m.ns) {
@@ -170,16 +163,31 @@ func (c *Correlator) readCgroups(matches []match, pins map[uint32][]finding.PinR
 		}
 	}
 	for _, n := range nss {
-		for _, m := range n.members {
-			if m.Cgroup != "" {
-				continue
-			}
-			cg, ns, err := src.Cgroup(m.PID)
-			if err != nil || cg == "" || (m.TID == 0 && ns != n.Ino) {
-				continue
-			}
-			m.Cgroup = cg
-			c.lineage.renameCreator(m.PID, m.StartTime, m.Comm, cg, false)
+		c.ReadCgroups(n)
+	}
+}
+
+// ReadCgroups reads the cgroups of n's members that a one-shot's process
+// list left out (procfs.Host.ListWithoutCgroups), before anything names
+// them: a member whose process is gone or is in another namespace now
+// keeps none. A member with a cgroup is not read again; a /proc whose list
+// has them (a replay's, a test's) has nothing to read.
+func (c *Correlator) ReadCgroups(n *Namespace) {
+	src, ok := c.proc.(interface {
+		Cgroup(pid int) (string, uint32, error)
+	})
+	if !ok {
+		return
+	}
+	for _, m := range n.members {
+		if m.Cgroup != "" {
+			continue
 		}
+		cg, ns, err := src.Cgroup(m.PID)
+		if err != nil || cg == "" || (m.TID == 0 && ns != n.Ino) {
+			continue
+		}
+		m.Cgroup = cg
+		c.lineage.renameCreator(m.PID, m.StartTime, m.Comm, cg, false)
 	}
 }

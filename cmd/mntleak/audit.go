@@ -39,7 +39,9 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mntleak audit: -path-prefix %q: want an absolute path\n", *prefix)
 		return exitUsage
 	}
-	host := procfs.Host{}
+	// Like why's, the list leaves the cgroups out; audit reads those of the
+	// namespaces its items name (audit.Leaks, audit.Risks).
+	host := procfs.Host{ListWithoutCgroups: true}
 	access, view, err := sight(host)
 	if err != nil {
 		fmt.Fprintf(stderr, "mntleak audit: %v\n", err)
