@@ -20,12 +20,12 @@ const hostNS = 4026531840
 func leakedNode(t *testing.T) *correlate.Correlator {
 	t.Helper()
 	cid := "5f2c0e1a9b8d7c6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e"
-	table := func(text string) []*mountinfo.Info {
+	table := func(text string) []*procfs.Mount {
 		ms, err := mountinfo.GetMountsFromReader(strings.NewReader(text), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return ms
+		return procfs.MountsOf(ms)
 	}
 	proc := procfs.NewReplay()
 	proc.Add(&procfs.Record{Op: procfs.OpHostNS, MntNS: hostNS})

@@ -5,11 +5,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/moby/sys/mountinfo"
-
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/finding"
+	"github.com/mntleak/mntleak/procfs"
 )
 
 // Item is one thing `mntleak audit` reports: a leak that exists now,
@@ -82,11 +81,11 @@ func Leaks(c *correlate.Correlator, prefix string) []Item {
 // auditCopy: a mount in a namespace other than the host's that the host no
 // longer has: a block device mounted only there, an overlay whose container
 // is gone, a network namespace file whose entry was removed.
-func leakedCopy(n *correlate.Namespace, m *mountinfo.Info, host *correlate.Table) (Item, bool) {
+func leakedCopy(n *correlate.Namespace, m *procfs.Mount, host *correlate.Table) (Item, bool) {
 	if host == nil {
 		return Item{}, false
 	}
-	hostHas := func(match func(*mountinfo.Info) bool) bool {
+	hostHas := func(match func(*procfs.Mount) bool) bool {
 		for _, h := range host.Mounts {
 			if match(h) {
 				return true
@@ -97,19 +96,19 @@ func leakedCopy(n *correlate.Namespace, m *mountinfo.Info, host *correlate.Table
 	where := finding.NSName(n.Ino) + " at " + m.Mountpoint
 	switch {
 	case m.FSType == "nsfs" && strings.HasPrefix(m.Root, "net:"):
-		if !hostHas(func(h *mountinfo.Info) bool { return h.FSType == "nsfs" && h.Root == m.Root }) {
+		if !hostHas(func(h *procfs.Mount) bool { return h.FSType == "nsfs" && h.Root == m.Root }) {
 			return Item{Kind: "leak", What: "netns", MntNS: n.Ino, Where: m.Mountpoint,
 				Detail: "network namespace " + m.Root + " is still bound in " + where + " but no longer on the host (its /run/netns entry is gone)",
 				Fix:    "unmount it in " + finding.NSName(n.Ino) + " (nsenter -t PID -m umount " + m.Mountpoint + "), or restart the holder; bind host paths with rslave"}, true
 		}
 	case m.FSType == "overlay":
-		if !hostHas(func(h *mountinfo.Info) bool { return devOf(h) == devOf(m) }) {
+		if !hostHas(func(h *procfs.Mount) bool { return devOf(h) == devOf(m) }) {
 			return Item{Kind: "leak", What: "overlay", MntNS: n.Ino, Where: m.Mountpoint,
 				Detail: "a container's overlay is still mounted in " + where + " although the host unmounted it (the container is gone)",
 				Fix:    "restart the processes of " + finding.NSName(n.Ino) + ", or unmount it there"}, true
 		}
 	case m.Major != 0:
-		if !hostHas(func(h *mountinfo.Info) bool { return devOf(h) == devOf(m) }) {
+		if !hostHas(func(h *procfs.Mount) bool { return devOf(h) == devOf(m) }) {
 			return Item{Kind: "leak", What: "block-device", MntNS: n.Ino, Where: m.Mountpoint,
 				Detail: "block device " + devOf(m).String() + " (" + m.Source + ") is mounted only outside the host namespace, in " + where,
 				Fix:    "unmount it in " + finding.NSName(n.Ino) + " or stop its processes before detaching the device"}, true
@@ -150,4 +149,4 @@ func survivors(n *correlate.Namespace, t *correlate.Table, in func(string) bool,
 }
 
 // devOf is a mount's device.
-func devOf(m *mountinfo.Info) event.Dev { return event.MakeDev(uint32(m.Major), uint32(m.Minor)) }
+func devOf(m *procfs.Mount) event.Dev { return event.MakeDev(uint32(m.Major), uint32(m.Minor)) }

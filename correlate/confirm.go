@@ -7,7 +7,6 @@ import (
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
-	"github.com/moby/sys/mountinfo"
 )
 
 // confirmLeak builds the finding of a pending leak as it stands now, if it
@@ -245,7 +244,7 @@ func (c *Correlator) mountedElsewhere(p *pendingLeak, still []match) []match {
 		if root := fresh.At("/"); root != nil && devOf(root) == p.id.dev {
 			continue
 		}
-		var same []*mountinfo.Info
+		var same []*procfs.Mount
 		for _, x := range fresh.Mounts {
 			if devOf(x) == p.id.dev && x.Mountpoint != "/" && sameMountIn(m.table, x) {
 				same = append(same, x)
@@ -259,7 +258,7 @@ func (c *Correlator) mountedElsewhere(p *pendingLeak, still []match) []match {
 }
 
 // sameMountIn reports whether t has the mount x (the same id and device).
-func sameMountIn(t *Table, x *mountinfo.Info) bool {
+func sameMountIn(t *Table, x *procfs.Mount) bool {
 	for _, m := range t.Mounts {
 		if m.ID == x.ID && devOf(m) == devOf(x) {
 			return true

@@ -1,10 +1,9 @@
 package correlate
 
 import (
-	"github.com/moby/sys/mountinfo"
-
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/finding"
+	"github.com/mntleak/mntleak/procfs"
 )
 
 // eventRef summarises an event for a finding's evidence.
@@ -76,7 +75,7 @@ func shortPath(p string) string {
 	return p
 }
 
-func mountFact(ns uint32, m *mountinfo.Info) string {
+func mountFact(ns uint32, m *procfs.Mount) string {
 	return finding.NSName(ns) + " mount " + itoa(m.ID) + " at " + m.Mountpoint + " (" + m.FSType + " " + m.Source +
 		", root " + m.Root + ", " + Propagation(m) + ")"
 }

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/moby/sys/mountinfo"
-
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
@@ -21,7 +19,7 @@ type vanishing struct {
 	dead map[int]bool
 }
 
-func (v *vanishing) Mountinfo(pid int) (uint32, []*mountinfo.Info, error) {
+func (v *vanishing) Mountinfo(pid int) (uint32, []*procfs.Mount, error) {
 	if v.dead[pid] {
 		return 0, nil, gone(pid, "mountinfo")
 	}

@@ -8,8 +8,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/moby/sys/mountinfo"
-
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/finding"
 )
@@ -24,7 +22,7 @@ func FuzzMountinfo(f *testing.F) {
 	f.Add("3 3 0:4 net:[1] / rw - nsfs nsfs rw\n", "/")
 	f.Add("", "")
 	f.Fuzz(func(t *testing.T, text, path string) {
-		mounts, err := mountinfo.GetMountsFromReader(strings.NewReader(text), nil)
+		mounts, err := mountsOf(text)
 		if err != nil {
 			return
 		}

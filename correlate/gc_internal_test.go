@@ -5,16 +5,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moby/sys/mountinfo"
-
 	"github.com/mntleak/mntleak/finding"
+	"github.com/mntleak/mntleak/procfs"
 )
 
 var gcStart = time.Date(2026, 11, 26, 21, 0, 0, 0, time.UTC)
 
 // sizedTable is namespace ns's table of n tmpfs mounts, read at at.
 func sizedTable(ns uint32, n int, at time.Time) *Table {
-	var ms []*mountinfo.Info
+	var ms []*procfs.Mount
 	for i := 1; i <= n; i++ {
 		ms = append(ms, mnt(i, 0, "/run/m"+itoa(i), ""))
 	}

@@ -6,10 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/moby/sys/mountinfo"
-
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/finding"
+	"github.com/mntleak/mntleak/procfs"
 )
 
 // identity is what makes two mount entries the same object: the same
@@ -29,7 +28,7 @@ type identity struct {
 
 func (id identity) known() bool { return id.dev != 0 }
 
-func (id identity) matches(m *mountinfo.Info) bool {
+func (id identity) matches(m *procfs.Mount) bool {
 	if !id.known() || devOf(m) != id.dev {
 		return false
 	}
@@ -40,7 +39,7 @@ func (id identity) matches(m *mountinfo.Info) bool {
 }
 
 // identityOf is the identity of a mount entry.
-func identityOf(m *mountinfo.Info, path string) identity {
+func identityOf(m *procfs.Mount, path string) identity {
 	return identity{dev: devOf(m), root: m.Root, path: path, fs: m.FSType}
 }
 
@@ -67,7 +66,7 @@ func translateVia(p string, from, to *Table) []view {
 	// The mount p lives on in the caller's namespace (p's parent directory's
 	// mount if p itself is a mount point there: the copy sits on the copy
 	// of that parent).
-	var host *mountinfo.Info
+	var host *procfs.Mount
 	if m := from.At(p); m != nil && p != "/" {
 		if parent := from.Parent(m); parent != nil && Under(p, parent.Mountpoint) {
 			host = parent
@@ -95,8 +94,8 @@ func translateVia(p string, from, to *Table) []view {
 
 // findIn returns the entries of t that are the object: by identity when it
 // is known, else by path (literal or translated through bind roots).
-func findIn(t *Table, id identity, callerTable *Table) []*mountinfo.Info {
-	var out []*mountinfo.Info
+func findIn(t *Table, id identity, callerTable *Table) []*procfs.Mount {
+	var out []*procfs.Mount
 	if id.known() {
 		// Anonymous devices (tmpfs, overlay: major 0) are reused as soon as
 		// they are freed, and container churn frees them all the time: for
@@ -158,7 +157,7 @@ func overlayUses(opts, dir string) bool {
 	return false
 }
 
-func containsMount(ms []*mountinfo.Info, m *mountinfo.Info) bool {
+func containsMount(ms []*procfs.Mount, m *procfs.Mount) bool {
 	for _, x := range ms {
 		if x.ID == m.ID {
 			return true
@@ -169,12 +168,12 @@ func containsMount(ms []*mountinfo.Info, m *mountinfo.Info) bool {
 
 // outermost keeps, among entries that are the same object, the ones not
 // below another of them (a copy of /srv/vol also shows /srv/vol/sub).
-func outermost(t *Table, ms []*mountinfo.Info) []*mountinfo.Info {
+func outermost(t *Table, ms []*procfs.Mount) []*procfs.Mount {
 	in := map[int]bool{}
 	for _, m := range ms {
 		in[m.ID] = true
 	}
-	var out []*mountinfo.Info
+	var out []*procfs.Mount
 	for _, m := range ms {
 		below := false
 		for p := t.Parent(m); p != nil; p = t.Parent(p) {
@@ -228,7 +227,7 @@ func (c *Correlator) search(id identity, caller uint32, grace time.Duration) []m
 }
 
 // devOf returns a mount's device in event.Dev form.
-func devOf(m *mountinfo.Info) event.Dev { return event.MakeDev(uint32(m.Major), uint32(m.Minor)) }
+func devOf(m *procfs.Mount) event.Dev { return event.MakeDev(uint32(m.Major), uint32(m.Minor)) }
 
 // Under reports whether path p is dir or below it.
 func Under(p, dir string) bool {
@@ -254,8 +253,8 @@ func join(dir, r string) string {
 }
 
 // At returns the topmost mount whose mount point is p, or nil.
-func (t *Table) At(p string) *mountinfo.Info {
-	var top *mountinfo.Info
+func (t *Table) At(p string) *procfs.Mount {
+	var top *procfs.Mount
 	for _, m := range t.Mounts {
 		if m.Mountpoint == p {
 			top = m // later entries are mounted over earlier ones
@@ -266,7 +265,7 @@ func (t *Table) At(p string) *mountinfo.Info {
 
 // Containing returns the mount a path lives on: the topmost mount whose
 // mount point is p or its nearest ancestor.
-func (t *Table) Containing(p string) *mountinfo.Info {
+func (t *Table) Containing(p string) *procfs.Mount {
 	for {
 		if m := t.At(p); m != nil {
 			return m
@@ -279,7 +278,7 @@ func (t *Table) Containing(p string) *mountinfo.Info {
 }
 
 // Parent returns m's parent mount, or nil.
-func (t *Table) Parent(m *mountinfo.Info) *mountinfo.Info {
+func (t *Table) Parent(m *procfs.Mount) *procfs.Mount {
 	if m.Parent == m.ID {
 		return nil
 	}

@@ -10,15 +10,23 @@ import (
 
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/finding"
+	"github.com/mntleak/mntleak/procfs"
 )
 
 func table(t *testing.T, ns uint32, text string) *Table {
 	t.Helper()
-	mounts, err := mountinfo.GetMountsFromReader(strings.NewReader(text), nil)
+	mounts, err := mountsOf(text)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return NewTable(ns, mounts, time.Time{}, 0)
+}
+
+// mountsOf is a mount table's text as mountinfo (the library) reads it,
+// as the ledger's entries.
+func mountsOf(text string) ([]*procfs.Mount, error) {
+	ms, err := mountinfo.GetMountsFromReader(strings.NewReader(text), nil)
+	return procfs.MountsOf(ms), err
 }
 
 // The node: ext4 root, /run on tmpfs, an nsfs netns file, kubelet's dir.
@@ -148,7 +156,7 @@ func TestOutermostAndPropagation(t *testing.T) {
 2 1 7:0 / /srv/vol rw shared:2 master:7 - ext4 /dev/loop0 rw
 3 2 7:0 /sub /srv/vol/sub rw unbindable - ext4 /dev/loop0 rw
 `)
-	got := outermost(tb, []*mountinfo.Info{tb.mount(3), tb.mount(2)})
+	got := outermost(tb, []*procfs.Mount{tb.mount(3), tb.mount(2)})
 	if len(got) != 1 || got[0].ID != 2 {
 		t.Errorf("outermost kept %v", got)
 	}

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/moby/sys/mountinfo"
-
 	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
 )
@@ -124,7 +122,7 @@ func (c *Correlator) readKept(ino uint32, files []string) (int, *Table, error) {
 	var err error
 	for i, file := range files {
 		var ns uint32
-		var mounts []*mountinfo.Info
+		var mounts []*procfs.Mount
 		ns, mounts, err = c.proc.NSMountinfo(file)
 		if err == nil && ns != ino {
 			err = fmt.Errorf("%s now names %s", file, finding.NSName(ns))

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/correlate"
@@ -47,12 +46,12 @@ func (k *kernelProc) MountNamespaces() ([]kmount.Namespace, error) {
 	return out, nil
 }
 
-func (k *kernelProc) NamespaceTable(id uint64) ([]*mountinfo.Info, error) {
+func (k *kernelProc) NamespaceTable(id uint64) ([]*procfs.Mount, error) {
 	text, ok := k.tables[uint32(id-1000)]
 	if !ok {
 		return nil, errors.New("listmount: no such namespace")
 	}
-	return mountinfo.GetMountsFromReader(strings.NewReader(text), nil)
+	return mountsOf(text)
 }
 
 // withKernelWalk gives the world a correlator that asks the kernel for
@@ -133,7 +132,7 @@ type batchProc struct {
 	single  int
 }
 
-func (b *batchProc) Mountinfo(pid int) (uint32, []*mountinfo.Info, error) {
+func (b *batchProc) Mountinfo(pid int) (uint32, []*procfs.Mount, error) {
 	b.single++
 	if b.gone[pid] {
 		return 0, nil, fmt.Errorf("open /proc/%d/mountinfo: %w", pid, unix.ESRCH)

@@ -5,10 +5,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/moby/sys/mountinfo"
-
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/finding"
+	"github.com/mntleak/mntleak/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -281,7 +280,7 @@ func (c *Correlator) leakFor(id identity, matches []match) *finding.LeakRef {
 // then the mount the kernel's note says it detached (noted,
 // takeUnmountNote: both tables may be later than the unmount), and a
 // block device is recognised from the mount event's source.
-func (c *Correlator) unmounted(ev *event.Event, latest *Table, noted *mountinfo.Info) (identity, finding.Object, bool) {
+func (c *Correlator) unmounted(ev *event.Event, latest *Table, noted *procfs.Mount) (identity, finding.Object, bool) {
 	for _, t := range []*Table{latest, c.ledger.Previous(ev.MntNS)} {
 		if t == nil {
 			continue
@@ -307,7 +306,7 @@ func (c *Correlator) unmounted(ev *event.Event, latest *Table, noted *mountinfo.
 
 // unmountedMount is the object an unmount at target took off, m as a
 // table showed it.
-func unmountedMount(m *mountinfo.Info, target string) (identity, finding.Object, bool) {
+func unmountedMount(m *procfs.Mount, target string) (identity, finding.Object, bool) {
 	return identityOf(m, target), finding.Object{Path: target, Dev: devOf(m), FSType: m.FSType, Root: m.Root}, true
 }
 

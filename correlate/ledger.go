@@ -6,10 +6,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/moby/sys/mountinfo"
-
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/finding"
+	"github.com/mntleak/mntleak/procfs"
 )
 
 // Table is one namespace's mount table as last read from /proc.
@@ -17,7 +16,7 @@ type Table struct {
 	NS     uint32
 	ReadAt time.Time
 	Seq    uint64 // ledger change sequence when read
-	Mounts []*mountinfo.Info
+	Mounts []*procfs.Mount
 	byID   []int32 // indexes into Mounts, in mount ID order (see indexByID)
 	local  uint64  // the namespace's own change count when read (see Ledger.Record)
 	shared bool    // some mount is in a shared peer group
@@ -28,7 +27,7 @@ type Table struct {
 }
 
 // NewTable indexes a mount table.
-func NewTable(ns uint32, mounts []*mountinfo.Info, at time.Time, seq uint64) *Table {
+func NewTable(ns uint32, mounts []*procfs.Mount, at time.Time, seq uint64) *Table {
 	return &Table{NS: ns, ReadAt: at, Seq: seq, Mounts: mounts, byID: indexByID(mounts), shared: anyShared(mounts),
 		groups: groupsOf(mounts)}
 }
@@ -173,7 +172,7 @@ func (l *Ledger) Invalidate() { l.seq++; l.hard++ }
 // did not change with the table before it.
 
 // indexByID returns the positions of mounts sorted by mount ID.
-func indexByID(mounts []*mountinfo.Info) []int32 {
+func indexByID(mounts []*procfs.Mount) []int32 {
 	idx := make([]int32, len(mounts))
 	for i := range idx {
 		idx[i] = int32(i)
@@ -184,7 +183,7 @@ func indexByID(mounts []*mountinfo.Info) []int32 {
 
 // mount returns the entry with mount ID id, or nil. With duplicate IDs
 // (never in one mountinfo) the last one listed wins, as a map's would.
-func (t *Table) mount(id int) *mountinfo.Info {
+func (t *Table) mount(id int) *procfs.Mount {
 	i := sort.Search(len(t.byID), func(i int) bool { return t.Mounts[t.byID[i]].ID > id })
 	if i == 0 || t.Mounts[t.byID[i-1]].ID != id {
 		return nil
@@ -194,10 +193,11 @@ func (t *Table) mount(id int) *mountinfo.Info {
 
 // shareWith points t's entries that are unchanged since old (same mount ID,
 // same fields) at old's, so the two tables hold one copy of them. Entries
-// are never modified once read.
+// are never modified once read. The shapes are compared by value: two
+// reads make equal shapes at different addresses.
 func (t *Table) shareWith(old *Table) {
 	for i, m := range t.Mounts {
-		if o := old.mount(m.ID); o != nil && o != m && *o == *m {
+		if o := old.mount(m.ID); o != nil && o != m && o.Equal(m) {
 			t.Mounts[i] = o
 		}
 	}

@@ -2,11 +2,9 @@ package correlate
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/event"
@@ -23,7 +21,7 @@ func TestStaleTableStaysStaleThroughLaterChanges(t *testing.T) {
 		if watched {
 			l.watch(5, true)
 		}
-		l.Store(NewTable(5, noteMounts(t, "1 0 254:0 / / rw - ext4 /dev/vda rw\n"), time.Time{}, l.Seq()))
+		l.Store(NewTable(5, procfs.MountsOf(noteMounts(t, "1 0 254:0 / / rw - ext4 /dev/vda rw\n")), time.Time{}, l.Seq()))
 		l.Record(&event.Event{Kind: event.KindMount, MntNS: 6, Target: "/srv", Flags: unix.MS_REMOUNT})
 		l.Invalidate()
 		if l.Fresh(5) {
@@ -31,7 +29,7 @@ func TestStaleTableStaysStaleThroughLaterChanges(t *testing.T) {
 		}
 	}
 	l := NewLedger(16)
-	l.Store(NewTable(5, noteMounts(t, "1 0 254:0 / / rw - ext4 /dev/vda rw\n"), time.Time{}, l.Seq()))
+	l.Store(NewTable(5, procfs.MountsOf(noteMounts(t, "1 0 254:0 / / rw - ext4 /dev/vda rw\n")), time.Time{}, l.Seq()))
 	l.Invalidate()
 	l.Record(&event.Event{Kind: event.KindMount, MntNS: 6, Target: "/srv", Flags: unix.MS_REMOUNT})
 	if l.Fresh(5) {
@@ -63,8 +61,8 @@ func TestSettledAtTheDelayInInodeOrder(t *testing.T) {
 // keeps 1->3, and a group whose forwards are all gone leaves the index.
 func TestPeerGroupForwardCountedPerTable(t *testing.T) {
 	x := newGroupIndex()
-	a := NewTable(5, []*mountinfo.Info{mnt(1, 0, "/", "shared:3 master:1")}, time.Time{}, 0)
-	b := NewTable(6, []*mountinfo.Info{mnt(1, 0, "/", "shared:2 master:1"), mnt(2, 1, "/x", "shared:3 master:1")}, time.Time{}, 0)
+	a := NewTable(5, []*procfs.Mount{mnt(1, 0, "/", "shared:3 master:1")}, time.Time{}, 0)
+	b := NewTable(6, []*procfs.Mount{mnt(1, 0, "/", "shared:2 master:1"), mnt(2, 1, "/x", "shared:3 master:1")}, time.Time{}, 0)
 	x.add(a)
 	x.add(b)
 	x.remove(a)
@@ -85,12 +83,12 @@ type pidTables struct {
 	table map[int]string
 }
 
-func (p pidTables) Mountinfo(pid int) (uint32, []*mountinfo.Info, error) {
+func (p pidTables) Mountinfo(pid int) (uint32, []*procfs.Mount, error) {
 	ns, ok := p.ns[pid]
 	if !ok {
 		return 0, nil, fmt.Errorf("no process %d", pid)
 	}
-	ms, err := mountinfo.GetMountsFromReader(strings.NewReader(p.table[pid]), nil)
+	ms, err := mountsOf(p.table[pid])
 	return ns, ms, err
 }
 

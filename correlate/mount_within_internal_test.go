@@ -4,13 +4,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moby/sys/mountinfo"
+	"github.com/mntleak/mntleak/procfs"
 )
 
 // chainTable is a table of mounts 1..n, each mounted on the one before
 // (mount 1 on a parent outside the table).
 func chainTable(n int) *Table {
-	var ms []*mountinfo.Info
+	var ms []*procfs.Mount
 	for id := 1; id <= n; id++ {
 		ms = append(ms, mnt(id, id-1, "/m", ""))
 	}
@@ -33,7 +33,7 @@ func TestMountWithinWalksAtMost64Mounts(t *testing.T) {
 // TestMountWithinEndsOnACycle: a table whose parents form a cycle (a
 // torn read) does not hold the walk: it ends, answering false.
 func TestMountWithinEndsOnACycle(t *testing.T) {
-	tab := NewTable(1, []*mountinfo.Info{mnt(10, 11, "/a", ""), mnt(11, 10, "/b", ""), mnt(12, 0, "/", "")}, time.Time{}, 0)
+	tab := NewTable(1, []*procfs.Mount{mnt(10, 11, "/a", ""), mnt(11, 10, "/b", ""), mnt(12, 0, "/", "")}, time.Time{}, 0)
 	done := make(chan bool, 1)
 	go func() { done <- mountWithin(tab, 10, 12) }()
 	select {

@@ -4,9 +4,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/moby/sys/mountinfo"
-
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/procfs"
 )
 
 // Note applies the kernel's mount note (event.MountNote: a copy a host's
@@ -149,18 +148,21 @@ func (l *Ledger) applyNote(n event.MountNote) {
 	if old == nil {
 		return
 	}
-	have := old.mount(n.Mount.ID)
-	var mounts []*mountinfo.Info
+	// The note's mount as a table's entry (the note, a pure event type,
+	// holds it as mountinfo.Info).
+	noted := procfs.MountOf(n.Mount)
+	have := old.mount(noted.ID)
+	var mounts []*procfs.Mount
 	switch {
-	case n.Detach && have != nil && sameDevice(have, n.Mount):
-		mounts = slices.DeleteFunc(slices.Clone(old.Mounts), func(m *mountinfo.Info) bool { return m == have })
+	case n.Detach && have != nil && sameDevice(have, noted):
+		mounts = slices.DeleteFunc(slices.Clone(old.Mounts), func(m *procfs.Mount) bool { return m == have })
 		l.notedOff = append(l.notedOff, notedDetach{ns: n.NS, pid: n.PID, mount: have, at: n.Time})
 		if len(l.notedOff) > maxNotedOff {
 			l.notedOff = l.notedOff[1:]
 		}
 	case !n.Detach && have == nil:
-		mounts = append(slices.Clone(old.Mounts), n.Mount)
-		if tucked(old, n.Mount) {
+		mounts = append(slices.Clone(old.Mounts), noted)
+		if tucked(old, noted) {
 			l.local[n.NS]++ // true but for the parent the kernel changed untold
 		}
 	default:
@@ -184,7 +186,7 @@ func (l *Ledger) applyNote(n event.MountNote) {
 type notedDetach struct {
 	ns    uint32
 	pid   uint32
-	mount *mountinfo.Info
+	mount *procfs.Mount
 	at    time.Time
 }
 
@@ -213,7 +215,7 @@ const maxNotedOff = 256
 // forgotten, as no later unmount can take them either. Every successful
 // unmount takes its note, whether it needs it or not, so the next one
 // takes its own.
-func (l *Ledger) takeUnmountNote(ns, pid uint32, target string, at time.Time) *mountinfo.Info {
+func (l *Ledger) takeUnmountNote(ns, pid uint32, target string, at time.Time) *procfs.Mount {
 	l.notedOff = slices.DeleteFunc(l.notedOff, func(d notedDetach) bool { return d.at.Before(at.Add(-noteSlack)) })
 	for i, d := range l.notedOff {
 		if d.ns == ns && d.pid == pid && d.mount.Mountpoint == target {
@@ -228,7 +230,7 @@ func (l *Ledger) takeUnmountNote(ns, pid uint32, target string, at time.Time) *m
 // has a mount on the same parent already: the kernel puts the new mount
 // beneath it and makes it the old one's parent, and tells only the attach
 // (seen on 6.18, TestWhichCallsTheKernelNotes).
-func tucked(t *Table, attached *mountinfo.Info) bool {
+func tucked(t *Table, attached *procfs.Mount) bool {
 	for _, m := range t.Mounts {
 		if m.Parent == attached.Parent && m.Mountpoint == attached.Mountpoint {
 			return true
@@ -240,7 +242,7 @@ func tucked(t *Table, attached *mountinfo.Info) bool {
 // sameDevice reports whether two descriptions of one mount id name the
 // same filesystem (an id mountinfo reuses may have been given to another
 // mount since the table was read).
-func sameDevice(a, b *mountinfo.Info) bool {
+func sameDevice(a, b *procfs.Mount) bool {
 	return a.Major == b.Major && a.Minor == b.Minor && a.Mountpoint == b.Mountpoint
 }
 

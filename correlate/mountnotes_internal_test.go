@@ -8,6 +8,7 @@ import (
 	"github.com/moby/sys/mountinfo"
 
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/procfs"
 )
 
 func noteMounts(t *testing.T, text string) []*mountinfo.Info {
@@ -35,7 +36,7 @@ func mountIDs(t *Table) []int {
 // previous table stays the last one read through a run of notes.
 func TestLedgerAppliesNotes(t *testing.T) {
 	l := NewLedger(16)
-	read := NewTable(5, noteMounts(t, "1 0 254:0 / / rw - ext4 /dev/vda rw\n2 1 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n3 1 0:40 / /run rw - tmpfs tmpfs rw\n"), time.Time{}, l.Seq())
+	read := NewTable(5, procfs.MountsOf(noteMounts(t, "1 0 254:0 / / rw - ext4 /dev/vda rw\n2 1 7:0 / /srv/vol rw - ext4 /dev/loop0 rw\n3 1 0:40 / /run rw - tmpfs tmpfs rw\n")), time.Time{}, l.Seq())
 	l.Store(read)
 	if !l.Fresh(5) {
 		t.Fatal("a table just read is not fresh")

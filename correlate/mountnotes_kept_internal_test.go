@@ -8,6 +8,7 @@ import (
 
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/finding"
+	"github.com/mntleak/mntleak/procfs"
 )
 
 // watchedTable is a namespace's table: /srv/a on a shared /srv.
@@ -23,7 +24,9 @@ const watchedTable = "1 0 254:0 / / rw - ext4 /dev/vda rw\n2 1 0:40 / /srv rw sh
 func TestLedgerKeepsWatchedTables(t *testing.T) {
 	const watched, other, node = 5, 6, 7
 	l := NewLedger(16)
-	read := func(ns uint32) { l.Store(NewTable(ns, noteMounts(t, watchedTable), time.Time{}, l.Seq())) }
+	read := func(ns uint32) {
+		l.Store(NewTable(ns, procfs.MountsOf(noteMounts(t, watchedTable)), time.Time{}, l.Seq()))
+	}
 	read(watched)
 	read(other)
 	read(node)
@@ -88,7 +91,7 @@ func TestLedgerKeepsWatchedTables(t *testing.T) {
 func TestLedgerChangesAddUpToStale(t *testing.T) {
 	const ns = 5
 	l := NewLedger(16)
-	read := func() { l.Store(NewTable(ns, noteMounts(t, watchedTable), time.Time{}, l.Seq())) }
+	read := func() { l.Store(NewTable(ns, procfs.MountsOf(noteMounts(t, watchedTable)), time.Time{}, l.Seq())) }
 	for _, c := range []struct {
 		what   string
 		change func()
@@ -115,7 +118,9 @@ func TestLedgerChangesAddUpToStale(t *testing.T) {
 func TestNoteWatchOnAndOff(t *testing.T) {
 	const ns, node = 5, 7
 	c := New(noCommands{}, Options{}, func(*finding.Finding) {})
-	read := func() { c.ledger.Store(NewTable(ns, noteMounts(t, watchedTable), time.Time{}, c.ledger.Seq())) }
+	read := func() {
+		c.ledger.Store(NewTable(ns, procfs.MountsOf(noteMounts(t, watchedTable)), time.Time{}, c.ledger.Seq()))
+	}
 	elsewhere := func() { c.ledger.Record(&event.Event{Kind: event.KindMount, MntNS: node, Target: "/srv/b"}) }
 	c.Note(event.MountNote{NS: ns, Watch: event.WatchOn})
 	read()
@@ -136,7 +141,7 @@ func TestNoteWatchOnAndOff(t *testing.T) {
 // through.
 func TestTableOfAnUnknownNamespaceIsNotReadAgain(t *testing.T) {
 	c := New(noCommands{}, Options{}, func(*finding.Finding) {})
-	had := NewTable(5, noteMounts(t, watchedTable), time.Time{}, c.ledger.Seq())
+	had := NewTable(5, procfs.MountsOf(noteMounts(t, watchedTable)), time.Time{}, c.ledger.Seq())
 	c.ledger.Store(had)
 	c.ledger.Invalidate()
 	if got, err := c.TableOf(5); got != had || err != nil {

@@ -262,7 +262,7 @@ type readCounter struct {
 	reads map[uint32]int
 }
 
-func (r *readCounter) Mountinfo(pid int) (uint32, []*mountinfo.Info, error) {
+func (r *readCounter) Mountinfo(pid int) (uint32, []*procfs.Mount, error) {
 	ns, mounts, err := r.fakeProc.Mountinfo(pid)
 	r.reads[ns]++
 	return ns, mounts, err

@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/moby/sys/mountinfo"
+	"github.com/mntleak/mntleak/procfs"
 )
 
 // A mount's propagation, as mountinfo's optional fields tag it: the peer
@@ -20,7 +20,7 @@ type peerGroups struct {
 	forward map[int][]int
 }
 
-func tags(m *mountinfo.Info) (shared, master int) {
+func tags(m *procfs.Mount) (shared, master int) {
 	for _, f := range strings.Fields(m.Optional) {
 		if v, ok := strings.CutPrefix(f, "shared:"); ok {
 			shared, _ = strconv.Atoi(v)
@@ -31,7 +31,7 @@ func tags(m *mountinfo.Info) (shared, master int) {
 	return shared, master
 }
 
-func groupsOf(mounts []*mountinfo.Info) peerGroups {
+func groupsOf(mounts []*procfs.Mount) peerGroups {
 	g := peerGroups{in: map[int]bool{}, forward: map[int][]int{}}
 	for _, m := range mounts {
 		shared, master := tags(m)
@@ -50,7 +50,7 @@ func groupsOf(mounts []*mountinfo.Info) peerGroups {
 
 // Propagation renders a mount's propagation as mountinfo's optional fields
 // say it: "shared:N", "master:N", "shared:N master:M", or "private".
-func Propagation(m *mountinfo.Info) string {
+func Propagation(m *procfs.Mount) string {
 	var tags []string
 	for _, f := range strings.Fields(m.Optional) {
 		if strings.HasPrefix(f, "shared:") || strings.HasPrefix(f, "master:") {
@@ -64,15 +64,15 @@ func Propagation(m *mountinfo.Info) string {
 }
 
 // IsPrivate reports whether a mount neither sends nor receives propagation.
-func IsPrivate(m *mountinfo.Info) bool { return !IsShared(m) && !IsSlave(m) }
+func IsPrivate(m *procfs.Mount) bool { return !IsShared(m) && !IsSlave(m) }
 
 // IsShared reports whether a mount is in a shared peer group (its shared:N
 // tag, as a number).
-func IsShared(m *mountinfo.Info) bool { shared, _ := tags(m); return shared != 0 }
+func IsShared(m *procfs.Mount) bool { shared, _ := tags(m); return shared != 0 }
 
 // IsSlave reports whether a mount receives propagation from a master (its
 // master:N tag).
-func IsSlave(m *mountinfo.Info) bool { _, master := tags(m); return master != 0 }
+func IsSlave(m *procfs.Mount) bool { _, master := tags(m); return master != 0 }
 
 // RootPropagation names how a namespace's root mount propagates:
 // "shared", "slave" or "private".
@@ -89,7 +89,7 @@ func RootPropagation(t *Table) string {
 	return "private"
 }
 
-func anyShared(mounts []*mountinfo.Info) bool {
+func anyShared(mounts []*procfs.Mount) bool {
 	for _, m := range mounts {
 		if IsShared(m) {
 			return true
@@ -99,7 +99,7 @@ func anyShared(mounts []*mountinfo.Info) bool {
 }
 
 // Root returns the namespace's root mount (its parent is outside the table).
-func (t *Table) Root() *mountinfo.Info {
+func (t *Table) Root() *procfs.Mount {
 	for _, m := range t.Mounts {
 		if t.mount(m.Parent) == nil || m.Parent == m.ID {
 			return m

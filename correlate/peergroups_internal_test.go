@@ -2,11 +2,9 @@ package correlate
 
 import (
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/event"
@@ -25,7 +23,7 @@ func TestReach(t *testing.T) {
 	}
 	l := NewLedger(100)
 	for ns, text := range tables {
-		mounts, err := mountinfo.GetMountsFromReader(strings.NewReader(text), nil)
+		mounts, err := mountsOf(text)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +60,7 @@ func TestReach(t *testing.T) {
 	if got, _ := l.reach(tests[0].ev); !slices.Equal(sorted(got), []uint32{2}) {
 		t.Errorf("after forgetting table 4: reach = %v, want [2]", got)
 	}
-	mounts, _ := mountinfo.GetMountsFromReader(strings.NewReader("10 9 254:0 / / rw - ext4 /dev/vda rw\n"), nil)
+	mounts, _ := mountsOf("10 9 254:0 / / rw - ext4 /dev/vda rw\n")
 	l.Store(NewTable(2, mounts, time.Time{}, l.Seq())) // now private
 	if got, _ := l.reach(tests[0].ev); len(got) != 0 {
 		t.Errorf("after table 2 turned private: reach = %v, want none", got)
@@ -71,7 +69,7 @@ func TestReach(t *testing.T) {
 	// fresh and stales the reached ones.
 	l = NewLedger(100)
 	for ns, text := range tables {
-		mounts, _ := mountinfo.GetMountsFromReader(strings.NewReader(text), nil)
+		mounts, _ := mountsOf(text)
 		l.Store(NewTable(ns, mounts, time.Time{}, l.Seq()))
 	}
 	l.Record(&event.Event{Kind: event.KindMount, MntNS: 1, Target: "/srv/vol"})

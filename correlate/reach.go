@@ -1,10 +1,10 @@
 package correlate
 
 import (
-	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/procfs"
 )
 
 // Which tables an event can have changed (Ledger.Record): none but its own
@@ -165,7 +165,7 @@ func (l *Ledger) reach(ev *event.Event) ([]uint32, bool) {
 	if t == nil || !l.Fresh(ev.MntNS) || ev.Target == "" {
 		return nil, false
 	}
-	var parent *mountinfo.Info
+	var parent *procfs.Mount
 	if ev.Kind == event.KindMount {
 		parent = t.Containing(ev.Target)
 	} else if m := t.At(ev.Target); m != nil {

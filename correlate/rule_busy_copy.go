@@ -3,11 +3,11 @@ package correlate
 import (
 	"strings"
 
-	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/finding"
+	"github.com/mntleak/mntleak/procfs"
 )
 
 // ruleBusyCopy: an unmount that failed because its propagation reached a
@@ -45,7 +45,7 @@ func (c *Correlator) ruleBusyCopy(a *analysis, m match) (verdict, bool) {
 
 // propagatesTo: an unmount of own propagates to copy (a peer of its group,
 // or a slave of it).
-func propagatesTo(own, copy *mountinfo.Info) bool {
+func propagatesTo(own, copy *procfs.Mount) bool {
 	if own == nil || copy == nil {
 		return false
 	}

@@ -3,11 +3,11 @@ package correlate
 import (
 	"strings"
 
-	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/finding"
+	"github.com/mntleak/mntleak/procfs"
 )
 
 // ruleRprivateBind: the object sits under a recursive bind that is private in
@@ -17,7 +17,7 @@ func (c *Correlator) ruleRprivateBind(a *analysis, m match) (verdict, bool) {
 	if m.self || m.mount == nil {
 		return verdict{}, false
 	}
-	var chain []*mountinfo.Info
+	var chain []*procfs.Mount
 	for anc := m.mount; anc != nil; anc = m.table.Parent(anc) {
 		chain = append(chain, anc)
 	}
@@ -33,7 +33,7 @@ func (c *Correlator) ruleRprivateBind(a *analysis, m match) (verdict, bool) {
 	return verdict{}, false
 }
 
-func (c *Correlator) rprivateVerdict(a *analysis, m match, bind *mountinfo.Info, src string) verdict {
+func (c *Correlator) rprivateVerdict(a *analysis, m match, bind *procfs.Mount, src string) verdict {
 	v := verdict{cause: finding.CauseRprivateBind}
 	container := c.containerOf(m)
 	bindEv, privEv := c.bindEvents(m.ns.Ino, src, bind.Mountpoint)
@@ -203,7 +203,7 @@ func (c *Correlator) madeBy(m match) (pod string, docker bool, unit string) {
 // BindSource returns the directory of the namespace a copy came from (its
 // parent's, else the host's) that a mount shows, when that differs from
 // where it is mounted: the mount is a bind of that directory.
-func (c *Correlator) BindSource(n *Namespace, m *mountinfo.Info) (string, bool) {
+func (c *Correlator) BindSource(n *Namespace, m *procfs.Mount) (string, bool) {
 	for _, ns := range []uint32{n.Parent, c.hostNS} {
 		from := c.ledger.Table(ns)
 		if from == nil || ns == n.Ino {

@@ -4,11 +4,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/finding"
+	"github.com/mntleak/mntleak/procfs"
 )
 
 // staleBind explains mount/move_mount ENOENT when the source is a bind
@@ -47,7 +47,7 @@ func (c *Correlator) staleBind(ev *event.Event) {
 			break
 		}
 	}
-	var m *mountinfo.Info
+	var m *procfs.Mount
 	var holderNS uint32
 	for _, ns := range scope {
 		if t := c.ledger.Table(ns); t != nil && c.lineage.Get(ns) != nil {

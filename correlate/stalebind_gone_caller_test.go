@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/correlate"
@@ -19,7 +18,7 @@ type exitedBeforeItsTable struct {
 	pid int
 }
 
-func (p exitedBeforeItsTable) Mountinfo(pid int) (uint32, []*mountinfo.Info, error) {
+func (p exitedBeforeItsTable) Mountinfo(pid int) (uint32, []*procfs.Mount, error) {
 	if pid == p.pid {
 		return 0, nil, fmt.Errorf("open /proc/%d/mountinfo: no such process", pid)
 	}
@@ -63,7 +62,7 @@ type countingReads struct {
 	reads *int
 }
 
-func (p countingReads) Mountinfo(pid int) (uint32, []*mountinfo.Info, error) {
+func (p countingReads) Mountinfo(pid int) (uint32, []*procfs.Mount, error) {
 	*p.reads++
 	return p.fakeProc.Mountinfo(pid)
 }

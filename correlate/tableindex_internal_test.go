@@ -4,27 +4,27 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/procfs"
 )
 
-func mnt(id, parent int, mp, optional string) *mountinfo.Info {
-	return &mountinfo.Info{ID: id, Parent: parent, Mountpoint: mp, Optional: optional, FSType: "tmpfs", Source: "t", Root: "/"}
+func mnt(id, parent int, mp, optional string) *procfs.Mount {
+	return procfs.NewMount(id, parent, procfs.MountShape{Mountpoint: mp, Optional: optional, FSType: "tmpfs", Source: "t", Root: "/"})
 }
 
 // TestTableIndex: lookups by ID through the sorted index, the root, and a
 // re-read table sharing its unchanged entries with the one before.
 func TestTableIndex(t *testing.T) {
-	old := NewTable(1, []*mountinfo.Info{mnt(30, 1, "/", ""), mnt(7, 30, "/a", ""), mnt(12, 30, "/b", "")}, time.Time{}, 0)
+	old := NewTable(1, []*procfs.Mount{mnt(30, 1, "/", ""), mnt(7, 30, "/a", ""), mnt(12, 30, "/b", "")}, time.Time{}, 0)
 	if old.mount(7).Mountpoint != "/a" || old.mount(12).Mountpoint != "/b" || old.mount(8) != nil || old.mount(99) != nil {
 		t.Fatal("lookup by ID")
 	}
 	if old.Root().ID != 30 || old.Parent(old.mount(12)).ID != 30 {
 		t.Fatal("root or parent")
 	}
-	cur := NewTable(1, []*mountinfo.Info{mnt(30, 1, "/", ""), mnt(7, 30, "/a", "shared:1"), mnt(13, 30, "/c", "")}, time.Time{}, 0)
+	cur := NewTable(1, []*procfs.Mount{mnt(30, 1, "/", ""), mnt(7, 30, "/a", "shared:1"), mnt(13, 30, "/c", "")}, time.Time{}, 0)
 	l := NewLedger(16)
 	l.Store(old)
 	l.Store(cur)
@@ -43,8 +43,8 @@ func TestTableIndex(t *testing.T) {
 // mounts leaves the other tables fresh; anything that may propagate, or is
 // judged on a table behind other changes, makes every table stale.
 func TestContained(t *testing.T) {
-	private := []*mountinfo.Info{mnt(1, 0, "/", ""), mnt(2, 1, "/scratch", "")}
-	shared := []*mountinfo.Info{mnt(1, 0, "/", "shared:1")}
+	private := []*procfs.Mount{mnt(1, 0, "/", ""), mnt(2, 1, "/scratch", "")}
+	shared := []*procfs.Mount{mnt(1, 0, "/", "shared:1")}
 	l := NewLedger(16)
 	l.Store(NewTable(10, private, time.Time{}, l.Seq()))
 	l.Store(NewTable(20, shared, time.Time{}, l.Seq()))
@@ -117,9 +117,9 @@ func TestContained(t *testing.T) {
 // (the options every namespace shows for the filesystem) makes every table
 // stale.
 func TestUnreceivingTablesStayFresh(t *testing.T) {
-	private := []*mountinfo.Info{mnt(1, 0, "/", ""), mnt(2, 1, "/scratch", "")}
-	slave := []*mountinfo.Info{mnt(1, 0, "/", "master:1")}
-	shared := []*mountinfo.Info{mnt(1, 0, "/", "shared:1")}
+	private := []*procfs.Mount{mnt(1, 0, "/", ""), mnt(2, 1, "/scratch", "")}
+	slave := []*procfs.Mount{mnt(1, 0, "/", "master:1")}
+	shared := []*procfs.Mount{mnt(1, 0, "/", "shared:1")}
 	ev := func(kind event.Kind, flags uint64) *event.Event {
 		return &event.Event{Kind: kind, MntNS: 40, Flags: flags, Target: "/x"}
 	}
@@ -160,7 +160,7 @@ func TestUnreceivingTablesStayFresh(t *testing.T) {
 // table alone. Other tables stay fresh, kept ones included: a node
 // starting a container does not make a failure elsewhere read them again.
 func TestOwnOnly(t *testing.T) {
-	shared := []*mountinfo.Info{mnt(1, 0, "/", "shared:1")}
+	shared := []*procfs.Mount{mnt(1, 0, "/", "shared:1")}
 	for name, e := range map[string]*event.Event{
 		"unshare":    {Kind: event.KindUnshare, MntNS: 20, MntNSBefore: 20, MntNSAfter: 50},
 		"clone":      {Kind: event.KindNewNSFork, MntNS: 20, ParentMntNS: 20, ChildMntNS: 50},

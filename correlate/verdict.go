@@ -4,10 +4,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/moby/sys/mountinfo"
-
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/finding"
+	"github.com/mntleak/mntleak/procfs"
 )
 
 // verdict is the classifier's answer for one holder.
@@ -33,7 +32,7 @@ type analysis struct {
 	pins    map[uint32][]finding.PinRef
 	// own is the caller's own mount of the object, for a question (why,
 	// release) asked where the object is still mounted.
-	own *mountinfo.Info
+	own *procfs.Mount
 }
 
 // question: the trigger is a question (why, release), not a call that
@@ -76,7 +75,7 @@ func parentDir(p string) string {
 type match struct {
 	ns       *Namespace
 	table    *Table
-	mount    *mountinfo.Info // nil for a pin-only holder
+	mount    *procfs.Mount // nil for a pin-only holder
 	where    string
 	self     bool
 	exited   time.Time

@@ -73,13 +73,20 @@ func (f *fakeProc) Processes() ([]procfs.Process, error) {
 	return append([]procfs.Process(nil), f.procs...), nil
 }
 
-func (f *fakeProc) Mountinfo(pid int) (uint32, []*mountinfo.Info, error) {
+func (f *fakeProc) Mountinfo(pid int) (uint32, []*procfs.Mount, error) {
 	ns, ok := f.nsOf(pid)
 	if !ok {
 		return 0, nil, fmt.Errorf("no process %d", pid)
 	}
-	mounts, err := mountinfo.GetMountsFromReader(strings.NewReader(f.tables[ns]), nil)
+	mounts, err := mountsOf(f.tables[ns])
 	return ns, mounts, err
+}
+
+// mountsOf is a mount table's text as mountinfo (the library) reads it,
+// as the ledger's entries.
+func mountsOf(text string) ([]*procfs.Mount, error) {
+	ms, err := mountinfo.GetMountsFromReader(strings.NewReader(text), nil)
+	return procfs.MountsOf(ms), err
 }
 
 func (f *fakeProc) Pins(devs []event.Dev) ([]procfs.Pin, error) {
@@ -109,12 +116,12 @@ func (f *fakeProc) HostNS() (uint32, error) { return f.host, nil }
 
 // NSMountinfo reads a namespace's table through a bind of its nsfs file
 // (nsfiles: the bind's path and the namespace).
-func (f *fakeProc) NSMountinfo(file string) (uint32, []*mountinfo.Info, error) {
+func (f *fakeProc) NSMountinfo(file string) (uint32, []*procfs.Mount, error) {
 	ns, ok := f.nsfiles[file]
 	if !ok {
 		return 0, nil, fmt.Errorf("%s is not a namespace file", file)
 	}
-	mounts, err := mountinfo.GetMountsFromReader(strings.NewReader(f.tables[ns]), nil)
+	mounts, err := mountsOf(f.tables[ns])
 	return ns, mounts, err
 }
 

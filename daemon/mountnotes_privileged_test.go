@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/correlate"
@@ -28,7 +27,7 @@ type countingProc struct {
 	reads  *atomic.Int32
 }
 
-func (p countingProc) Mountinfo(pid int) (uint32, []*mountinfo.Info, error) {
+func (p countingProc) Mountinfo(pid int) (uint32, []*procfs.Mount, error) {
 	if pid == p.holder {
 		p.reads.Add(1)
 	}
@@ -117,7 +116,7 @@ func mountNotesSpare(t *testing.T, notes bool) {
 		if read := reads.Load() > before; read != wantRead {
 			t.Errorf("%s: the holder's table read again: %v, want %v", what, read, wantRead)
 		}
-		if got, want := rows(tb.Mounts), rows(procMounts(t, hpid)); !slices.Equal(got, want) {
+		if got, want := rows(tb.Mounts), rows(procfs.MountsOf(procMounts(t, hpid))); !slices.Equal(got, want) {
 			t.Errorf("%s: the ledger's table of the holder\n%s\nthe holder's /proc mountinfo\n%s", what, strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 	}
@@ -150,7 +149,7 @@ func mountNotesSpare(t *testing.T, notes bool) {
 }
 
 // rows is what a table must agree with /proc on, one line a mount, sorted.
-func rows(ms []*mountinfo.Info) []string {
+func rows(ms []*procfs.Mount) []string {
 	var out []string
 	for _, m := range ms {
 		out = append(out, strings.Join([]string{strconv.Itoa(m.ID), strconv.Itoa(m.Parent),

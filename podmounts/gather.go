@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/correlate"
@@ -23,7 +22,7 @@ import (
 // are the containers the runtime lists for the pod (nil without one).
 // Problems are the things that could not be read, each naming its object.
 func Gather(host procfs.Host, view nodeview.View, root, uid string, runtimeIDs []string) (Input, []string, error) {
-	in := Input{KubeletRoot: root, UID: uid, NodeNS: view.MntNS, Tables: map[uint32][]*mountinfo.Info{}}
+	in := Input{KubeletRoot: root, UID: uid, NodeNS: view.MntNS, Tables: map[uint32][]*procfs.Mount{}}
 	procs, err := host.Processes()
 	if err != nil {
 		return in, nil, fmt.Errorf("list processes: %w", err)

@@ -8,12 +8,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/moby/sys/mountinfo"
-
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/kubeletpath"
+	"github.com/mntleak/mntleak/procfs"
 )
 
 // Kind is what an object is to the pod.
@@ -64,7 +63,7 @@ type Input struct {
 	// NodeNS is the node's mount namespace (the view's).
 	NodeNS uint32
 	// Tables are the mount tables of every namespace that could be read.
-	Tables map[uint32][]*mountinfo.Info
+	Tables map[uint32][]*procfs.Mount
 	// ContainerIDs are the pod's containers and sandbox (64 hex), from
 	// its processes' cgroups and the runtime.
 	ContainerIDs []string
@@ -135,7 +134,7 @@ func Find(in Input) []Object {
 
 // objectOf says whether mount m of a namespace's table is one of the
 // pod's objects, and which.
-func (in Input) objectOf(m *mountinfo.Info, root, podDir string, onNode bool) (Object, bool) {
+func (in Input) objectOf(m *procfs.Mount, root, podDir string, onNode bool) (Object, bool) {
 	dev := event.MakeDev(uint32(m.Major), uint32(m.Minor))
 	o := Object{Dev: dev, Root: m.Root, Path: m.Mountpoint, OnNode: onNode}
 	if onNode {
@@ -188,7 +187,7 @@ func b2i(b bool) int {
 }
 
 // peerGroup is the N of a mount's shared:N, 0 when it is not shared.
-func peerGroup(m *mountinfo.Info) int {
+func peerGroup(m *procfs.Mount) int {
 	for _, f := range strings.Fields(m.Optional) {
 		if n, ok := strings.CutPrefix(f, "shared:"); ok {
 			if g, err := strconv.Atoi(n); err == nil {

@@ -4,9 +4,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/moby/sys/mountinfo"
-
 	"github.com/mntleak/mntleak/event"
+	"github.com/mntleak/mntleak/procfs"
 )
 
 const (
@@ -17,8 +16,8 @@ const (
 	gone  = "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
 )
 
-func mount(major, minor int, root, point, fstype string) *mountinfo.Info {
-	return &mountinfo.Info{Major: major, Minor: minor, Root: root, Mountpoint: point, FSType: fstype}
+func mount(major, minor int, root, point, fstype string) *procfs.Mount {
+	return procfs.NewMount(0, 0, procfs.MountShape{Major: major, Minor: minor, Root: root, Mountpoint: point, FSType: fstype})
 }
 
 // TestFind: the node's volumes, subPath binds, netns, shm and rootfs of
@@ -32,9 +31,9 @@ func TestFind(t *testing.T) {
 	in := Input{
 		KubeletRoot: "/var/lib/kubelet/", UID: uid, NodeNS: 1,
 		ContainerIDs: []string{sbx, ctr}, NetNS: []string{"net:[4026532571]"},
-		Tables: map[uint32][]*mountinfo.Info{
+		Tables: map[uint32][]*procfs.Mount{
 			1: {
-				{Major: 0, Minor: 40, Root: "/", Mountpoint: vol + "kubernetes.io~projected/kube-api-access-x", FSType: "tmpfs", Optional: "shared:2"},
+				{MountShape: &procfs.MountShape{Major: 0, Minor: 40, Root: "/", Mountpoint: vol + "kubernetes.io~projected/kube-api-access-x", FSType: "tmpfs", Optional: "shared:2"}},
 				mount(0, 46, "/", vol+"kubernetes.io~empty-dir/data/held", "tmpfs"),
 				mount(0, 41, "/", pods+other+"/volumes/kubernetes.io~secret/s", "tmpfs"),
 				mount(8, 1, "/lib/kubelet/pods/"+uid+"/volumes/kubernetes.io~configmap/cfg/app.conf", pods+uid+"/volume-subpaths/cfg/app/0", "ext4"),

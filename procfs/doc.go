@@ -17,8 +17,10 @@
 //
 // Files: types.go (Proc, Process, Pin, NamespacePinner, Lister,
 // ProcessLister), host.go (the live reader), processes.go (its process
-// list, with the kernel's threads and the unreadable apart), mountinfo.go (a mount table parsed with its strings
-// interned), scan.go (the parallel /proc scan), threads.go (a process's
+// list, with the kernel's threads and the unreadable apart), mount.go
+// (Mount, a table's entry: its ids and a shape the copies of a mount in
+// other namespaces share; the shapes' interner), mountinfo.go (a mount
+// table parsed with its strings and shapes interned), scan.go (the parallel /proc scan), threads.go (a process's
 // threads in namespaces of their own; a process of one thread told by one
 // statx), pins.go (who pins a filesystem, with the number and inode of an
 // open file, and who could not be read; the pids alone, PIDs), nsfile.go (a

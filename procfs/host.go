@@ -12,7 +12,6 @@ import (
 	"strings"
 	"unique"
 
-	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/event"
@@ -87,13 +86,13 @@ func pickCgroup(s string) string {
 // Mountinfo implements Proc. The namespace link is read before and after
 // the table: if the process changed namespace (setns) or its pid was reused
 // in between, the answer is an error rather than a mislabelled table.
-func (h Host) Mountinfo(pid int) (uint32, []*mountinfo.Info, error) {
+func (h Host) Mountinfo(pid int) (uint32, []*Mount, error) {
 	return h.mountinfo(pid, newScratch())
 }
 
 // mountinfo is Mountinfo with a reader's scratch space: its buffer holds
 // the table, its parser interns the strings.
-func (h Host) mountinfo(pid int, s *scratch) (uint32, []*mountinfo.Info, error) {
+func (h Host) mountinfo(pid int, s *scratch) (uint32, []*Mount, error) {
 	dir := filepath.Join(h.root(), strconv.Itoa(pid))
 	ns, err := h.nsOf(dir)
 	if err != nil {
@@ -128,12 +127,12 @@ func (h Host) mountinfo(pid int, s *scratch) (uint32, []*mountinfo.Info, error) 
 	return ns, mounts, nil
 }
 
-// intern makes a mount entry's strings the canonical copies: namespaces
+// intern makes a mount shape's strings the canonical copies: namespaces
 // are copies of one another (every container's copy of the host's mounts,
 // 300 namespaces of 300 mounts on a busy node), so the same mount point,
 // options and source strings are kept once instead of once per namespace
 // and per re-read. unique keeps no string nobody references.
-func intern(m *mountinfo.Info) {
+func intern(m *MountShape) {
 	for _, s := range []*string{&m.Root, &m.Mountpoint, &m.Options, &m.Optional, &m.FSType, &m.Source, &m.VFSOptions} {
 		*s = unique.Make(*s).Value()
 	}

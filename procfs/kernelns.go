@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/internal/kmount"
@@ -26,7 +25,7 @@ type KernelNamespaces interface {
 	// /proc/PID/mountinfo would show it (ids, parents, devices, roots,
 	// mount points, propagation, fstype, super options; the source and a
 	// FUSE type's subtype on Linux 6.14+).
-	NamespaceTable(id uint64) ([]*mountinfo.Info, error)
+	NamespaceTable(id uint64) ([]*Mount, error)
 }
 
 // MountNamespaces implements KernelNamespaces.
@@ -35,26 +34,29 @@ func (h Host) MountNamespaces() ([]kmount.Namespace, error) {
 }
 
 // NamespaceTable implements KernelNamespaces.
-func (h Host) NamespaceTable(id uint64) ([]*mountinfo.Info, error) {
+func (h Host) NamespaceTable(id uint64) ([]*Mount, error) {
 	mounts, err := kmount.Table(id)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*mountinfo.Info, len(mounts))
+	out := make([]*Mount, len(mounts))
+	var sh shapes
 	for i := range mounts {
-		out[i] = infoOf(&mounts[i])
-		intern(out[i])
+		out[i] = entryOf(&mounts[i], &sh)
 	}
 	return out, nil
 }
 
-// infoOf is a statmount answer as a mountinfo line would show it.
-func infoOf(m *kmount.Mount) *mountinfo.Info {
-	return &mountinfo.Info{
-		ID: m.OldID, Parent: m.OldParent, Major: int(m.Dev.Major()), Minor: int(m.Dev.Minor()),
+// entryOf is a statmount answer as a mountinfo line would show it, its
+// strings interned and its shape sh's.
+func entryOf(m *kmount.Mount, sh *shapes) *Mount {
+	shape := MountShape{
+		Major: int(m.Dev.Major()), Minor: int(m.Dev.Minor()),
 		Root: m.Root, Mountpoint: m.Point, Options: mountOptions(m.Attr), Optional: optionalFields(m),
 		FSType: fsType(m), Source: m.Source, VFSOptions: superOptions(m),
 	}
+	intern(&shape)
+	return sh.mount(m.OldID, m.OldParent, shape)
 }
 
 // fsType is mountinfo's field 9: the type, and a FUSE mount's subtype
@@ -161,7 +163,7 @@ type TableReader interface {
 // TableAnswer is one Mountinfo answer.
 type TableAnswer struct {
 	NS     uint32
-	Mounts []*mountinfo.Info
+	Mounts []*Mount
 	Err    error
 }
 

@@ -66,7 +66,7 @@ func TestKernelNamespaceTable(t *testing.T) {
 		sawRO = sawRO || (g.Mountpoint == dir+"/ro" && g.Source == "kn test")
 		if g.Parent != w.Parent || g.Major != w.Major || g.Minor != w.Minor || g.Root != w.Root || g.Mountpoint != w.Mountpoint ||
 			g.FSType != w.FSType || g.Optional != w.Optional || g.Options != w.Options || g.Source != w.Source || g.VFSOptions != w.VFSOptions {
-			t.Errorf("mount %d:\nstatmount %+v\nmountinfo %+v", g.ID, *g, *w)
+			t.Errorf("mount %d:\nstatmount %+v\nmountinfo %+v", g.ID, deref([]*Mount{g}), deref([]*Mount{w}))
 		}
 	}
 	if !sawTmpfs || !sawRO {

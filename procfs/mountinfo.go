@@ -6,8 +6,6 @@ import (
 	"io"
 	"strconv"
 	"unique"
-
-	"github.com/moby/sys/mountinfo"
 )
 
 // The startup snapshot reads one mount table per namespace: 96,000 lines
@@ -18,7 +16,8 @@ import (
 // parseMountinfo reads the same tables into the same entries with one
 // allocation per entry: its strings are looked up in an interner by their
 // bytes (a lookup with a []byte key does not allocate) and made only the
-// first time one is seen.
+// first time one is seen, and so is its shape (Mount: all but the ids),
+// which the copies of one mount in the tables one parser reads share.
 
 // interner maps a string to its canonical copy (unique.Make's), for the
 // tables one reader parses. It is a reader's own (a scan worker's scratch),
@@ -38,6 +37,7 @@ func (in interner) of(b []byte) string {
 // mountinfoParser is one reader's scratch space for parsing tables.
 type mountinfoParser struct {
 	names  interner
+	shapes shapes
 	fields [][]byte
 	path   []byte // an unescaped path
 }
@@ -66,9 +66,9 @@ func readAll(r io.Reader, buf []byte) ([]byte, error) {
 
 // parse reads a mount table as mountinfo.GetMountsFromReader(r, nil)
 // would, entry for entry and field for field (a line as bufio.ScanLines
-// cuts it), with every string interned.
-func (p *mountinfoParser) parse(table []byte) ([]*mountinfo.Info, error) {
-	out := make([]*mountinfo.Info, 0, bytes.Count(table, []byte{'\n'})+1)
+// cuts it), with every string and every shape interned.
+func (p *mountinfoParser) parse(table []byte) ([]*Mount, error) {
+	out := make([]*Mount, 0, bytes.Count(table, []byte{'\n'})+1)
 	for len(table) > 0 {
 		line := table
 		if i := bytes.IndexByte(table, '\n'); i >= 0 {
@@ -89,7 +89,7 @@ func (p *mountinfoParser) parse(table []byte) ([]*mountinfo.Info, error) {
 // entry parses one line (see proc(5)):
 //
 //	36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue
-func (p *mountinfoParser) entry(line []byte) (*mountinfo.Info, error) {
+func (p *mountinfoParser) entry(line []byte) (*Mount, error) {
 	f := p.fields[:0]
 	for rest := line; ; {
 		i := bytes.IndexByte(rest, ' ')
@@ -113,7 +113,7 @@ func (p *mountinfoParser) entry(line []byte) (*mountinfo.Info, error) {
 			return nil, fmt.Errorf("parsing '%s' failed: missing - separator", line)
 		}
 	}
-	m := &mountinfo.Info{}
+	var m MountShape
 	var err error
 	if m.Mountpoint, err = p.unescaped(f[4]); err != nil {
 		return nil, fmt.Errorf("parsing '%s' failed: mount point: %w", f[4], err)
@@ -126,8 +126,8 @@ func (p *mountinfoParser) entry(line []byte) (*mountinfo.Info, error) {
 	}
 	m.VFSOptions = p.names.of(f[sep+3])
 	// As GetMountsFromReader: a number that does not parse is 0.
-	m.ID, _ = strconv.Atoi(string(f[0]))
-	m.Parent, _ = strconv.Atoi(string(f[1]))
+	id, _ := strconv.Atoi(string(f[0]))
+	parent, _ := strconv.Atoi(string(f[1]))
 	major, minor, ok := bytes.Cut(f[2], []byte{':'})
 	if !ok || bytes.IndexByte(minor, ':') >= 0 {
 		return nil, fmt.Errorf("parsing '%s' failed: unexpected major:minor pair %s", line, f[2])
@@ -150,7 +150,7 @@ func (p *mountinfoParser) entry(line []byte) (*mountinfo.Info, error) {
 	if sep > 6 {
 		m.Optional = p.names.of(line[start : end-1])
 	}
-	return m, nil
+	return p.shapes.mount(id, parent, m), nil
 }
 
 // unescaped is a path field (root, mount point, source, type) with its

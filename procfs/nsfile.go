@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/internal/kmount"
@@ -24,7 +23,7 @@ const nsfsMagic = 0x6e736673
 // holders, even for an instant. An older kernel's table is read from
 // inside (nsMountinfoEntering). The open file keeps the namespace alive
 // while it is read either way.
-func (h Host) NSMountinfo(file string) (uint32, []*mountinfo.Info, error) {
+func (h Host) NSMountinfo(file string) (uint32, []*Mount, error) {
 	fd, ns, err := openMountNS(file)
 	if err != nil {
 		return 0, nil, err
@@ -40,7 +39,7 @@ func (h Host) NSMountinfo(file string) (uint32, []*mountinfo.Info, error) {
 // whether the kernel could give all of it as mountinfo would (a kernel
 // before 6.11 has no NS_GET_MNTNS_ID or listmount by namespace, one before
 // 6.14 no source): if not, the caller reads it from inside.
-func tableByID(fd int) ([]*mountinfo.Info, bool) {
+func tableByID(fd int) ([]*Mount, bool) {
 	id, err := kmount.NSID(fd)
 	if err != nil {
 		return nil, false
@@ -49,13 +48,13 @@ func tableByID(fd int) ([]*mountinfo.Info, bool) {
 	if err != nil {
 		return nil, false
 	}
-	out := make([]*mountinfo.Info, len(mounts))
+	out := make([]*Mount, len(mounts))
+	var sh shapes
 	for i := range mounts {
 		if !mounts[i].HasSource {
 			return nil, false
 		}
-		out[i] = infoOf(&mounts[i])
-		intern(out[i])
+		out[i] = entryOf(&mounts[i], &sh)
 	}
 	return out, true
 }
@@ -98,10 +97,10 @@ func openMountNS(file string) (int, uint32, error) {
 // and nothing holds it once the table is read. No external program is
 // needed (the image has none). setns into a mount namespace needs
 // CAP_SYS_ADMIN and CAP_SYS_CHROOT.
-func (h Host) nsMountinfoEntering(file string) (uint32, []*mountinfo.Info, error) {
+func (h Host) nsMountinfoEntering(file string) (uint32, []*Mount, error) {
 	var (
 		ns     uint32
-		mounts []*mountinfo.Info
+		mounts []*Mount
 	)
 	err := nsthread.Run(func() error {
 		var err error
@@ -116,7 +115,7 @@ func (h Host) nsMountinfoEntering(file string) (uint32, []*mountinfo.Info, error
 
 // nsMountinfoHere enters the namespace file names on the calling thread,
 // one of nsthread.Run's.
-func (h Host) nsMountinfoHere(file string) (uint32, []*mountinfo.Info, error) {
+func (h Host) nsMountinfoHere(file string) (uint32, []*Mount, error) {
 	// /proc as the caller sees it, opened before the thread moves: the
 	// namespace's own /proc, if it has one, may be another pid namespace's.
 	proc, err := unix.Open(h.root(), unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0)

@@ -71,7 +71,7 @@ func keptNamespace(t *testing.T, dir, tag string) (string, uint32, string) {
 }
 
 // ids is the sorted mount ids of a table.
-func ids(mounts []*mountinfo.Info) []int {
+func ids(mounts []*Mount) []int {
 	var out []int
 	for _, m := range mounts {
 		out = append(out, m.ID)
@@ -107,16 +107,16 @@ func TestNSMountinfoInProcess(t *testing.T) {
 		name    string
 		file    string
 		wantNS  uint32
-		check   func(t *testing.T, mounts []*mountinfo.Info)
+		check   func(t *testing.T, mounts []*Mount)
 		wantErr string
 	}{
-		{name: "kept by a bind", file: kept, wantNS: keptNS, check: func(t *testing.T, mounts []*mountinfo.Info) {
-			i := slices.IndexFunc(mounts, func(m *mountinfo.Info) bool { return m.Mountpoint == vol })
+		{name: "kept by a bind", file: kept, wantNS: keptNS, check: func(t *testing.T, mounts []*Mount) {
+			i := slices.IndexFunc(mounts, func(m *Mount) bool { return m.Mountpoint == vol })
 			if i < 0 || mounts[i].FSType != "tmpfs" || mounts[i].Source != tag {
 				t.Errorf("no tmpfs %s at %s in the kept namespace's table (%d mounts)", tag, vol, len(mounts))
 			}
 		}},
-		{name: "a live process's", file: holderFile, wantNS: holder.MntNS, check: func(t *testing.T, mounts []*mountinfo.Info) {
+		{name: "a live process's", file: holderFile, wantNS: holder.MntNS, check: func(t *testing.T, mounts []*Mount) {
 			if got, want := ids(mounts), ids(holderMounts); !slices.Equal(got, want) {
 				t.Errorf("mount ids %v, want those of /proc/%d/mountinfo %v", got, holder.PID, want)
 			}

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/moby/sys/mountinfo"
-
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/internal/kmount"
 	"github.com/mntleak/mntleak/internal/replayq"
@@ -33,19 +31,19 @@ const (
 // Record is one Proc answer as it is written into a recorded stream (the
 // "proc" member of a JSON line, next to the event lines).
 type Record struct {
-	Op        string            `json:"op"`
-	PID       int               `json:"pid,omitempty"`
-	Devs      []event.Dev       `json:"devs,omitempty"`
-	Path      string            `json:"path,omitempty"`
-	Processes []Process         `json:"processes,omitempty"`
-	Mounts    []*mountinfo.Info `json:"mounts,omitempty"`
-	Pins      []Pin             `json:"pins,omitempty"`
-	Dev       event.Dev         `json:"dev,omitempty"`
-	MntNS     uint32            `json:"mntns,omitempty"`
-	Command   *Command          `json:"command,omitempty"`
-	RealPath  string            `json:"realpath,omitempty"`
-	NSID      uint64            `json:"nsid,omitempty"`
-	NSFDs     []NSFD            `json:"nsfds,omitempty"`
+	Op        string      `json:"op"`
+	PID       int         `json:"pid,omitempty"`
+	Devs      []event.Dev `json:"devs,omitempty"`
+	Path      string      `json:"path,omitempty"`
+	Processes []Process   `json:"processes,omitempty"`
+	Mounts    []*Mount    `json:"mounts,omitempty"`
+	Pins      []Pin       `json:"pins,omitempty"`
+	Dev       event.Dev   `json:"dev,omitempty"`
+	MntNS     uint32      `json:"mntns,omitempty"`
+	Command   *Command    `json:"command,omitempty"`
+	RealPath  string      `json:"realpath,omitempty"`
+	NSID      uint64      `json:"nsid,omitempty"`
+	NSFDs     []NSFD      `json:"nsfds,omitempty"`
 	// Namespaces: every mount namespace the kernel has (KernelNamespaces).
 	Namespaces []kmount.Namespace `json:"namespaces,omitempty"`
 	// Unreadable is how many processes a pin search could not read
@@ -103,7 +101,7 @@ func (r Recorder) Processes() ([]Process, error) {
 }
 
 // Mountinfo implements Proc.
-func (r Recorder) Mountinfo(pid int) (uint32, []*mountinfo.Info, error) {
+func (r Recorder) Mountinfo(pid int) (uint32, []*Mount, error) {
 	ns, mounts, err := r.Proc.Mountinfo(pid)
 	r.Write(&Record{Op: OpMountinfo, PID: pid, MntNS: ns, Mounts: mounts, Err: errString(err)})
 	return ns, mounts, err
@@ -166,7 +164,7 @@ func (r Recorder) RealPath(pid int, path string) (string, uint32, error) {
 }
 
 // NSMountinfo implements Proc.
-func (r Recorder) NSMountinfo(file string) (uint32, []*mountinfo.Info, error) {
+func (r Recorder) NSMountinfo(file string) (uint32, []*Mount, error) {
 	ns, mounts, err := r.Proc.NSMountinfo(file)
 	r.Write(&Record{Op: OpNSMountinfo, Path: file, MntNS: ns, Mounts: mounts, Err: errString(err)})
 	return ns, mounts, err
@@ -199,8 +197,8 @@ func (r Recorder) MountNamespaces() ([]kmount.Namespace, error) {
 }
 
 // NamespaceTable implements KernelNamespaces.
-func (r Recorder) NamespaceTable(id uint64) ([]*mountinfo.Info, error) {
-	var mounts []*mountinfo.Info
+func (r Recorder) NamespaceTable(id uint64) ([]*Mount, error) {
+	var mounts []*Mount
 	err := errNoKernelNamespaces(r.Proc)
 	if k, ok := r.Proc.(KernelNamespaces); ok {
 		mounts, err = k.NamespaceTable(id)
@@ -215,6 +213,7 @@ func (r Recorder) NamespaceTable(id uint64) ([]*mountinfo.Info, error) {
 type Replay struct {
 	mu      sync.Mutex
 	answers *replayq.Queue[*Record]
+	shapes  shapes // the recorded tables' shapes (see shareShapes)
 }
 
 // NewReplay returns an empty Replay.
@@ -226,7 +225,26 @@ func NewReplay() *Replay {
 func (r *Replay) Add(rec *Record) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.shareShapes(rec)
 	r.answers.Add(rec.key(), rec)
+}
+
+// shareShapes points the entries of a decoded record's table at the
+// canonical copies of their shapes, so the copies of a mount in the tables
+// of a replay share one as they do live. An entry that a recording wrote
+// with none of its shape's fields (encoding/json then leaves the shape
+// nil) gets an empty one: its fields read as zero, as mountinfo.Info's did.
+func (r *Replay) shareShapes(rec *Record) {
+	for _, m := range rec.Mounts {
+		if m == nil {
+			continue
+		}
+		var shape MountShape
+		if m.MountShape != nil {
+			shape = *m.MountShape
+		}
+		m.MountShape = r.shapes.of(shape)
+	}
 }
 
 // AddStep queues the answers recorded while one event was handled. An
@@ -239,6 +257,7 @@ func (r *Replay) AddStep(recs []*Record) {
 	defer r.mu.Unlock()
 	fresh := map[string]bool{}
 	for _, rec := range recs {
+		r.shareShapes(rec)
 		k := rec.key()
 		if !fresh[k] {
 			fresh[k] = true
@@ -267,7 +286,7 @@ func (r *Replay) Processes() ([]Process, error) {
 }
 
 // Mountinfo implements Proc.
-func (r *Replay) Mountinfo(pid int) (uint32, []*mountinfo.Info, error) {
+func (r *Replay) Mountinfo(pid int) (uint32, []*Mount, error) {
 	rec, err := r.next((&Record{Op: OpMountinfo, PID: pid}).key())
 	if err != nil {
 		return 0, nil, err
@@ -321,7 +340,7 @@ func (r *Replay) RealPath(pid int, path string) (string, uint32, error) {
 }
 
 // NSMountinfo implements Proc.
-func (r *Replay) NSMountinfo(file string) (uint32, []*mountinfo.Info, error) {
+func (r *Replay) NSMountinfo(file string) (uint32, []*Mount, error) {
 	rec, err := r.next((&Record{Op: OpNSMountinfo, Path: file}).key())
 	if err != nil {
 		return 0, nil, err
@@ -357,7 +376,7 @@ func (r *Replay) MountNamespaces() ([]kmount.Namespace, error) {
 }
 
 // NamespaceTable implements KernelNamespaces.
-func (r *Replay) NamespaceTable(id uint64) ([]*mountinfo.Info, error) {
+func (r *Replay) NamespaceTable(id uint64) ([]*Mount, error) {
 	rec, err := r.next((&Record{Op: OpNSTable, NSID: id}).key())
 	if err != nil {
 		return nil, err

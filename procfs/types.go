@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"strings"
 
-	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
 	"github.com/mntleak/mntleak/event"
@@ -18,7 +17,7 @@ type Proc interface {
 	// Mountinfo returns the mount table of pid's mount namespace, and that
 	// namespace, so a caller holding a stale pid (reused by a process
 	// elsewhere) can tell the table is not the one it wanted.
-	Mountinfo(pid int) (uint32, []*mountinfo.Info, error)
+	Mountinfo(pid int) (uint32, []*Mount, error)
 	// Pins lists the processes whose cwd, root, open files or mapped files
 	// are on one of devs, or that hold one of devs open as a block device.
 	// A copy of a mount detached by the kernel shows in no mountinfo, yet
@@ -40,7 +39,7 @@ type Proc interface {
 	// NSMountinfo returns the mount table of the mount namespace an nsfs
 	// file names (a bind of it, or /proc/PID/fd/N of an open one): a
 	// namespace no process runs in has no /proc/PID/mountinfo to read.
-	NSMountinfo(file string) (uint32, []*mountinfo.Info, error)
+	NSMountinfo(file string) (uint32, []*Mount, error)
 	// MntNSID returns pid's mount namespace and the id the kernel gave it
 	// at its birth (NS_GET_MNTNS_ID; never reused while the machine runs,
 	// unlike the inode): a namespace remembered by inode is the same one

@@ -5,8 +5,6 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/moby/sys/mountinfo"
-
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/procfs"
@@ -25,8 +23,8 @@ func CopyTarget(ns uint32, id int) (correlate.Target, string, error) {
 // a test's fake).
 type procReader interface {
 	Processes() ([]procfs.Process, error)
-	Mountinfo(pid int) (uint32, []*mountinfo.Info, error)
-	NSMountinfo(file string) (uint32, []*mountinfo.Info, error)
+	Mountinfo(pid int) (uint32, []*procfs.Mount, error)
+	NSMountinfo(file string) (uint32, []*procfs.Mount, error)
 	NSFDs() ([]procfs.NSFD, error)
 }
 
@@ -41,7 +39,7 @@ func copyTarget(h procReader, exists func(string) bool, ns uint32, id int) (corr
 	if err != nil {
 		return correlate.Target{}, "", err
 	}
-	var mounts []*mountinfo.Info
+	var mounts []*procfs.Mount
 	found := false
 	for _, task := range tasksIn(procs, ns) {
 		if got, m, err := h.Mountinfo(task); err == nil && got == ns {

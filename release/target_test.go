@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/moby/sys/mountinfo"
-
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/procfs"
@@ -25,13 +23,13 @@ type fakeProcs struct {
 
 type fakeTable struct {
 	ns     uint32
-	mounts []*mountinfo.Info
+	mounts []*procfs.Mount
 	err    error
 }
 
 func (f *fakeProcs) Processes() ([]procfs.Process, error) { return f.procs, f.procsErr }
 
-func (f *fakeProcs) Mountinfo(pid int) (uint32, []*mountinfo.Info, error) {
+func (f *fakeProcs) Mountinfo(pid int) (uint32, []*procfs.Mount, error) {
 	t, ok := f.tables[pid]
 	if !ok {
 		return 0, nil, fmt.Errorf("open /proc/%d/mountinfo: no such file", pid)
@@ -39,7 +37,7 @@ func (f *fakeProcs) Mountinfo(pid int) (uint32, []*mountinfo.Info, error) {
 	return t.ns, t.mounts, t.err
 }
 
-func (f *fakeProcs) NSMountinfo(file string) (uint32, []*mountinfo.Info, error) {
+func (f *fakeProcs) NSMountinfo(file string) (uint32, []*procfs.Mount, error) {
 	t, ok := f.nsFiles[file]
 	if !ok {
 		return 0, nil, fmt.Errorf("open %s: no such file", file)
@@ -55,14 +53,14 @@ func (f *fakeProcs) NSFDs() ([]procfs.NSFD, error) { return f.fds, nil }
 // holds mnt:[9]'s file open as fd 7 and fd 5, pid 30 as fd 9. With
 // member, pid 77 runs in mnt:[9].
 func targetWorld(member bool) *fakeProcs {
-	inner := []*mountinfo.Info{
-		{ID: 100, Major: 254, Minor: 0, Mountpoint: "/", Root: "/", FSType: "ext4"},
-		{ID: 102, Major: 0, Minor: 38, Mountpoint: "/srv/vol", Root: "/", FSType: "tmpfs"},
-		{ID: 103, Major: 0, Minor: 4, Mountpoint: "/run/netns/a", Root: "net:[4026532300]", FSType: "nsfs"},
+	inner := []*procfs.Mount{
+		{ID: 100, MountShape: &procfs.MountShape{Major: 254, Minor: 0, Mountpoint: "/", Root: "/", FSType: "ext4"}},
+		{ID: 102, MountShape: &procfs.MountShape{Major: 0, Minor: 38, Mountpoint: "/srv/vol", Root: "/", FSType: "tmpfs"}},
+		{ID: 103, MountShape: &procfs.MountShape{Major: 0, Minor: 4, Mountpoint: "/run/netns/a", Root: "net:[4026532300]", FSType: "nsfs"}},
 	}
-	host := []*mountinfo.Info{
-		{ID: 20, Major: 254, Minor: 0, Mountpoint: "/", Root: "/", FSType: "ext4"},
-		{ID: 21, Major: 0, Minor: 4, Mountpoint: "/run/mntns/x", Root: "mnt:[9]", FSType: "nsfs"},
+	host := []*procfs.Mount{
+		{ID: 20, MountShape: &procfs.MountShape{Major: 254, Minor: 0, Mountpoint: "/", Root: "/", FSType: "ext4"}},
+		{ID: 21, MountShape: &procfs.MountShape{Major: 0, Minor: 4, Mountpoint: "/run/mntns/x", Root: "mnt:[9]", FSType: "nsfs"}},
 	}
 	f := &fakeProcs{
 		procs:   []procfs.Process{{PID: 1, MntNS: 1}, {PID: 30, MntNS: 1}, {PID: 40, MntNS: 1}},

@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moby/sys/mountinfo"
-
 	"github.com/mntleak/mntleak/e2e/k8snode"
 	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/finding"
@@ -218,7 +216,7 @@ func scenarioHeld(t *testing.T, a podAnswer, ours map[uint32]bool) []string {
 				// The namespace's whole table (a chrooted process's
 				// mountinfo shows only what lies under its root).
 				ino, mounts, err := procfs.Host{}.Mountinfo(p.PID)
-				if err != nil || ino != hh.MntNS || !slices.ContainsFunc(mounts, func(m *mountinfo.Info) bool { return m.Mountpoint == hh.Where }) {
+				if err != nil || ino != hh.MntNS || !slices.ContainsFunc(mounts, func(m *procfs.Mount) bool { return m.Mountpoint == hh.Where }) {
 					t.Logf("%s: mnt:[%d] of pid %d has no mount at %s any more (%v, now mnt:[%d]): gone since the answer", h.Object.Text, hh.MntNS, p.PID, hh.Where, err, ino)
 				}
 			}

@@ -8,9 +8,9 @@ import (
 	"github.com/mntleak/mntleak/e2e/k8snode"
 	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/event"
-	"github.com/moby/sys/mountinfo"
 
 	"github.com/mntleak/mntleak/finding"
+	"github.com/mntleak/mntleak/procfs"
 )
 
 // TestControls (issue 15, scenario 3): pods with Memory emptyDirs created
@@ -56,7 +56,7 @@ func TestControls(t *testing.T) {
 			pids, more, manifests := tc.beside(t, l)
 			uids = append(uids, more...)
 			// What their namespaces copied when they were made.
-			copied := map[int][]*mountinfo.Info{}
+			copied := map[int][]*procfs.Mount{}
 			for _, pid := range pids {
 				ms, err := k8snode.MountsUnder(pid, "") // all of them
 				if err != nil {
@@ -117,7 +117,7 @@ func TestControls(t *testing.T) {
 // pid): the holder is one of those processes, and its namespace copied
 // the object's mount where the finding says, private, so that no unmount
 // elsewhere could reach it.
-func privateCopy(f logged, copied map[int][]*mountinfo.Info) error {
+func privateCopy(f logged, copied map[int][]*procfs.Mount) error {
 	h, a := f.Detail.Actor()
 	if h == nil || a == nil || f.Finding != string(finding.KindLeak) {
 		return fmt.Errorf("not a leak with a holding process")

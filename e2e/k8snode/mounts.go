@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/moby/sys/mountinfo"
+
+	"github.com/mntleak/mntleak/procfs"
 )
 
 // What the kernel shows of the scenarios' mounts: the scenarios' tests
@@ -17,7 +19,7 @@ import (
 type NSMount struct {
 	MntNS string // the namespace, "mnt:[inode]"
 	PID   int    // a process in it, whose mountinfo showed the mount
-	*mountinfo.Info
+	*procfs.Mount
 }
 
 func (m NSMount) String() string {
@@ -25,12 +27,12 @@ func (m NSMount) String() string {
 }
 
 // MountsUnder lists the mounts at or below dir in pid's mount namespace.
-func MountsUnder(pid int, dir string) ([]*mountinfo.Info, error) {
+func MountsUnder(pid int, dir string) ([]*procfs.Mount, error) {
 	ms, err := pidMounts(pid)
 	if err != nil {
 		return nil, err
 	}
-	var out []*mountinfo.Info
+	var out []*procfs.Mount
 	for _, m := range ms {
 		if m.Mountpoint == dir || strings.HasPrefix(m.Mountpoint, dir+"/") {
 			out = append(out, m)
@@ -69,7 +71,7 @@ func MountsNaming(s string) ([]NSMount, error) {
 		seen[ns] = true
 		for _, m := range ms {
 			if strings.Contains(m.Mountpoint, s) {
-				out = append(out, NSMount{MntNS: ns, PID: pid, Info: m})
+				out = append(out, NSMount{MntNS: ns, PID: pid, Mount: m})
 			}
 		}
 	}
@@ -77,18 +79,20 @@ func MountsNaming(s string) ([]NSMount, error) {
 }
 
 // pidMounts reads /proc/PID/mountinfo.
-func pidMounts(pid int) ([]*mountinfo.Info, error) {
+func pidMounts(pid int) ([]*procfs.Mount, error) {
 	file := "/proc/" + strconv.Itoa(pid) + "/mountinfo"
 	f, err := os.Open(file)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", file, err)
 	}
 	defer f.Close()
+	// Read by the library, not by mntleak's own parser: what the tests
+	// assert on is the kernel's word.
 	ms, err := mountinfo.GetMountsFromReader(f, nil)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", file, err)
 	}
-	return ms, nil
+	return procfs.MountsOf(ms), nil
 }
 
 // MountNS is the mount namespace of pid, "mnt:[inode]".
