@@ -10,8 +10,8 @@
  * then turns the events map into a PERF_EVENT_ARRAY before creating it, so
  * no ring buffer map is ever created on a kernel without one. use_perf is a
  * read-only constant, so the verifier knows it and removes the other branch
- * of reserve_event/submit_event and pack_submit, helper calls included
- * (tracer/load_privileged_test.go checks the loaded programs).
+ * of reserve_event/submit_event and pack_submit (pack.bpf.h), helper calls
+ * included (tracer/load_privileged_test.go checks the loaded programs).
  */
 #ifndef __MNTLEAK_COMMON_BPF_H__
 #define __MNTLEAK_COMMON_BPF_H__
@@ -328,87 +328,6 @@ static __always_inline void submit_event_quiet(void *ctx, void *rec, __u64 size,
 static __always_inline void submit_event(void *ctx, void *rec, __u64 size)
 {
 	submit_event_quiet(ctx, rec, size, false);
-}
-
-/*
- * Returns the CPU's stage for a record of a packed kind, built there in any
- * mode and queued by pack_submit; a failure is counted, never silent.
- */
-static __always_inline void *stage_event(__u32 kind)
-{
-	__u32 zero = 0;
-	struct stage *s = bpf_map_lookup_elem(&stage, &zero);
-
-	if (!s) {
-		count_lost(kind);
-		return NULL;
-	}
-	return &s->rec;
-}
-
-/* A packed record being written: the stage's packed half, and its length. */
-struct packer {
-	char *out;
-	__u32 off;
-};
-
-/*
- * Starts the packed copy of rec (a record in the CPU's stage) with its
- * fixed part, the first fixed bytes.
- */
-static __always_inline bool pack_begin(struct packer *p, void *rec, __u32 fixed)
-{
-	__u32 zero = 0;
-	struct stage *s = bpf_map_lookup_elem(&stage, &zero);
-
-	if (!s)
-		return false;
-	p->out = s->packed;
-	bpf_probe_read_kernel(p->out, fixed, rec);
-	p->off = fixed;
-	return true;
-}
-
-/* Appends the string in the size-byte field src, with its NUL. */
-static __always_inline void pack_str(struct packer *p, const char *src, __u32 size)
-{
-	__u32 off = p->off & PACKED_OFF_MASK;
-	long n = bpf_probe_read_kernel_str(p->out + off, size, src);
-
-	if (n < 1) {
-		p->out[off] = 0;
-		n = 1;
-	}
-	p->off = off + n;
-}
-
-/*
- * Queues the packed record, stamped now: the events buffer's order is the
- * order of the copies, and the stamp keeps its time order with it, as a
- * reserved record's does. It wakes the reader (as submit_event); a record
- * the buffer cannot take is counted under kind.
- */
-static __always_inline void pack_submit(void *ctx, struct packer *p, __u32 kind)
-{
-	__u64 size = p->off & (PACKED_SIZE - 1);
-	__u32 zero = 0, *pending;
-	__u64 flags = 0;
-
-	((struct event_header *)p->out)->ts_ns = bpf_ktime_get_ns();
-	if (use_perf) {
-		if (bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, p->out, size) < 0)
-			count_lost(kind);
-		return;
-	}
-	pending = bpf_map_lookup_elem(&quiet_pending, &zero);
-	if (pending && *pending)
-		flags = RB_FORCE_WAKEUP;
-	if (bpf_ringbuf_output(&events, p->out, size, flags) < 0) {
-		count_lost(kind);
-		return;
-	}
-	if (pending && flags)
-		*pending = 0;
 }
 
 /* Reads a user string into dst; returns true when it did not fit. */

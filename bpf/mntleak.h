@@ -10,7 +10,7 @@
  *
  * The records whose strings come last (mount, umount, pivot_root,
  * open_tree, move_mount, fsopen, mount_setattr) are built as these structs
- * but go out packed (common.bpf.h, pack_submit): the struct up to its first
+ * but go out packed (pack.bpf.h): the struct up to its first
  * char array, then each char array's string with its NUL, in order. The
  * others (process records, failure) go out as the structs.
  */

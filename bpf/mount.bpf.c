@@ -9,13 +9,14 @@
  * the arguments from the saved user registers; paths are resolved then.
  */
 #include "path.bpf.h"
+#include "pack.bpf.h"
 
 /* bpf2go -type needs each exported struct referenced in the object. */
 const struct mount_event *unused_mount_event __attribute__((unused));
 const struct umount_event *unused_umount_event __attribute__((unused));
 const struct pivot_root_event *unused_pivot_root_event __attribute__((unused));
 
-/* Each record goes out packed (common.bpf.h): its fixed part, then its strings. */
+/* Each record goes out packed (pack.bpf.h): its fixed part, then its strings. */
 static __always_inline void submit_mount(void *ctx, struct mount_event *e)
 {
 	struct packer p;

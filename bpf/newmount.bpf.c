@@ -6,6 +6,7 @@
  * both events carry the mount id of the tree to tie them together.
  */
 #include "path.bpf.h"
+#include "pack.bpf.h"
 
 const struct open_tree_event *unused_open_tree_event __attribute__((unused));
 const struct move_mount_event *unused_move_mount_event __attribute__((unused));
@@ -13,7 +14,7 @@ const struct fsopen_event *unused_fsopen_event __attribute__((unused));
 const struct fsmount_event *unused_fsmount_event __attribute__((unused));
 const struct mount_setattr_event *unused_mount_setattr_event __attribute__((unused));
 
-/* Each record goes out packed (common.bpf.h): its fixed part, then its strings. */
+/* Each record goes out packed (pack.bpf.h): its fixed part, then its strings. */
 static __always_inline void submit_open_tree(void *ctx, struct open_tree_event *e)
 {
 	struct packer p;

@@ -28,7 +28,7 @@ const (
 //
 // The ring buffer needs none of this: it is one buffer for all CPUs, in
 // the order records were queued (a packed record is stamped as it is
-// copied out, bpf/common.bpf.h), so Run only builds a reorder for a perf
+// copied out, bpf/pack.bpf.h), so Run only builds a reorder for a perf
 // buffer.
 type reorder struct {
 	sink   func(*event.Event)
