@@ -94,17 +94,17 @@ func (h Host) Mountinfo(pid int) (uint32, []*Mount, error) {
 // the table, its parser interns the strings.
 func (h Host) mountinfo(pid int, s *scratch) (uint32, []*Mount, error) {
 	dir := filepath.Join(h.root(), strconv.Itoa(pid))
-	ns, err := h.nsOf(dir)
+	ns, err := h.scratchNS(dir, s)
 	if err != nil {
 		return 0, nil, err
 	}
-	if r, err := os.Readlink(dir + "/root"); err == nil && r != "/" {
+	if r, err := s.readlink(dir + "/root"); err == nil && r != "/" {
 		// A chrooted process's mountinfo shows only what lies under its
 		// root, relative to it: the namespace's whole table is read
 		// through its nsfs file instead.
 		return h.NSMountinfo(dir + "/ns/mnt")
 	}
-	f, err := os.Open(dir + "/mountinfo")
+	table, err := s.read(dir + "/mountinfo")
 	if errors.Is(err, unix.EINVAL) {
 		// The kernel refuses the mount table of a process that is exiting
 		// (its namespaces are already released): it is gone.
@@ -113,18 +113,23 @@ func (h Host) mountinfo(pid int, s *scratch) (uint32, []*Mount, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	defer f.Close()
-	if s.buf, err = readAll(f, s.buf); err != nil {
-		return 0, nil, fmt.Errorf("read %s/mountinfo: %w", dir, err)
-	}
-	mounts, err := s.tables().parse(s.buf)
+	mounts, err := s.tables().parse(table)
 	if err != nil {
 		return 0, nil, fmt.Errorf("parse %s/mountinfo: %w", dir, err)
 	}
-	if after, err := h.nsOf(dir); err != nil || after != ns {
+	if after, err := h.scratchNS(dir, s); err != nil || after != ns {
 		return 0, nil, fmt.Errorf("%s changed mount namespace while being read", dir)
 	}
 	return ns, mounts, nil
+}
+
+// scratchNS is nsOf with a scanner's buffers.
+func (h Host) scratchNS(dir string, s *scratch) (uint32, error) {
+	link, err := s.readlink(dir + "/ns/mnt")
+	if err != nil {
+		return 0, err
+	}
+	return ParseNSLink(link)
 }
 
 // intern makes a mount shape's strings the canonical copies: namespaces

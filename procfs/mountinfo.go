@@ -3,7 +3,6 @@ package procfs
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"strconv"
 	"unique"
 )
@@ -44,24 +43,6 @@ type mountinfoParser struct {
 
 func newMountinfoParser() *mountinfoParser {
 	return &mountinfoParser{names: interner{}}
-}
-
-// readAll reads r to its end into buf, grown as needed, and returns it.
-func readAll(r io.Reader, buf []byte) ([]byte, error) {
-	buf = buf[:0]
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
-	}
 }
 
 // parse reads a mount table as mountinfo.GetMountsFromReader(r, nil)
