@@ -73,7 +73,7 @@ func containerID(t *testing.T) string {
 	return hex.EncodeToString(b)
 }
 
-// TestAuditNamesTheHoldersContainers: audit names the processes of a
+// TestContainersNamedByAudit: audit names the processes of a
 // namespace that holds a leak with their containers, and the host's
 // processes in an item of the host namespace with their units, though its
 // process list, like why's, may leave the cgroups out. A private
@@ -81,7 +81,7 @@ func containerID(t *testing.T) string {
 // keeps a block device mounted that the host does not have; a stale bind
 // in the host namespace lists the host's processes, this test's among
 // them with the cgroup it was put in.
-func TestAuditNamesTheHoldersContainers(t *testing.T) {
+func TestContainersNamedByAudit(t *testing.T) {
 	privtest.Require(t)
 	privtest.RequireCommands(t, "unshare", "nsenter", "mount", "sleep", "losetup", "mkfs.ext4")
 	bin := privtest.Binary(t)
