@@ -19,7 +19,6 @@ type Table struct {
 	Mounts []*procfs.Mount
 	byID   []int32 // indexes into Mounts, in mount ID order (see indexByID)
 	local  uint64  // the namespace's own change count when read (see Ledger.Record)
-	shared bool    // some mount is in a shared peer group
 	noted  bool    // changed by a kernel mount note since read (mountnotes.go)
 	kept   bool    // kept true by the kernel's mount notes since read (mountnotes.go)
 	hard   uint64  // the ledger's count of changes no note tells, when read
@@ -28,8 +27,7 @@ type Table struct {
 
 // NewTable indexes a mount table.
 func NewTable(ns uint32, mounts []*procfs.Mount, at time.Time, seq uint64) *Table {
-	return &Table{NS: ns, ReadAt: at, Seq: seq, Mounts: mounts, byID: indexByID(mounts), shared: anyShared(mounts),
-		groups: groupsOf(mounts)}
+	return &Table{NS: ns, ReadAt: at, Seq: seq, Mounts: mounts, byID: indexByID(mounts), groups: groupsOf(mounts)}
 }
 
 // Ledger holds the mount tables and the recent mount-family events.

@@ -153,15 +153,18 @@ func (l *Ledger) applyNote(n event.MountNote) {
 	noted := procfs.MountOf(n.Mount)
 	have := old.mount(noted.ID)
 	var mounts []*procfs.Mount
+	var changed *procfs.Mount // the entry the note adds or takes off
 	switch {
 	case n.Detach && have != nil && sameDevice(have, noted):
 		mounts = slices.DeleteFunc(slices.Clone(old.Mounts), func(m *procfs.Mount) bool { return m == have })
+		changed = have
 		l.notedOff = append(l.notedOff, notedDetach{ns: n.NS, pid: n.PID, mount: have, at: n.Time})
 		if len(l.notedOff) > maxNotedOff {
 			l.notedOff = l.notedOff[1:]
 		}
 	case !n.Detach && have == nil:
 		mounts = append(slices.Clone(old.Mounts), noted)
+		changed = noted
 		if tucked(old, noted) {
 			l.local[n.NS]++ // true but for the parent the kernel changed untold
 		}
@@ -171,14 +174,22 @@ func (l *Ledger) applyNote(n event.MountNote) {
 		}
 		return
 	}
-	t := NewTable(n.NS, mounts, old.ReadAt, old.Seq)
-	t.local, t.noted, t.kept, t.hard = old.local, true, old.kept, old.hard
-	l.groups.remove(old)
+	t := &Table{NS: n.NS, ReadAt: old.ReadAt, Seq: old.Seq, Mounts: mounts, byID: indexByID(mounts),
+		local: old.local, noted: true, kept: old.kept, hard: old.hard}
+	// The peer groups move to the new table with the one mount's change,
+	// in the ledger's index too: a note costs its mount, not its table
+	// (a host's thousands). The table it replaces is no longer in the
+	// index, and keeps none.
+	t.groups, old.groups = old.groups, peerGroups{}
+	delta := 1
+	if n.Detach {
+		delta = -1
+	}
+	t.groups.count(changed, delta, l.groups, n.NS)
 	if !old.noted {
 		l.last[n.NS] = old
 	}
 	l.tables[n.NS] = t
-	l.groups.add(t)
 }
 
 // notedDetach is a mount a note took off ns's table, as the table showed

@@ -10,14 +10,51 @@ import (
 // A mount's propagation, as mountinfo's optional fields tag it: the peer
 // group it is a member of (shared:N) and the one it receives from
 // (master:N). The ledger's index of the groups over its tables is in
-// ledger.go (groupIndex).
+// reach.go (groupIndex); a kernel note changes both by its one mount
+// (peerGroups.count, from applyNote in mountnotes.go).
 
-// peerGroups lists the peer groups a table's mounts are in, as member
-// (shared:N) or as slave (master:N), and the onward groups: a mount in
-// group X (either way) that is shared:Y forwards X's changes to Y.
+// peerGroups counts, of a table's mounts, those in each peer group, as
+// member (shared:N) or as slave (master:N); those that forward a group's
+// changes onward (a mount tagged master:X and shared:Y passes X's on to
+// Y); and those that are shared. Counts, not sets: a kernel note's mount
+// changes them by itself (count), without the table's other mounts.
 type peerGroups struct {
-	in      map[int]bool
-	forward map[int][]int
+	in      map[int]int
+	forward map[groupForward]int
+	shared  int
+}
+
+// groupForward is a forward from one peer group to another.
+type groupForward struct{ from, to int }
+
+// count adds m's tags (n = 1) or takes them away (n = -1), and tells the
+// ledger's index (x, for table ns) what that changed: a group the table
+// now has a mount in, or none any more, and each forward.
+func (g *peerGroups) count(m *procfs.Mount, n int, x groupIndex, ns uint32) {
+	shared, master := tags(m)
+	for _, grp := range [2]int{shared, master} {
+		if grp == 0 {
+			continue
+		}
+		g.in[grp] += n
+		switch {
+		case g.in[grp] <= 0:
+			delete(g.in, grp)
+			x.leave(grp, ns)
+		case g.in[grp] == n:
+			x.join(grp, ns)
+		}
+	}
+	if shared != 0 && master != 0 {
+		fw := groupForward{master, shared}
+		if g.forward[fw] += n; g.forward[fw] <= 0 {
+			delete(g.forward, fw)
+		}
+		x.declare(fw, n)
+	}
+	if shared != 0 {
+		g.shared += n
+	}
 }
 
 func tags(m *procfs.Mount) (shared, master int) {
@@ -32,18 +69,9 @@ func tags(m *procfs.Mount) (shared, master int) {
 }
 
 func groupsOf(mounts []*procfs.Mount) peerGroups {
-	g := peerGroups{in: map[int]bool{}, forward: map[int][]int{}}
+	g := peerGroups{in: map[int]int{}, forward: map[groupForward]int{}}
 	for _, m := range mounts {
-		shared, master := tags(m)
-		if shared != 0 {
-			g.in[shared] = true
-		}
-		if master != 0 {
-			g.in[master] = true
-			if shared != 0 {
-				g.forward[master] = append(g.forward[master], shared)
-			}
-		}
+		g.count(m, 1, groupIndex{}, 0)
 	}
 	return g
 }
@@ -87,15 +115,6 @@ func RootPropagation(t *Table) string {
 		return "slave"
 	}
 	return "private"
-}
-
-func anyShared(mounts []*procfs.Mount) bool {
-	for _, m := range mounts {
-		if IsShared(m) {
-			return true
-		}
-	}
-	return false
 }
 
 // Root returns the namespace's root mount (its parent is outside the table).

@@ -11,7 +11,7 @@ func TestGroupsOfATable(t *testing.T) {
 	g := groupsOf(table(t, 1, "1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw\n"+
 		"2 1 0:5 / /tmp rw - tmpfs tmpfs rw\n"+
 		"3 1 0:6 / /srv rw shared:3 master:2 - tmpfs tmpfs rw\n").Mounts)
-	if got, want := fmt.Sprint(g.in, g.forward), "map[1:true 2:true 3:true] map[2:[3]]"; got != want {
+	if got, want := fmt.Sprint(g.in, g.forward, g.shared), "map[1:1 2:1 3:1] map[{2 3}:1] 2"; got != want {
 		t.Errorf("groups %s, want %s", got, want)
 	}
 }

@@ -38,7 +38,7 @@ func (l *Ledger) contained(ev *event.Event) bool {
 		return false
 	}
 	t := l.tables[ev.MntNS]
-	return t != nil && (t.Seq == l.seq || l.keptTrue(t)) && !t.shared
+	return t != nil && (t.Seq == l.seq || l.keptTrue(t)) && t.groups.shared == 0
 }
 
 // ownOnly reports whether ev can change no table but its own namespace's
@@ -115,37 +115,57 @@ func newGroupIndex() groupIndex {
 
 func (x groupIndex) add(t *Table) {
 	for g := range t.groups.in {
-		if x.in[g] == nil {
-			x.in[g] = map[uint32]bool{}
-		}
-		x.in[g][t.NS] = true
+		x.join(g, t.NS)
 	}
-	for from, tos := range t.groups.forward {
-		if x.forward[from] == nil {
-			x.forward[from] = map[int]int{}
-		}
-		for _, to := range tos {
-			x.forward[from][to]++
-		}
+	for fw, n := range t.groups.forward {
+		x.declare(fw, n)
 	}
 }
 
 func (x groupIndex) remove(t *Table) {
 	for g := range t.groups.in {
-		delete(x.in[g], t.NS)
-		if len(x.in[g]) == 0 {
-			delete(x.in, g)
-		}
+		x.leave(g, t.NS)
 	}
-	for from, tos := range t.groups.forward {
-		for _, to := range tos {
-			if x.forward[from][to]--; x.forward[from][to] <= 0 {
-				delete(x.forward[from], to)
-			}
-		}
-		if len(x.forward[from]) == 0 {
-			delete(x.forward, from)
-		}
+	for fw, n := range t.groups.forward {
+		x.declare(fw, -n)
+	}
+}
+
+// join records that ns has a mount in group g; leave that it has none.
+// An index left zero (groupsOf's) takes none.
+func (x groupIndex) join(g int, ns uint32) {
+	if x.in == nil {
+		return
+	}
+	if x.in[g] == nil {
+		x.in[g] = map[uint32]bool{}
+	}
+	x.in[g][ns] = true
+}
+
+func (x groupIndex) leave(g int, ns uint32) {
+	if x.in == nil {
+		return
+	}
+	delete(x.in[g], ns)
+	if len(x.in[g]) == 0 {
+		delete(x.in, g)
+	}
+}
+
+// declare counts n more declarations of fw (fewer, n < 0).
+func (x groupIndex) declare(fw groupForward, n int) {
+	if x.forward == nil {
+		return
+	}
+	if x.forward[fw.from] == nil {
+		x.forward[fw.from] = map[int]int{}
+	}
+	if x.forward[fw.from][fw.to] += n; x.forward[fw.from][fw.to] <= 0 {
+		delete(x.forward[fw.from], fw.to)
+	}
+	if len(x.forward[fw.from]) == 0 {
+		delete(x.forward, fw.from)
 	}
 }
 
