@@ -106,7 +106,7 @@ func Run(ctx context.Context, cfg Config) ([]string, error) {
 
 // storms runs the storm section: the storm's no-tracer rate when asked,
 // the storm with the default ring buffer (held to 0 lost), then once with
-// each ring buffer size asked.
+// each ring buffer size asked, and once among each number of mounts asked.
 func (r *Runner) storms(ctx context.Context, rep *Report) error {
 	cfg := r.cfg
 	if cfg.StormBaseline > 0 {
@@ -131,6 +131,13 @@ func (r *Runner) storms(ctx context.Context, rep *Report) error {
 		// not a failure of the run: only the default's storm is held
 		// to 0 lost.
 		r.logStorm(fmt.Sprintf("--ringbuf-size %d", size), res)
+	}
+	for _, n := range cfg.StormPremounts {
+		res, err := r.CrowdedMountStorm(ctx, cfg.StormTime, n)
+		if err != nil {
+			return fmt.Errorf("storm among %d mounts: %w", n, err)
+		}
+		r.logStorm(fmt.Sprintf("%d mounts in its namespace", n), res)
 	}
 	return nil
 }

@@ -32,19 +32,22 @@ type Config struct {
 	// StormRingBufSizes are ring buffer sizes (--ringbuf-size) to run the
 	// storm again with, one storm each, after the default's.
 	StormRingBufSizes []int
-	DockerRounds      int
-	Containers        int // docker run/rm per round
-	Processes         int // sleeping processes present for latency/startup/why
-	Namespaces        int // mount namespaces present
-	MountsPerNS       int // mounts in each namespace for the memory figure
-	LatencyTrials     int
-	CommandRepeats    int // runs of why/audit
-	StartupRepeats    int
-	NoBpftrace        bool
-	Quick             bool
-	CommandLine       string // printed with the results
-	MarkdownOut       string // where the report goes in Markdown ("" = none)
-	ReportTitleNote   string
+	// StormPremounts are numbers of mounts to run the storm again among,
+	// one storm each: binds made in its namespace before it.
+	StormPremounts  []int
+	DockerRounds    int
+	Containers      int // docker run/rm per round
+	Processes       int // sleeping processes present for latency/startup/why
+	Namespaces      int // mount namespaces present
+	MountsPerNS     int // mounts in each namespace for the memory figure
+	LatencyTrials   int
+	CommandRepeats  int // runs of why/audit
+	StartupRepeats  int
+	NoBpftrace      bool
+	Quick           bool
+	CommandLine     string // printed with the results
+	MarkdownOut     string // where the report goes in Markdown ("" = none)
+	ReportTitleNote string
 }
 
 // Full is the configuration of `make bench`.

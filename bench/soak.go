@@ -258,7 +258,7 @@ func (r *Runner) soakLeftovers(before map[string]bool, res *SoakResult) error {
 
 // soakStorm runs one storm burst and checks the worker made its calls.
 func (r *Runner) soakStorm(ctx context.Context, cfg SoakConfig, res *SoakResult) error {
-	w, err := r.startStormWorker(cfg.StormThreads)
+	w, err := r.startStormWorker(cfg.StormThreads, 0)
 	if err != nil {
 		return err
 	}

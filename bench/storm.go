@@ -38,7 +38,7 @@ type stormWorker struct {
 	ended bool
 }
 
-func (r *Runner) startStormWorker(threads int) (*stormWorker, error) {
+func (r *Runner) startStormWorker(threads, premounts int) (*stormWorker, error) {
 	exe, err := selfExe()
 	if err != nil {
 		return nil, err
@@ -47,7 +47,7 @@ func (r *Runner) startStormWorker(threads int) (*stormWorker, error) {
 	if err := mkdirs(dir); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, StormWorkerCommand, dir, strconv.Itoa(threads))
+	cmd := exec.Command(exe, StormWorkerCommand, dir, strconv.Itoa(threads), strconv.Itoa(premounts))
 	// Go makes / of a new mount namespace private (MS_REC|MS_PRIVATE)
 	// before exec: nothing the worker mounts propagates anywhere.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
@@ -124,8 +124,14 @@ func isStormEvent(line []byte) bool {
 // worker's private namespace, under the daemon (given args as extra trace
 // flags), and checks that it received every one.
 func (r *Runner) MountStorm(ctx context.Context, d time.Duration, args ...string) (StormResult, error) {
+	return r.CrowdedMountStorm(ctx, d, 0, args...)
+}
+
+// CrowdedMountStorm is MountStorm in a namespace that holds premounts
+// binds besides the storm's own.
+func (r *Runner) CrowdedMountStorm(ctx context.Context, d time.Duration, premounts int, args ...string) (StormResult, error) {
 	res := StormResult{}
-	w, err := r.startStormWorker(r.cfg.StormThreads)
+	w, err := r.startStormWorker(r.cfg.StormThreads, premounts)
 	if err != nil {
 		return res, err
 	}
@@ -206,7 +212,7 @@ func (r *Runner) MountStorm(ctx context.Context, d time.Duration, args ...string
 // StormBaselineRate runs the storm with no tracer for d and returns the
 // syscall rate, the reference for the tracer's cost on mount syscalls.
 func (r *Runner) StormBaselineRate(ctx context.Context, d time.Duration) (float64, error) {
-	w, err := r.startStormWorker(r.cfg.StormThreads)
+	w, err := r.startStormWorker(r.cfg.StormThreads, 0)
 	if err != nil {
 		return 0, err
 	}

@@ -20,20 +20,28 @@ import (
 // it through, as a container runtime's would, and it dies with the process.
 const StormWorkerCommand = "_storm-worker"
 
-// StormWorker is the worker's main: args are DIR THREADS. DIR gets a tmpfs
-// (in the worker's namespace only); each thread binds DIR/src/N on
+// StormWorker is the worker's main: args are DIR THREADS [PREMOUNTS]. DIR
+// gets a tmpfs (in the worker's namespace only), and PREMOUNTS binds of
+// DIR/src/0 on DIR/pre/N that stay for the storm (a crowded namespace: a
+// node's host has thousands of mounts); each thread binds DIR/src/N on
 // DIR/dst/N and unmounts it, as fast as it can. The protocol on
 // stdin/stdout: the worker prints "ready", waits for a line, storms until
 // the next line or EOF, then prints "count MOUNTS UMOUNTS FAILED" and
 // exits at EOF.
 func StormWorker(args []string, stdin io.Reader, stdout io.Writer) error {
-	if len(args) != 2 {
-		return fmt.Errorf("usage: %s DIR THREADS", StormWorkerCommand)
+	if len(args) != 2 && len(args) != 3 {
+		return fmt.Errorf("usage: %s DIR THREADS [PREMOUNTS]", StormWorkerCommand)
 	}
 	dir := args[0]
 	threads, err := strconv.Atoi(args[1])
 	if err != nil || threads < 1 {
 		return fmt.Errorf("threads %q: want a positive number", args[1])
+	}
+	premounts := 0
+	if len(args) == 3 {
+		if premounts, err = strconv.Atoi(args[2]); err != nil || premounts < 0 {
+			return fmt.Errorf("premounts %q: want a number of mounts", args[2])
+		}
 	}
 	if err := unix.Mount("storm", dir, "tmpfs", 0, "size=16m"); err != nil {
 		return fmt.Errorf("mount tmpfs on %s: %w", dir, err)
@@ -41,6 +49,15 @@ func StormWorker(args []string, stdin io.Reader, stdout io.Writer) error {
 	for i := range threads {
 		if err := mkdirs(filepath.Join(dir, "src", strconv.Itoa(i)), filepath.Join(dir, "dst", strconv.Itoa(i))); err != nil {
 			return err
+		}
+	}
+	for i := range premounts {
+		pre := filepath.Join(dir, "pre", strconv.Itoa(i))
+		if err := mkdirs(pre); err != nil {
+			return err
+		}
+		if err := unix.Mount(filepath.Join(dir, "src", "0"), pre, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind on %s: %w", pre, err)
 		}
 	}
 	in := bufio.NewReader(stdin)

@@ -38,6 +38,7 @@ func run() int {
 	noBpftrace := fs.Bool("no-bpftrace", false, "leave bpftrace out of the comparison")
 	stormTime := fs.Duration("storm-time", 0, "length of each mount storm (default: 60s, 10s with -quick)")
 	stormSizes := fs.String("storm-ringbuf-sizes", "", "ring buffer sizes in bytes, comma-separated, to run the mount storm again with (one storm each, after the default's)")
+	stormPremounts := fs.String("storm-premounts", "", "numbers of mounts, comma-separated, to run the mount storm again among (binds made in its namespace first; one storm each)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return 2
 	}
@@ -60,6 +61,17 @@ func run() int {
 			return 2
 		}
 		cfg.StormRingBufSizes = append(cfg.StormRingBufSizes, n)
+	}
+	for _, s := range strings.Split(*stormPremounts, ",") {
+		if s == "" {
+			continue
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 100000 {
+			fmt.Fprintf(os.Stderr, "mntleak-bench: invalid -storm-premounts entry %q: want a number of mounts from 1 to 100000\n", s)
+			return 2
+		}
+		cfg.StormPremounts = append(cfg.StormPremounts, n)
 	}
 	cfg.Skip = map[string]bool{}
 	for _, s := range strings.Split(*skip, ",") {
