@@ -27,21 +27,8 @@ func TestWhyNamesTheHoldersContainers(t *testing.T) {
 	privtest.RequireCommands(t, "unshare", "nsenter", "mount", "sleep")
 	bin := privtest.Binary(t)
 	parent := privtest.Cgroup(t)
-	ids := []string{containerID(t), containerID(t)}
-	cgroups := []string{privtest.ChildCgroup(t, parent, ids[0]), privtest.ChildCgroup(t, parent, "docker-"+ids[1]+".scope")}
 	dir := privtest.Mkdir(t, filepath.Join(t.TempDir(), "vol"))
-	h := privtest.StartHolder(t, "private", "mount -t tmpfs -o size=1m tmpfs "+dir)
-	second := exec.Command("nsenter", "-t", strconv.Itoa(h.PID), "-m", "sleep", "600")
-	if err := second.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = second.Process.Kill(); _ = second.Wait() })
-	privtest.WaitFor(t, 5*time.Second, "the second process in the holder's namespace", func() bool {
-		comm, _ := os.ReadFile("/proc/" + strconv.Itoa(second.Process.Pid) + "/comm")
-		return string(comm) == "sleep\n" && privtest.MountNS(t, strconv.Itoa(second.Process.Pid)) == h.MntNS
-	})
-	privtest.MoveToCgroup(t, cgroups[0], h.PID)
-	privtest.MoveToCgroup(t, cgroups[1], second.Process.Pid)
+	h, second, ids := twoContainersHolding(t, parent, "mount -t tmpfs -o size=1m tmpfs "+dir)
 
 	code, f := whyOf(t, bin, dir)
 	if code != exitError || f == nil || len(f.Holders) != 1 || f.Holders[0].MntNS != h.MntNS {
@@ -56,12 +43,35 @@ func TestWhyNamesTheHoldersContainers(t *testing.T) {
 	for _, p := range f.Holders[0].Processes {
 		got = append(got, named{p.PID, p.Comm, p.Container})
 	}
-	want := []named{{h.PID, "sleep", ids[0]}, {second.Process.Pid, "sleep", ids[1]}}
+	want := []named{{h.PID, "sleep", ids[0]}, {second, "sleep", ids[1]}}
 	slices.SortFunc(got, func(a, b named) int { return a.PID - b.PID })
 	slices.SortFunc(want, func(a, b named) int { return a.PID - b.PID })
 	if !slices.Equal(got, want) || len(f.Holders[0].Pins) != 0 {
 		t.Errorf("holder's processes %+v, pins %+v; want %+v and no pin", got, f.Holders[0].Pins, want)
 	}
+}
+
+// twoContainersHolding starts a holder in a private namespace that runs
+// setup there, and a second process in that namespace, and puts each in a
+// cgroup under parent named like a container's (a bare id; a docker scope):
+// the holder, the second process's pid and the two container ids.
+func twoContainersHolding(t *testing.T, parent, setup string) (*privtest.Holder, int, []string) {
+	t.Helper()
+	ids := []string{containerID(t), containerID(t)}
+	cgroups := []string{privtest.ChildCgroup(t, parent, ids[0]), privtest.ChildCgroup(t, parent, "docker-"+ids[1]+".scope")}
+	h := privtest.StartHolder(t, "private", setup)
+	second := exec.Command("nsenter", "-t", strconv.Itoa(h.PID), "-m", "sleep", "600")
+	if err := second.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = second.Process.Kill(); _ = second.Wait() })
+	privtest.WaitFor(t, 5*time.Second, "the second process in the holder's namespace", func() bool {
+		comm, _ := os.ReadFile("/proc/" + strconv.Itoa(second.Process.Pid) + "/comm")
+		return string(comm) == "sleep\n" && privtest.MountNS(t, strconv.Itoa(second.Process.Pid)) == h.MntNS
+	})
+	privtest.MoveToCgroup(t, cgroups[0], h.PID)
+	privtest.MoveToCgroup(t, cgroups[1], second.Process.Pid)
+	return h, second.Process.Pid, ids
 }
 
 // containerID is a random container id: 64 hex digits.
@@ -86,24 +96,11 @@ func TestContainersNamedByAudit(t *testing.T) {
 	privtest.RequireCommands(t, "unshare", "nsenter", "mount", "sleep", "losetup", "mkfs.ext4")
 	bin := privtest.Binary(t)
 	parent := privtest.Cgroup(t)
-	ids := []string{containerID(t), containerID(t)}
-	cgroups := []string{privtest.ChildCgroup(t, parent, ids[0]), privtest.ChildCgroup(t, parent, "docker-"+ids[1]+".scope")}
 	unit := privtest.ChildCgroup(t, parent, "mntleak-audit-test.service")
 	dir := t.TempDir()
 	dev := privtest.LoopDevice(t, 32)
 	vol := privtest.Mkdir(t, filepath.Join(dir, "vol"))
-	h := privtest.StartHolder(t, "private", "mount "+dev+" "+vol)
-	second := exec.Command("nsenter", "-t", strconv.Itoa(h.PID), "-m", "sleep", "600")
-	if err := second.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = second.Process.Kill(); _ = second.Wait() })
-	privtest.WaitFor(t, 5*time.Second, "the second process in the holder's namespace", func() bool {
-		comm, _ := os.ReadFile("/proc/" + strconv.Itoa(second.Process.Pid) + "/comm")
-		return string(comm) == "sleep\n" && privtest.MountNS(t, strconv.Itoa(second.Process.Pid)) == h.MntNS
-	})
-	privtest.MoveToCgroup(t, cgroups[0], h.PID)
-	privtest.MoveToCgroup(t, cgroups[1], second.Process.Pid)
+	h, second, ids := twoContainersHolding(t, parent, "mount "+dev+" "+vol)
 	hostSleeper := exec.Command("sleep", "600")
 	if err := hostSleeper.Start(); err != nil {
 		t.Fatal(err)
@@ -146,7 +143,7 @@ func TestContainersNamedByAudit(t *testing.T) {
 	if want := []string{"leak block-device", "leak stale-bind"}; code != exitError || !slices.Equal(kinds, want) {
 		t.Fatalf("audit %s: exit %d, items %v; want exit %d and %v", dir, code, kinds, exitError, want)
 	}
-	want := []named{{h.PID, "sleep", ids[0], ""}, {second.Process.Pid, "sleep", ids[1], "docker-" + ids[1] + ".scope"}}
+	want := []named{{h.PID, "sleep", ids[0], ""}, {second, "sleep", ids[1], "docker-" + ids[1] + ".scope"}}
 	slices.SortFunc(holders, func(a, b named) int { return a.PID - b.PID })
 	slices.SortFunc(want, func(a, b named) int { return a.PID - b.PID })
 	if !slices.Equal(holders, want) {
