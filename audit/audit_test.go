@@ -77,3 +77,43 @@ func TestLeaksAndRisks(t *testing.T) {
 		t.Error("live-restore detection")
 	}
 }
+
+// cgroupsAfter is a /proc whose process list has no cgroups, as a
+// one-shot's (procfs.Host.ListWithoutCgroups), and that answers each
+// process's cgroup when asked (Correlator.ReadCgroups).
+type cgroupsAfter struct {
+	*procfs.Replay
+	cgroups map[int]string
+}
+
+func (p cgroupsAfter) Cgroup(pid int) (string, uint32, error) {
+	return p.cgroups[pid], 80, nil
+}
+
+// TestSurvivorsNamedWithTheirCgroups: the survivors of a restarted
+// runtime (shims alone in its old namespace, holding its overlay) are
+// named with their units, read after a list that had no cgroups.
+func TestSurvivorsNamedWithTheirCgroups(t *testing.T) {
+	ms, err := mountinfo.GetMountsFromReader(strings.NewReader(
+		"200 199 0:91 / / rw - ext4 /dev/vda rw\n201 200 0:92 / /run/containerd/io.containerd.runtime.v2.task/k8s.io/abc/rootfs rw - overlay overlay rw\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := procfs.NewReplay()
+	rp.Add(&procfs.Record{Op: procfs.OpHostNS, MntNS: hostNS})
+	rp.Add(&procfs.Record{Op: procfs.OpProcesses, Processes: []procfs.Process{
+		{PID: 1, StartTime: 10, Comm: "systemd", MntNS: hostNS},
+		{PID: 900, PPID: 1, StartTime: 9000, Comm: "containerd-shim", MntNS: 80},
+	}})
+	rp.Add(&procfs.Record{Op: procfs.OpMountinfo, PID: 900, MntNS: 80, Mounts: procfs.MountsOf(ms)})
+	proc := cgroupsAfter{Replay: rp, cgroups: map[int]string{900: "/system.slice/containerd.service"}}
+	c := correlate.New(proc, correlate.Options{}, func(*finding.Finding) {})
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	items := audit.Leaks(c, "")
+	if len(items) != 1 || items[0].What != "survivors" || len(items[0].Processes) != 1 ||
+		items[0].Processes[0].PID != 900 || items[0].Processes[0].Unit != "containerd.service" {
+		t.Errorf("items %+v, want the survivors item naming shim 900 of containerd.service", items)
+	}
+}

@@ -70,7 +70,7 @@ func Leaks(c *correlate.Correlator, prefix string) []Item {
 				items = append(items, item)
 			}
 		}
-		if item, ok := survivors(n, t, in, hostNS); ok {
+		if item, ok := survivors(c, n, t, in); ok {
 			items = append(items, item)
 		}
 	}
@@ -120,9 +120,9 @@ func leakedCopy(n *correlate.Namespace, m *procfs.Mount, host *correlate.Table) 
 // auditSurvivors: a namespace whose remaining processes are all shims
 // (containerd-shim*) that holds a runtime's mounts: the namespace of a
 // daemon that was restarted (MountFlags=slave with live-restore).
-func survivors(n *correlate.Namespace, t *correlate.Table, in func(string) bool, hostNS uint32) (Item, bool) {
+func survivors(c *correlate.Correlator, n *correlate.Namespace, t *correlate.Table, in func(string) bool) (Item, bool) {
 	members := n.Members()
-	if n.Ino == hostNS || len(members) == 0 {
+	if n.Ino == c.HostNS() || len(members) == 0 {
 		return Item{}, false
 	}
 	for _, m := range members {
@@ -140,7 +140,8 @@ func survivors(n *correlate.Namespace, t *correlate.Table, in func(string) bool,
 		return Item{}, false
 	}
 	var procs []finding.ProcRef
-	for _, m := range members {
+	c.ReadCgroups(n) // named now: their cgroups (a one-shot's list has none)
+	for _, m := range n.Members() {
 		procs = append(procs, m.Ref())
 	}
 	return Item{Kind: "leak", What: "survivors", MntNS: n.Ino, Where: mounts[0], Processes: procs,
