@@ -67,8 +67,8 @@ func run() int {
 			continue
 		}
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 100000 {
-			fmt.Fprintf(os.Stderr, "mntleak-bench: invalid -storm-premounts entry %q: want a number of mounts from 1 to 100000\n", s)
+		if err != nil || n < 1 || n > 50000 {
+			fmt.Fprintf(os.Stderr, "mntleak-bench: invalid -storm-premounts entry %q: want a number of mounts from 1 to 50000 (fs.mount-max is 100000 a namespace)\n", s)
 			return 2
 		}
 		cfg.StormPremounts = append(cfg.StormPremounts, n)
