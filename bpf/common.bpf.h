@@ -103,15 +103,26 @@ union any_event {
 /*
  * Each CPU's stage: a packed kind's record is built in rec, packed into
  * packed and copied out (bpf_ringbuf_output or bpf_perf_event_output); in
- * perf mode every other record is built in rec too. One stage per CPU is
- * enough: the programs run in process context with preemption disabled
- * (syscall and sched tracepoints) and none of them fires from an
- * interrupt, so two records are never built at once on one CPU.
+ * perf mode every other record is built in rec too. None of the programs
+ * fires from an interrupt, but a program can be preempted where the kernel
+ * runs it with only migration disabled (fexit programs; syscall
+ * tracepoints on kernels that let them fault) and preempts kernel code:
+ * busy is set while a record is in the stage, and a program that finds it
+ * set counts its own record lost instead of overwriting the other's. (Not
+ * atomic: kernels before 5.12 have no BPF exchange; only two preemptions
+ * at two exact instructions of one record could still meet.)
  */
 struct stage {
 	union any_event rec;
 	char packed[PACKED_SIZE];
+	__u32 busy;
+	__u32 _pad;
 };
+
+static __always_inline void count_lost(__u32 kind);
+
+/* Takes the CPU's stage for a record of kind, or counts the record lost. */
+static __always_inline struct stage *take_stage(__u32 kind);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -266,19 +277,34 @@ static __always_inline void count_lost(__u32 kind)
 		c->n[kind] += 1; /* per-CPU slot: no other writer */
 }
 
+static __always_inline struct stage *take_stage(__u32 kind)
+{
+	__u32 zero = 0;
+	struct stage *s = bpf_map_lookup_elem(&stage, &zero);
+
+	if (!s || s->busy) {
+		count_lost(kind);
+		return NULL;
+	}
+	s->busy = 1;
+	return s;
+}
+
 /*
- * Reserves a record of size bytes; a failure is counted, never silent.
- * Every reserved record must go to submit_event with the same size.
+ * Reserves a record of size bytes (in perf mode, in the CPU's stage); a
+ * failure is counted, never silent. Every reserved record must go to
+ * submit_event with the same size.
  */
 static __always_inline void *reserve_event(__u64 size, __u32 kind)
 {
-	__u32 zero = 0;
 	void *rec;
 
-	if (use_perf)
-		rec = bpf_map_lookup_elem(&stage, &zero);
-	else
-		rec = bpf_ringbuf_reserve(&events, size, 0);
+	if (use_perf) {
+		struct stage *s = take_stage(kind);
+
+		return s ? &s->rec : NULL;
+	}
+	rec = bpf_ringbuf_reserve(&events, size, 0);
 	if (!rec)
 		count_lost(kind);
 	return rec;
@@ -307,6 +333,7 @@ static __always_inline void submit_event_quiet(void *ctx, void *rec, __u64 size,
 	if (use_perf) {
 		if (bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, rec, size) < 0)
 			count_lost(((struct event_header *)rec)->kind);
+		((struct stage *)rec)->busy = 0; /* rec is the stage's first member */
 		return;
 	}
 	pending = bpf_map_lookup_elem(&quiet_pending, &zero);

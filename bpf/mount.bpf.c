@@ -21,8 +21,7 @@ static __always_inline void submit_mount(void *ctx, struct mount_event *e)
 {
 	struct packer p;
 
-	if (!pack_begin(&p, e, offsetof(struct mount_event, fstype)))
-		return;
+	pack_begin(&p, e, offsetof(struct mount_event, fstype));
 	pack_str(&p, e->fstype, sizeof(e->fstype));
 	pack_str(&p, e->source, sizeof(e->source));
 	pack_str(&p, e->target, sizeof(e->target));
@@ -34,8 +33,7 @@ static __always_inline void submit_umount(void *ctx, struct umount_event *e)
 {
 	struct packer p;
 
-	if (!pack_begin(&p, e, offsetof(struct umount_event, target)))
-		return;
+	pack_begin(&p, e, offsetof(struct umount_event, target));
 	pack_str(&p, e->target, sizeof(e->target));
 	pack_submit(ctx, &p, EVENT_UMOUNT);
 }
@@ -44,8 +42,7 @@ static __always_inline void submit_pivot_root(void *ctx, struct pivot_root_event
 {
 	struct packer p;
 
-	if (!pack_begin(&p, e, offsetof(struct pivot_root_event, new_root)))
-		return;
+	pack_begin(&p, e, offsetof(struct pivot_root_event, new_root));
 	pack_str(&p, e->new_root, sizeof(e->new_root));
 	pack_str(&p, e->put_old, sizeof(e->put_old));
 	pack_submit(ctx, &p, EVENT_PIVOT_ROOT);

@@ -19,8 +19,7 @@ static __always_inline void submit_open_tree(void *ctx, struct open_tree_event *
 {
 	struct packer p;
 
-	if (!pack_begin(&p, e, offsetof(struct open_tree_event, path)))
-		return;
+	pack_begin(&p, e, offsetof(struct open_tree_event, path));
 	pack_str(&p, e->path, sizeof(e->path));
 	pack_submit(ctx, &p, EVENT_OPEN_TREE);
 }
@@ -29,8 +28,7 @@ static __always_inline void submit_move_mount(void *ctx, struct move_mount_event
 {
 	struct packer p;
 
-	if (!pack_begin(&p, e, offsetof(struct move_mount_event, from_path)))
-		return;
+	pack_begin(&p, e, offsetof(struct move_mount_event, from_path));
 	pack_str(&p, e->from_path, sizeof(e->from_path));
 	pack_str(&p, e->to_path, sizeof(e->to_path));
 	pack_submit(ctx, &p, EVENT_MOVE_MOUNT);
@@ -40,8 +38,7 @@ static __always_inline void submit_fsopen(void *ctx, struct fsopen_event *e)
 {
 	struct packer p;
 
-	if (!pack_begin(&p, e, offsetof(struct fsopen_event, fstype)))
-		return;
+	pack_begin(&p, e, offsetof(struct fsopen_event, fstype));
 	pack_str(&p, e->fstype, sizeof(e->fstype));
 	pack_submit(ctx, &p, EVENT_FSOPEN);
 }
@@ -50,8 +47,7 @@ static __always_inline void submit_mount_setattr(void *ctx, struct mount_setattr
 {
 	struct packer p;
 
-	if (!pack_begin(&p, e, offsetof(struct mount_setattr_event, path)))
-		return;
+	pack_begin(&p, e, offsetof(struct mount_setattr_event, path));
 	pack_str(&p, e->path, sizeof(e->path));
 	pack_submit(ctx, &p, EVENT_MOUNT_SETATTR);
 }

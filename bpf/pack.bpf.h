@@ -13,41 +13,33 @@
 
 /*
  * Returns the CPU's stage for a record of a packed kind, built there in any
- * mode and queued by pack_submit; a failure is counted, never silent.
+ * mode and queued by pack_submit; a record that cannot have it (another's
+ * is there, take_stage) is counted lost, never silent.
  */
 static __always_inline void *stage_event(__u32 kind)
 {
-	__u32 zero = 0;
-	struct stage *s = bpf_map_lookup_elem(&stage, &zero);
+	struct stage *s = take_stage(kind);
 
-	if (!s) {
-		count_lost(kind);
-		return NULL;
-	}
-	return &s->rec;
+	return s ? &s->rec : NULL;
 }
 
-/* A packed record being written: the stage's packed half, and its length. */
+/* A packed record being written: its stage, the packed half, its length. */
 struct packer {
+	struct stage *stage;
 	char *out;
 	__u32 off;
 };
 
 /*
- * Starts the packed copy of rec (a record in the CPU's stage) with its
- * fixed part, the first fixed bytes.
+ * Starts the packed copy of rec (stage_event's record) with its fixed
+ * part, the first fixed bytes.
  */
-static __always_inline bool pack_begin(struct packer *p, void *rec, __u32 fixed)
+static __always_inline void pack_begin(struct packer *p, void *rec, __u32 fixed)
 {
-	__u32 zero = 0;
-	struct stage *s = bpf_map_lookup_elem(&stage, &zero);
-
-	if (!s)
-		return false;
-	p->out = s->packed;
+	p->stage = rec; /* rec is the stage's first member */
+	p->out = p->stage->packed;
 	bpf_probe_read_kernel(p->out, fixed, rec);
 	p->off = fixed;
-	return true;
 }
 
 /* Appends the string in the size-byte field src, with its NUL. */
@@ -79,17 +71,16 @@ static __always_inline void pack_submit(void *ctx, struct packer *p, __u32 kind)
 	if (use_perf) {
 		if (bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, p->out, size) < 0)
 			count_lost(kind);
-		return;
+	} else {
+		pending = bpf_map_lookup_elem(&quiet_pending, &zero);
+		if (pending && *pending)
+			flags = RB_FORCE_WAKEUP;
+		if (bpf_ringbuf_output(&events, p->out, size, flags) < 0)
+			count_lost(kind);
+		else if (pending && flags)
+			*pending = 0;
 	}
-	pending = bpf_map_lookup_elem(&quiet_pending, &zero);
-	if (pending && *pending)
-		flags = RB_FORCE_WAKEUP;
-	if (bpf_ringbuf_output(&events, p->out, size, flags) < 0) {
-		count_lost(kind);
-		return;
-	}
-	if (pending && flags)
-		*pending = 0;
+	p->stage->busy = 0;
 }
 
 #endif /* __MNTLEAK_PACK_BPF_H__ */
