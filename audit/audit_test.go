@@ -44,6 +44,28 @@ func leakedNode(t *testing.T) *correlate.Correlator {
 	return c
 }
 
+// runtimeNode is a node whose dockerd runs in a mount namespace of its
+// own (mnt:[90]: MountFlags=slave).
+func runtimeNode(t *testing.T) *correlate.Correlator {
+	t.Helper()
+	ms, err := mountinfo.GetMountsFromReader(strings.NewReader("300 299 254:0 / / rw master:1 - ext4 /dev/vda rw\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc := procfs.NewReplay()
+	proc.Add(&procfs.Record{Op: procfs.OpHostNS, MntNS: hostNS})
+	proc.Add(&procfs.Record{Op: procfs.OpProcesses, Processes: []procfs.Process{
+		{PID: 1, StartTime: 10, Comm: "systemd", MntNS: hostNS},
+		{PID: 700, PPID: 1, StartTime: 7000, Comm: "dockerd", MntNS: 90},
+	}})
+	proc.Add(&procfs.Record{Op: procfs.OpMountinfo, PID: 700, MntNS: 90, Mounts: procfs.MountsOf(ms)})
+	c := correlate.New(proc, correlate.Options{}, func(*finding.Finding) {})
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func TestLeaksAndRisks(t *testing.T) {
 	c := leakedNode(t)
 	items := audit.Leaks(c, "")
@@ -64,6 +86,9 @@ func TestLeaksAndRisks(t *testing.T) {
 	if r := audit.Risks(c, audit.RiskFacts{MayDetachMounts: -1}, "/nowhere"); len(r) != 0 {
 		t.Errorf("risks %+v with nothing risky in scope", r)
 	}
+	if r := audit.Risks(c, audit.RiskFacts{MayDetachMounts: 0}, "/nowhere"); len(r) != 0 {
+		t.Errorf("the node's sysctl reported below a path prefix: %+v", r)
+	}
 	unit := audit.UnitSetting{Unit: "docker.service", Setting: "MountFlags=slave", File: "/lib/systemd/system/docker.service"}
 	risks = audit.Risks(c, audit.RiskFacts{MayDetachMounts: -1, Units: []audit.UnitSetting{unit}}, "")
 	if len(risks) != 2 || risks[0].What != "unit-mount-namespace" || risks[0].Where != unit.File ||
@@ -72,6 +97,15 @@ func TestLeaksAndRisks(t *testing.T) {
 	}
 	if r := audit.Risks(c, audit.RiskFacts{MayDetachMounts: -1, Units: []audit.UnitSetting{unit}}, "/nowhere"); len(r) != 0 {
 		t.Errorf("a unit reported below a path prefix: %+v", r)
+	}
+	// A runtime in a namespace of its own with live-restore is a risk of the
+	// node, below no path: not reported below a path prefix, as a unit's.
+	dockerd := runtimeNode(t)
+	if r := audit.Risks(dockerd, audit.RiskFacts{MayDetachMounts: -1, LiveRestore: true}, ""); len(r) != 1 || r[0].What != "mountflags-live-restore" {
+		t.Errorf("dockerd in mnt:[90] with live-restore: %+v", r)
+	}
+	if r := audit.Risks(dockerd, audit.RiskFacts{MayDetachMounts: -1, LiveRestore: true}, "/srv"); len(r) != 0 {
+		t.Errorf("a runtime's namespace reported below a path prefix: %+v", r)
 	}
 	if !audit.LiveRestore(`{ "live-restore" : true }`, "") || !audit.LiveRestore("", "dockerd --live-restore") || audit.LiveRestore(`{"live-restore": false}`, "dockerd") {
 		t.Error("live-restore detection")

@@ -63,10 +63,12 @@ func (f RiskFacts) dangerousSource(src string) (string, bool) {
 }
 
 // Risks reports configuration that makes leaks, from the snapshot Start
-// took and the facts given.
+// took and the facts given. Below a path prefix only what is about a mount
+// below it: the node's settings (the sysctl, a unit's, a runtime's
+// live-restore) are below no path.
 func Risks(c *correlate.Correlator, f RiskFacts, prefix string) []Item {
 	var items []Item
-	if f.MayDetachMounts == 0 {
+	if f.MayDetachMounts == 0 && prefix == "" {
 		items = append(items, Item{Kind: "risk", What: "may-detach-mounts",
 			Detail: "fs.may_detach_mounts=0: removing a mountpoint that another namespace still has mounted fails with EBUSY (the seeds' unlinkat/rmdir errors)",
 			Fix:    "sysctl -w fs.may_detach_mounts=1 (dockerd sets it at start; containerd does not)"})
@@ -124,16 +126,17 @@ func Risks(c *correlate.Correlator, f RiskFacts, prefix string) []Item {
 				Fix:    "mount it with mountPropagation: HostToContainer (rslave), or docker run -v SRC:DST:rslave"})
 		}
 		// A PrivateTmp unit started after containers copied their mounts.
-		if tmp := t.At("/tmp"); tmp != nil && firstContainer != nil && len(members) > 0 {
+		if tmp := t.At("/tmp"); tmp != nil && firstContainer != nil && len(members) > 0 && (prefix == "" || correlate.Under("/tmp", prefix)) {
 			if unit := correlate.PrivateTmpUnit(tmp.Root); unit != "" && members[0].StartTime > firstContainer.StartTime {
 				items = append(items, Item{Kind: "risk", What: "privatetmp-after-containers", MntNS: n.Ino, Where: "/tmp", Processes: procs,
 					Detail: unit + " (PrivateTmp) started after containers were running, so " + finding.NSName(n.Ino) + " holds copies of their mounts",
 					Fix:    "restart " + unit + " after container churn, or keep container storage shared so unmounts reach its slave namespace"})
 			}
 		}
-		// A container runtime in a namespace of its own, with live-restore.
+		// A container runtime in a namespace of its own, with live-restore:
+		// a risk of the node, below no path (as a unit's).
 		for _, m := range members {
-			if m.Comm == "dockerd" && f.LiveRestore {
+			if m.Comm == "dockerd" && f.LiveRestore && prefix == "" {
 				items = append(items, Item{Kind: "risk", What: "mountflags-live-restore", MntNS: n.Ino, Processes: []finding.ProcRef{m.Ref()},
 					Detail: "dockerd runs in a mount namespace of its own (" + finding.NSName(n.Ino) + ", MountFlags=slave) with live-restore: a restart strands its mounts with the surviving shims",
 					Fix:    "remove MountFlags=slave from docker.service, or disable live-restore"})

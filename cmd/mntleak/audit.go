@@ -23,7 +23,7 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mntleak audit", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print the items as a JSON array")
-	prefix := fs.String("path-prefix", "", "only mounts below this path")
+	prefix := fs.String("path-prefix", "", "only mounts below this path (and no node-wide setting: the sysctl, units, live-restore)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: mntleak audit [flags]\n\nScans every mount namespace for leaked mounts that exist now, and for\nconfiguration that makes leaks. Exit 1 when a leak is found (for cron and\nnode-problem-detector), 0 otherwise, 2 on bad input, 3 when none was found\nbut the node could not be seen (missing capabilities, no hostPID). Needs root.\n\nFlags:\n")
 		fs.PrintDefaults()
