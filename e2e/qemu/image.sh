@@ -2,14 +2,16 @@
 # lab/image.sh CACHE: builds the lab guest's root image in CACHE (outside the
 # repo): Debian bookworm with systemd as PID 1, Debian's 6.1 cloud kernel
 # (its own initramfs loads virtio), device-mapper, Docker. mmdebstrap makes
-# the tree and mkfs.ext4 -d the image, so nothing on the host is mounted.
+# the tree (in a mount namespace of its own: what it mounts in the chroot
+# while it installs stays there, kernel.sh says why) and mkfs.ext4 -d the
+# image, so nothing on the host is mounted.
 # The lab (lab.sh) rebuilds it when this file changes.
 set -euo pipefail
 C=$1
 R=$C/rootfs
 rm -rf "$R" "$C/root.img"
 mkdir -p "$C"
-mmdebstrap --variant=minbase \
+unshare --mount --propagation private mmdebstrap --variant=minbase \
 	--include=systemd,systemd-sysv,udev,dbus,util-linux,mount,iproute2,kmod,procps,linux-image-cloud-amd64,initramfs-tools,dmsetup,e2fsprogs,docker.io,busybox-static \
 	bookworm "$R"
 cat >"$R/etc/fstab" <<'F'

@@ -14,7 +14,13 @@ suite=$1 D=$2
 R=$D/chroot
 rm -rf "$D"
 mkdir -p "$D"
-mmdebstrap --variant=essential --include=linux-image-cloud-amd64,initramfs-tools,kmod \
+# In a mount namespace of its own: mmdebstrap mounts /proc, /sys and /dev
+# in the chroot while it installs, and in the host's namespace those
+# mounts reached the namespaces of other tests' processes (a shared root
+# copies them), which kept them after the unmount: the leaks e2e/variants'
+# controls then saw (CI, a cold cache, 2026-11-28).
+unshare --mount --propagation private \
+	mmdebstrap --variant=essential --include=linux-image-cloud-amd64,initramfs-tools,kmod \
 	"$suite" "$R" "deb http://deb.debian.org/debian $suite main"
 v=$(ls "$R/lib/modules")
 [ "$(echo "$v" | wc -l)" = 1 ] || { echo "kernel.sh: $suite installed kernels: $v" >&2; exit 1; }
