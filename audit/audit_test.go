@@ -48,17 +48,28 @@ func leakedNode(t *testing.T) *correlate.Correlator {
 // own (mnt:[90]: MountFlags=slave).
 func runtimeNode(t *testing.T) *correlate.Correlator {
 	t.Helper()
-	ms, err := mountinfo.GetMountsFromReader(strings.NewReader("300 299 254:0 / / rw master:1 - ext4 /dev/vda rw\n"), nil)
+	dockerd := procfs.Process{PID: 700, PPID: 1, StartTime: 7000, Comm: "dockerd", MntNS: 90}
+	return started(t, oneNamespaceNode(t, dockerd, "300 299 254:0 / / rw master:1 - ext4 /dev/vda rw\n"))
+}
+
+// oneNamespaceNode is the /proc of a node where systemd runs in the host's
+// namespace and p in a namespace of its own, whose mount table is text.
+func oneNamespaceNode(t *testing.T, p procfs.Process, text string) *procfs.Replay {
+	t.Helper()
+	ms, err := mountinfo.GetMountsFromReader(strings.NewReader(text), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	proc := procfs.NewReplay()
 	proc.Add(&procfs.Record{Op: procfs.OpHostNS, MntNS: hostNS})
-	proc.Add(&procfs.Record{Op: procfs.OpProcesses, Processes: []procfs.Process{
-		{PID: 1, StartTime: 10, Comm: "systemd", MntNS: hostNS},
-		{PID: 700, PPID: 1, StartTime: 7000, Comm: "dockerd", MntNS: 90},
-	}})
-	proc.Add(&procfs.Record{Op: procfs.OpMountinfo, PID: 700, MntNS: 90, Mounts: procfs.MountsOf(ms)})
+	proc.Add(&procfs.Record{Op: procfs.OpProcesses, Processes: []procfs.Process{{PID: 1, StartTime: 10, Comm: "systemd", MntNS: hostNS}, p}})
+	proc.Add(&procfs.Record{Op: procfs.OpMountinfo, PID: p.PID, MntNS: p.MntNS, Mounts: procfs.MountsOf(ms)})
+	return proc
+}
+
+// started is a correlator that took its snapshot of proc.
+func started(t *testing.T, proc procfs.Proc) *correlate.Correlator {
+	t.Helper()
 	c := correlate.New(proc, correlate.Options{}, func(*finding.Finding) {})
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
@@ -128,23 +139,10 @@ func (p cgroupsAfter) Cgroup(pid int) (string, uint32, error) {
 // runtime (shims alone in its old namespace, holding its overlay) are
 // named with their units, read after a list that had no cgroups.
 func TestSurvivorsNamedWithTheirCgroups(t *testing.T) {
-	ms, err := mountinfo.GetMountsFromReader(strings.NewReader(
-		"200 199 0:91 / / rw - ext4 /dev/vda rw\n201 200 0:92 / /run/containerd/io.containerd.runtime.v2.task/k8s.io/abc/rootfs rw - overlay overlay rw\n"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp := procfs.NewReplay()
-	rp.Add(&procfs.Record{Op: procfs.OpHostNS, MntNS: hostNS})
-	rp.Add(&procfs.Record{Op: procfs.OpProcesses, Processes: []procfs.Process{
-		{PID: 1, StartTime: 10, Comm: "systemd", MntNS: hostNS},
-		{PID: 900, PPID: 1, StartTime: 9000, Comm: "containerd-shim", MntNS: 80},
-	}})
-	rp.Add(&procfs.Record{Op: procfs.OpMountinfo, PID: 900, MntNS: 80, Mounts: procfs.MountsOf(ms)})
-	proc := cgroupsAfter{Replay: rp, cgroups: map[int]string{900: "/system.slice/containerd.service"}}
-	c := correlate.New(proc, correlate.Options{}, func(*finding.Finding) {})
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	shim := procfs.Process{PID: 900, PPID: 1, StartTime: 9000, Comm: "containerd-shim", MntNS: 80}
+	rp := oneNamespaceNode(t, shim,
+		"200 199 0:91 / / rw - ext4 /dev/vda rw\n201 200 0:92 / /run/containerd/io.containerd.runtime.v2.task/k8s.io/abc/rootfs rw - overlay overlay rw\n")
+	c := started(t, cgroupsAfter{Replay: rp, cgroups: map[int]string{900: "/system.slice/containerd.service"}})
 	items := audit.Leaks(c, "")
 	if len(items) != 1 || items[0].What != "survivors" || len(items[0].Processes) != 1 ||
 		items[0].Processes[0].PID != 900 || items[0].Processes[0].Unit != "containerd.service" {
