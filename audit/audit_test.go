@@ -149,3 +149,42 @@ func TestSurvivorsNamedWithTheirCgroups(t *testing.T) {
 		t.Errorf("items %+v, want the survivors item naming shim 900 of containerd.service", items)
 	}
 }
+
+// TestPrivateTmpRiskBelowAPrefix: a PrivateTmp unit started after a
+// container is a risk about /tmp: reported with no prefix and below one
+// that /tmp is under, not below another; one started before is none.
+func TestPrivateTmpRiskBelowAPrefix(t *testing.T) {
+	for _, tt := range []struct {
+		unitStart uint64
+		prefix    string
+		want      int
+	}{{20000, "", 1}, {20000, "/", 1}, {20000, "/tmp", 1}, {20000, "/var/lib/docker", 0}, {20000, "/tmp/cache", 0}, {12000, "", 0}} {
+		r := audit.Risks(privateTmpNode(t, tt.unitStart), audit.RiskFacts{MayDetachMounts: -1}, tt.prefix)
+		if len(r) != tt.want || tt.want == 1 && (r[0].What != "privatetmp-after-containers" || r[0].MntNS != 80 || !strings.HasPrefix(r[0].Detail, "chrony.service (PrivateTmp) started after containers")) {
+			t.Errorf("unit started at %d, below %q: %+v, want %d privatetmp-after-containers", tt.unitStart, tt.prefix, r, tt.want)
+		}
+	}
+}
+
+// privateTmpNode is a node where a container (mnt:[70]) started at 15000
+// and chrony.service, PrivateTmp=yes (mnt:[80]), at unitStart.
+func privateTmpNode(t *testing.T, unitStart uint64) *correlate.Correlator {
+	t.Helper()
+	ms, err := mountinfo.GetMountsFromReader(strings.NewReader(
+		"300 299 254:0 / / rw master:1 - ext4 /dev/vda rw\n"+
+			"301 300 254:0 /tmp/systemd-private-0123456789abcdef0123456789abcdef-chrony.service-Ab12Cd/tmp /tmp rw master:1 - ext4 /dev/vda rw\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc := procfs.NewReplay()
+	proc.Add(&procfs.Record{Op: procfs.OpHostNS, MntNS: hostNS})
+	proc.Add(&procfs.Record{Op: procfs.OpProcesses, Processes: []procfs.Process{
+		{PID: 1, StartTime: 10, Comm: "systemd", MntNS: hostNS},
+		{PID: 1500, PPID: 1, StartTime: 15000, Comm: "nginx", MntNS: 70, Cgroup: "/docker/5f2c0e1a9b8d7c6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e"},
+		{PID: 2000, PPID: 1, StartTime: unitStart, Comm: "chronyd", MntNS: 80, Cgroup: "/system.slice/chrony.service"},
+	}})
+	proc.Add(&procfs.Record{Op: procfs.OpMountinfo, PID: 1500, MntNS: 70,
+		Mounts: procfs.MountsOf([]*mountinfo.Info{{ID: 100, Parent: 99, Major: 0, Minor: 90, Root: "/", Mountpoint: "/", FSType: "overlay", Source: "overlay"}})})
+	proc.Add(&procfs.Record{Op: procfs.OpMountinfo, PID: 2000, MntNS: 80, Mounts: procfs.MountsOf(ms)})
+	return started(t, proc)
+}
