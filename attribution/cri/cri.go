@@ -8,12 +8,6 @@ import (
 	"strings"
 	"sync"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
 	"github.com/mntleak/mntleak/attribution"
 )
 
@@ -31,10 +25,9 @@ var DefaultSockets = []string{
 type Source struct {
 	candidates []string
 
-	mu     sync.Mutex
-	conn   *grpc.ClientConn
-	client runtimeapi.RuntimeServiceClient
-	path   string
+	mu   sync.Mutex
+	conn *transport
+	path string
 }
 
 // New returns a Source that connects, at its first call, to the first of
@@ -60,34 +53,27 @@ func (s *Source) Close() error {
 	if s.conn == nil {
 		return nil
 	}
-	err := s.conn.Close()
-	s.conn, s.client = nil, nil
-	if err != nil {
-		return fmt.Errorf("close CRI connection to %s: %w", s.path, err)
-	}
+	s.conn.close()
+	s.conn = nil
 	return nil
 }
 
-// connect returns the client, connecting to the first candidate socket
-// that exists. gRPC connects lazily and reconnects by itself: a runtime
-// restarted on the same socket is reached again.
-func (s *Source) connect() (runtimeapi.RuntimeServiceClient, error) {
+// connect returns the transport, on the first candidate socket that
+// exists. It dials when a call needs a connection: a runtime restarted on
+// the same socket is reached again.
+func (s *Source) connect() (*transport, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.client != nil {
-		return s.client, nil
+	if s.conn != nil {
+		return s.conn, nil
 	}
 	for _, p := range s.candidates {
 		st, err := os.Stat(p)
 		if err != nil || st.Mode()&os.ModeSocket == 0 {
 			continue
 		}
-		conn, err := grpc.NewClient("unix://"+p, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			return nil, fmt.Errorf("CRI socket %s: %w", p, err)
-		}
-		s.conn, s.client, s.path = conn, runtimeapi.NewRuntimeServiceClient(conn), p
-		return s.client, nil
+		s.conn, s.path = newTransport(p), p
+		return s.conn, nil
 	}
 	return nil, fmt.Errorf("no CRI socket at %s: %w", strings.Join(s.candidates, ", "), attribution.ErrUnavailable)
 }
@@ -95,72 +81,99 @@ func (s *Source) connect() (runtimeapi.RuntimeServiceClient, error) {
 // Container implements attribution.Source: a container, or a pod's
 // sandbox by its id.
 func (s *Source) Container(ctx context.Context, id string) (attribution.Container, error) {
-	client, err := s.connect()
+	conn, err := s.connect()
 	if err != nil {
 		return attribution.Container{}, err
 	}
-	resp, err := client.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
-	if err == nil && resp.GetStatus() != nil {
-		st := resp.GetStatus()
-		c := attribution.Container{ID: st.GetId(), Runtime: s.Name(), Name: st.GetMetadata().GetName(), Image: image(st.GetImage(), st.GetImageRef())}
-		attribution.FromLabels(&c, st.GetLabels())
+	resp, err := conn.call(ctx, "ContainerStatus", idRequest(id))
+	if err == nil {
+		st, err := statusField(resp, decodeContainerStatus)
+		if err != nil {
+			return attribution.Container{}, s.err("ContainerStatus", id, err)
+		}
+		c := attribution.Container{ID: st.id, Runtime: s.Name(), Name: st.name, Image: image(st)}
+		attribution.FromLabels(&c, st.labels)
 		return c, nil
 	}
 	if err = s.err("ContainerStatus", id, err); !errors.Is(err, attribution.ErrNotFound) {
 		return attribution.Container{}, err
 	}
 	// The pause process's cgroup names the sandbox.
-	sb, err := client.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id})
-	if err != nil || sb.GetStatus() == nil {
+	resp, err = conn.call(ctx, "PodSandboxStatus", idRequest(id))
+	if err != nil {
 		return attribution.Container{}, s.err("PodSandboxStatus", id, err)
 	}
-	st := sb.GetStatus()
-	md := st.GetMetadata()
-	c := attribution.Container{ID: st.GetId(), Runtime: s.Name(), Name: md.GetName(), Sandbox: true,
-		Pod: md.GetName(), Namespace: md.GetNamespace(), PodUID: md.GetUid()}
-	return c, nil
+	sb, err := statusField(resp, decodeSandbox)
+	if err != nil {
+		return attribution.Container{}, s.err("PodSandboxStatus", id, err)
+	}
+	return attribution.Container{ID: sb.id, Runtime: s.Name(), Name: sb.name, Sandbox: true,
+		Pod: sb.name, Namespace: sb.namespace, PodUID: sb.uid}, nil
+}
+
+// statusField decodes the status (field 1) of a ContainerStatusResponse
+// or a PodSandboxStatusResponse with decode; an answer without one is an
+// error.
+func statusField[T any](resp []byte, decode func([]byte) (T, error)) (T, error) {
+	var zero T
+	st, err := bytesField(resp, 1)
+	if err != nil {
+		return zero, err
+	}
+	if st == nil {
+		return zero, errors.New("answer without a status")
+	}
+	return decode(st)
+}
+
+// sandboxes lists the runtime's pod sandboxes labelled with selector.
+func (s *Source) sandboxes(ctx context.Context, selector map[string]string, what string) ([]sandbox, error) {
+	conn, err := s.connect()
+	if err != nil {
+		return nil, err
+	}
+	resp, err := conn.call(ctx, "ListPodSandbox", listRequest(fieldSandboxSelector, selector))
+	if err != nil {
+		return nil, s.err("ListPodSandbox", what, err)
+	}
+	sbs, err := decodeSandboxes(resp)
+	if err != nil {
+		return nil, s.err("ListPodSandbox", what, err)
+	}
+	return sbs, nil
 }
 
 // Pod implements attribution.Source: the sandbox labelled with the UID,
 // a ready one first (a pod whose sandbox was recreated has several).
 func (s *Source) Pod(ctx context.Context, uid string) (attribution.Pod, error) {
-	client, err := s.connect()
+	sbs, err := s.sandboxes(ctx, map[string]string{attribution.LabelPodUID: uid}, uid)
 	if err != nil {
 		return attribution.Pod{}, err
 	}
-	resp, err := client.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{
-		Filter: &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{attribution.LabelPodUID: uid}}})
-	if err != nil {
-		return attribution.Pod{}, s.err("ListPodSandbox", uid, err)
-	}
-	var best *runtimeapi.PodSandbox
-	for _, sb := range resp.GetItems() {
-		if sb.GetMetadata().GetUid() != uid {
+	best := -1
+	for i, sb := range sbs {
+		if sb.uid != uid {
 			continue
 		}
-		if best == nil || (sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY && best.GetState() != runtimeapi.PodSandboxState_SANDBOX_READY) {
-			best = sb
+		if best < 0 || (sb.state == sandboxReady && sbs[best].state != sandboxReady) {
+			best = i
 		}
 	}
-	if best == nil {
+	if best < 0 {
 		return attribution.Pod{}, fmt.Errorf("pod sandbox with uid %s: %w", uid, attribution.ErrNotFound)
 	}
-	md := best.GetMetadata()
-	return attribution.Pod{UID: uid, Name: md.GetName(), Namespace: md.GetNamespace(), Source: s.Name()}, nil
+	return attribution.Pod{UID: uid, Name: sbs[best].name, Namespace: sbs[best].namespace, Source: s.Name()}, nil
 }
 
 // err names a failed call and tells its kind: NotFound is
 // attribution.ErrNotFound, DeadlineExceeded is context.DeadlineExceeded.
 func (s *Source) err(call, id string, err error) error {
-	if err == nil {
-		return fmt.Errorf("CRI %s %s on %s: empty answer", call, id, s.Socket())
-	}
-	switch status.Code(err) {
-	case codes.NotFound:
+	switch {
+	case codeOf(err) == codeNotFound:
 		return fmt.Errorf("CRI %s %s: %w", call, id, attribution.ErrNotFound)
-	case codes.DeadlineExceeded:
+	case codeOf(err) == codeDeadlineExceeded || errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("CRI %s %s on %s: %w", call, id, s.Socket(), context.DeadlineExceeded)
-	case codes.Canceled:
+	case codeOf(err) == codeCanceled || errors.Is(err, context.Canceled):
 		return fmt.Errorf("CRI %s %s on %s: %w", call, id, s.Socket(), context.Canceled)
 	}
 	return fmt.Errorf("CRI %s %s on %s: %w", call, id, s.Socket(), err)
@@ -168,12 +181,12 @@ func (s *Source) err(call, id string, err error) error {
 
 // image is the image as the pod spec named it when the runtime kept that,
 // else its name or reference.
-func image(spec *runtimeapi.ImageSpec, ref string) string {
+func image(st containerStatus) string {
 	switch {
-	case spec.GetUserSpecifiedImage() != "":
-		return spec.GetUserSpecifiedImage()
-	case spec.GetImage() != "":
-		return spec.GetImage()
+	case st.userImage != "":
+		return st.userImage
+	case st.image != "":
+		return st.image
 	}
-	return ref
+	return st.imageRef
 }

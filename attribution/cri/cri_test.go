@@ -27,6 +27,7 @@ type runtime struct {
 	containers map[string]*runtimeapi.ContainerStatus
 	sandboxes  []*runtimeapi.PodSandbox
 	delay      time.Duration
+	failWith   error // ListContainers' answer, when set
 
 	mu    sync.Mutex
 	calls []string
@@ -48,7 +49,11 @@ func (r *runtime) wait(ctx context.Context) error {
 }
 
 func (r *runtime) ContainerStatus(ctx context.Context, req *runtimeapi.ContainerStatusRequest) (*runtimeapi.ContainerStatusResponse, error) {
-	r.record("ContainerStatus " + req.GetContainerId())
+	call := "ContainerStatus " + req.GetContainerId()
+	if _, ok := ctx.Deadline(); ok {
+		call += " (with a deadline)"
+	}
+	r.record(call)
 	if err := r.wait(ctx); err != nil {
 		return nil, err
 	}
@@ -222,4 +227,22 @@ func TestUnavailableAndTimeout(t *testing.T) {
 	if len(fast.calls) != 1 {
 		t.Errorf("runtime asked %v, want one ContainerStatus", fast.calls)
 	}
+}
+
+func (r *runtime) ListContainers(_ context.Context, req *runtimeapi.ListContainersRequest) (*runtimeapi.ListContainersResponse, error) {
+	r.record("ListContainers")
+	if r.failWith != nil {
+		return nil, r.failWith
+	}
+	var out []*runtimeapi.Container
+	for _, st := range r.containers {
+		match := true
+		for k, v := range req.GetFilter().GetLabelSelector() {
+			match = match && st.GetLabels()[k] == v
+		}
+		if match {
+			out = append(out, &runtimeapi.Container{Id: st.GetId(), PodSandboxId: sandboxID, Metadata: st.GetMetadata(), Labels: st.GetLabels()})
+		}
+	}
+	return &runtimeapi.ListContainersResponse{Containers: out}, nil
 }

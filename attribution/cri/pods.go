@@ -4,31 +4,23 @@ import (
 	"context"
 	"fmt"
 
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
 	"github.com/mntleak/mntleak/attribution"
 )
 
 // PodUID returns the UID of the pod namespace/name among the runtime's
 // sandboxes (a ready one first), attribution.ErrNotFound when it has none.
 func (s *Source) PodUID(ctx context.Context, namespace, name string) (string, error) {
-	client, err := s.connect()
+	sbs, err := s.sandboxes(ctx, map[string]string{attribution.LabelPodNamespace: namespace, attribution.LabelPodName: name}, namespace+"/"+name)
 	if err != nil {
 		return "", err
 	}
-	resp, err := client.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{
-		Filter: &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{attribution.LabelPodNamespace: namespace, attribution.LabelPodName: name}}})
-	if err != nil {
-		return "", s.err("ListPodSandbox", namespace+"/"+name, err)
-	}
 	uid := ""
-	for _, sb := range resp.GetItems() {
-		md := sb.GetMetadata()
-		if md.GetNamespace() != namespace || md.GetName() != name {
+	for _, sb := range sbs {
+		if sb.namespace != namespace || sb.name != name {
 			continue
 		}
-		if uid == "" || sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY {
-			uid = md.GetUid()
+		if uid == "" || sb.state == sandboxReady {
+			uid = sb.uid
 		}
 	}
 	if uid == "" {
@@ -40,27 +32,28 @@ func (s *Source) PodUID(ctx context.Context, namespace, name string) (string, er
 // PodContainers lists the ids of the pod's sandboxes and containers, the
 // exited ones too (they keep their root filesystems until removed).
 func (s *Source) PodContainers(ctx context.Context, uid string) ([]string, error) {
-	client, err := s.connect()
+	sel := map[string]string{attribution.LabelPodUID: uid}
+	sbs, err := s.sandboxes(ctx, sel, uid)
 	if err != nil {
 		return nil, err
 	}
-	sel := map[string]string{attribution.LabelPodUID: uid}
-	sbs, err := client.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: sel}})
-	if err != nil {
-		return nil, s.err("ListPodSandbox", uid, err)
-	}
 	var ids []string
-	for _, sb := range sbs.GetItems() {
-		if sb.GetMetadata().GetUid() == uid {
-			ids = append(ids, sb.GetId())
+	for _, sb := range sbs {
+		if sb.uid == uid {
+			ids = append(ids, sb.id)
 		}
 	}
-	cs, err := client.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{LabelSelector: sel}})
+	conn, err := s.connect()
+	if err != nil {
+		return ids, err
+	}
+	resp, err := conn.call(ctx, "ListContainers", listRequest(fieldContainerSelector, sel))
 	if err != nil {
 		return ids, s.err("ListContainers", uid, err)
 	}
-	for _, c := range cs.GetContainers() {
-		ids = append(ids, c.GetId())
+	cs, err := decodeContainerIDs(resp)
+	if err != nil {
+		return ids, s.err("ListContainers", uid, err)
 	}
-	return ids, nil
+	return append(ids, cs...), nil
 }
