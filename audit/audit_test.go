@@ -1,6 +1,8 @@
 package audit_test
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -129,10 +131,76 @@ func TestLeaksAndRisks(t *testing.T) {
 type cgroupsAfter struct {
 	*procfs.Replay
 	cgroups map[int]string
+	nsOf    map[int]uint32 // the cgroup reader's namespace of a pid (default 80)
 }
 
 func (p cgroupsAfter) Cgroup(pid int) (string, uint32, error) {
+	if ns, ok := p.nsOf[pid]; ok {
+		return p.cgroups[pid], ns, nil
+	}
 	return p.cgroups[pid], 80, nil
+}
+
+// TestRisksNameTheirHolders: each risk names its holders with their
+// containers and units, read after a list that had no cgroups: a
+// container's private bind of /, a PrivateTmp unit started after it, a
+// dockerd with live-restore in a namespace of its own (also on a node
+// with no PrivateTmp unit, whose check reads every namespace's cgroups).
+func TestRisksNameTheirHolders(t *testing.T) {
+	procs := []procfs.Process{
+		{PID: 1, StartTime: 10, Comm: "systemd", MntNS: hostNS},
+		{PID: 700, PPID: 1, StartTime: 7000, Comm: "dockerd", MntNS: 90},
+		{PID: 1500, PPID: 1, StartTime: 15000, Comm: "nginx", MntNS: 70},
+		{PID: 2000, PPID: 1, StartTime: 20000, Comm: "chronyd", MntNS: 80},
+	}
+	for _, tt := range []struct {
+		procs []procfs.Process
+		want  []string
+	}{
+		{procs, []string{"mountflags-live-restore: 700 docker.service",
+			"private-hostpath: 1500 5f2c0e1a9b8d7c6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e", "privatetmp-after-containers: 2000 chrony.service"}},
+		{procs[:2], []string{"mountflags-live-restore: 700 docker.service"}},
+	} {
+		var got []string
+		for _, r := range audit.Risks(risksNode(t, tt.procs), audit.RiskFacts{MayDetachMounts: -1, LiveRestore: true}, "") {
+			for _, p := range r.Processes {
+				got = append(got, fmt.Sprintf("%s: %d %s%s", r.What, p.PID, p.Container, p.Unit))
+			}
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("risks' holders %q, want %q", got, tt.want)
+		}
+	}
+}
+
+// risksNode is a node of procs, listed without cgroups: nginx, a container
+// in mnt:[70], binds / at /host; chronyd in mnt:[80] has chrony.service's
+// PrivateTmp; dockerd runs in mnt:[90].
+func risksNode(t *testing.T, procs []procfs.Process) *correlate.Correlator {
+	t.Helper()
+	tables := map[uint32]string{
+		hostNS: "1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw\n",
+		70:     "100 99 0:90 / / rw - overlay overlay rw\n101 100 254:0 / /host rw - ext4 /dev/vda rw\n",
+		80: "300 299 254:0 / / rw master:1 - ext4 /dev/vda rw\n" +
+			"301 300 254:0 /tmp/systemd-private-0123456789abcdef0123456789abcdef-chrony.service-Ab12Cd/tmp /tmp rw master:1 - ext4 /dev/vda rw\n",
+		90: "400 399 254:0 / / rw master:1 - ext4 /dev/vda rw\n",
+	}
+	rp := procfs.NewReplay()
+	rp.Add(&procfs.Record{Op: procfs.OpHostNS, MntNS: hostNS})
+	rp.Add(&procfs.Record{Op: procfs.OpProcesses, Processes: procs})
+	nsOf := map[int]uint32{}
+	for _, p := range procs {
+		ms, err := mountinfo.GetMountsFromReader(strings.NewReader(tables[p.MntNS]), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rp.Add(&procfs.Record{Op: procfs.OpMountinfo, PID: p.PID, MntNS: p.MntNS, Mounts: procfs.MountsOf(ms)})
+		nsOf[p.PID] = p.MntNS
+	}
+	return started(t, cgroupsAfter{Replay: rp, nsOf: nsOf, cgroups: map[int]string{
+		1500: "/docker/5f2c0e1a9b8d7c6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e",
+		2000: "/system.slice/chrony.service", 700: "/system.slice/docker.service"}})
 }
 
 // TestSurvivorsNamedWithTheirCgroups: the survivors of a restarted

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/mntleak/mntleak/correlate"
@@ -81,9 +82,88 @@ func Risks(c *correlate.Correlator, f RiskFacts, prefix string) []Item {
 			Detail: u.Unit + " has " + u.Setting + " (" + u.File + "): the runtime gets a mount namespace of its own, and a restart with live containers strands their mounts in it",
 			Fix:    "remove " + u.Setting + " from " + u.Unit + " (a drop-in in /etc/systemd/system/" + u.Unit + ".d/ that resets it), then restart it once no container runs"})
 	}
-	// Containers have mount namespaces of their own: the host's members
-	// (whose cgroups a one-shot's list leaves out) are not looked at.
-	var firstContainer *correlate.Member
+	// The oldest container, asked only of a PrivateTmp namespace: finding it
+	// reads the cgroups of every namespace's members.
+	var first *correlate.Member
+	firstAsked := false
+	firstContainer := func() *correlate.Member {
+		if !firstAsked {
+			first, firstAsked = oldestContainer(c), true
+		}
+		return first
+	}
+	for _, n := range c.Lineage().Live() {
+		if t := c.Ledger().Table(n.Ino); t != nil && n.Ino != c.HostNS() {
+			items = append(items, namespaceRisks(c, n, t, f, prefix, firstContainer)...)
+		}
+	}
+	return items
+}
+
+// namespaceRisks are the risks of namespace n, whose table is t: private
+// binds of the node's roots, a PrivateTmp unit started after the first
+// container (firstContainer), a runtime with live-restore. Its members'
+// cgroups are read only for an item that names them.
+func namespaceRisks(c *correlate.Correlator, n *correlate.Namespace, t *correlate.Table, f RiskFacts, prefix string,
+	firstContainer func() *correlate.Member) []Item {
+	var items []Item
+	members := n.Members()
+	procs := func() []finding.ProcRef {
+		c.ReadCgroups(n)
+		var out []finding.ProcRef
+		for _, m := range n.Members() {
+			out = append(out, m.Ref())
+		}
+		return out
+	}
+	// Binds of /, /var, /run, /dev, the runtimes' and the kubelet's
+	// roots or a CSI plugin's directory without propagation.
+	for _, m := range t.Mounts {
+		if m.Mountpoint == "/" || !correlate.IsPrivate(m) || (prefix != "" && !correlate.Under(m.Mountpoint, prefix)) {
+			continue
+		}
+		src, ok := c.BindSource(n, m)
+		if !ok {
+			continue
+		}
+		what, ok := f.dangerousSource(src)
+		if !ok {
+			continue
+		}
+		items = append(items, Item{Kind: "risk", What: "private-hostpath", MntNS: n.Ino, Where: m.Mountpoint, Processes: procs(),
+			Detail: finding.NSName(n.Ino) + " binds " + what + " at " + m.Mountpoint + " with no propagation: everything the host unmounts below it stays mounted there",
+			Fix:    "mount it with mountPropagation: HostToContainer (rslave), or docker run -v SRC:DST:rslave"})
+	}
+	// A PrivateTmp unit started after containers copied their mounts.
+	if tmp := t.At("/tmp"); tmp != nil && len(members) > 0 && (prefix == "" || correlate.Under("/tmp", prefix)) {
+		if unit := correlate.PrivateTmpUnit(tmp.Root); unit != "" && firstContainer() != nil && members[0].StartTime > firstContainer().StartTime {
+			items = append(items, Item{Kind: "risk", What: "privatetmp-after-containers", MntNS: n.Ino, Where: "/tmp", Processes: procs(),
+				Detail: unit + " (PrivateTmp) started after containers were running, so " + finding.NSName(n.Ino) + " holds copies of their mounts",
+				Fix:    "restart " + unit + " after container churn, or keep container storage shared so unmounts reach its slave namespace"})
+		}
+	}
+	// A container runtime in a namespace of its own, with live-restore:
+	// a risk of the node, below no path (as a unit's).
+	if !f.LiveRestore || prefix != "" || !slices.ContainsFunc(members, func(m correlate.Member) bool { return m.Comm == "dockerd" }) {
+		return items
+	}
+	c.ReadCgroups(n)
+	for _, m := range n.Members() {
+		if m.Comm == "dockerd" {
+			items = append(items, Item{Kind: "risk", What: "mountflags-live-restore", MntNS: n.Ino, Processes: []finding.ProcRef{m.Ref()},
+				Detail: "dockerd runs in a mount namespace of its own (" + finding.NSName(n.Ino) + ", MountFlags=slave) with live-restore: a restart strands its mounts with the surviving shims",
+				Fix:    "remove MountFlags=slave from docker.service, or disable live-restore"})
+		}
+	}
+	return items
+}
+
+// oldestContainer is the member of a container that started first, nil
+// when no namespace has one. Containers have mount namespaces of their
+// own: the host's members (whose cgroups a one-shot's list leaves out) are
+// not looked at.
+func oldestContainer(c *correlate.Correlator) *correlate.Member {
+	var first *correlate.Member
 	for _, n := range c.Lineage().Live() {
 		if n.Ino == c.HostNS() {
 			continue
@@ -91,59 +171,13 @@ func Risks(c *correlate.Correlator, f RiskFacts, prefix string) []Item {
 		c.ReadCgroups(n)
 		members := n.Members()
 		for i := range members {
-			if correlate.ContainerID(members[i].Cgroup) != "" && (firstContainer == nil || members[i].StartTime < firstContainer.StartTime) {
+			if correlate.ContainerID(members[i].Cgroup) != "" && (first == nil || members[i].StartTime < first.StartTime) {
 				m := members[i]
-				firstContainer = &m
+				first = &m
 			}
 		}
 	}
-	for _, n := range c.Lineage().Live() {
-		t := c.Ledger().Table(n.Ino)
-		if t == nil || n.Ino == c.HostNS() {
-			continue
-		}
-		members := n.Members()
-		var procs []finding.ProcRef
-		for _, m := range members {
-			procs = append(procs, m.Ref())
-		}
-		// Binds of /, /var, /run, /dev, the runtimes' and the kubelet's
-		// roots or a CSI plugin's directory without propagation.
-		for _, m := range t.Mounts {
-			if m.Mountpoint == "/" || !correlate.IsPrivate(m) || (prefix != "" && !correlate.Under(m.Mountpoint, prefix)) {
-				continue
-			}
-			src, ok := c.BindSource(n, m)
-			if !ok {
-				continue
-			}
-			what, ok := f.dangerousSource(src)
-			if !ok {
-				continue
-			}
-			items = append(items, Item{Kind: "risk", What: "private-hostpath", MntNS: n.Ino, Where: m.Mountpoint, Processes: procs,
-				Detail: finding.NSName(n.Ino) + " binds " + what + " at " + m.Mountpoint + " with no propagation: everything the host unmounts below it stays mounted there",
-				Fix:    "mount it with mountPropagation: HostToContainer (rslave), or docker run -v SRC:DST:rslave"})
-		}
-		// A PrivateTmp unit started after containers copied their mounts.
-		if tmp := t.At("/tmp"); tmp != nil && firstContainer != nil && len(members) > 0 && (prefix == "" || correlate.Under("/tmp", prefix)) {
-			if unit := correlate.PrivateTmpUnit(tmp.Root); unit != "" && members[0].StartTime > firstContainer.StartTime {
-				items = append(items, Item{Kind: "risk", What: "privatetmp-after-containers", MntNS: n.Ino, Where: "/tmp", Processes: procs,
-					Detail: unit + " (PrivateTmp) started after containers were running, so " + finding.NSName(n.Ino) + " holds copies of their mounts",
-					Fix:    "restart " + unit + " after container churn, or keep container storage shared so unmounts reach its slave namespace"})
-			}
-		}
-		// A container runtime in a namespace of its own, with live-restore:
-		// a risk of the node, below no path (as a unit's).
-		for _, m := range members {
-			if m.Comm == "dockerd" && f.LiveRestore && prefix == "" {
-				items = append(items, Item{Kind: "risk", What: "mountflags-live-restore", MntNS: n.Ino, Processes: []finding.ProcRef{m.Ref()},
-					Detail: "dockerd runs in a mount namespace of its own (" + finding.NSName(n.Ino) + ", MountFlags=slave) with live-restore: a restart strands its mounts with the surviving shims",
-					Fix:    "remove MountFlags=slave from docker.service, or disable live-restore"})
-			}
-		}
-	}
-	return items
+	return first
 }
 
 // hasLiveRestore reports whether a daemon.json turns live-restore on.
