@@ -15,6 +15,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/mntleak/mntleak/e2e/k8snode"
 	"github.com/mntleak/mntleak/e2e/oraclecheck"
@@ -22,7 +23,6 @@ import (
 	"github.com/mntleak/mntleak/e2e/testkit/journaldtest"
 	"github.com/mntleak/mntleak/e2e/testkit/privtest"
 	"github.com/mntleak/mntleak/finding"
-	"github.com/mntleak/mntleak/internal/kubeclient"
 	"github.com/mntleak/mntleak/sink/kubeevents"
 )
 
@@ -51,10 +51,11 @@ type mntleak struct {
 func setup(t *testing.T, namespaces ...string) *lab {
 	t.Helper()
 	n := k8snode.Up(t)
-	cfg, err := kubeclient.RESTConfig(n.Kubeconfig)
+	cfg, err := clientcmd.BuildConfigFromFlags("", n.Kubeconfig)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("kubeconfig %s: %v", n.Kubeconfig, err)
 	}
+	cfg.Timeout = 10 * time.Second // each request, as the daemon's
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -11,13 +11,13 @@ import (
 	"net/url"
 	"strings"
 	"time"
-
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // requestTimeout bounds each request to the API server.
 const requestTimeout = 10 * time.Second
+
+// userAgent is the User-Agent of the requests.
+const userAgent = "mntleak"
 
 // maxBody is the most of a response body read: a list of a node's pods
 // (a few hundred) is far smaller.
@@ -29,49 +29,27 @@ type Client struct {
 	base *url.URL // scheme, host and any path prefix of the server
 }
 
-// RESTConfig is client-go's configuration from the kubeconfig file, or
-// with "" the in-cluster config (the pod's ServiceAccount).
-func RESTConfig(kubeconfig string) (*rest.Config, error) {
-	var cfg *rest.Config
+// New returns a client from the kubeconfig file (its current context),
+// or with "" the in-cluster config (the pod's ServiceAccount).
+func New(kubeconfig string) (*Client, error) {
+	var cfg *config
 	var err error
 	if kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
-		if err != nil {
-			return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
-		}
+		cfg, err = loadKubeconfig(kubeconfig)
 	} else {
-		cfg, err = rest.InClusterConfig()
-		if err != nil {
-			return nil, fmt.Errorf("in-cluster config (give --kubeconfig outside a pod): %w", err)
-		}
+		cfg, err = inCluster()
 	}
-	cfg.Timeout = requestTimeout
-	cfg.UserAgent = "mntleak"
-	return cfg, nil
-}
-
-// New returns a client from the kubeconfig file, or with "" the
-// in-cluster config.
-func New(kubeconfig string) (*Client, error) {
-	cfg, err := RESTConfig(kubeconfig)
-	if err != nil {
-		return nil, err
+	var rt http.RoundTripper
+	if err == nil {
+		rt, err = newTransport(cfg)
 	}
-	return ForConfig(cfg)
-}
-
-// ForConfig returns a client for a rest.Config: its server, TLS and
-// authentication.
-func ForConfig(cfg *rest.Config) (*Client, error) {
-	base, _, err := rest.DefaultServerUrlFor(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("server %q: %w", cfg.Host, err)
+	switch {
+	case err != nil && kubeconfig != "":
+		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	case err != nil:
+		return nil, fmt.Errorf("in-cluster config (give --kubeconfig outside a pod): %w", err)
 	}
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("client for %s: %w", cfg.Host, err)
-	}
-	return &Client{http: hc, base: base}, nil
+	return &Client{http: &http.Client{Transport: rt, Timeout: requestTimeout}, base: cfg.server}, nil
 }
 
 // Host is the server's URL.
@@ -132,6 +110,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", userAgent)
 	if body != nil {
 		req.Header.Set("Content-Type", contentType)
 	}
