@@ -21,4 +21,5 @@
 //   - record.go: Record (an answer as a recorded stream holds it),
 //     Recorder and Replay, so `mntleak replay` gets the live answers.
 //   - labels.go: reading the io.kubernetes.* labels.
+//   - unixsocket.go: DialUnix, the runtimes' sockets' dialer.
 package attribution

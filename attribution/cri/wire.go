@@ -7,11 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/mntleak/mntleak/attribution"
 )
 
 // A unary gRPC call is an HTTP/2 POST of the method's path with
@@ -68,10 +69,7 @@ type transport struct {
 // newTransport calls the runtime at socket.
 func newTransport(socket string) *transport {
 	t := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
-		},
+		DialContext:     attribution.DialUnix(socket),
 		Protocols:       new(http.Protocols),
 		IdleConnTimeout: 5 * time.Minute,
 	}

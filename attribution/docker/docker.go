@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -30,10 +29,7 @@ type Source struct {
 // New returns a Source for the Engine on socket.
 func New(socket string) *Source {
 	tr := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
-		},
+		DialContext:       attribution.DialUnix(socket),
 		MaxIdleConns:      2,
 		DisableKeepAlives: false,
 	}
