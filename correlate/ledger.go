@@ -44,16 +44,31 @@ type Ledger struct {
 	watched  map[uint32]bool                // namespaces whose mount notes the daemon reads (mountnotes.go)
 	hard     uint64                         // bumped by every change that may reach other tables and no note tells
 	notedOff []notedDetach                  // the latest mounts a note took off a table (mountnotes.go)
+	// torn: per namespace whose teardown the notes began telling, its
+	// table before that (applyNote); see Lived.
+	torn map[uint32]*Table
 }
 
 // NewLedger returns a ledger keeping up to maxHistory events (history.go).
 func NewLedger(maxHistory int) *Ledger {
 	return &Ledger{tables: map[uint32]*Table{}, last: map[uint32]*Table{}, local: map[uint32]uint64{},
-		maxHist: maxHistory, dirty: map[uint32]time.Time{}, groups: newGroupIndex(), watched: map[uint32]bool{}}
+		maxHist: maxHistory, dirty: map[uint32]time.Time{}, groups: newGroupIndex(), watched: map[uint32]bool{},
+		torn: map[uint32]*Table{}}
 }
 
 // Table returns the last table read for a namespace, or nil.
 func (l *Ledger) Table(ns uint32) *Table { return l.tables[ns] }
+
+// Lived returns the last table ns showed while processes lived in it: the
+// one before its teardown's notes took its mounts off (see applyNote),
+// else its table; nil when none was read. It says where a mount made in
+// ns lay once ns is gone.
+func (l *Ledger) Lived(ns uint32) *Table {
+	if t := l.torn[ns]; t != nil {
+		return t
+	}
+	return l.tables[ns]
+}
 
 // Previous returns the table read before the latest one, or nil.
 func (l *Ledger) Previous(ns uint32) *Table { return l.last[ns] }
@@ -71,6 +86,7 @@ func (l *Ledger) Fresh(ns uint32) bool {
 // which shows the copies they detached (detachedCopies).
 func (l *Ledger) Store(t *Table) {
 	t.local, t.hard, t.kept = l.local[t.NS], l.hard, l.watched[t.NS]
+	delete(l.torn, t.NS) // read through a process in it: alive
 	if old := l.tables[t.NS]; old != nil {
 		t.shareWith(old)
 		if !old.noted || l.last[t.NS] == nil {
@@ -82,13 +98,15 @@ func (l *Ledger) Store(t *Table) {
 	l.groups.add(t)
 }
 
-// Forget drops the tables of a namespace that died (dead namespaces keep
-// theirs in the returned value for holders that just exited).
+// Forget drops the tables of a namespace that died and returns the last
+// it showed while it lived (Lived; dead namespaces keep it for holders
+// that just exited and for where a mount made there lay).
 func (l *Ledger) Forget(ns uint32) *Table {
-	t := l.tables[ns]
-	if t != nil {
-		l.groups.remove(t)
+	t := l.Lived(ns)
+	if cur := l.tables[ns]; cur != nil {
+		l.groups.remove(cur)
 	}
+	delete(l.torn, ns)
 	delete(l.tables, ns)
 	delete(l.last, ns)
 	delete(l.local, ns)

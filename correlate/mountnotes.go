@@ -156,6 +156,14 @@ func (l *Ledger) applyNote(n event.MountNote) {
 	var changed *procfs.Mount // the entry the note adds or takes off
 	switch {
 	case n.Detach && have != nil && sameDevice(have, noted):
+		if have.Mountpoint == "/" && old.mount(have.Parent) == nil && l.torn[n.NS] == nil {
+			// The namespace's root: its teardown (its last process gone,
+			// the kernel detaches every mount, the root's note first), or
+			// a lazy unmount of its whole tree. The table follows the
+			// notes (nothing is held there any more); Lived keeps what it
+			// showed, where the mounts made in it lay.
+			l.torn[n.NS] = old
+		}
 		mounts = slices.DeleteFunc(slices.Clone(old.Mounts), func(m *procfs.Mount) bool { return m == have })
 		changed = have
 		l.notedOff = append(l.notedOff, notedDetach{ns: n.NS, pid: n.PID, mount: have, at: n.Time})

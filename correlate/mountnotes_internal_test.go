@@ -74,3 +74,46 @@ func TestLedgerAppliesNotes(t *testing.T) {
 		t.Error("a note made a stale table fresh")
 	}
 }
+
+// TestLedgerKeepsTheTableBeforeATeardown: the notes of a namespace's
+// teardown (its root's first) empty its table, and Lived and Forget give
+// the table it showed before; a copy detached from a live namespace, or
+// the old root a pivot_root left stacked on "/", is no teardown; a table
+// read again ends it.
+func TestLedgerKeepsTheTableBeforeATeardown(t *testing.T) {
+	const text = "90 89 254:0 / / rw - ext4 /dev/vda rw\n91 90 254:0 /pods/vol /rootfs/data rw shared:4 - ext4 /dev/vda rw\n" +
+		"92 91 0:70 / /rootfs/data/sub rw shared:5 - tmpfs csi rw\n93 90 0:71 / / rw - tmpfs old-root rw\n"
+	l := NewLedger(16)
+	read := NewTable(40, procfs.MountsOf(noteMounts(t, text)), time.Time{}, l.Seq())
+	l.Store(read)
+	detach := func(line string) {
+		l.applyNote(event.MountNote{NS: 40, Detach: true, PID: 700, Mount: noteMounts(t, line)[0]})
+	}
+	detach("93 90 0:71 / / rw - tmpfs old-root rw\n")                    // runc's old root, over the new one
+	detach("92 91 0:70 / /rootfs/data/sub rw shared:5 - tmpfs csi rw\n") // a copy a node's rmdir detached
+	if got := mountIDs(l.Lived(40)); len(got) != 2 || l.Lived(40) != l.Table(40) {
+		t.Fatalf("live namespace: Lived %v, want its table (90 91)", got)
+	}
+	kept := l.Table(40)
+	for _, line := range strings.SplitAfter(strings.TrimSuffix(text, "\n"), "\n")[:2] {
+		detach(line) // the teardown: root first
+	}
+	if got := mountIDs(l.Table(40)); len(got) != 0 {
+		t.Errorf("the teardown left mounts %v in the table", got)
+	}
+	if l.Lived(40) != kept {
+		t.Errorf("Lived %v, want the table before the teardown %v", mountIDs(l.Lived(40)), mountIDs(kept))
+	}
+	if got := l.Forget(40); got != kept || l.Lived(40) != nil || l.Table(40) != nil {
+		t.Errorf("Forget gave %v, want the table before the teardown; then Lived %v", got, l.Lived(40))
+	}
+	// Read again before it died (a lazy unmount of its tree, then a read):
+	// the read is what it shows.
+	l.Store(NewTable(40, procfs.MountsOf(noteMounts(t, text)), time.Time{}, l.Seq()))
+	detach("90 89 254:0 / / rw - ext4 /dev/vda rw\n")
+	again := NewTable(40, procfs.MountsOf(noteMounts(t, "94 89 0:72 / / rw - tmpfs new rw\n")), time.Time{}, l.Seq())
+	l.Store(again)
+	if l.Lived(40) != again {
+		t.Errorf("after a read, Lived %v, want the read %v", mountIDs(l.Lived(40)), mountIDs(again))
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/mntleak/mntleak/event"
 	"github.com/mntleak/mntleak/finding"
 	"github.com/mntleak/mntleak/procfs"
 )
@@ -44,17 +45,39 @@ func TestGoneMounterNamedAMinuteLater(t *testing.T) {
 	checkGoneMounter(t, w.only())
 }
 
+// The same, with the kernel's mount notes: the namespace's teardown
+// detaches each of its mounts, one note each, the root first, and the
+// daemon reads those notes before the exits that emptied the namespace
+// (the notes are read at once, the events behind the kernel). The
+// namespace's last table is what it showed while it lived, not the empty
+// one the teardown's notes leave: it says where the mount lay.
+func TestGoneMounterNamedAfterItsTeardownNotes(t *testing.T) {
+	w := goneMounterWorldNoted(t, true)
+	w.now = w.now.Add(15 * time.Second)
+	w.send(exitEv(1, "true", hostNS)) // a collection runs: the process list shows mnt:[40] gone
+	w.findings = nil
+	w.send(failEv(800, "kubelet", hostNS, 84, "/pods/vol/sub", int64(unix.EBUSY)))
+	checkGoneMounter(t, w.only())
+}
+
 // goneMounterWorld: a process in pod P's cgroup (its events carry it) has
 // mounted into a shared peer group from its namespace, and the namespace
 // is gone.
 func goneMounterWorld(t *testing.T) *world {
+	t.Helper()
+	return goneMounterWorldNoted(t, false)
+}
+
+// goneMounterWorldNoted is goneMounterWorld; with teardown, the kernel's
+// notes tell the namespace's teardown before its exits are handled.
+func goneMounterWorldNoted(t *testing.T, teardown bool) *world {
 	t.Helper()
 	w := newWorld(t, []procfs.Process{proc(1, "systemd", hostNS, "/init.scope")}, map[uint32]string{hostNS: hostTable})
 	create := unshareEv(700, "runc", hostNS, 40)
 	create.Cgroup = sidecarCgroup
 	w.send(create)
 	w.proc.procs = append(w.proc.procs, proc(700, "pause", 40, sidecarCgroup), proc(701, "mounter", 40, sidecarCgroup))
-	w.proc.tables[40] = "90 89 254:0 / / rw shared:1 - ext4 /dev/vda rw\n91 90 254:0 /pods/vol /rootfs/data rw shared:4 - ext4 /dev/vda rw\n92 91 0:70 / /rootfs/data/sub rw shared:5 - tmpfs csi rw\n"
+	w.proc.tables[40] = goneMounterTable
 	w.proc.tables[hostNS] = hostTable + "10 1 254:0 /pods/vol /pods/vol rw shared:4 - ext4 /dev/vda rw\n11 10 0:70 / /pods/vol/sub rw shared:5 - tmpfs csi rw\n"
 	mnt := mountEv(701, "mounter", 40, "tmpfs", "/rootfs/data/sub", "tmpfs", 0, 0)
 	mnt.Cgroup = sidecarCgroup
@@ -62,9 +85,19 @@ func goneMounterWorld(t *testing.T) *world {
 	// The sidecar's pod is deleted: its processes exit, its namespace goes.
 	w.proc.procs = w.proc.procs[:1]
 	delete(w.proc.tables, 40)
+	if teardown {
+		for _, line := range strings.SplitAfter(strings.TrimSuffix(goneMounterTable, "\n"), "\n") {
+			w.c.Note(event.MountNote{Time: w.now, NS: 40, Detach: true, PID: 700, Mount: mountLine(t, line)})
+		}
+	}
 	w.send(exitEv(701, "mounter", 40), exitEv(700, "pause", 40))
 	return w
 }
+
+// goneMounterTable is the sidecar's namespace's table: the node's
+// /pods/vol bound shared at /rootfs/data, the sidecar's tmpfs below it.
+const goneMounterTable = "90 89 254:0 / / rw shared:1 - ext4 /dev/vda rw\n91 90 254:0 /pods/vol /rootfs/data rw shared:4 - ext4 /dev/vda rw\n" +
+	"92 91 0:70 / /rootfs/data/sub rw shared:5 - tmpfs csi rw\n"
 
 func checkGoneMounter(t *testing.T, f *finding.Finding) {
 	t.Helper()
@@ -138,7 +171,7 @@ func TestGoneMounterReadThroughItsShell(t *testing.T) {
 	create.Cgroup = sidecarCgroup
 	w.send(create, exitEv(700, "runc:[1:CHILD]", 40))
 	w.proc.procs = append(w.proc.procs, proc(702, "sh", 40, sidecarCgroup))
-	w.proc.tables[40] = "90 89 254:0 / / rw shared:1 - ext4 /dev/vda rw\n91 90 254:0 /pods/vol /rootfs/data rw shared:4 - ext4 /dev/vda rw\n92 91 0:70 / /rootfs/data/sub rw shared:5 - tmpfs csi rw\n"
+	w.proc.tables[40] = goneMounterTable
 	w.proc.tables[hostNS] = hostTable + "10 1 254:0 /pods/vol /pods/vol rw shared:4 - ext4 /dev/vda rw\n11 10 0:70 / /pods/vol/sub rw shared:5 - tmpfs csi rw\n"
 	mnt := mountEv(701, "mounter", 40, "tmpfs", "/rootfs/data/sub", "tmpfs", 0, 0)
 	mnt.PPID, mnt.Cgroup = 702, sidecarCgroup

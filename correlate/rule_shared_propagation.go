@@ -21,7 +21,7 @@ func (c *Correlator) ruleSharedPropagation(a *analysis, m match) (verdict, bool)
 			ev.Flags&(unix.MS_PRIVATE|unix.MS_SLAVE|unix.MS_SHARED) != 0 {
 			continue
 		}
-		from := c.ledger.Table(ev.MntNS)
+		from := c.ledger.Lived(ev.MntNS) // torn down since: where it mounted is what it showed before
 		if from == nil {
 			from = c.lastTableOf(ev.MntNS) // gone since: where it mounted is in its last table
 		}
