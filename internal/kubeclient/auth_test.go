@@ -49,8 +49,7 @@ func TestTokenFileRotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shortReload(t)
-	short, err := New(path)
+	short, err := newClient(path, setup{serviceAccountDir: defaultServiceAccountDir, reloadPeriod: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,14 +71,11 @@ func TestTokenFileRotation(t *testing.T) {
 	}
 }
 
-// inClusterAt points the in-cluster config at a ServiceAccount directory
-// of the test and the Service at s.
+// inClusterAt points the in-cluster config's Service at s and returns a
+// ServiceAccount directory of the test (empty).
 func inClusterAt(t *testing.T, s *apiServer) string {
 	t.Helper()
 	dir := t.TempDir()
-	old := serviceAccountDir
-	serviceAccountDir = dir
-	t.Cleanup(func() { serviceAccountDir = old })
 	u, err := url.Parse(s.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -99,17 +95,18 @@ func inClusterAt(t *testing.T, s *apiServer) string {
 func TestInCluster(t *testing.T) {
 	s := startAPI(t, nil)
 	dir := inClusterAt(t, s)
+	sa := setup{serviceAccountDir: dir, reloadPeriod: defaultReloadPeriod}
 	const prefix = "in-cluster config (give --kubeconfig outside a pod): "
-	if _, err := New(""); err == nil || !strings.HasPrefix(err.Error(), prefix+`ServiceAccount: read tokenFile `+filepath.Join(dir, "token")+": ") {
+	if _, err := newClient("", sa); err == nil || !strings.HasPrefix(err.Error(), prefix+`ServiceAccount: read tokenFile `+filepath.Join(dir, "token")+": ") {
 		t.Errorf("no token: %v", err)
 	}
 	writeFile(t, filepath.Join(dir, "token"), []byte("sa-1"))
-	if _, err := New(""); err == nil || !strings.HasPrefix(err.Error(), prefix+`ServiceAccount: read certificate-authority `+filepath.Join(dir, "ca.crt")+": ") {
+	if _, err := newClient("", sa); err == nil || !strings.HasPrefix(err.Error(), prefix+`ServiceAccount: read certificate-authority `+filepath.Join(dir, "ca.crt")+": ") {
 		t.Errorf("no CA: %v", err)
 	}
 	writeFile(t, filepath.Join(dir, "ca.crt"), s.caPEM())
-	shortReload(t)
-	c, err := New("")
+	short := setup{serviceAccountDir: dir, reloadPeriod: 0}
+	c, err := newClient("", short)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,11 +120,11 @@ func TestInCluster(t *testing.T) {
 
 	t.Setenv("KUBERNETES_SERVICE_HOST", "fd00::1")
 	t.Setenv("KUBERNETES_SERVICE_PORT", "443")
-	if c, err := New(""); err != nil || c.Host() != "https://[fd00::1]:443" {
+	if c, err := newClient("", short); err != nil || c.Host() != "https://[fd00::1]:443" {
 		t.Errorf("IPv6 Service: %v, %v", c, err)
 	}
 	os.Unsetenv("KUBERNETES_SERVICE_PORT")
-	if _, err := New(""); err == nil || !strings.HasPrefix(err.Error(), prefix+"KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT") {
+	if _, err := newClient("", short); err == nil || !strings.HasPrefix(err.Error(), prefix+"KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT") {
 		t.Errorf("no Service port: %v", err)
 	}
 }

@@ -32,15 +32,22 @@ type Client struct {
 // New returns a client from the kubeconfig file (its current context),
 // or with "" the in-cluster config (the pod's ServiceAccount).
 func New(kubeconfig string) (*Client, error) {
+	return newClient(kubeconfig, standardSetup())
+}
+
+// newClient is New with s: the ServiceAccount directory of the in-cluster
+// config, the period of the files re-read (of either config).
+func newClient(kubeconfig string, s setup) (*Client, error) {
 	var cfg *config
 	var err error
 	if kubeconfig != "" {
 		cfg, err = loadKubeconfig(kubeconfig)
 	} else {
-		cfg, err = inCluster()
+		cfg, err = inCluster(s.serviceAccountDir)
 	}
 	var rt http.RoundTripper
 	if err == nil {
+		cfg.reloadPeriod = s.reloadPeriod
 		rt, err = newTransport(cfg)
 	}
 	switch {

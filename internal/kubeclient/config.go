@@ -13,17 +13,29 @@ import (
 	"time"
 )
 
-// serviceAccountDir holds the pod's ServiceAccount token and the
-// cluster's CA (a test points it at a directory of its own).
-var serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+// defaultServiceAccountDir holds the pod's ServiceAccount token and the
+// cluster's CA.
+const defaultServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
-// reloadPeriod is how long a file read for each request (a token file,
-// client certificate files, a CA file) is used before it is read again:
-// bound ServiceAccount tokens rotate (the kubelet writes a new one at 80%
-// of its life, an hour by default), kubelet client certificates are
-// renewed in place. client-go re-reads token files once a minute too. A
-// client takes the value New runs with (a test shortens it).
-var reloadPeriod = time.Minute
+// defaultReloadPeriod is how long a file read for each request (a token
+// file, client certificate files, a CA file) is used before it is read
+// again: bound ServiceAccount tokens rotate (the kubelet writes a new one
+// at 80% of its life, an hour by default), kubelet client certificates
+// are renewed in place. client-go re-reads token files once a minute too.
+const defaultReloadPeriod = time.Minute
+
+// setup is what a client is made with besides its kubeconfig: New's are
+// the standard ones, a test gives its own (a ServiceAccount directory of
+// the test, a shorter period).
+type setup struct {
+	serviceAccountDir string        // of the in-cluster config
+	reloadPeriod      time.Duration // how long a file read is used
+}
+
+// standardSetup is the setup New makes clients with.
+func standardSetup() setup {
+	return setup{serviceAccountDir: defaultServiceAccountDir, reloadPeriod: defaultReloadPeriod}
+}
 
 // config is where a client connects and how it authenticates: the
 // current context of a kubeconfig file, or the in-cluster config.
@@ -39,6 +51,10 @@ type config struct {
 	serverName string
 	proxy      *url.URL // nil: the proxy of the environment
 
+	// reloadPeriod is how long a file read (token, client certificate,
+	// CA) is used before it is read again.
+	reloadPeriod time.Duration
+
 	// Authentication, sent to an https server only (as clientcmd does).
 	user               string // `user "NAME"` in errors
 	token, tokenFile   string // a token file wins and is re-read as it changes
@@ -51,8 +67,8 @@ type config struct {
 
 // inCluster is the config of a pod: the API server's Service from the
 // environment the kubelet sets, the ServiceAccount's token (re-read as it
-// rotates) and the cluster's CA.
-func inCluster() (*config, error) {
+// rotates) and the cluster's CA, both in dir.
+func inCluster(dir string) (*config, error) {
 	host, port := os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT")
 	if host == "" || port == "" {
 		return nil, errors.New("KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not both set")
@@ -61,9 +77,9 @@ func inCluster() (*config, error) {
 		source:    "in-cluster config",
 		server:    &url.URL{Scheme: "https", Host: net.JoinHostPort(host, port)},
 		cluster:   "ServiceAccount",
-		caFile:    filepath.Join(serviceAccountDir, "ca.crt"),
+		caFile:    filepath.Join(dir, "ca.crt"),
 		user:      "ServiceAccount",
-		tokenFile: filepath.Join(serviceAccountDir, "token"),
+		tokenFile: filepath.Join(dir, "token"),
 	}, nil
 }
 
@@ -117,11 +133,11 @@ func readFile(where, what, path string) ([]byte, error) {
 }
 
 // tokenFrom reads a token file: its text without surrounding space, not
-// empty.
-func tokenFrom(where, path string) *reloaded[string] {
+// empty; read again when a period old.
+func tokenFrom(where, path string, period time.Duration) *reloaded[string] {
 	return &reloaded[string]{
 		read:   func() ([]byte, error) { return readFile(where, "tokenFile", path) },
-		period: reloadPeriod,
+		period: period,
 		parse: func(b []byte) (string, error) {
 			tok := strings.TrimSpace(string(b))
 			if tok == "" {

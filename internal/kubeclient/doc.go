@@ -31,11 +31,14 @@
 // default (the environment's proxy, HTTP/2).
 //
 // Files:
-//   - client.go: Client, New from a kubeconfig or the in-cluster config,
-//     the request and the API server's Status as an error (StatusError,
-//     IsNotFound, IsAlreadyExists).
-//   - config.go: config (server, TLS and credentials to use), the
-//     in-cluster config, reloaded (a file read again as it changes).
+//   - client.go: Client, New from a kubeconfig or the in-cluster config
+//     (newClient with New's setup; a test gives its own), the request and
+//     the API server's Status as an error (StatusError, IsNotFound,
+//     IsAlreadyExists).
+//   - config.go: setup (the ServiceAccount directory and the reload
+//     period, passed down from newClient; standardSetup is New's), config
+//     (server, TLS and credentials to use), the in-cluster config,
+//     reloaded (a file read again as it changes).
 //   - kubeconfig.go: a kubeconfig file read into a config.
 //   - exec.go: exec plugins: their ExecCredential asked for, read and
 //     kept until it expires.

@@ -168,14 +168,6 @@ func get(c *Client) error {
 	return err
 }
 
-// shortReload makes the clients made from now on read their files at
-// each request.
-func shortReload(t *testing.T) {
-	old := reloadPeriod
-	reloadPeriod = 0
-	t.Cleanup(func() { reloadPeriod = old })
-}
-
 // TestServerCA: the server's CA from a file (a path relative to the
 // kubeconfig's directory) or from data; without it the server's
 // certificate is refused (x509); insecure-skip-tls-verify takes any, but
@@ -204,9 +196,9 @@ func TestServerCA(t *testing.T) {
 		t.Errorf("a CA and insecure-skip-tls-verify: %v", err)
 	}
 
-	shortReload(t)
 	writeFile(t, filepath.Join(dir, "ca.pem"), newTestCA(t).pem) // another CA
-	c, err := New(writeKubeconfig(t, dir, map[string]any{"server": s.URL, "certificate-authority": "ca.pem"}, nil))
+	short := setup{serviceAccountDir: defaultServiceAccountDir, reloadPeriod: 0}
+	c, err := newClient(writeKubeconfig(t, dir, map[string]any{"server": s.URL, "certificate-authority": "ca.pem"}, nil), short)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,8 +239,8 @@ func TestClientCertificate(t *testing.T) {
 		t.Errorf("a key file missing: %v", err)
 	}
 
-	shortReload(t)
-	c, err := New(writeKubeconfig(t, dir, cluster, map[string]any{"client-certificate": "client.crt", "client-key": "client.key"}))
+	short := setup{serviceAccountDir: defaultServiceAccountDir, reloadPeriod: 0}
+	c, err := newClient(writeKubeconfig(t, dir, cluster, map[string]any{"client-certificate": "client.crt", "client-key": "client.key"}), short)
 	if err != nil {
 		t.Fatal(err)
 	}

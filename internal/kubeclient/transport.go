@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 )
 
 // newTransport is the round tripper of cfg: TLS to its server, each
@@ -47,7 +48,7 @@ func newTransport(cfg *config) (http.RoundTripper, error) {
 	case cfg.caFile != "":
 		t.ca = &reloaded[*x509.CertPool]{
 			read:   func() ([]byte, error) { return readFile(cfg.cluster, "certificate-authority", cfg.caFile) },
-			period: reloadPeriod,
+			period: cfg.reloadPeriod,
 			parse: func(b []byte) (*x509.CertPool, error) {
 				pool, err := parseCA(b)
 				if err != nil {
@@ -130,7 +131,7 @@ type creds struct {
 func newAuth(cfg *config) (*auth, error) {
 	a := &auth{token: cfg.token, username: cfg.username, password: cfg.password}
 	if cfg.tokenFile != "" {
-		a.tokenFile = tokenFrom(cfg.user, cfg.tokenFile)
+		a.tokenFile = tokenFrom(cfg.user, cfg.tokenFile, cfg.reloadPeriod)
 	}
 	switch {
 	case len(cfg.certData) > 0 || len(cfg.keyData) > 0:
@@ -155,7 +156,7 @@ func newAuth(cfg *config) (*auth, error) {
 		}
 		a.cert = &cert
 	case cfg.certFile != "":
-		a.certFiles = certFrom(cfg.user, cfg.certFile, cfg.keyFile)
+		a.certFiles = certFrom(cfg.user, cfg.certFile, cfg.keyFile, cfg.reloadPeriod)
 	}
 	// Files are read now: one missing is an error of New, not of the first
 	// request. The exec plugin runs at the first request (as with client-go).
@@ -180,8 +181,8 @@ func newAuth(cfg *config) (*auth, error) {
 }
 
 // certFrom reads a client certificate and its key from files (both read
-// again when one changes).
-func certFrom(user, certFile, keyFile string) *reloaded[*tls.Certificate] {
+// again when a period old, parsed again when one changed).
+func certFrom(user, certFile, keyFile string, period time.Duration) *reloaded[*tls.Certificate] {
 	return &reloaded[*tls.Certificate]{
 		read: func() ([]byte, error) {
 			c, err := readFile(user, "client-certificate", certFile)
@@ -194,7 +195,7 @@ func certFrom(user, certFile, keyFile string) *reloaded[*tls.Certificate] {
 			}
 			return append(append(c, 0), k...), nil // no PEM holds a NUL
 		},
-		period: reloadPeriod,
+		period: period,
 		parse: func(b []byte) (*tls.Certificate, error) {
 			i := bytes.LastIndexByte(b, 0)
 			cert, err := tls.X509KeyPair(b[:i], b[i+1:])
