@@ -91,7 +91,9 @@
 //     namespace's table kept true by them (keptTrue: a mount elsewhere no
 //     longer makes it stale, a remount or a propagation change does);
 //     TableOf; a pending leak whose copy the kernel detached dropped at
-//     the next event when nothing holds it (dropDetached).
+//     the next event when nothing holds it (dropDetached); a namespace's
+//     teardown (its root's detach) leaves the table it showed while it
+//     lived (Ledger.Lived, what Forget returns).
 //   - analyze.go: a failure, from the event to the holdings and pins.
 //   - pin_search.go: the pin search, the processes keeping an object's
 //     filesystem busy in the holder namespaces (those started after the
