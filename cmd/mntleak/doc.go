@@ -13,7 +13,7 @@
 // package correlate, audit's checks package audit, and a finding's
 // types and wording package finding.
 //
-// Files: main.go (commands, exit codes), trace.go, replay.go, why.go,
+// Files: main.go (commands, exit codes, the one-shot commands' collector), trace.go, replay.go, why.go,
 // audit.go, version.go, release.go (each command's flags and wiring),
 // whypod.go (why pod: the pod's UID, its objects from package podmounts,
 // each asked of one snapshot, named in pod terms), k8sevents.go (whether

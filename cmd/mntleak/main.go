@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 )
 
@@ -39,7 +40,32 @@ Run 'mntleak <command> -h' for the flags of a command.
 `
 
 func main() {
+	if len(os.Args) > 1 && isOneShot(os.Args[1]) {
+		collectOnlyNearLimit()
+	}
 	os.Exit(runWith(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// isOneShot tells the commands that read the node once and exit: why and
+// audit (a snapshot of every process and namespace, about 40 ms on a node
+// of 2,000 processes and 300 namespaces).
+func isOneShot(command string) bool { return command == "why" || command == "audit" }
+
+// oneShotMemoryLimit is the heap a one-shot command may reach before the
+// collector runs. Such a run allocates a few MB for each thousand
+// processes (the snapshot's tables and lists: its peak RSS was 19 MB
+// collected, 22 MB not, on the node above); the limit only guards a node
+// far larger than that.
+const oneShotMemoryLimit = 512 << 20
+
+// collectOnlyNearLimit turns the collector off but near oneShotMemoryLimit:
+// a one-shot command's heap is all garbage at its exit, and collecting it
+// on the way cost 3–7 ms of CPU and 2–4 ms of the wall (perf stat -r 10,
+// audit and why on the node above). Set in main only, not in runWith,
+// which the tests call in their own process.
+func collectOnlyNearLimit() {
+	debug.SetMemoryLimit(oneShotMemoryLimit)
+	debug.SetGCPercent(-1)
 }
 
 // run is runWith with nothing on standard input.
