@@ -22,28 +22,13 @@ const hostNS = 4026531840
 func leakedNode(t *testing.T) *correlate.Correlator {
 	t.Helper()
 	cid := "5f2c0e1a9b8d7c6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e"
-	table := func(text string) []*procfs.Mount {
-		ms, err := mountinfo.GetMountsFromReader(strings.NewReader(text), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return procfs.MountsOf(ms)
-	}
-	proc := procfs.NewReplay()
-	proc.Add(&procfs.Record{Op: procfs.OpHostNS, MntNS: hostNS})
-	proc.Add(&procfs.Record{Op: procfs.OpProcesses, Processes: []procfs.Process{
+	return started(t, nodeOf(t, []procfs.Process{
 		{PID: 1, StartTime: 10, Comm: "systemd", MntNS: hostNS},
 		{PID: 1500, PPID: 1, StartTime: 15000, Comm: "node_exporter", MntNS: 70, Cgroup: "/docker/" + cid},
-	}})
-	proc.Add(&procfs.Record{Op: procfs.OpMountinfo, PID: 1, MntNS: hostNS,
-		Mounts: table("1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw\n2 1 0:5 / /tmp rw shared:2 - tmpfs tmpfs rw\n")})
-	proc.Add(&procfs.Record{Op: procfs.OpMountinfo, PID: 1500, MntNS: 70,
-		Mounts: table("100 99 0:90 / / rw - overlay overlay rw\n101 100 254:0 / /host rw - ext4 /dev/vda rw\n102 101 7:0 / /host/srv/vol rw - ext4 /dev/loop0 rw\n")})
-	c := correlate.New(proc, correlate.Options{}, func(*finding.Finding) {})
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	}, map[uint32]string{
+		hostNS: "1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw\n2 1 0:5 / /tmp rw shared:2 - tmpfs tmpfs rw\n",
+		70:     "100 99 0:90 / / rw - overlay overlay rw\n101 100 254:0 / /host rw - ext4 /dev/vda rw\n102 101 7:0 / /host/srv/vol rw - ext4 /dev/loop0 rw\n",
+	}))
 }
 
 // runtimeNode is a node whose dockerd runs in a mount namespace of its
@@ -58,15 +43,30 @@ func runtimeNode(t *testing.T) *correlate.Correlator {
 // namespace and p in a namespace of its own, whose mount table is text.
 func oneNamespaceNode(t *testing.T, p procfs.Process, text string) *procfs.Replay {
 	t.Helper()
-	ms, err := mountinfo.GetMountsFromReader(strings.NewReader(text), nil)
-	if err != nil {
-		t.Fatal(err)
+	return nodeOf(t, []procfs.Process{{PID: 1, StartTime: 10, Comm: "systemd", MntNS: hostNS}, p}, map[uint32]string{p.MntNS: text})
+}
+
+// nodeOf is the /proc of a node of procs (the host's namespace hostNS),
+// each namespace's table, tables[ns], read through its first process.
+func nodeOf(t *testing.T, procs []procfs.Process, tables map[uint32]string) *procfs.Replay {
+	t.Helper()
+	rp := procfs.NewReplay()
+	rp.Add(&procfs.Record{Op: procfs.OpHostNS, MntNS: hostNS})
+	rp.Add(&procfs.Record{Op: procfs.OpProcesses, Processes: procs})
+	read := map[uint32]bool{}
+	for _, p := range procs {
+		text, ok := tables[p.MntNS]
+		if !ok || read[p.MntNS] {
+			continue
+		}
+		ms, err := mountinfo.GetMountsFromReader(strings.NewReader(text), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rp.Add(&procfs.Record{Op: procfs.OpMountinfo, PID: p.PID, MntNS: p.MntNS, Mounts: procfs.MountsOf(ms)})
+		read[p.MntNS] = true
 	}
-	proc := procfs.NewReplay()
-	proc.Add(&procfs.Record{Op: procfs.OpHostNS, MntNS: hostNS})
-	proc.Add(&procfs.Record{Op: procfs.OpProcesses, Processes: []procfs.Process{{PID: 1, StartTime: 10, Comm: "systemd", MntNS: hostNS}, p}})
-	proc.Add(&procfs.Record{Op: procfs.OpMountinfo, PID: p.PID, MntNS: p.MntNS, Mounts: procfs.MountsOf(ms)})
-	return proc
+	return rp
 }
 
 // started is a correlator that took its snapshot of proc.
@@ -179,23 +179,14 @@ func TestRisksNameTheirHolders(t *testing.T) {
 // PrivateTmp; dockerd runs in mnt:[90].
 func risksNode(t *testing.T, procs []procfs.Process) *correlate.Correlator {
 	t.Helper()
-	tables := map[uint32]string{
+	rp := nodeOf(t, procs, map[uint32]string{
 		hostNS: "1 0 254:0 / / rw shared:1 - ext4 /dev/vda rw\n",
 		70:     "100 99 0:90 / / rw - overlay overlay rw\n101 100 254:0 / /host rw - ext4 /dev/vda rw\n",
-		80: "300 299 254:0 / / rw master:1 - ext4 /dev/vda rw\n" +
-			"301 300 254:0 /tmp/systemd-private-0123456789abcdef0123456789abcdef-chrony.service-Ab12Cd/tmp /tmp rw master:1 - ext4 /dev/vda rw\n",
-		90: "400 399 254:0 / / rw master:1 - ext4 /dev/vda rw\n",
-	}
-	rp := procfs.NewReplay()
-	rp.Add(&procfs.Record{Op: procfs.OpHostNS, MntNS: hostNS})
-	rp.Add(&procfs.Record{Op: procfs.OpProcesses, Processes: procs})
+		80:     privateTmpTable,
+		90:     "400 399 254:0 / / rw master:1 - ext4 /dev/vda rw\n",
+	})
 	nsOf := map[int]uint32{}
 	for _, p := range procs {
-		ms, err := mountinfo.GetMountsFromReader(strings.NewReader(tables[p.MntNS]), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rp.Add(&procfs.Record{Op: procfs.OpMountinfo, PID: p.PID, MntNS: p.MntNS, Mounts: procfs.MountsOf(ms)})
 		nsOf[p.PID] = p.MntNS
 	}
 	return started(t, cgroupsAfter{Replay: rp, nsOf: nsOf, cgroups: map[int]string{
@@ -238,21 +229,13 @@ func TestPrivateTmpRiskBelowAPrefix(t *testing.T) {
 // and chrony.service, PrivateTmp=yes (mnt:[80]), at unitStart.
 func privateTmpNode(t *testing.T, unitStart uint64) *correlate.Correlator {
 	t.Helper()
-	ms, err := mountinfo.GetMountsFromReader(strings.NewReader(
-		"300 299 254:0 / / rw master:1 - ext4 /dev/vda rw\n"+
-			"301 300 254:0 /tmp/systemd-private-0123456789abcdef0123456789abcdef-chrony.service-Ab12Cd/tmp /tmp rw master:1 - ext4 /dev/vda rw\n"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proc := procfs.NewReplay()
-	proc.Add(&procfs.Record{Op: procfs.OpHostNS, MntNS: hostNS})
-	proc.Add(&procfs.Record{Op: procfs.OpProcesses, Processes: []procfs.Process{
+	return started(t, nodeOf(t, []procfs.Process{
 		{PID: 1, StartTime: 10, Comm: "systemd", MntNS: hostNS},
 		{PID: 1500, PPID: 1, StartTime: 15000, Comm: "nginx", MntNS: 70, Cgroup: "/docker/5f2c0e1a9b8d7c6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e"},
 		{PID: 2000, PPID: 1, StartTime: unitStart, Comm: "chronyd", MntNS: 80, Cgroup: "/system.slice/chrony.service"},
-	}})
-	proc.Add(&procfs.Record{Op: procfs.OpMountinfo, PID: 1500, MntNS: 70,
-		Mounts: procfs.MountsOf([]*mountinfo.Info{{ID: 100, Parent: 99, Major: 0, Minor: 90, Root: "/", Mountpoint: "/", FSType: "overlay", Source: "overlay"}})})
-	proc.Add(&procfs.Record{Op: procfs.OpMountinfo, PID: 2000, MntNS: 80, Mounts: procfs.MountsOf(ms)})
-	return started(t, proc)
+	}, map[uint32]string{70: "100 99 0:90 / / rw - overlay overlay rw\n", 80: privateTmpTable}))
 }
+
+// privateTmpTable is chrony.service's namespace's table: PrivateTmp=yes.
+const privateTmpTable = "300 299 254:0 / / rw master:1 - ext4 /dev/vda rw\n" +
+	"301 300 254:0 /tmp/systemd-private-0123456789abcdef0123456789abcdef-chrony.service-Ab12Cd/tmp /tmp rw master:1 - ext4 /dev/vda rw\n"

@@ -3,6 +3,7 @@ package audit
 import (
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/mntleak/mntleak/correlate"
 	"github.com/mntleak/mntleak/finding"
@@ -84,14 +85,7 @@ func Risks(c *correlate.Correlator, f RiskFacts, prefix string) []Item {
 	}
 	// The oldest container, asked only of a PrivateTmp namespace: finding it
 	// reads the cgroups of every namespace's members.
-	var first *correlate.Member
-	firstAsked := false
-	firstContainer := func() *correlate.Member {
-		if !firstAsked {
-			first, firstAsked = oldestContainer(c), true
-		}
-		return first
-	}
+	firstContainer := sync.OnceValue(func() *correlate.Member { return oldestContainer(c) })
 	for _, n := range c.Lineage().Live() {
 		if t := c.Ledger().Table(n.Ino); t != nil && n.Ino != c.HostNS() {
 			items = append(items, namespaceRisks(c, n, t, f, prefix, firstContainer)...)
