@@ -151,3 +151,33 @@ func TestAnotherTestsObjectIsNotTheTests(t *testing.T) {
 		}
 	}
 }
+
+// TestAnotherTestsHolderIsNotTheTests: a finding about the test's device
+// path whose holders all hold it in another test's temporary directory
+// (tracer's TestBlockDeviceMountedElsewhere failed on /dev/loop0, freed
+// it, and a churn control attached /dev/loop0 next, as CI saw) is the
+// other test's; one held at the test's own path, or at a path of the
+// node, is the test's.
+func TestAnotherTestsHolderIsNotTheTests(t *testing.T) {
+	tmp := os.TempDir()
+	mine := tmp + "/TestVariantMatrixchurn1234/001"
+	o := Objects{Paths: []string{"/dev/loop0", mine + "/vol"}}
+	heldAt := func(where string) *finding.Finding {
+		f := leak(20)
+		f.Object.Path, f.Holders[0].Where, f.Holders[0].MntNS = "/dev/loop0", where, 96
+		return f
+	}
+	for _, tc := range []struct {
+		name string
+		f    *finding.Finding
+		mine bool
+	}{
+		{"held in another test's directory", heldAt(tmp + "/TestBlockDeviceMountedElsewhere1182119089/002/vol"), false},
+		{"held at the test's own path", heldAt(mine + "/vol"), true},
+		{"held at a path of the node", heldAt("/srv/vol"), true},
+	} {
+		if got := o.Names(tc.f); got != tc.mine {
+			t.Errorf("%s: the test's: %v, want %v: %s", tc.name, got, tc.mine, tc.f.Line())
+		}
+	}
+}
